@@ -1,0 +1,36 @@
+# inferd - the two entry points:
+#   make serve   install dependencies, fetch the default models, build, and
+#                run the daemon on 127.0.0.1:8080 with config/default.json
+#   make test    the same set-up, then every test suite: the release build,
+#                the AddressSanitizer+UBSan build, and bounded fuzz runs
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+CONFIG     ?= config/default.json
+LISTEN     ?= 127.0.0.1:8080
+FUZZ_SECONDS ?= 20
+
+.PHONY: serve test deps models build
+
+serve: deps models build
+	$(BUILD)/inferd --config $(CONFIG) --listen $(LISTEN)
+
+test: deps models
+	@test -d $(BUILD) || meson setup $(BUILD) -Dwerror=true
+	@test -d $(ASAN_BUILD) || meson setup $(ASAN_BUILD) -Dwerror=true -Dsanitize=true -Dbuildtype=debugoptimized
+	@test -d $(FUZZ_BUILD) || CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Dbuildtype=debugoptimized
+	meson configure $(FUZZ_BUILD) -Dfuzz_seconds=$(FUZZ_SECONDS)
+	ninja -C $(BUILD)
+	ninja -C $(ASAN_BUILD)
+	ninja -C $(FUZZ_BUILD)
+	scripts/run-tests $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+
+deps:
+	scripts/install-deps
+
+models:
+	scripts/fetch-models
+
+build:
+	@test -d $(BUILD) || meson setup $(BUILD)
+	ninja -C $(BUILD)

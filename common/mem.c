@@ -1,0 +1,65 @@
+/* mem.c - allocation wrapper with a fault-injection counter for tests.
+ *
+ * The counter is the one piece of process-wide mutable state outside the
+ * server and engine structs: it exists only so tests can fail the k-th
+ * allocation (curl's torture tests, SQLite's *fault.test). */
+#include "common/mem.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_long mem_budget = -1; /* < 0: never fail */
+
+static int mem_should_fail(void)
+{
+	long b = atomic_load_explicit(&mem_budget, memory_order_relaxed);
+	if (b < 0)
+		return 0;
+	while (b > 0) {
+		if (atomic_compare_exchange_weak(&mem_budget, &b, b - 1))
+			return 0;
+	}
+	return b == 0;
+}
+
+void mem_fail_after(long n)
+{
+	atomic_store(&mem_budget, n);
+}
+
+void *mem_alloc(size_t size_bytes)
+{
+	return mem_should_fail() ? NULL : malloc(size_bytes ? size_bytes : 1);
+}
+
+void *mem_calloc(size_t n, size_t size_bytes)
+{
+	return mem_should_fail() ? NULL : calloc(n ? n : 1, size_bytes ? size_bytes : 1);
+}
+
+void *mem_realloc(void *p, size_t size_bytes)
+{
+	return mem_should_fail() ? NULL : realloc(p, size_bytes ? size_bytes : 1);
+}
+
+char *mem_strndup(const char *s, size_t n)
+{
+	size_t len = strnlen(s, n);
+	char *d = mem_alloc(len + 1);
+	if (!d)
+		return NULL;
+	memcpy(d, s, len);
+	d[len] = '\0';
+	return d;
+}
+
+char *mem_strdup(const char *s)
+{
+	return mem_strndup(s, strlen(s));
+}
+
+void mem_free(void *p)
+{
+	free(p);
+}

@@ -1,0 +1,30 @@
+/* st.h - the one project-wide status enum.
+ *
+ * Every function that can fail returns 0 (ST_OK) or a negative status
+ * (-ST_NOMEM, ...). Numbers are stable: never renumber, retire codes in
+ * place (curl's practice). ST_AGAIN means "would block / try later" and is
+ * not a failure. server/ maps statuses to HTTP codes in one table.
+ */
+#ifndef ST_H
+#define ST_H
+
+enum st {
+	ST_OK = 0,
+	ST_NOMEM = 1,    /* allocation failed on a request path */
+	ST_INVAL = 2,    /* malformed input or argument */
+	ST_TOOBIG = 3,   /* a size ceiling was hit */
+	ST_AGAIN = 4,    /* would block, try later */
+	ST_CANCELED = 5, /* the caller or client gave up */
+	ST_IO = 6,       /* an operating-system I/O call failed */
+	ST_DEVICE = 7,   /* a device back end failed */
+	ST_NOTFOUND = 8, /* no such file, model, route or key */
+	ST_CORRUPT = 9,  /* a file's contents contradict its own format */
+	ST_UNSUPPORTED = 10, /* valid but not handled (version, type) */
+	ST_COUNT
+};
+
+/* st_str - a short constant name for a status ("ST_NOMEM"); accepts either
+ * sign; out-of-range values give "ST_UNKNOWN". Never NULL, never freed. */
+const char *st_str(int status);
+
+#endif /* ST_H */

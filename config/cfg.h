@@ -1,0 +1,76 @@
+/* cfg.h - inferd's configuration: a JSON file (jansson) parsed through a
+ * declarative table of knobs (nginx ngx_command_t style) into a frozen
+ * struct cfg.
+ *
+ * Parsing runs JSON -> UNSET sentinels -> defaults -> range checks. Errors
+ * name the JSON path and what was expected, e.g.
+ *   "models[1].replicas: expected an integer >= 1".
+ * Unknown keys are errors (a typo must not silently fall back to a default).
+ * The struct is immutable after cfg_load_*() returns and may be shared
+ * read-only by every thread. Documented in config/README.md, schema in
+ * config/inferd.schema.json; cfg_help_print() prints the same table.
+ */
+#ifndef CFG_H
+#define CFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum cfg_model_format {
+	CFG_MODEL_FORMAT_AUTO = 0, /* decided from the path at load time */
+	CFG_MODEL_FORMAT_GGUF,     /* one .gguf file */
+	CFG_MODEL_FORMAT_CT2,      /* a CTranslate2 folder (model.bin, config.json) */
+	CFG_MODEL_FORMAT_COUNT
+};
+
+/* One entry of "models". */
+struct cfg_model {
+	char *name;                   /* unique, [A-Za-z0-9._-]{1,64} */
+	char *path;                   /* file or folder, relative to the cwd */
+	enum cfg_model_format format; /* "gguf", "ct2" or absent (auto) */
+	int replicas;                 /* >= 1, default 1 */
+};
+
+struct cfg {
+	char *listen_host;         /* "listen": "HOST:PORT", "[v6]:PORT"; default 127.0.0.1:8080 */
+	int listen_port;           /* 1..65535 (0 allowed: pick a free port) */
+	char **api_keys;           /* "api_keys": accepted bearer/token keys */
+	size_t n_api_keys;
+	int access_log;            /* "access_log": bool, default true */
+	/* "limits": {...} */
+	int max_connections;       /* default 1024, >= 1 */
+	int64_t max_header_bytes;  /* default 16384 (16 KiB), >= 1024 */
+	int64_t max_body_bytes;    /* default 104857600 (100 MiB), >= 1024; also caps decompressed size */
+	int header_timeout_ms;     /* default 10000; headers must complete within it (slowloris) */
+	int idle_timeout_ms;       /* default 60000; keep-alive connection with no request */
+	int body_timeout_ms;       /* default 60000; max time between body bytes */
+	int drain_timeout_ms;      /* default 30000; graceful shutdown waits this long */
+	struct cfg_model *models;  /* "models": [...], at least one */
+	size_t n_models;
+};
+
+/* cfg_load_file - read and parse the JSON file at path.
+ * On success *out is new (free with cfg_destroy) and 0 is returned.
+ * On failure *out is NULL, a negative ST_* is returned (-ST_IO unreadable,
+ * -ST_INVAL invalid, -ST_NOMEM) and err (errlen bytes, may be NULL) holds
+ * one line like "config/x.json: models[1].replicas: expected an integer >= 1".
+ * Any thread; no global state. */
+int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen);
+
+/* cfg_load_string - as cfg_load_file on len bytes of JSON text (need not be
+ * NUL-terminated); the error line has no file name prefix. */
+int cfg_load_string(const char *json, size_t len, struct cfg **out, char *err,
+		    size_t errlen);
+
+/* cfg_destroy - free a config; NULL is a no-op. */
+void cfg_destroy(struct cfg *cfg);
+
+/* cfg_help_print - print every knob (JSON path, type, default, range, doc)
+ * from the declarative table, for `inferd --help`. */
+void cfg_help_print(FILE *out);
+
+/* cfg_model_format_str - "auto", "gguf" or "ct2". */
+const char *cfg_model_format_str(enum cfg_model_format f);
+
+#endif /* CFG_H */

@@ -1,0 +1,299 @@
+/* eng_model.c - the model registry behind engine/eng.h, plus the engine's
+ * shared file helpers (eng_int.h).
+ *
+ * eng_create opens every configured model with the real readers
+ * (eng_gguf.h, eng_ct2.h), keeping the handles (and so the read-only
+ * mmaps) for the engine's lifetime. After eng_create returns, the registry
+ * is immutable: every accessor is safe from any thread.
+ */
+#include "engine/eng.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "engine/eng_ct2.h"
+#include "engine/eng_gguf.h"
+#include "engine/eng_int.h"
+
+#define ENG_ERR_MAX 1024 /* longest reader message kept before prefixing */
+
+struct eng_model {
+	char *name;             /* unique client-facing name */
+	char *path;             /* file (GGUF) or folder (CT2) */
+	enum eng_format format; /* resolved: GGUF or CT2, never AUTO */
+	enum eng_task task;     /* what requests it serves */
+	char *arch;             /* general.architecture or the CT2 spec name */
+	int64_t created;        /* Unix seconds when loading finished */
+	uint64_t size_bytes;    /* tensor / variable data bytes */
+	int replicas;           /* requested replica count (>= 1) */
+	struct eng_gguf *gguf;  /* open reader when format is GGUF */
+	struct eng_ct2 *ct2;    /* open reader when format is CT2 */
+};
+
+struct eng {
+	size_t n_models;          /* entries in models */
+	struct eng_model *models; /* [n_models] in config order */
+};
+
+/* ---- shared helpers (eng_int.h) ---------------------------------------- */
+
+int eng__errf(int rc, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int eng__map_file(const char *path, struct eng__map *map, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc = 0;
+
+	map->data = NULL;
+	map->size = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return eng__errf(errno == ENOENT ? -ST_NOTFOUND : -ST_IO, err, errlen, "%s: %s", path,
+				 strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		rc = eng__errf(-ST_IO, err, errlen, "%s: fstat: %s", path, strerror(errno));
+		goto out_close_fd;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = eng__errf(-ST_IO, err, errlen, "%s: not a regular file", path);
+		goto out_close_fd;
+	}
+	if (st.st_size == 0)
+		goto out_close_fd; /* nothing to map; the reader reports it as truncated */
+	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = eng__errf(-ST_IO, err, errlen, "%s: mmap: %s", path, strerror(errno));
+		goto out_close_fd;
+	}
+	map->data = p;
+	map->size = (size_t)st.st_size;
+out_close_fd:
+	close(fd); /* the mapping stays valid after close */
+	return rc;
+}
+
+void eng__map_release(struct eng__map *map)
+{
+	if (map->data)
+		munmap((void *)map->data, map->size);
+	map->data = NULL;
+	map->size = 0;
+}
+
+/* ---- format detection and loading -------------------------------------- */
+
+int eng__detect_format(const char *path, enum eng_format *fmt, char *err, size_t errlen)
+{
+	struct stat st;
+	char magic[4];
+
+	if (stat(path, &st) != 0)
+		return eng__errf(errno == ENOENT ? -ST_NOTFOUND : -ST_IO, err, errlen, "%s: %s", path,
+				 strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		char bin[4096];
+		snprintf(bin, sizeof(bin), "%s/model.bin", path);
+		if (stat(bin, &st) != 0)
+			return eng__errf(-ST_NOTFOUND, err, errlen,
+					 "%s: folder has no model.bin (not a CTranslate2 model)", path);
+		*fmt = ENG_FORMAT_CT2;
+		return 0;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return eng__errf(-ST_IO, err, errlen, "%s: %s", path, strerror(errno));
+	ssize_t n = read(fd, magic, sizeof(magic));
+	close(fd);
+	if (n != (ssize_t)sizeof(magic) || memcmp(magic, "GGUF", 4) != 0)
+		return eng__errf(-ST_UNSUPPORTED, err, errlen,
+				 "%s: unknown model format (neither a GGUF file nor a CTranslate2 folder)", path);
+	*fmt = ENG_FORMAT_GGUF;
+	return 0;
+}
+
+static int load_gguf(struct eng_model *m, char *err, size_t errlen)
+{
+	const char *arch;
+
+	int rc = eng_gguf_open(m->path, &m->gguf, err, errlen);
+	if (rc)
+		return rc;
+	rc = eng_gguf_get_str(m->gguf, "general.architecture", &arch, NULL);
+	if (rc)
+		return eng__errf(-ST_CORRUPT, err, errlen, "%s: general.architecture is %s", m->path,
+				 rc == -ST_NOTFOUND ? "missing" : "not a string");
+	m->arch = mem_strdup(arch);
+	m->task = ENG_TASK_GENERATION;
+	m->size_bytes = eng_gguf_tensor_bytes(m->gguf);
+	return m->arch ? 0 : eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+}
+
+static int load_ct2(struct eng_model *m, char *err, size_t errlen)
+{
+	int rc = eng_ct2_open(m->path, &m->ct2, err, errlen);
+	if (rc)
+		return rc;
+	const char *spec = eng_ct2_spec_name(m->ct2);
+	if (strncmp(spec, "Whisper", 7) != 0)
+		return eng__errf(-ST_UNSUPPORTED, err, errlen,
+				 "%s: spec '%s' is not a Whisper model (the only CTranslate2 family served)",
+				 m->path, spec);
+	m->arch = mem_strdup(spec);
+	m->task = ENG_TASK_TRANSCRIPTION;
+	m->size_bytes = eng_ct2_var_bytes(m->ct2);
+	return m->arch ? 0 : eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+}
+
+/* model_load - fill m from spec; on error err holds the reader's line. */
+static int model_load(struct eng_model *m, const struct eng_model_spec *spec, char *err, size_t errlen)
+{
+	if (!spec->path || !spec->path[0])
+		return eng__errf(-ST_INVAL, err, errlen, "no path given");
+	if (spec->format < 0 || spec->format >= ENG_FORMAT_COUNT)
+		return eng__errf(-ST_INVAL, err, errlen, "unknown format %d", (int)spec->format);
+	if (spec->replicas < 1)
+		return eng__errf(-ST_INVAL, err, errlen, "replicas must be >= 1 (got %d)", spec->replicas);
+	m->name = mem_strdup(spec->name);
+	m->path = mem_strdup(spec->path);
+	if (!m->name || !m->path)
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+	m->replicas = spec->replicas;
+	m->format = spec->format;
+	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
+	if (rc)
+		return rc;
+	rc = m->format == ENG_FORMAT_GGUF ? load_gguf(m, err, errlen) : load_ct2(m, err, errlen);
+	m->created = (int64_t)time(NULL);
+	return rc;
+}
+
+static void model_fini(struct eng_model *m)
+{
+	eng_gguf_close(m->gguf);
+	eng_ct2_close(m->ct2);
+	mem_free(m->name);
+	mem_free(m->path);
+	mem_free(m->arch);
+}
+
+/* check_name - non-empty and not used by an earlier model. */
+static int check_name(const struct eng_model_spec *specs, size_t i, char *err, size_t errlen)
+{
+	if (!specs[i].name || !specs[i].name[0])
+		return eng__errf(-ST_INVAL, err, errlen, "model %zu: no name given", i);
+	for (size_t k = 0; k < i; k++)
+		if (!strcmp(specs[k].name, specs[i].name))
+			return eng__errf(-ST_INVAL, err, errlen, "model '%s': name used twice", specs[i].name);
+	return 0;
+}
+
+int eng_create(const struct eng_model_spec *specs, size_t n_specs, struct eng **out,
+	       char *err, size_t errlen)
+{
+	char msg[ENG_ERR_MAX];
+	int rc = 0;
+
+	*out = NULL;
+	struct eng *eng = mem_calloc(1, sizeof(*eng));
+	if (!eng)
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+	eng->models = mem_calloc(n_specs ? n_specs : 1, sizeof(*eng->models));
+	if (!eng->models) {
+		rc = eng__errf(-ST_NOMEM, err, errlen, "out of memory for %zu models", n_specs);
+		goto out_destroy;
+	}
+	for (; eng->n_models < n_specs; eng->n_models++) {
+		if ((rc = check_name(specs, eng->n_models, err, errlen)) != 0)
+			goto out_destroy;
+		struct eng_model *m = &eng->models[eng->n_models];
+		rc = model_load(m, &specs[eng->n_models], msg, sizeof(msg));
+		if (rc) {
+			eng->n_models++; /* so that eng_destroy frees what it holds */
+			eng__errf(rc, err, errlen, "model '%s': %s", specs[eng->n_models - 1].name, msg);
+			goto out_destroy;
+		}
+	}
+	*out = eng;
+	return 0;
+out_destroy:
+	eng_destroy(eng);
+	return rc;
+}
+
+void eng_destroy(struct eng *eng)
+{
+	if (!eng)
+		return;
+	for (size_t i = 0; eng->models && i < eng->n_models; i++)
+		model_fini(&eng->models[i]);
+	mem_free(eng->models);
+	mem_free(eng);
+}
+
+/* ---- accessors ---------------------------------------------------------- */
+
+bool eng_is_ready(const struct eng *eng)
+{
+	return eng != NULL; /* eng_create fails unless every model loaded */
+}
+
+size_t eng_model_count(const struct eng *eng) { return eng->n_models; }
+
+const struct eng_model *eng_model_at(const struct eng *eng, size_t i)
+{
+	return i < eng->n_models ? &eng->models[i] : NULL;
+}
+
+const struct eng_model *eng_model_find(const struct eng *eng, const char *name)
+{
+	for (size_t i = 0; name && i < eng->n_models; i++)
+		if (!strcmp(eng->models[i].name, name))
+			return &eng->models[i];
+	return NULL;
+}
+
+const char *eng_model_name(const struct eng_model *m) { return m->name; }
+enum eng_task eng_model_task(const struct eng_model *m) { return m->task; }
+enum eng_format eng_model_format(const struct eng_model *m) { return m->format; }
+bool eng_model_is_ready(const struct eng_model *m) { return m->gguf || m->ct2; }
+const char *eng_model_arch(const struct eng_model *m) { return m->arch; }
+int64_t eng_model_created(const struct eng_model *m) { return m->created; }
+uint64_t eng_model_size_bytes(const struct eng_model *m) { return m->size_bytes; }
+
+const char *eng_task_str(enum eng_task t)
+{
+	static const char *const names[ENG_TASK_COUNT] = {
+		[ENG_TASK_TRANSCRIPTION] = "transcription",
+		[ENG_TASK_GENERATION] = "generation",
+	};
+	return t >= 0 && t < ENG_TASK_COUNT ? names[t] : "unknown";
+}
+
+const char *eng_format_str(enum eng_format f)
+{
+	static const char *const names[ENG_FORMAT_COUNT] = {
+		[ENG_FORMAT_AUTO] = "auto",
+		[ENG_FORMAT_GGUF] = "gguf",
+		[ENG_FORMAT_CT2] = "ct2",
+	};
+	return f >= 0 && f < ENG_FORMAT_COUNT ? names[f] : "unknown";
+}

@@ -1,0 +1,36 @@
+/* srv.h - the HTTP front end: one libuv loop thread that accepts
+ * connections, parses HTTP/1.1 with llhttp, routes requests and writes
+ * responses. Nothing but I/O runs on the loop thread.
+ *
+ * Used by srv_main.c: srv_create() once the config and the engine exist,
+ * srv_run() until SIGTERM/SIGINT has drained the connections, then
+ * srv_destroy().
+ */
+#ifndef SRV_H
+#define SRV_H
+
+#include <stddef.h>
+
+struct cfg;
+struct eng;
+struct srv;
+
+/* srv_create - bind cfg's listen address (or listen_override, "HOST:PORT",
+ * when not NULL) and get ready to serve eng's models. cfg and eng are
+ * borrowed and must outlive the server. extra_api_key (may be NULL) is
+ * accepted besides cfg->api_keys (the INFERD_API_KEY variable).
+ * Returns 0 with *out new, or a negative ST_* with err holding one line
+ * ("listen 127.0.0.1:80: permission denied"). Main thread only. */
+int srv_create(const struct cfg *cfg, struct eng *eng,
+	       const char *listen_override, const char *extra_api_key,
+	       struct srv **out, char *err, size_t errlen);
+
+/* srv_run - run the loop until a SIGTERM or SIGINT has stopped accepting,
+ * in-flight requests have finished (or drain_timeout_ms passed) and every
+ * handle is closed. Returns 0, or a negative ST_* on a loop failure. */
+int srv_run(struct srv *srv);
+
+/* srv_destroy - free the server after srv_run returned; NULL is a no-op. */
+void srv_destroy(struct srv *srv);
+
+#endif /* SRV_H */

@@ -1,0 +1,641 @@
+/* srv_conn.c - one client connection: reading, llhttp parsing with ceilings
+ * on every buffer, timeouts (header, body, idle), pipelining and closing.
+ *
+ * Invariants: one request in flight per connection. When llhttp finishes a
+ * message, on_message_complete pauses the parser; the read path dispatches
+ * the request, and only once its response is queued does parsing resume on
+ * the bytes left over (pipelined requests). While a request is handled
+ * asynchronously the leftover bytes wait in conn->pending and reading is
+ * stopped, so a client cannot queue unbounded input.
+ */
+#include <assert.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "server/srv_int.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len);
+static void srv_conn_timer_arm(struct srv_conn *conn);
+
+/* --- request reset ---------------------------------------------------- */
+
+static void srv_req_reset(struct srv_conn *conn)
+{
+	struct srv_req *req = &conn->req;
+	const struct cfg *cfg = conn->srv->cfg;
+	srv_buf_fini(&req->head);
+	srv_buf_fini(&req->body);
+	srv_buf_fini(&req->resp_headers);
+	*req = (struct srv_req){ .conn = conn };
+	srv_buf_init(&req->head, (size_t)cfg->max_header_bytes);
+	srv_buf_init(&req->body, (size_t)cfg->max_body_bytes);
+	srv_buf_init(&req->resp_headers, 8192);
+}
+
+/* --- llhttp callbacks ------------------------------------------------- */
+
+static struct srv_conn *srv_conn_of(llhttp_t *p)
+{
+	return p->data;
+}
+
+/* A parser callback failed: remember the status to answer with and make
+ * llhttp stop with HPE_USER. */
+static int srv_req_fail(struct srv_req *req, int status)
+{
+	req->err_status = status;
+	return -1;
+}
+
+static int srv_head_append(llhttp_t *p, const char *at, size_t n)
+{
+	struct srv_req *req = &srv_conn_of(p)->req;
+	int rc = srv_buf_append(&req->head, at, n);
+	if (rc == -ST_TOOBIG)
+		return srv_req_fail(req, 431);
+	return rc ? srv_req_fail(req, 503) : 0;
+}
+
+static int srv_on_message_begin(llhttp_t *p)
+{
+	struct srv_conn *conn = srv_conn_of(p);
+	conn->state = SRV_CONN_STATE_HEAD;
+	if (!conn->req.start_ns)
+		conn->req.start_ns = uv_hrtime();
+	srv_conn_timer_arm(conn);
+	return 0;
+}
+
+static int srv_on_url_complete(llhttp_t *p)
+{
+	return srv_head_append(p, "", 1);
+}
+
+static int srv_on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+	struct srv_req *req = &srv_conn_of(p)->req;
+	/* The first piece of a new field records where its name starts. */
+	if (req->hdr_off[req->n_headers][0] == 0) {
+		if (req->n_headers >= SRV_MAX_HEADERS - 1)
+			return srv_req_fail(req, 431);
+		req->hdr_off[req->n_headers][0] = req->head.len;
+	}
+	return srv_head_append(p, at, n);
+}
+
+static int srv_on_header_field_complete(llhttp_t *p)
+{
+	struct srv_req *req = &srv_conn_of(p)->req;
+	int rc = srv_head_append(p, "", 1);
+	req->hdr_off[req->n_headers][1] = req->head.len;
+	return rc;
+}
+
+static int srv_on_header_value_complete(llhttp_t *p)
+{
+	struct srv_req *req = &srv_conn_of(p)->req;
+	int rc = srv_head_append(p, "", 1);
+	if (!rc)
+		req->n_headers++;
+	return rc;
+}
+
+/* Split the URL into path and query, in place inside head. */
+static void srv_req_split_url(struct srv_req *req)
+{
+	char *url = req->head.data;
+	char *q = strchr(url, '?');
+	req->path = url;
+	req->query = "";
+	if (q) {
+		*q = '\0';
+		req->query = q + 1;
+	}
+}
+
+static enum srv_coding srv_coding_parse(const char *v)
+{
+	if (!v || !*v || !strcasecmp(v, "identity"))
+		return SRV_CODING_IDENTITY;
+	if (!strcasecmp(v, "zstd"))
+		return SRV_CODING_ZSTD;
+	return SRV_CODING_UNSUPPORTED;
+}
+
+/* Does an Accept-Encoding value list zstd with a non-zero q? */
+static bool srv_accepts_zstd(const char *v)
+{
+	while (v && *v) {
+		v += strspn(v, " \t,");
+		size_t n = strcspn(v, " \t,;");
+		if (n == 4 && !strncasecmp(v, "zstd", 4)) {
+			const char *q = v + n;
+			q += strspn(q, " \t");
+			if (*q == ';' && strstr(q, "q=0") && !strstr(q, "q=0."))
+				return false;
+			return true;
+		}
+		v = strchr(v, ',');
+	}
+	return false;
+}
+
+static void srv_req_set_request_id(struct srv_req *req)
+{
+	struct srv *srv = req->conn->srv;
+	const char *v = srv__req_header(req, "X-Request-Id");
+	size_t n = v ? strlen(v) : 0;
+	bool ok = n > 0 && n <= SRV_REQUEST_ID_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = v[i] > 0x20 && v[i] < 0x7f && v[i] != '"' && v[i] != '\\';
+	if (ok) {
+		memcpy(req->request_id, v, n + 1);
+		return;
+	}
+	snprintf(req->request_id, sizeof(req->request_id), "%08x%016llx",
+		 (unsigned)srv->request_id_salt, (unsigned long long)++srv->next_request_id);
+}
+
+static int srv_on_headers_complete(llhttp_t *p)
+{
+	struct srv_conn *conn = srv_conn_of(p);
+	struct srv_req *req = &conn->req;
+	req->method = llhttp_get_method(p);
+	srv_req_split_url(req);
+	srv_req_set_request_id(req);
+	req->proto = srv__proto_for_path(req->path);
+	req->accept_zstd = srv_accepts_zstd(srv__req_header(req, "Accept-Encoding"));
+	req->coding = srv_coding_parse(srv__req_header(req, "Content-Encoding"));
+	if (req->coding == SRV_CODING_UNSUPPORTED)
+		return srv_req_fail(req, 415);
+	if (p->content_length > (uint64_t)conn->srv->cfg->max_body_bytes &&
+	    (p->flags & F_CONTENT_LENGTH))
+		return srv_req_fail(req, 413);
+	conn->state = SRV_CONN_STATE_BODY;
+	srv_conn_timer_arm(conn);
+	const char *expect = srv__req_header(req, "Expect");
+	if (expect && !strcasecmp(expect, "100-continue")) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		uv_buf_t b = uv_buf_init((char *)cont, sizeof(cont) - 1);
+		if (uv_try_write(&conn->h.stream, &b, 1) < 0)
+			return srv_req_fail(req, 503);
+		conn->srv->metrics.bytes_out += b.len;
+	}
+	return 0;
+}
+
+static int srv_on_body(llhttp_t *p, const char *at, size_t n)
+{
+	struct srv_conn *conn = srv_conn_of(p);
+	int rc = srv_buf_append(&conn->req.body, at, n);
+	if (rc == -ST_TOOBIG)
+		return srv_req_fail(&conn->req, 413);
+	if (rc)
+		return srv_req_fail(&conn->req, 503);
+	srv_conn_timer_arm(conn); /* the body timeout is between bytes */
+	return 0;
+}
+
+static int srv_on_message_complete(llhttp_t *p)
+{
+	struct srv_conn *conn = srv_conn_of(p);
+	conn->state = SRV_CONN_STATE_HANDLING;
+	conn->req.keep_alive = llhttp_should_keep_alive(p);
+	uv_timer_stop(&conn->timer);
+	return HPE_PAUSED;
+}
+
+void srv__parser_settings_init(llhttp_settings_t *s)
+{
+	llhttp_settings_init(s);
+	s->on_message_begin = srv_on_message_begin;
+	s->on_url = srv_head_append;
+	s->on_url_complete = srv_on_url_complete;
+	s->on_header_field = srv_on_header_field;
+	s->on_header_field_complete = srv_on_header_field_complete;
+	s->on_header_value = srv_head_append;
+	s->on_header_value_complete = srv_on_header_value_complete;
+	s->on_headers_complete = srv_on_headers_complete;
+	s->on_body = srv_on_body;
+	s->on_message_complete = srv_on_message_complete;
+}
+
+/* --- lifetime ---------------------------------------------------------- */
+
+static void srv_conn_free_if_unused(struct srv_conn *conn)
+{
+	if (conn->n_open_handles || conn->n_work)
+		return;
+	struct srv_req *req = &conn->req;
+	srv_buf_fini(&req->head);
+	srv_buf_fini(&req->body);
+	srv_buf_fini(&req->resp_headers);
+	mem_free(conn->pending);
+	mem_free(conn);
+}
+
+static void srv_conn_close_cb(uv_handle_t *h)
+{
+	struct srv_conn *conn = h->data;
+	conn->n_open_handles--;
+	srv_conn_free_if_unused(conn);
+}
+
+static void srv_conn_unlink(struct srv_conn *conn)
+{
+	struct srv *srv = conn->srv;
+	if (conn->prev)
+		conn->prev->next = conn->next;
+	else
+		srv->conns = conn->next;
+	if (conn->next)
+		conn->next->prev = conn->prev;
+	conn->prev = conn->next = NULL;
+	srv->n_conns--;
+	srv->metrics.open_connections--;
+	srv__drain_check(srv);
+}
+
+void srv__conn_close(struct srv_conn *conn)
+{
+	if (conn->state == SRV_CONN_STATE_CLOSING)
+		return;
+	conn->state = SRV_CONN_STATE_CLOSING;
+	srv_conn_unlink(conn);
+	uv_close(&conn->h.handle, srv_conn_close_cb);
+	uv_close((uv_handle_t *)&conn->timer, srv_conn_close_cb);
+}
+
+void srv__conn_work_done(struct srv_conn *conn)
+{
+	conn->n_work--;
+	srv_conn_free_if_unused(conn);
+}
+
+/* --- timers ------------------------------------------------------------ */
+
+static void srv_conn_timeout_cb(uv_timer_t *t)
+{
+	struct srv_conn *conn = t->data;
+	if (conn->state == SRV_CONN_STATE_LINGER) {
+		srv__conn_close(conn);
+		return;
+	}
+	if (conn->state == SRV_CONN_STATE_HEAD || conn->state == SRV_CONN_STATE_BODY) {
+		conn->req.keep_alive = false;
+		srv__req_respond_error(&conn->req, 408, "request_timeout",
+				       "the request did not arrive within the time limit");
+		return;
+	}
+	srv__conn_close(conn); /* WAIT: idle keep-alive or silent client */
+}
+
+/* Arm (or stop) the timer that fits the connection's state. */
+static void srv_conn_timer_arm(struct srv_conn *conn)
+{
+	const struct cfg *cfg = conn->srv->cfg;
+	int ms = 0;
+	switch (conn->state) {
+	case SRV_CONN_STATE_WAIT:
+		ms = conn->n_served ? cfg->idle_timeout_ms : cfg->header_timeout_ms;
+		break;
+	case SRV_CONN_STATE_HEAD:
+		ms = cfg->header_timeout_ms;
+		break;
+	case SRV_CONN_STATE_BODY:
+		ms = cfg->body_timeout_ms;
+		break;
+	case SRV_CONN_STATE_LINGER:
+		ms = SRV_LINGER_MS;
+		break;
+	default:
+		break;
+	}
+	if (ms > 0)
+		uv_timer_start(&conn->timer, srv_conn_timeout_cb, (uint64_t)ms, 0);
+	else
+		uv_timer_stop(&conn->timer);
+}
+
+/* --- reading ----------------------------------------------------------- */
+
+static void srv_conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	struct srv_conn *conn = h->data;
+	(void)hint;
+	buf->base = conn->srv->rbuf;
+	buf->len = sizeof(conn->srv->rbuf);
+}
+
+static void srv_conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct srv_conn *conn = s->data;
+	if (nread == 0)
+		return;
+	if (conn->state == SRV_CONN_STATE_LINGER) {
+		if (nread < 0)
+			srv__conn_close(conn);
+		return; /* input after the last response is dropped */
+	}
+	if (nread < 0) {
+		uv_read_stop(s);
+		conn->reading = false;
+		/* A request being handled still gets its response written. */
+		if (conn->state == SRV_CONN_STATE_HANDLING)
+			conn->req.keep_alive = false;
+		else
+			srv__conn_close(conn);
+		return;
+	}
+	conn->srv->metrics.bytes_in += (uint64_t)nread;
+	conn->req.bytes_in += (uint64_t)nread;
+	srv_conn_feed(conn, buf->base, (size_t)nread);
+}
+
+static void srv_conn_read_start(struct srv_conn *conn)
+{
+	if (conn->reading || conn->state == SRV_CONN_STATE_CLOSING)
+		return;
+	if (uv_read_start(&conn->h.stream, srv_conn_alloc_cb, srv_conn_read_cb) == 0)
+		conn->reading = true;
+	else
+		srv__conn_close(conn);
+}
+
+static void srv_conn_read_stop(struct srv_conn *conn)
+{
+	if (conn->reading)
+		uv_read_stop(&conn->h.stream);
+	conn->reading = false;
+}
+
+/* llhttp stopped on an error: answer with the status a callback chose, or
+ * 400 with llhttp's reason, and close. */
+static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
+{
+	struct srv_req *req = &conn->req;
+	int status = req->err_status ? req->err_status : 400;
+	req->keep_alive = false;
+	if (!req->path)
+		req->path = "";
+	if (status == 400)
+		srv__req_respond_error(req, 400, "invalid_request",
+				       "malformed HTTP request: %s (%s)",
+				       llhttp_get_error_reason(&conn->parser), llhttp_errno_name(e));
+	else
+		srv__req_respond_error(req, status, NULL, "%s", srv__status_detail(status));
+}
+
+/* Keep bytes that follow a message until its response is queued. */
+static int srv_conn_stash(struct srv_conn *conn, const char *data, size_t len)
+{
+	srv_conn_read_stop(conn);
+	if (!len)
+		return 0;
+	char *p = mem_alloc(len);
+	if (!p)
+		return -ST_NOMEM;
+	memcpy(p, data, len);
+	mem_free(conn->pending);
+	conn->pending = p;
+	conn->pending_len = len;
+	return 0;
+}
+
+static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len)
+{
+	conn->in_feed = true;
+	while (len > 0 && conn->state != SRV_CONN_STATE_CLOSING && !conn->close_after_write) {
+		llhttp_errno_t e = llhttp_execute(&conn->parser, data, len);
+		if (e == HPE_OK)
+			break;
+		if (e != HPE_PAUSED) {
+			srv_conn_parse_error(conn, e);
+			break;
+		}
+		const char *pos = llhttp_get_error_pos(&conn->parser);
+		len -= (size_t)(pos - data);
+		data = pos;
+		srv__req_begin_handling(&conn->req);
+		if (conn->state == SRV_CONN_STATE_HANDLING) {
+			if (srv_conn_stash(conn, data, len))
+				srv__conn_close(conn);
+			break;
+		}
+	}
+	conn->in_feed = false;
+}
+
+/* --- requests ---------------------------------------------------------- */
+
+void srv__conn_request_done(struct srv_conn *conn)
+{
+	if (conn->state == SRV_CONN_STATE_CLOSING)
+		return;
+	conn->n_served++;
+	srv_req_reset(conn);
+	conn->state = SRV_CONN_STATE_WAIT;
+	if (conn->close_after_write) {
+		srv_conn_read_stop(conn);
+		uv_timer_stop(&conn->timer);
+		return;
+	}
+	llhttp_resume(&conn->parser);
+	srv_conn_timer_arm(conn);
+	if (conn->in_feed)
+		return; /* the feed loop goes on with the bytes it holds */
+	char *p = conn->pending;
+	size_t n = conn->pending_len;
+	conn->pending = NULL;
+	conn->pending_len = 0;
+	if (n)
+		srv_conn_feed(conn, p, n);
+	mem_free(p);
+	if (conn->state == SRV_CONN_STATE_WAIT || conn->state == SRV_CONN_STATE_HEAD ||
+	    conn->state == SRV_CONN_STATE_BODY)
+		srv_conn_read_start(conn);
+}
+
+/* --- writing ----------------------------------------------------------- */
+
+static void srv_conn_shutdown_cb(uv_shutdown_t *sh, int status)
+{
+	struct srv_conn *conn = sh->data;
+	if (status < 0 && conn->state == SRV_CONN_STATE_LINGER)
+		srv__conn_close(conn);
+}
+
+/* The last response is written: shut the write side (FIN), then read and
+ * drop whatever the client still sends until it closes or SRV_LINGER_MS. */
+static void srv_conn_linger(struct srv_conn *conn)
+{
+	conn->state = SRV_CONN_STATE_LINGER;
+	conn->shutdown.data = conn;
+	if (uv_shutdown(&conn->shutdown, &conn->h.stream, srv_conn_shutdown_cb)) {
+		srv__conn_close(conn);
+		return;
+	}
+	srv_conn_timer_arm(conn);
+	srv_conn_read_start(conn);
+}
+
+struct srv_write {
+	uv_write_t w;
+	struct srv_conn *conn;
+	char *head; /* owned */
+	char *body; /* owned */
+};
+
+static void srv_conn_write_cb(uv_write_t *w, int status)
+{
+	struct srv_write *wr = container_of(w, struct srv_write, w);
+	struct srv_conn *conn = wr->conn;
+	mem_free(wr->head);
+	mem_free(wr->body);
+	mem_free(wr);
+	conn->n_writes--;
+	if (conn->state == SRV_CONN_STATE_CLOSING)
+		return;
+	if (status < 0 || (conn->srv->draining && conn->state == SRV_CONN_STATE_WAIT &&
+			   conn->n_writes == 0 && !conn->close_after_write))
+		srv__conn_close(conn);
+	else if (conn->close_after_write && conn->n_writes == 0)
+		srv_conn_linger(conn);
+}
+
+int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
+		    char *body, size_t body_len)
+{
+	struct srv_write *wr = mem_calloc(1, sizeof(*wr));
+	if (!wr || conn->state == SRV_CONN_STATE_CLOSING) {
+		mem_free(wr);
+		mem_free(head);
+		mem_free(body);
+		return wr ? -ST_CANCELED : -ST_NOMEM;
+	}
+	*wr = (struct srv_write){ .conn = conn, .head = head, .body = body };
+	uv_buf_t bufs[2] = { uv_buf_init(head, (unsigned)head_len),
+			     uv_buf_init(body, (unsigned)body_len) };
+	int rc = uv_write(&wr->w, &conn->h.stream, bufs, body_len ? 2 : 1, srv_conn_write_cb);
+	if (rc < 0) {
+		mem_free(head);
+		mem_free(body);
+		mem_free(wr);
+		srv__conn_close(conn);
+		return -ST_IO;
+	}
+	conn->n_writes++;
+	conn->srv->metrics.bytes_out += head_len + body_len;
+	return 0;
+}
+
+/* --- accepting ----------------------------------------------------------- */
+
+static struct srv_conn *srv_conn_new(struct srv *srv)
+{
+	struct srv_conn *conn = mem_calloc(1, sizeof(*conn));
+	if (!conn)
+		return NULL;
+	conn->srv = srv;
+	conn->h.handle.data = conn;
+	conn->timer.data = conn;
+	llhttp_init(&conn->parser, HTTP_REQUEST, &srv->parser_settings);
+	conn->parser.data = conn;
+	srv_req_reset(conn);
+	return conn;
+}
+
+/* Link a connection whose stream is initialised and open, and start it. */
+static void srv_conn_start(struct srv *srv, struct srv_conn *conn)
+{
+	uv_timer_init(&srv->loop, &conn->timer);
+	conn->n_open_handles = 2;
+	conn->next = srv->conns;
+	if (srv->conns)
+		srv->conns->prev = conn;
+	srv->conns = conn;
+	srv->n_conns++;
+	srv->metrics.open_connections++;
+	srv->metrics.connections_accepted++;
+	srv_conn_timer_arm(conn);
+	srv_conn_read_start(conn);
+}
+
+static void srv_conn_remote(struct srv_conn *conn)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	strcpy(conn->remote, "-");
+	if (uv_tcp_getpeername(&conn->h.tcp, (struct sockaddr *)&ss, &len))
+		return;
+	if (ss.ss_family == AF_INET6)
+		uv_ip6_name((struct sockaddr_in6 *)&ss, conn->remote, sizeof(conn->remote));
+	else
+		uv_ip4_name((struct sockaddr_in *)&ss, conn->remote, sizeof(conn->remote));
+}
+
+int srv__conn_accept(struct srv *srv, uv_stream_t *listener)
+{
+	struct srv_conn *conn = srv_conn_new(srv);
+	if (!conn)
+		return -ST_NOMEM;
+	uv_tcp_init(&srv->loop, &conn->h.tcp);
+	if (uv_accept(listener, &conn->h.stream)) {
+		conn->n_open_handles = 1;
+		conn->state = SRV_CONN_STATE_CLOSING;
+		uv_close(&conn->h.handle, srv_conn_close_cb);
+		return -ST_IO;
+	}
+	uv_tcp_nodelay(&conn->h.tcp, 1);
+	srv_conn_remote(conn);
+	srv_conn_start(srv, conn);
+	if (srv->n_conns > srv->cfg->max_connections) {
+		srv->metrics.connections_rejected++;
+		conn->req.keep_alive = false;
+		srv__req_add_header(&conn->req, "Retry-After", "1");
+		srv__req_respond_error(&conn->req, 503, "server_busy",
+				       "too many open connections (limits.max_connections = %d)",
+				       srv->cfg->max_connections);
+	}
+	return 0;
+}
+
+int srv__conn_open_fd(struct srv *srv, int fd)
+{
+	struct srv_conn *conn = srv_conn_new(srv);
+	if (!conn)
+		return -ST_NOMEM;
+	uv_pipe_init(&srv->loop, &conn->h.pipe, 0);
+	if (uv_pipe_open(&conn->h.pipe, fd)) {
+		conn->n_open_handles = 1;
+		conn->state = SRV_CONN_STATE_CLOSING;
+		uv_close(&conn->h.handle, srv_conn_close_cb);
+		return -ST_IO;
+	}
+	strcpy(conn->remote, "pipe");
+	srv_conn_start(srv, conn);
+	return 0;
+}
+
+/* Drain: close connections with no request in progress. */
+void srv__conns_close_idle(struct srv *srv)
+{
+	struct srv_conn *next;
+	for (struct srv_conn *c = srv->conns; c; c = next) {
+		next = c->next;
+		if (c->state == SRV_CONN_STATE_WAIT && c->n_writes == 0)
+			srv__conn_close(c);
+	}
+}
+
+void srv__conns_close_all(struct srv *srv)
+{
+	while (srv->conns)
+		srv__conn_close(srv->conns);
+}

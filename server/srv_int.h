@@ -1,0 +1,179 @@
+/* srv_int.h - the server module's internal structs and the functions its
+ * files share (double-underscore names). Not included outside server/
+ * except by the server's own tests and fuzz target.
+ *
+ * Threading: everything here belongs to the loop thread.
+ * Lifetimes: struct srv lives for the process; a struct srv_conn from
+ * accept to its close callbacks; a struct srv_req is embedded in its
+ * connection and reset between requests (one request in flight per
+ * connection; pipelined requests wait, unparsed, until the response to the
+ * one before them is written).
+ */
+#ifndef SRV_INT_H
+#define SRV_INT_H
+
+#include <jansson.h>
+#include <llhttp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config/cfg.h"
+#include "engine/eng.h"
+#include "server/srv.h"
+#include "server/srv_buf.h"
+#include "server/srv_metrics.h"
+
+#define SRV_MAX_HEADERS 100      /* more header lines -> 431 */
+#define SRV_REQUEST_ID_MAX 128   /* longest X-Request-Id echoed */
+#define SRV_READ_BUF_BYTES 65536 /* one read at most */
+#define SRV_LINGER_MS 2000       /* how long LINGER drops input */
+
+/* Which protocol's error shape and auth scheme a route speaks. */
+enum srv_proto {
+	SRV_PROTO_OPENAI = 0, /* {"error":{"message","type","param","code"}} */
+	SRV_PROTO_KSERVE,     /* {"error":"message"} */
+	SRV_PROTO_DEEPGRAM,   /* {"err_code","err_msg","request_id"} */
+	SRV_PROTO_PLAIN,      /* metrics and health: OpenAI shape, no auth */
+	SRV_PROTO_COUNT
+};
+
+/* Request body encodings we accept. */
+enum srv_coding {
+	SRV_CODING_IDENTITY = 0,
+	SRV_CODING_ZSTD,
+	SRV_CODING_UNSUPPORTED,
+};
+
+/* The lifecycle of a connection; transitions:
+ * WAIT (no byte of the next request yet) -> HEAD on the first byte ->
+ * BODY after the headers -> HANDLING once the message is complete ->
+ * WAIT after the response is queued (keep-alive), or LINGER when the
+ * response closes the connection: its write side is shut and input is read
+ * and dropped for a moment, so the client sees the response rather than a
+ * reset (nginx's lingering close). Any state -> CLOSING on error, timeout
+ * or drain. */
+enum srv_conn_state {
+	SRV_CONN_STATE_WAIT = 0,
+	SRV_CONN_STATE_HEAD,
+	SRV_CONN_STATE_BODY,
+	SRV_CONN_STATE_HANDLING,
+	SRV_CONN_STATE_LINGER, /* last response sent, write side shut: drain input, then close */
+	SRV_CONN_STATE_CLOSING,
+};
+
+struct srv_route;
+struct srv_req;
+
+/* One parsed request. Strings point into head (valid until the reset). */
+struct srv_req {
+	struct srv_conn *conn;        /* owner */
+	struct srv_buf head;          /* "url\0name\0value\0...", max_header_bytes */
+	size_t n_headers;             /* header lines seen so far */
+	size_t hdr_off[SRV_MAX_HEADERS][2]; /* name/value offsets into head */
+	struct srv_buf body;          /* decoded request body, max_body_bytes */
+	int method;                   /* llhttp_method_t */
+	const char *path;             /* decoded-as-is path, NUL-terminated */
+	const char *query;            /* after '?', or "" */
+	char path_param[128];         /* the {name} segment of the route, if any */
+	const struct srv_route *route; /* matched route, or NULL */
+	enum srv_proto proto;         /* error shape for this request */
+	enum srv_coding coding;       /* Content-Encoding of the body */
+	bool accept_zstd;             /* client takes zstd responses */
+	bool responded;               /* a final response has been queued */
+	bool keep_alive;              /* llhttp says the connection may stay open */
+	int err_status;               /* HTTP status chosen by a parser callback */
+	char request_id[SRV_REQUEST_ID_MAX + 1];
+	uint64_t start_ns;            /* uv_hrtime at the first byte */
+	uint64_t bytes_in;            /* raw bytes of this request */
+	struct srv_buf resp_headers;  /* extra response header lines */
+};
+
+struct srv_conn {
+	union {
+		uv_tcp_t tcp;
+		uv_pipe_t pipe;
+		uv_stream_t stream;
+		uv_handle_t handle;
+	} h;                          /* the client stream (TCP, or a pipe in tests) */
+	uv_timer_t timer;             /* header, body, idle or linger timeout */
+	uv_shutdown_t shutdown;       /* for LINGER */
+	struct srv *srv;
+	llhttp_t parser;
+	enum srv_conn_state state;
+	struct srv_req req;
+	char *pending;                /* unparsed bytes after a paused message */
+	size_t pending_len;
+	int n_writes;                 /* uv_write requests in flight */
+	int n_open_handles;           /* stream + timer; freed at zero */
+	int n_work;                   /* thread-pool jobs holding the connection */
+	uint64_t n_served;            /* responses completed on this connection */
+	bool in_feed;                 /* inside srv_conn_feed (no re-entry) */
+	bool close_after_write;       /* close once n_writes reaches 0 */
+	bool reading;                 /* uv_read_start is active */
+	char remote[64];              /* peer address, for the access log */
+	struct srv_conn *prev, *next; /* srv->conns list */
+};
+
+struct srv {
+	uv_loop_t loop;
+	uv_tcp_t listener;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t drain_timer;
+	const struct cfg *cfg;        /* borrowed, read-only */
+	struct eng *eng;              /* borrowed */
+	llhttp_settings_t parser_settings;
+	char **api_keys;              /* cfg keys plus INFERD_API_KEY; borrowed strings */
+	size_t n_api_keys;
+	struct srv_conn *conns;       /* every open connection */
+	int n_conns;
+	bool draining;                /* a stop signal arrived */
+	uint64_t next_request_id;     /* counter part of generated ids */
+	uint32_t request_id_salt;     /* random part, chosen at start */
+	char listen_addr[80];         /* "127.0.0.1:8080" as bound */
+	char date[40];                /* cached HTTP Date header value */
+	time_t date_sec;
+	struct srv_metrics metrics;
+	char rbuf[SRV_READ_BUF_BYTES]; /* shared read buffer (one loop thread) */
+};
+
+/* srv_conn.c */
+int srv__conn_accept(struct srv *srv, uv_stream_t *listener);
+int srv__conn_open_fd(struct srv *srv, int fd); /* tests/fuzz: a socketpair end */
+void srv__conn_close(struct srv_conn *conn);
+void srv__conn_request_done(struct srv_conn *conn);
+void srv__conn_work_done(struct srv_conn *conn);
+int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
+		    char *body, size_t body_len); /* steals head and body */
+void srv__conns_close_idle(struct srv *srv);
+void srv__conns_close_all(struct srv *srv);
+void srv__parser_settings_init(llhttp_settings_t *s);
+
+/* srv.c */
+/* srv__create_unbound - srv_create without a listening socket or signal
+ * handlers, for tests and the fuzz target (connections via
+ * srv__conn_open_fd). */
+int srv__create_unbound(const struct cfg *cfg, struct eng *eng, const char *extra_api_key,
+			struct srv **out);
+void srv__drain_check(struct srv *srv);
+const char *srv__date(struct srv *srv);
+
+/* srv_resp.c */
+const char *srv__req_header(const struct srv_req *req, const char *name);
+int srv__req_respond(struct srv_req *req, int status, const char *content_type,
+		     const char *body, size_t len);
+int srv__req_respond_json(struct srv_req *req, int status, json_t *obj);
+int srv__req_respond_error(struct srv_req *req, int status, const char *code,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int srv__req_add_header(struct srv_req *req, const char *name, const char *value);
+const char *srv__status_reason(int status);
+const char *srv__status_detail(int status);
+int srv__status_from_st(int st);
+
+/* srv_routes.c */
+void srv__req_begin_handling(struct srv_req *req);
+void srv__req_dispatch(struct srv_req *req);
+int srv__route_index(const struct srv_req *req);
+enum srv_proto srv__proto_for_path(const char *path);
+
+#endif /* SRV_INT_H */

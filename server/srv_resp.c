@@ -1,0 +1,235 @@
+/* srv_resp.c - building responses: status line and headers, each
+ * protocol's error shape, zstd response bodies, and the per-request
+ * bookkeeping done when a response is queued (access log, metrics).
+ *
+ * Error shapes (each protocol's own, so existing clients parse them):
+ *   OpenAI   {"error":{"message":M,"type":T,"param":null,"code":C}}
+ *   KServe   {"error":M}
+ *   Deepgram {"err_code":C,"err_msg":M,"request_id":ID}
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <zstd.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "server/srv_int.h"
+
+#define SRV_ZSTD_MIN_BYTES 256 /* smaller bodies go out uncompressed */
+#define SRV_ZSTD_LEVEL 3
+
+const char *srv__req_header(const struct srv_req *req, const char *name)
+{
+	for (size_t i = 0; i < req->n_headers; i++)
+		if (!strcasecmp(req->head.data + req->hdr_off[i][0], name))
+			return req->head.data + req->hdr_off[i][1];
+	return NULL;
+}
+
+const char *srv__status_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Unknown";
+	}
+}
+
+/* A sentence for statuses that parser callbacks choose on their own. */
+const char *srv__status_detail(int status)
+{
+	switch (status) {
+	case 413: return "the request body is larger than limits.max_body_bytes";
+	case 415: return "unsupported Content-Encoding (use identity or zstd)";
+	case 431: return "the request line and headers are larger than limits.max_header_bytes";
+	case 503: return "the server is out of memory for this request";
+	default: return srv__status_reason(status);
+	}
+}
+
+/* The one table from project status to HTTP status (STYLE practice 5). */
+int srv__status_from_st(int st)
+{
+	switch (st < 0 ? -st : st) {
+	case ST_OK: return 200;
+	case ST_INVAL: return 400;
+	case ST_NOTFOUND: return 404;
+	case ST_TOOBIG: return 413;
+	case ST_UNSUPPORTED: return 415;
+	case ST_AGAIN: return 429;
+	case ST_NOMEM: return 503;
+	case ST_CANCELED: return 499;
+	default: return 500;
+	}
+}
+
+int srv__req_add_header(struct srv_req *req, const char *name, const char *value)
+{
+	return srv_buf_printf(&req->resp_headers, "%s: %s\r\n", name, value);
+}
+
+static const char *srv_error_type(int status)
+{
+	if (status == 401)
+		return "authentication_error";
+	if (status == 404)
+		return "not_found_error";
+	if (status == 429 || status == 503)
+		return "server_overloaded";
+	return status >= 500 ? "server_error" : "invalid_request_error";
+}
+
+static json_t *srv_error_json(const struct srv_req *req, int status,
+			      const char *code, const char *msg)
+{
+	switch (req->proto) {
+	case SRV_PROTO_KSERVE:
+		return json_pack("{s:s}", "error", msg);
+	case SRV_PROTO_DEEPGRAM:
+		return json_pack("{s:s,s:s,s:s}", "err_code",
+				 code ? code : srv__status_reason(status), "err_msg", msg,
+				 "request_id", req->request_id);
+	default:
+		return json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg, "type",
+				 srv_error_type(status), "param", "code", code);
+	}
+}
+
+int srv__req_respond_error(struct srv_req *req, int status, const char *code,
+			   const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!req->request_id[0])
+		snprintf(req->request_id, sizeof(req->request_id), "%08x%016llx",
+			 (unsigned)req->conn->srv->request_id_salt,
+			 (unsigned long long)++req->conn->srv->next_request_id);
+	json_t *obj = srv_error_json(req, status, code, msg);
+	if (!obj)
+		return srv__req_respond(req, status, "text/plain", msg, strlen(msg));
+	return srv__req_respond_json(req, status, obj);
+}
+
+int srv__req_respond_json(struct srv_req *req, int status, json_t *obj)
+{
+	char *text = json_dumps(obj, JSON_COMPACT);
+	json_decref(obj);
+	if (!text)
+		return srv__req_respond(req, 503, "text/plain", "out of memory\n", 14);
+	int rc = srv__req_respond(req, status, "application/json", text, strlen(text));
+	free(text); /* jansson's allocator */
+	return rc;
+}
+
+/* Compress body into a new buffer when the client accepts zstd and it is
+ * worth it; returns NULL to send the body as it is. */
+static char *srv_zstd_body(const struct srv_req *req, const char *body, size_t len,
+			   size_t *out_len)
+{
+	if (!req->accept_zstd || len < SRV_ZSTD_MIN_BYTES)
+		return NULL;
+	size_t cap = ZSTD_compressBound(len);
+	char *z = mem_alloc(cap);
+	if (!z)
+		return NULL;
+	size_t n = ZSTD_compress(z, cap, body, len, SRV_ZSTD_LEVEL);
+	if (ZSTD_isError(n) || n >= len) {
+		mem_free(z);
+		return NULL;
+	}
+	*out_len = n;
+	return z;
+}
+
+static void srv_req_log(const struct srv_req *req, int status, size_t bytes, double secs)
+{
+	const struct srv_conn *conn = req->conn;
+	if (!conn->srv->cfg->access_log)
+		return;
+	fprintf(stderr,
+		"access remote=%s method=%s path=\"%s\" status=%d bytes=%zu duration_ms=%.3f request_id=%s\n",
+		conn->remote, llhttp_method_name(req->method), req->path ? req->path : "",
+		status, bytes, secs * 1e3, req->request_id);
+}
+
+static int srv_resp_head(struct srv_req *req, struct srv_buf *h, int status,
+			 const char *content_type, size_t len, bool zstd, bool close)
+{
+	struct srv *srv = req->conn->srv;
+	int rc = srv_buf_printf(h,
+		"HTTP/1.1 %d %s\r\nServer: inferd/" INFERD_VERSION "\r\nDate: %s\r\n"
+		"Content-Type: %s\r\nContent-Length: %zu\r\nX-Request-Id: %s\r\n%s%s%s",
+		status, srv__status_reason(status), srv__date(srv), content_type, len,
+		req->request_id, zstd ? "Content-Encoding: zstd\r\n" : "",
+		req->accept_zstd || zstd ? "Vary: Accept-Encoding\r\n" : "",
+		close ? "Connection: close\r\n" : "");
+	if (!rc && req->resp_headers.len)
+		rc = srv_buf_append(h, req->resp_headers.data, req->resp_headers.len);
+	if (!rc)
+		rc = srv_buf_append(h, "\r\n", 2);
+	return rc;
+}
+
+int srv__req_respond(struct srv_req *req, int status, const char *content_type,
+		     const char *body, size_t len)
+{
+	struct srv_conn *conn = req->conn;
+	struct srv *srv = conn->srv;
+	if (req->responded || conn->state == SRV_CONN_STATE_CLOSING)
+		return -ST_INVAL;
+	req->responded = true;
+	bool close = !req->keep_alive || srv->draining;
+	size_t zlen = 0;
+	char *zbody = srv_zstd_body(req, body, len, &zlen);
+	size_t out_len = zbody ? zlen : len;
+	struct srv_buf h;
+	srv_buf_init(&h, 16384);
+	int rc = srv_resp_head(req, &h, status, content_type, out_len, zbody != NULL, close);
+	char *out = zbody;
+	if (!rc && !zbody && len && req->method != HTTP_HEAD) {
+		out = mem_alloc(len);
+		if (out)
+			memcpy(out, body, len);
+		else
+			rc = -ST_NOMEM;
+	}
+	if (req->method == HTTP_HEAD)
+		out_len = 0;
+	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
+	srv_metrics_observe(&srv->metrics, srv__route_index(req), req->method, status, secs);
+	srv_req_log(req, status, out_len, secs);
+	if (close)
+		conn->close_after_write = true;
+	size_t head_len = h.len;
+	if (rc) {
+		srv_buf_fini(&h);
+		mem_free(out);
+		srv__conn_close(conn);
+		return rc;
+	}
+	rc = srv__conn_write(conn, srv_buf_steal(&h), head_len, out, out_len);
+	srv__conn_request_done(conn);
+	return rc;
+}

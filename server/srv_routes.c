@@ -1,0 +1,355 @@
+/* srv_routes.c - the route table and the handlers of the routes that work
+ * at this stage: health (KServe v2), model lists (OpenAI, KServe v2) and
+ * Prometheus metrics. A new protocol is a new block of rows here (or its
+ * own srv_routes_<proto>.c when it grows).
+ *
+ * Dispatch: decode the body (zstd on the thread pool, never on the loop
+ * thread), match path then method (404 / 405 with Allow), check the API key
+ * unless the route is a probe, then call the handler.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <zstd.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "server/srv_int.h"
+
+typedef void (*srv_handler_fn)(struct srv_req *req);
+
+struct srv_route {
+	const char *pattern;  /* path; one "{name}" segment may stand for a model */
+	int method;           /* llhttp method; HEAD is accepted wherever GET is */
+	enum srv_proto proto; /* error shape */
+	bool public;          /* reachable without an API key (probes, metrics) */
+	srv_handler_fn handler;
+};
+
+static void srv_h_live(struct srv_req *req);
+static void srv_h_ready(struct srv_req *req);
+static void srv_h_server_meta(struct srv_req *req);
+static void srv_h_openai_models(struct srv_req *req);
+static void srv_h_kserve_model(struct srv_req *req);
+static void srv_h_kserve_model_ready(struct srv_req *req);
+static void srv_h_metrics(struct srv_req *req);
+
+static const struct srv_route srv_routes[] = {
+	{ "/v2/health/live", HTTP_GET, SRV_PROTO_KSERVE, true, srv_h_live },
+	{ "/v2/health/ready", HTTP_GET, SRV_PROTO_KSERVE, true, srv_h_ready },
+	{ "/v2", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_server_meta },
+	{ "/v2/models/{name}", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model },
+	{ "/v2/models/{name}/ready", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model_ready },
+	{ "/v1/models", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_models },
+	{ "/metrics", HTTP_GET, SRV_PROTO_PLAIN, true, srv_h_metrics },
+};
+#define SRV_N_ROUTES ((int)(sizeof(srv_routes) / sizeof(srv_routes[0])))
+static_assert(SRV_N_ROUTES < SRV_METRICS_MAX_ROUTES, "metrics need a row per route + 1");
+
+/* --- matching ---------------------------------------------------------- */
+
+/* Match path against pattern; the {name} segment is copied to param. */
+static bool srv_route_match(const char *pattern, const char *path, char *param, size_t cap)
+{
+	const char *brace = strstr(pattern, "{name}");
+	if (!brace)
+		return !strcmp(pattern, path);
+	size_t pre = (size_t)(brace - pattern);
+	if (strncmp(pattern, path, pre))
+		return false;
+	const char *seg = path + pre;
+	size_t n = strcspn(seg, "/");
+	if (n == 0 || n >= cap || strcmp(seg + n, brace + 6))
+		return false;
+	memcpy(param, seg, n);
+	param[n] = '\0';
+	return true;
+}
+
+int srv__route_index(const struct srv_req *req)
+{
+	return req->route ? (int)(req->route - srv_routes) : SRV_N_ROUTES;
+}
+
+static const char *srv_route_name(int i)
+{
+	return i >= 0 && i < SRV_N_ROUTES ? srv_routes[i].pattern : "unmatched";
+}
+
+enum srv_proto srv__proto_for_path(const char *path)
+{
+	if (!strncmp(path, "/v2/", 4) || !strcmp(path, "/v2"))
+		return SRV_PROTO_KSERVE;
+	if (!strncmp(path, "/v1/listen", 10))
+		return SRV_PROTO_DEEPGRAM;
+	return SRV_PROTO_OPENAI;
+}
+
+/* Every method the routes matching path accept, as an Allow value. */
+static void srv_allow(const char *path, char *out, size_t cap)
+{
+	char param[128];
+	out[0] = '\0';
+	for (int i = 0; i < SRV_N_ROUTES; i++) {
+		const char *m = llhttp_method_name(srv_routes[i].method);
+		if (!srv_route_match(srv_routes[i].pattern, path, param, sizeof(param)) ||
+		    strstr(out, m))
+			continue;
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s%s", out[0] ? ", " : "", m,
+			 srv_routes[i].method == HTTP_GET ? ", HEAD" : "");
+	}
+}
+
+/* --- auth -------------------------------------------------------------- */
+
+/* Compare in time independent of where the strings differ. */
+static bool srv_key_equal(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	unsigned char d = (unsigned char)(na != nb);
+	for (size_t i = 0; i < na; i++)
+		d |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
+	return d == 0;
+}
+
+/* Accept "Bearer KEY" (OpenAI, KServe) or "Token KEY" (Deepgram). */
+static bool srv_req_is_authorized(const struct srv_req *req)
+{
+	const struct srv *srv = req->conn->srv;
+	if (srv->n_api_keys == 0 || req->route->public)
+		return true;
+	const char *v = srv__req_header(req, "Authorization");
+	if (!v)
+		return false;
+	if (!strncasecmp(v, "Bearer ", 7) || !strncasecmp(v, "Token ", 6))
+		v = strchr(v, ' ') + 1;
+	else
+		return false;
+	v += strspn(v, " ");
+	bool ok = false;
+	for (size_t i = 0; i < srv->n_api_keys; i++)
+		ok |= srv_key_equal(v, srv->api_keys[i]);
+	return ok;
+}
+
+/* --- dispatch ---------------------------------------------------------- */
+
+void srv__req_dispatch(struct srv_req *req)
+{
+	const struct srv_route *path_hit = NULL;
+	for (int i = 0; i < SRV_N_ROUTES && !req->route; i++) {
+		const struct srv_route *r = &srv_routes[i];
+		if (!srv_route_match(r->pattern, req->path, req->path_param, sizeof(req->path_param)))
+			continue;
+		path_hit = r;
+		if (r->method == req->method || (r->method == HTTP_GET && req->method == HTTP_HEAD))
+			req->route = r;
+	}
+	if (!path_hit) {
+		srv__req_respond_error(req, 404, "not_found", "no route for %s %s",
+				       llhttp_method_name(req->method), req->path);
+		return;
+	}
+	if (!req->route) {
+		char allow[128];
+		srv_allow(req->path, allow, sizeof(allow));
+		srv__req_add_header(req, "Allow", allow);
+		srv__req_respond_error(req, 405, "method_not_allowed", "%s does not accept %s (allowed: %s)",
+				       req->path, llhttp_method_name(req->method), allow);
+		return;
+	}
+	if (!srv_req_is_authorized(req)) {
+		srv__req_add_header(req, "WWW-Authenticate", "Bearer");
+		srv__req_respond_error(req, 401, "invalid_api_key",
+				       "missing or invalid API key (send Authorization: Bearer KEY, or Token KEY)");
+		return;
+	}
+	req->route->handler(req);
+}
+
+/* --- zstd request bodies, decoded on the thread pool -------------------- */
+
+struct srv_unzstd {
+	uv_work_t work;
+	struct srv_conn *conn;
+	struct srv_buf out; /* decoded body, same ceiling as the raw body */
+	int rc;             /* 0, -ST_INVAL (corrupt), -ST_TOOBIG, -ST_NOMEM */
+};
+
+static void srv_unzstd_work(uv_work_t *w)
+{
+	struct srv_unzstd *u = w->data;
+	const struct srv_buf *in = &u->conn->req.body;
+	ZSTD_DStream *ds = ZSTD_createDStream();
+	if (!ds) {
+		u->rc = -ST_NOMEM;
+		return;
+	}
+	ZSTD_inBuffer zin = { in->data, in->len, 0 };
+	char chunk[16384];
+	size_t ret = 1;
+	while (!u->rc && (zin.pos < zin.size || ret != 0)) {
+		ZSTD_outBuffer zout = { chunk, sizeof(chunk), 0 };
+		size_t before = zin.pos;
+		ret = ZSTD_decompressStream(ds, &zout, &zin);
+		if (ZSTD_isError(ret) || (zout.pos == 0 && zin.pos == before && ret != 0))
+			u->rc = -ST_INVAL; /* corrupt, or truncated with no progress */
+		else
+			u->rc = srv_buf_append(&u->out, chunk, zout.pos);
+	}
+	ZSTD_freeDStream(ds);
+}
+
+static void srv_unzstd_done(uv_work_t *w, int status)
+{
+	struct srv_unzstd *u = w->data;
+	struct srv_conn *conn = u->conn;
+	if (conn->state == SRV_CONN_STATE_HANDLING) {
+		struct srv_req *req = &conn->req;
+		if (status == 0 && u->rc == 0) {
+			srv_buf_fini(&req->body);
+			req->body = u->out;
+			srv_buf_init(&u->out, 0);
+			srv__req_dispatch(req);
+		} else if (u->rc == -ST_TOOBIG) {
+			srv__req_respond_error(req, 413, "body_too_large",
+					       "the decompressed body is larger than limits.max_body_bytes");
+		} else {
+			srv__req_respond_error(req, 400, "invalid_body",
+					       "the body is not valid zstd data (Content-Encoding: zstd)");
+		}
+	}
+	srv_buf_fini(&u->out);
+	mem_free(u);
+	srv__conn_work_done(conn);
+}
+
+void srv__req_begin_handling(struct srv_req *req)
+{
+	struct srv_conn *conn = req->conn;
+	if (req->coding != SRV_CODING_ZSTD || req->body.len == 0) {
+		srv__req_dispatch(req);
+		return;
+	}
+	struct srv_unzstd *u = mem_calloc(1, sizeof(*u));
+	if (!u) {
+		srv__req_respond_error(req, 503, "out_of_memory", "out of memory");
+		return;
+	}
+	u->conn = conn;
+	u->work.data = u;
+	srv_buf_init(&u->out, (size_t)conn->srv->cfg->max_body_bytes);
+	if (uv_queue_work(&conn->srv->loop, &u->work, srv_unzstd_work, srv_unzstd_done)) {
+		mem_free(u);
+		srv__req_respond_error(req, 503, "server_error", "could not queue the body decoder");
+		return;
+	}
+	conn->n_work++;
+}
+
+/* --- handlers ---------------------------------------------------------- */
+
+static void srv_h_live(struct srv_req *req)
+{
+	srv__req_respond_json(req, 200, json_pack("{s:b}", "live", 1));
+}
+
+static void srv_h_ready(struct srv_req *req)
+{
+	struct srv *srv = req->conn->srv;
+	bool ready = eng_is_ready(srv->eng) && !srv->draining;
+	srv__req_respond_json(req, ready ? 200 : 503, json_pack("{s:b}", "ready", ready));
+}
+
+static void srv_h_server_meta(struct srv_req *req)
+{
+	srv__req_respond_json(req, 200, json_pack("{s:s,s:s,s:[]}", "name", "inferd",
+						  "version", INFERD_VERSION, "extensions"));
+}
+
+static void srv_h_openai_models(struct srv_req *req)
+{
+	const struct eng *eng = req->conn->srv->eng;
+	json_t *data = json_array();
+	for (size_t i = 0; data && i < eng_model_count(eng); i++) {
+		const struct eng_model *m = eng_model_at(eng, i);
+		json_array_append_new(data, json_pack("{s:s,s:s,s:I,s:s}", "id", eng_model_name(m),
+			"object", "model", "created", (json_int_t)eng_model_created(m),
+			"owned_by", "inferd"));
+	}
+	srv__req_respond_json(req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+}
+
+/* KServe v2 tensor metadata for a model's task: audio bytes in, text out
+ * for transcription; text in, text out for generation (the names Triton's
+ * LLM back ends use). */
+static json_t *srv_kserve_io(enum eng_task task, bool input)
+{
+	const char *name = input ? (task == ENG_TASK_TRANSCRIPTION ? "audio" : "text_input")
+				 : (task == ENG_TASK_TRANSCRIPTION ? "text" : "text_output");
+	return json_pack("[{s:s,s:s,s:[i]}]", "name", name, "datatype", "BYTES", "shape", -1);
+}
+
+static const struct eng_model *srv_req_model(struct srv_req *req)
+{
+	const struct eng_model *m = eng_model_find(req->conn->srv->eng, req->path_param);
+	if (!m)
+		srv__req_respond_error(req, 404, "model_not_found", "unknown model '%s'",
+				       req->path_param);
+	return m;
+}
+
+static void srv_h_kserve_model(struct srv_req *req)
+{
+	const struct eng_model *m = srv_req_model(req);
+	if (!m)
+		return;
+	char platform[96];
+	snprintf(platform, sizeof(platform), "inferd_%s_%s", eng_format_str(eng_model_format(m)),
+		 eng_model_arch(m));
+	srv__req_respond_json(req, 200, json_pack("{s:s,s:[s],s:s,s:o,s:o}", "name",
+		eng_model_name(m), "versions", "1", "platform", platform,
+		"inputs", srv_kserve_io(eng_model_task(m), true),
+		"outputs", srv_kserve_io(eng_model_task(m), false)));
+}
+
+static void srv_h_kserve_model_ready(struct srv_req *req)
+{
+	const struct eng_model *m = srv_req_model(req);
+	if (!m)
+		return;
+	bool ready = eng_model_is_ready(m);
+	srv__req_respond_json(req, ready ? 200 : 503, json_pack("{s:s,s:b}", "name",
+		eng_model_name(m), "ready", ready));
+}
+
+static int srv_metrics_models(const struct srv *srv, struct srv_buf *out)
+{
+	int rc = srv_buf_printf(out,
+		"# HELP inferd_model_ready 1 when the model is loaded and serving.\n"
+		"# TYPE inferd_model_ready gauge\n");
+	for (size_t i = 0; !rc && i < eng_model_count(srv->eng); i++) {
+		const struct eng_model *m = eng_model_at(srv->eng, i);
+		rc = srv_buf_printf(out, "inferd_model_ready{model=\"%s\",task=\"%s\"} %d\n",
+				    eng_model_name(m), eng_task_str(eng_model_task(m)),
+				    eng_model_is_ready(m) ? 1 : 0);
+	}
+	return rc;
+}
+
+static void srv_h_metrics(struct srv_req *req)
+{
+	const struct srv *srv = req->conn->srv;
+	struct srv_buf out;
+	srv_buf_init(&out, 4u << 20);
+	int rc = srv_metrics_render(&srv->metrics, &out, srv_route_name, SRV_N_ROUTES + 1);
+	if (!rc)
+		rc = srv_metrics_models(srv, &out);
+	if (rc)
+		srv__req_respond_error(req, 503, "server_error", "could not render metrics");
+	else
+		srv__req_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data,
+				 out.len);
+	srv_buf_fini(&out);
+}

@@ -1,0 +1,77 @@
+/* fuzz_http.c - libFuzzer target for the HTTP request path: the bytes are
+ * one client's whole input on a connection (socketpair), parsed by llhttp,
+ * checked against the limits, decoded (zstd), routed and answered, exactly
+ * as the daemon does; then the client hangs up. The server runs with small
+ * limits so that ceilings are reached often, and with no models loaded. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/srv_int.h"
+
+static const char fuzz_cfg_json[] =
+	"{\"access_log\": false,"
+	" \"api_keys\": [\"fuzz-key\"],"
+	" \"limits\": {\"max_header_bytes\": 2048, \"max_body_bytes\": 4096,"
+	"             \"header_timeout_ms\": 1000, \"body_timeout_ms\": 1000},"
+	" \"models\": [{\"name\": \"m\", \"path\": \"unused\"}]}";
+
+static struct cfg *fuzz_cfg;
+static struct eng *fuzz_eng;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	char err[256];
+	(void)argc;
+	(void)argv;
+	signal(SIGPIPE, SIG_IGN);
+	if (cfg_load_string(fuzz_cfg_json, sizeof(fuzz_cfg_json) - 1, &fuzz_cfg, err, sizeof(err)) ||
+	    eng_create(NULL, 0, &fuzz_eng, err, sizeof(err))) {
+		fprintf(stderr, "fuzz_http: set-up failed: %s\n", err);
+		abort();
+	}
+	return 0;
+}
+
+/* Read and drop the server's responses so its writes never block. */
+static void fuzz_drain(int fd)
+{
+	char buf[4096];
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct srv *srv;
+	int sv[2];
+	if (srv__create_unbound(fuzz_cfg, fuzz_eng, NULL, &srv))
+		return 0;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+		srv_destroy(srv);
+		return 0;
+	}
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	srv__conn_open_fd(srv, sv[0]);
+	size_t off = 0;
+	for (int spins = 0; spins < 100000 && srv->n_conns > 0; spins++) {
+		if (off < size) {
+			ssize_t n = write(sv[1], data + off, size - off);
+			if (n > 0)
+				off += (size_t)n;
+			if (off == size)
+				shutdown(sv[1], SHUT_WR);
+		} else if (size == 0 && spins == 0) {
+			shutdown(sv[1], SHUT_WR);
+		}
+		uv_run(&srv->loop, UV_RUN_NOWAIT);
+		fuzz_drain(sv[1]);
+	}
+	srv_destroy(srv);
+	close(sv[1]);
+	return 0;
+}

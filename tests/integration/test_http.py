@@ -1,0 +1,209 @@
+"""HTTP/1.1 behaviour over raw sockets: keep-alive, pipelining, limits,
+chunked bodies, Expect: 100-continue, timeouts, zstd in both directions."""
+import subprocess
+import time
+
+from conftest import Reader, connect, request
+
+LIVE = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def zstd(data, *args):
+    return subprocess.run(["zstd", "-q", "-c", *args], input=data, capture_output=True,
+                          check=True).stdout
+
+
+def test_pipelined_requests_answered_in_order(daemon):
+    with connect(daemon.port) as s:
+        reqs = b"".join(
+            f"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Request-Id: p{i}\r\n\r\n".encode()
+            for i in range(5))
+        reqs += b"GET /v2/models/nope HTTP/1.1\r\nHost: x\r\nX-Request-Id: p5\r\n\r\n"
+        s.sendall(reqs)
+        rd = Reader(s)
+        for i in range(5):
+            r = rd.read_response()
+            assert r.status == 200
+            assert r.header("x-request-id") == f"p{i}"
+        r = rd.read_response()
+        assert r.status == 404 and r.header("x-request-id") == "p5"
+
+
+def test_thousand_keepalive_requests_on_one_connection(daemon):
+    with connect(daemon.port) as s:
+        rd = Reader(s)
+        for i in range(1000):
+            s.sendall(LIVE)
+            r = rd.read_response()
+            assert r.status == 200, i
+            assert r.header("connection") != "close"
+
+
+def test_http10_closes_after_response(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live HTTP/1.0\r\n\r\n")
+        rd = Reader(s)
+        assert rd.read_response().status == 200
+        assert rd.is_closed()
+
+
+def test_oversized_headers_431(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 8000 + b"\r\n\r\n")
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.status == 431
+        assert "max_header_bytes" in r.json()["error"]["message"]
+        assert rd.is_closed()
+
+
+def test_too_many_header_lines_431(daemon):
+    hdrs = b"".join(b"X-%d: 1\r\n" % i for i in range(150))
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\n" + hdrs + b"\r\n")
+        assert Reader(s).read_response().status == 431
+
+
+def test_oversized_body_413_by_content_length(daemon):
+    with connect(daemon.port) as s:
+        # Rejected from the header alone: the body is never sent.
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.status == 413
+        assert rd.is_closed()
+
+
+def test_oversized_chunked_body_413(daemon):
+    chunk = b"%x\r\n" % 40000 + b"a" * 40000 + b"\r\n"
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try:
+            s.sendall(chunk * 3 + b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert Reader(s).read_response().status == 413
+
+
+def test_chunked_body_accepted(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n" + LIVE)
+        rd = Reader(s)
+        # the body was read in full (405: /v1/models takes GET), and the
+        # connection stays usable for the next request
+        assert rd.read_response().status == 405
+        assert rd.read_response().status == 200
+
+
+def test_bad_chunk_size_400(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"zz\r\nhello\r\n0\r\n\r\n")
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.status == 400
+        assert "chunk" in r.json()["error"]["message"].lower()
+        assert rd.is_closed()
+
+
+def test_garbage_request_line_400(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"\x16\x03\x01 hello there\r\n\r\n")
+        rd = Reader(s)
+        assert rd.read_response().status == 400
+        assert rd.is_closed()
+
+
+def test_expect_100_continue(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        rd = Reader(s)
+        interim = rd.read_response(head_only=True)
+        assert interim.status == 100
+        s.sendall(b"hello")
+        assert rd.read_response().status == 405
+
+
+def test_expect_100_continue_refused_when_too_big(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        assert Reader(s).read_response().status == 413
+
+
+def test_slow_headers_closed_at_header_timeout(daemon):
+    """One byte a second: the 2 s header timeout closes it, with a 408."""
+    start = time.time()
+    with connect(daemon.port) as s:
+        rd = Reader(s)
+        closed_at = None
+        for b in b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n":
+            try:
+                s.sendall(bytes([b]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed_at = time.time()
+                break
+            if rd.is_closed(timeout=1):
+                closed_at = time.time()
+                break
+        assert closed_at is not None, "a slowloris client was never cut off"
+        assert closed_at - start < 6
+        assert b" 408 " in rd.buf.split(b"\r\n")[0]
+
+
+def test_idle_keepalive_closed_at_idle_timeout(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(LIVE)
+        rd = Reader(s)
+        assert rd.read_response().status == 200
+        start = time.time()
+        assert rd.is_closed(timeout=8)
+        assert 2 < time.time() - start < 6
+
+
+def test_zstd_response_when_accepted(daemon):
+    plain = request(daemon.port, "GET", "/metrics")
+    r = request(daemon.port, "GET", "/metrics", headers={"Accept-Encoding": "gzip, zstd"})
+    assert r.status == 200
+    assert r.header("content-encoding") == "zstd"
+    assert "accept-encoding" in r.header("vary").lower()
+    text = zstd(r.body, "-d").decode()
+    assert text.startswith("# HELP")
+    assert len(text) > 0.5 * len(plain.body)
+    r = request(daemon.port, "GET", "/metrics", headers={"Accept-Encoding": "zstd;q=0"})
+    assert r.header("content-encoding") is None
+
+
+def test_zstd_request_body_decoded(daemon):
+    body = zstd(b"x" * 1000)
+    r = request(daemon.port, "POST", "/v1/models", body=body,
+                headers={"Content-Encoding": "zstd"})
+    assert r.status == 405  # decoded fine, then routed
+
+
+def test_corrupt_zstd_request_body_400(daemon):
+    r = request(daemon.port, "POST", "/v1/models", body=b"\x28\xb5\x2f\xfd garbage",
+                headers={"Content-Encoding": "zstd"})
+    assert r.status == 400
+    assert "zstd" in r.json()["error"]["message"]
+
+
+def test_zstd_bomb_413(daemon):
+    """A small compressed body that expands past max_body_bytes (64 KiB)."""
+    body = zstd(b"\0" * 10_000_000, "-19")
+    assert len(body) < 65536
+    r = request(daemon.port, "POST", "/v1/models", body=body,
+                headers={"Content-Encoding": "zstd"})
+    assert r.status == 413
+
+
+def test_unknown_content_encoding_415(daemon):
+    r = request(daemon.port, "POST", "/v1/models", body=b"abc",
+                headers={"Content-Encoding": "br"})
+    assert r.status == 415
+
+
+def test_daemon_still_serves_after_bad_clients(daemon):
+    assert request(daemon.port, "GET", "/v2/health/live").status == 200

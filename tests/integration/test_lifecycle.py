@@ -1,0 +1,165 @@
+"""Start-up, command line, auth, connection limits and graceful shutdown."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import BIN, MODELS, Daemon, Reader, connect, default_models, make_config, request
+
+
+def run(*args, env=None, timeout=60):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_version_and_help():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("inferd ")
+    r = run("--help")
+    assert r.returncode == 0
+    for word in ("--config", "--listen", "inspect", "limits.max_body_bytes", "models[].replicas"):
+        assert word in r.stdout, word
+
+
+def test_bad_argument_exit_2():
+    r = run("--frobnicate")
+    assert r.returncode == 2
+    assert "--frobnicate" in r.stderr
+
+
+def write_config(cfg):
+    d = tempfile.mkdtemp(prefix="inferd-cfg-")
+    p = os.path.join(d, "c.json")
+    with open(p, "w") as f:
+        f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
+    return p
+
+
+def test_config_error_names_json_path():
+    cfg = make_config()
+    cfg["models"][1]["replicas"] = 0
+    p = write_config(cfg)
+    r = run("--config", p)
+    assert r.returncode == 1
+    assert "models[1].replicas: expected an integer >= 1" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_missing_model_file_stops_startup():
+    cfg = make_config(models=[{"name": "g", "path": "/nonexistent/x.gguf", "format": "gguf"}])
+    r = run("--config", write_config(cfg))
+    assert r.returncode == 1
+    assert "/nonexistent/x.gguf" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_corrupt_model_file_stops_startup(tmp_path):
+    src = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+    bad = tmp_path / "truncated.gguf"
+    with open(src, "rb") as f:
+        bad.write_bytes(f.read(100_000))
+    cfg = make_config(models=[{"name": "g", "path": str(bad)}])
+    r = run("--config", write_config(cfg))
+    assert r.returncode == 1
+    assert str(bad) in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_inspect_prints_real_metadata():
+    r = run("inspect", os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf"))
+    assert r.returncode == 0, r.stderr
+    assert "gemma3" in r.stdout
+    assert "token_embd.weight" in r.stdout
+    r = run("inspect", os.path.join(MODELS, "whisper-tiny.en"))
+    assert r.returncode == 0, r.stderr
+    assert "WhisperSpec" in r.stdout
+    r = run("inspect", "/nonexistent")
+    assert r.returncode == 1
+
+
+def test_api_keys(fresh_daemon):
+    d = fresh_daemon(make_config(api_keys=["sekret-1"]))
+    r = request(d.port, "GET", "/v1/models")
+    assert r.status == 401
+    assert r.json()["error"]["type"] == "authentication_error"
+    r = request(d.port, "GET", "/v2/models/gemma-3-270m")
+    assert r.status == 401
+    assert isinstance(r.json()["error"], str)  # KServe shape
+    r = request(d.port, "GET", "/v1/models", headers={"Authorization": "Bearer wrong"})
+    assert r.status == 401
+    r = request(d.port, "GET", "/v1/models", headers={"Authorization": "Bearer sekret-1"})
+    assert r.status == 200
+    r = request(d.port, "GET", "/v1/models", headers={"Authorization": "Token sekret-1"})
+    assert r.status == 200
+    # probes and metrics need no key
+    for path in ("/v2/health/live", "/v2/health/ready", "/metrics"):
+        assert request(d.port, "GET", path).status == 200, path
+
+
+def test_api_key_from_environment(fresh_daemon):
+    d = fresh_daemon(make_config(), env={"INFERD_API_KEY": "from-env"})
+    assert request(d.port, "GET", "/v1/models").status == 401
+    r = request(d.port, "GET", "/v1/models", headers={"Authorization": "Bearer from-env"})
+    assert r.status == 200
+
+
+def test_loud_warning_without_key_on_public_address(fresh_daemon):
+    d = fresh_daemon(make_config(), args=("--listen", "0.0.0.0:0"))
+    assert "NO API KEY" in d.stderr_text()
+    d2 = fresh_daemon(make_config())
+    assert "NO API KEY" not in d2.stderr_text()
+
+
+def test_max_connections(fresh_daemon):
+    d = fresh_daemon(make_config(limits={"max_connections": 2}))
+    a, b = connect(d.port), connect(d.port)
+    time.sleep(0.2)
+    with connect(d.port) as c:
+        r = Reader(c).read_response()
+        assert r.status == 503
+        assert r.header("retry-after") == "1"
+    a.close()
+    b.close()
+    time.sleep(0.2)
+    assert request(d.port, "GET", "/v2/health/live").status == 200
+
+
+def test_sigterm_lets_in_flight_request_complete(fresh_daemon):
+    d = fresh_daemon()
+    idle = connect(d.port)
+    s = connect(d.port)
+    s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")  # headers not finished
+    time.sleep(0.2)
+    d.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    # the idle connection is closed, no new connection is accepted
+    assert Reader(idle).is_closed(timeout=5)
+    with pytest.raises(OSError):
+        connect(d.port, timeout=2).recv(1)
+    # the in-flight request completes, then the daemon exits 0
+    s.sendall(b"\r\n")
+    r = Reader(s).read_response()
+    assert r.status == 200
+    assert [m["id"] for m in r.json()["data"]] == ["whisper-tiny.en", "gemma-3-270m"]
+    assert r.header("connection") == "close"
+    s.close()
+    assert d.proc.wait(timeout=10) == 0
+    assert "draining" in d.stderr_text()
+
+
+def test_drain_timeout_bounds_shutdown(fresh_daemon):
+    d = fresh_daemon(make_config(limits={"drain_timeout_ms": 500, "header_timeout_ms": 60000}))
+    s = connect(d.port)
+    s.sendall(b"GET /v1/models HTTP/1.1\r\n")  # never finished
+    time.sleep(0.2)
+    start = time.time()
+    d.proc.send_signal(signal.SIGTERM)
+    assert d.proc.wait(timeout=10) == 0
+    assert time.time() - start < 5
+    assert "drain timeout" in d.stderr_text()
+    s.close()

@@ -1,0 +1,565 @@
+/* test_cfg.c - unit tests of config/cfg.c (cmocka).
+ *
+ * Covers: config/default.json (found through INFERD_SOURCE_ROOT), defaults,
+ * every knob read back, each error message word for word, the listen forms,
+ * JSON syntax errors and duplicate keys, the input-size ceiling, file
+ * errors, --help output, and allocation failure at every k (curl torture
+ * style) for cfg_load_string and cfg_load_file.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "config/cfg.h"
+
+#define MIN_MODELS "\"models\": [{\"name\": \"m\", \"path\": \"p\"}]"
+
+/* Every knob set away from its default. */
+static const char full_json[] =
+	"{\n"
+	"  \"listen\": \"[::1]:9090\",\n"
+	"  \"api_keys\": [\"k1\", \"k2\"],\n"
+	"  \"access_log\": false,\n"
+	"  \"limits\": {\"max_connections\": 7, \"max_header_bytes\": 2048,\n"
+	"    \"max_body_bytes\": 4096, \"header_timeout_ms\": 11,\n"
+	"    \"idle_timeout_ms\": 12, \"body_timeout_ms\": 13,\n"
+	"    \"drain_timeout_ms\": 14},\n"
+	"  \"models\": [\n"
+	"    {\"name\": \"a\", \"path\": \"pa\", \"format\": \"ct2\"},\n"
+	"    {\"name\": \"b\", \"path\": \"pb\", \"format\": \"gguf\", \"replicas\": 3},\n"
+	"    {\"name\": \"c\", \"path\": \"pc\"}\n"
+	"  ]\n"
+	"}\n";
+
+/* load - cfg_load_string on a NUL-terminated text. */
+static int load(const char *json, struct cfg **out, char *err, size_t errlen)
+{
+	return cfg_load_string(json, strlen(json), out, err, errlen);
+}
+
+/* expect_error - json must fail with rc and exactly msg. */
+static void expect_error(const char *json, int rc, const char *msg)
+{
+	struct cfg *cfg = (struct cfg *)1;
+	char err[256] = "unset";
+	int got = load(json, &cfg, err, sizeof(err));
+	if (got != rc || strcmp(err, msg) != 0)
+		print_error("input: %s\n", json);
+	assert_int_equal(got, rc);
+	assert_null(cfg);
+	assert_string_equal(err, msg);
+}
+
+/* write_tmp - a new temporary file holding len bytes of data; its path is
+ * written to path (at least 64 bytes). */
+static void write_tmp(char *path, const char *data, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, 64, "%s/test_cfg_XXXXXX", dir && strlen(dir) < 40 ? dir : "/tmp");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static void test_default_json(void **state)
+{
+	(void)state;
+	const char *root = getenv("INFERD_SOURCE_ROOT");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/config/default.json", root ? root : ".");
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(cfg_load_file(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_string_equal(cfg->listen_host, "127.0.0.1");
+	assert_int_equal(cfg->listen_port, 8080);
+	assert_int_equal(cfg->n_api_keys, 0);
+	assert_int_equal(cfg->access_log, 1);
+	assert_int_equal(cfg->n_models, 2);
+	assert_string_equal(cfg->models[0].name, "whisper-tiny.en");
+	assert_string_equal(cfg->models[0].path, "models/whisper-tiny.en");
+	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_CT2);
+	assert_int_equal(cfg->models[0].replicas, 1);
+	assert_string_equal(cfg->models[1].name, "gemma-3-270m");
+	assert_string_equal(cfg->models[1].path,
+			    "models/gemma-3-270m-q4_k_m.gguf");
+	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_GGUF);
+	assert_int_equal(cfg->models[1].replicas, 1);
+	cfg_destroy(cfg);
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load("{" MIN_MODELS "}", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg->listen_host, "127.0.0.1");
+	assert_int_equal(cfg->listen_port, 8080);
+	assert_null(cfg->api_keys);
+	assert_int_equal(cfg->n_api_keys, 0);
+	assert_int_equal(cfg->access_log, 1);
+	assert_int_equal(cfg->max_connections, 1024);
+	assert_int_equal(cfg->max_header_bytes, 16384);
+	assert_int_equal(cfg->max_body_bytes, 104857600);
+	assert_int_equal(cfg->header_timeout_ms, 10000);
+	assert_int_equal(cfg->idle_timeout_ms, 60000);
+	assert_int_equal(cfg->body_timeout_ms, 60000);
+	assert_int_equal(cfg->drain_timeout_ms, 30000);
+	assert_int_equal(cfg->n_models, 1);
+	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_AUTO);
+	assert_int_equal(cfg->models[0].replicas, 1);
+	cfg_destroy(cfg);
+
+	/* An empty "limits" object and empty api_keys are defaults too. */
+	assert_int_equal(load("{\"limits\": {}, \"api_keys\": [], " MIN_MODELS "}",
+			      &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg->max_connections, 1024);
+	assert_int_equal(cfg->n_api_keys, 0);
+	cfg_destroy(cfg);
+}
+
+static void test_full(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load(full_json, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg->listen_host, "::1");
+	assert_int_equal(cfg->listen_port, 9090);
+	assert_int_equal(cfg->n_api_keys, 2);
+	assert_string_equal(cfg->api_keys[0], "k1");
+	assert_string_equal(cfg->api_keys[1], "k2");
+	assert_int_equal(cfg->access_log, 0);
+	assert_int_equal(cfg->max_connections, 7);
+	assert_int_equal(cfg->max_header_bytes, 2048);
+	assert_int_equal(cfg->max_body_bytes, 4096);
+	assert_int_equal(cfg->header_timeout_ms, 11);
+	assert_int_equal(cfg->idle_timeout_ms, 12);
+	assert_int_equal(cfg->body_timeout_ms, 13);
+	assert_int_equal(cfg->drain_timeout_ms, 14);
+	assert_int_equal(cfg->n_models, 3);
+	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_CT2);
+	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_GGUF);
+	assert_int_equal(cfg->models[1].replicas, 3);
+	assert_int_equal(cfg->models[2].format, CFG_MODEL_FORMAT_AUTO);
+	assert_string_equal(cfg->models[2].path, "pc");
+	cfg_destroy(cfg);
+}
+
+/* The messages the contract spells out, word for word. */
+static void test_errors_contract(void **state)
+{
+	(void)state;
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\"},"
+		     " {\"name\": \"b\", \"path\": \"p\", \"replicas\": 0}]}",
+		     -ST_INVAL, "models[1].replicas: expected an integer >= 1");
+	expect_error("{\"limits\": {\"max_header_bytes\": 1023}, " MIN_MODELS "}",
+		     -ST_INVAL,
+		     "limits.max_header_bytes: expected an integer in 1024..1048576");
+	expect_error("{\"listen\": \"localhost\", " MIN_MODELS "}", -ST_INVAL,
+		     "listen: expected \"HOST:PORT\"");
+	expect_error("{\"models\": [{\"nmae\": \"a\", \"path\": \"p\"}]}",
+		     -ST_INVAL, "models[0]: unknown key \"nmae\"");
+	expect_error("{\"models\": [{\"name\": \"x\", \"path\": \"p\"},"
+		     " {\"name\": \"y\", \"path\": \"p\"},"
+		     " {\"name\": \"x\", \"path\": \"p\"}]}",
+		     -ST_INVAL, "models[2].name: duplicate name \"x\"");
+}
+
+/* Type and range errors of the numbers and booleans. */
+static void test_errors_numbers(void **state)
+{
+	(void)state;
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+		     "\"replicas\": \"2\"}]}",
+		     -ST_INVAL, "models[0].replicas: expected an integer >= 1");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+		     "\"replicas\": 1.0}]}",
+		     -ST_INVAL, "models[0].replicas: expected an integer >= 1");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+		     "\"replicas\": 2147483648}]}",
+		     -ST_INVAL, "models[0].replicas: expected an integer >= 1");
+	expect_error("{\"limits\": {\"max_connections\": 4294967297}, " MIN_MODELS "}",
+		     -ST_INVAL,
+		     "limits.max_connections: expected an integer in 1..1048576");
+	expect_error("{\"limits\": {\"max_connections\": -2147483648}, " MIN_MODELS "}",
+		     -ST_INVAL,
+		     "limits.max_connections: expected an integer in 1..1048576");
+	expect_error("{\"limits\": {\"max_body_bytes\": -9223372036854775808}, "
+		     MIN_MODELS "}", -ST_INVAL,
+		     "limits.max_body_bytes: expected an integer in 1024..17179869184");
+	expect_error("{\"limits\": {\"max_body_bytes\": 17179869185}, " MIN_MODELS "}",
+		     -ST_INVAL,
+		     "limits.max_body_bytes: expected an integer in 1024..17179869184");
+	expect_error("{\"limits\": {\"idle_timeout_ms\": 0}, " MIN_MODELS "}",
+		     -ST_INVAL,
+		     "limits.idle_timeout_ms: expected an integer in 1..86400000");
+	expect_error("{\"limits\": {\"drain_timeout_ms\": 86400001}, " MIN_MODELS "}",
+		     -ST_INVAL,
+		     "limits.drain_timeout_ms: expected an integer in 1..86400000");
+	expect_error("{\"limits\": {\"header_timeout_ms\": null}, " MIN_MODELS "}",
+		     -ST_INVAL,
+		     "limits.header_timeout_ms: expected an integer in 1..86400000");
+	expect_error("{\"access_log\": 1, " MIN_MODELS "}", -ST_INVAL,
+		     "access_log: expected true or false");
+}
+
+/* Shape errors: objects, arrays, strings, names, formats, missing keys. */
+static void test_errors_shape(void **state)
+{
+	(void)state;
+	expect_error("[]", -ST_INVAL, "expected a JSON object at the top level");
+	expect_error("{}", -ST_INVAL, "missing key \"models\"");
+	expect_error("{\"models\": []}", -ST_INVAL,
+		     "models: expected an array of 1..256 models");
+	expect_error("{\"models\": {}}", -ST_INVAL,
+		     "models: expected an array of 1..256 models");
+	expect_error("{\"models\": [\"m\"]}", -ST_INVAL,
+		     "models[0]: expected an object");
+	expect_error("{\"models\": [{\"path\": \"p\"}]}", -ST_INVAL,
+		     "models[0]: missing key \"name\"");
+	expect_error("{\"models\": [{\"name\": \"a\"}]}", -ST_INVAL,
+		     "models[0]: missing key \"path\"");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"\"}]}", -ST_INVAL,
+		     "models[0].path: expected a non-empty string of at most 4096 bytes");
+	expect_error("{\"models\": [{\"name\": \"a b\", \"path\": \"p\"}]}", -ST_INVAL,
+		     "models[0].name: expected a name of 1..64 characters from "
+		     "[A-Za-z0-9._-]");
+	expect_error("{\"models\": [{\"name\": \"\", \"path\": \"p\"}]}", -ST_INVAL,
+		     "models[0].name: expected a name of 1..64 characters from "
+		     "[A-Za-z0-9._-]");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+		     "\"format\": \"onnx\"}]}",
+		     -ST_INVAL, "models[0].format: expected \"gguf\" or \"ct2\"");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+		     "\"format\": 1}]}",
+		     -ST_INVAL, "models[0].format: expected \"gguf\" or \"ct2\"");
+	expect_error("{\"api_keys\": \"k\", " MIN_MODELS "}", -ST_INVAL,
+		     "api_keys: expected an array of at most 1024 non-empty strings");
+	expect_error("{\"api_keys\": [\"a\", \"\"], " MIN_MODELS "}", -ST_INVAL,
+		     "api_keys[1]: expected a non-empty string");
+	expect_error("{\"api_keys\": [\"a\", 3], " MIN_MODELS "}", -ST_INVAL,
+		     "api_keys[1]: expected a non-empty string");
+	expect_error("{\"limits\": [], " MIN_MODELS "}", -ST_INVAL,
+		     "limits: expected an object");
+}
+
+static void test_name_lengths(void **state)
+{
+	(void)state;
+	char json[256], name[80];
+	memset(name, 'n', 64);
+	name[64] = '\0';
+	snprintf(json, sizeof(json),
+		 "{\"models\": [{\"name\": \"%s\", \"path\": \"p\"}]}", name);
+	struct cfg *cfg;
+	assert_int_equal(load(json, &cfg, NULL, 0), 0);
+	assert_int_equal(strlen(cfg->models[0].name), 64);
+	cfg_destroy(cfg);
+	strcat(name, "n");
+	snprintf(json, sizeof(json),
+		 "{\"models\": [{\"name\": \"%s\", \"path\": \"p\"}]}", name);
+	expect_error(json, -ST_INVAL,
+		     "models[0].name: expected a name of 1..64 characters from "
+		     "[A-Za-z0-9._-]");
+	assert_int_equal(load("{\"models\": [{\"name\": \"A-z_0.9\", "
+			      "\"path\": \"p\"}]}", &cfg, NULL, 0), 0);
+	cfg_destroy(cfg);
+}
+
+static void test_unknown_keys(void **state)
+{
+	(void)state;
+	expect_error("{\"lisen\": \"1.2.3.4:1\", " MIN_MODELS "}", -ST_INVAL,
+		     "unknown key \"lisen\"");
+	expect_error("{\"limits\": {\"max_conn\": 1}, " MIN_MODELS "}", -ST_INVAL,
+		     "limits: unknown key \"max_conn\"");
+	/* A key naming a limit at the top level is still unknown there. */
+	expect_error("{\"max_connections\": 1, " MIN_MODELS "}", -ST_INVAL,
+		     "unknown key \"max_connections\"");
+	/* Quotes and control bytes are escaped, long keys cut. */
+	expect_error("{\"a\\\"b\\n\": 1, " MIN_MODELS "}", -ST_INVAL,
+		     "unknown key \"a\\\"b\\x0a\"");
+	char json[512], key[201];
+	memset(key, 'k', 200);
+	key[200] = '\0';
+	snprintf(json, sizeof(json), "{\"%s\": 1}", key);
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load(json, &cfg, err, sizeof(err)), -ST_INVAL);
+	assert_true(strlen(err) < 64);
+	assert_non_null(strstr(err, "...\""));
+}
+
+static void expect_listen(const char *listen, const char *host, int port)
+{
+	char json[256];
+	snprintf(json, sizeof(json), "{\"listen\": \"%s\", " MIN_MODELS "}",
+		 listen);
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load(json, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg->listen_host, host);
+	assert_int_equal(cfg->listen_port, port);
+	cfg_destroy(cfg);
+}
+
+static void expect_listen_error(const char *listen, const char *msg)
+{
+	char json[256];
+	snprintf(json, sizeof(json), "{\"listen\": \"%s\", " MIN_MODELS "}",
+		 listen);
+	expect_error(json, -ST_INVAL, msg);
+}
+
+static void test_listen(void **state)
+{
+	(void)state;
+	const char *shape = "listen: expected \"HOST:PORT\"";
+	const char *port = "listen: expected \"HOST:PORT\" with PORT in 0..65535";
+	expect_listen("0.0.0.0:80", "0.0.0.0", 80);
+	expect_listen("127.0.0.1:0", "127.0.0.1", 0);
+	expect_listen("10.1.2.3:65535", "10.1.2.3", 65535);
+	expect_listen("[::1]:9000", "::1", 9000);
+	expect_listen("[::]:0", "::", 0);
+	expect_listen("[2001:db8::7]:443", "2001:db8::7", 443);
+	expect_listen_error("127.0.0.1", shape);       /* missing port */
+	expect_listen_error("[::1]", shape);           /* missing port */
+	expect_listen_error("[::1]9000", shape);
+	expect_listen_error("::1:9000", shape);        /* v6 needs brackets */
+	expect_listen_error(":8080", shape);           /* missing host */
+	expect_listen_error("[]:8080", shape);
+	expect_listen_error("localhost:8080", shape);  /* numeric only */
+	expect_listen_error("1.2.3:80", shape);
+	expect_listen_error("[1.2.3.4]:80", shape);
+	expect_listen_error("127.0.0.1:65536", port);  /* bad ports */
+	expect_listen_error("127.0.0.1:", port);
+	expect_listen_error("127.0.0.1:-1", port);
+	expect_listen_error("127.0.0.1:80x", port);
+	expect_listen_error("127.0.0.1:123456", port);
+	expect_listen_error("[::1]:99999", port);
+	expect_error("{\"listen\": 8080, " MIN_MODELS "}", -ST_INVAL, shape);
+}
+
+static void test_syntax_errors(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load("{\n  \"listen\": ,\n}", &cfg, err, sizeof(err)),
+			 -ST_INVAL);
+	assert_null(cfg);
+	assert_string_equal(err, "line 2 column 13: unexpected token near ','");
+	assert_int_equal(load("", &cfg, err, sizeof(err)), -ST_INVAL);
+	assert_true(strncmp(err, "line 1 column 0: ", 17) == 0);
+	/* Duplicate keys, at the top and inside a model. */
+	assert_int_equal(load("{\"listen\": \"1.2.3.4:1\", \"listen\": \"1.2.3.4:2\"}",
+			      &cfg, err, sizeof(err)), -ST_INVAL);
+	assert_string_equal(err, "line 1 column 32: duplicate object key near "
+				 "'\"listen\"'");
+	assert_int_equal(load("{\"models\": [{\"name\": \"a\", \"name\": \"b\", "
+			      "\"path\": \"p\"}]}", &cfg, err, sizeof(err)),
+			 -ST_INVAL);
+	assert_non_null(strstr(err, "duplicate object key"));
+	/* NUL bytes, inside a string or as raw bytes, are refused. */
+	assert_int_equal(load("{\"models\": [{\"name\": \"a\\u0000b\", \"path\": \"p\"}]}",
+			      &cfg, err, sizeof(err)), -ST_INVAL);
+	static const char raw[] = "{\"models\": [{\"name\": \"a\", \"path\": \"p\"}]\0}";
+	assert_int_equal(cfg_load_string(raw, sizeof(raw) - 1, &cfg, err,
+					 sizeof(err)), -ST_INVAL);
+	assert_null(cfg);
+}
+
+/* The text need not be NUL-terminated: only len bytes are read. */
+static void test_length_bounded(void **state)
+{
+	(void)state;
+	static const char text[] = "{" MIN_MODELS "}garbage";
+	struct cfg *cfg;
+	assert_int_equal(cfg_load_string(text, sizeof(text) - 1 - 7, &cfg, NULL, 0), 0);
+	cfg_destroy(cfg);
+	char err[256];
+	assert_int_equal(cfg_load_string(text, sizeof(text) - 1, &cfg, err,
+					 sizeof(err)), -ST_INVAL);
+	assert_int_equal(cfg_load_string(NULL, 0, &cfg, err, sizeof(err)),
+			 -ST_INVAL);
+}
+
+/* A tiny error buffer is cut, never overrun; no buffer at all is fine. */
+static void test_err_buffer(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[8];
+	memset(err, 'x', sizeof(err));
+	assert_int_equal(load("{}", &cfg, err, 5), -ST_INVAL);
+	assert_string_equal(err, "miss");
+	assert_int_equal(err[5], 'x');
+	assert_int_equal(load("{}", &cfg, NULL, 0), -ST_INVAL);
+	assert_int_equal(load("{}", &cfg, err, 0), -ST_INVAL);
+	assert_int_equal(cfg_load_file("/nonexistent/x.json", &cfg, err, 0), -ST_IO);
+	cfg_destroy(NULL);
+}
+
+/* An input over 1 MiB is refused before parsing; 1 MiB exactly is fine. */
+static void test_oversize(void **state)
+{
+	(void)state;
+	size_t cap = 1024 * 1024;
+	char *big = malloc(cap + 2);
+	assert_non_null(big);
+	const char *head = "{" MIN_MODELS "}";
+	memset(big, ' ', cap + 1);
+	memcpy(big, head, strlen(head));
+	big[cap + 1] = '\0';
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(cfg_load_string(big, cap, &cfg, err, sizeof(err)), 0);
+	cfg_destroy(cfg);
+	assert_int_equal(cfg_load_string(big, cap + 1, &cfg, err, sizeof(err)),
+			 -ST_TOOBIG);
+	assert_null(cfg);
+	assert_string_equal(err, "expected at most 1048576 bytes of JSON");
+
+	char path[64], want[128];
+	write_tmp(path, big, cap + 1);
+	assert_int_equal(cfg_load_file(path, &cfg, err, sizeof(err)), -ST_TOOBIG);
+	snprintf(want, sizeof(want), "%s: expected at most 1048576 bytes of JSON",
+		 path);
+	assert_string_equal(err, want);
+	unlink(path);
+	free(big);
+}
+
+static void test_files(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256], want[256], path[64];
+	assert_int_equal(cfg_load_file("/", &cfg, err, sizeof(err)), -ST_IO);
+	assert_null(cfg);
+	assert_string_equal(err, "/: not a regular file");
+	assert_int_equal(cfg_load_file("/nonexistent/x.json", &cfg, err,
+				       sizeof(err)), -ST_IO);
+	assert_string_equal(err, "/nonexistent/x.json: No such file or directory");
+
+	const char *bad = "{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+			  "\"replicas\": -1}]}";
+	write_tmp(path, bad, strlen(bad));
+	assert_int_equal(cfg_load_file(path, &cfg, err, sizeof(err)), -ST_INVAL);
+	snprintf(want, sizeof(want),
+		 "%s: models[0].replicas: expected an integer >= 1", path);
+	assert_string_equal(err, want);
+	unlink(path);
+
+	write_tmp(path, "{\n}x", 4);
+	assert_int_equal(cfg_load_file(path, &cfg, err, sizeof(err)), -ST_INVAL);
+	snprintf(want, sizeof(want), "%s: line 2 column 2: end of file expected "
+		 "near 'x'", path);
+	assert_string_equal(err, want);
+	unlink(path);
+}
+
+static void test_help(void **state)
+{
+	(void)state;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	cfg_help_print(f);
+	fclose(f);
+	static const char *const keys[] = {
+		"listen", "api_keys", "access_log", "limits.max_connections",
+		"limits.max_header_bytes", "limits.max_body_bytes",
+		"limits.header_timeout_ms", "limits.idle_timeout_ms",
+		"limits.body_timeout_ms", "limits.drain_timeout_ms",
+		"models[].name", "models[].path", "models[].format",
+		"models[].replicas",
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_non_null(strstr(text, keys[i]));
+	assert_non_null(strstr(text, "default 16384, 1024..1048576"));
+	assert_non_null(strstr(text, "default 1, >= 1"));
+	free(text);
+	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
+	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");
+	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_CT2), "ct2");
+	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_COUNT), "unknown");
+}
+
+/* Fail the k-th allocation for every k until a load succeeds; each failure
+ * must be a clean -ST_NOMEM with no leak (ASan checks) and no crash. */
+static void test_alloc_failures(void **state)
+{
+	(void)state;
+	long k;
+	for (k = 0; k < 1000; k++) {
+		struct cfg *cfg = (struct cfg *)1;
+		char err[256] = "";
+		mem_fail_after(k);
+		int rc = load(full_json, &cfg, err, sizeof(err));
+		mem_fail_after(-1);
+		if (rc == 0) {
+			assert_int_equal(cfg->n_models, 3);
+			cfg_destroy(cfg);
+			break;
+		}
+		assert_int_equal(rc, -ST_NOMEM);
+		assert_null(cfg);
+		assert_string_equal(err, "out of memory");
+	}
+	assert_true(k > 5 && k < 1000); /* every allocation site was hit */
+
+	char path[64];
+	write_tmp(path, full_json, strlen(full_json));
+	for (k = 0; k < 1000; k++) {
+		struct cfg *cfg;
+		char err[256];
+		mem_fail_after(k);
+		int rc = cfg_load_file(path, &cfg, err, sizeof(err));
+		mem_fail_after(-1);
+		if (rc == 0) {
+			cfg_destroy(cfg);
+			break;
+		}
+		assert_int_equal(rc, -ST_NOMEM);
+		assert_non_null(strstr(err, ": out of memory"));
+	}
+	assert_true(k < 1000);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_json),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_errors_contract),
+		cmocka_unit_test(test_errors_numbers),
+		cmocka_unit_test(test_errors_shape),
+		cmocka_unit_test(test_name_lengths),
+		cmocka_unit_test(test_unknown_keys),
+		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_length_bounded),
+		cmocka_unit_test(test_err_buffer),
+		cmocka_unit_test(test_oversize),
+		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_alloc_failures),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
