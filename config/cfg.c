@@ -394,8 +394,9 @@ static long cfg_port_parse(const char *s)
 	return port <= 65535 ? port : -1;
 }
 
-/* cfg_listen_parse - split "HOST:PORT" (HOST a numeric IPv4 address) or
- * "[IPv6]:PORT" into a new host string without brackets and a port. */
+/* cfg_listen_parse - split "HOST:PORT" (HOST a numeric IPv4 address, or
+ * "localhost" meaning 127.0.0.1) or "[IPv6]:PORT" into a new host string
+ * without brackets and a port. No DNS: start-up must not block on it. */
 static int cfg_listen_parse(struct cfg_ctx *ctx, struct cfg *cfg,
 			    const char *s, const char *path)
 {
@@ -411,6 +412,8 @@ static int cfg_listen_parse(struct cfg_ctx *ctx, struct cfg *cfg,
 		return cfg_fail(ctx, -ST_INVAL, path, "expected \"HOST:PORT\"");
 	memcpy(buf, host, hlen);
 	buf[hlen] = '\0';
+	if (!v6 && strcmp(buf, "localhost") == 0) /* as --listen accepts it */
+		memcpy(buf, "127.0.0.1", sizeof("127.0.0.1"));
 	if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, addr) != 1)
 		return cfg_fail(ctx, -ST_INVAL, path, "expected \"HOST:PORT\"");
 	long port = cfg_port_parse(end + 1 + v6);
@@ -678,8 +681,8 @@ static const struct cfg_knob cfg_knobs[] = {
 	{ .path = "listen", .type = &cfg_type_listen,
 	  .offset = offsetof(struct cfg, listen_host),
 	  .def_str = "127.0.0.1:8080",
-	  .doc = "address to serve on: IPV4:PORT or [IPV6]:PORT, port 0 = any "
-		 "free port" },
+	  .doc = "address to serve on: IPV4:PORT, localhost:PORT or [IPV6]:PORT; "
+		 "port 0 = any free port" },
 	{ .path = "api_keys", .type = &cfg_type_keys,
 	  .offset = offsetof(struct cfg, api_keys), .max = CFG_MAX_API_KEYS,
 	  .def_str = "[]",
@@ -883,6 +886,5 @@ static void cfg_help_rows(FILE *out, const struct cfg_knob *tab, size_t n,
 
 void cfg_help_print(FILE *out)
 {
-	fprintf(out, "Configuration file keys (JSON; see config/README.md):\n");
 	cfg_help_rows(out, cfg_knobs, CFG_N(cfg_knobs), "");
 }

@@ -33,10 +33,11 @@ struct cfg_model {
 };
 
 struct cfg {
-	char *listen_host;         /* "listen": "HOST:PORT", "[v6]:PORT"; default 127.0.0.1:8080 */
+	char *listen_host;         /* "listen": "HOST:PORT", "[v6]:PORT"; default 127.0.0.1:8080.
+				    * A numeric address without brackets ("::1"); "localhost" -> 127.0.0.1 */
 	int listen_port;           /* 1..65535 (0 allowed: pick a free port) */
-	char **api_keys;           /* "api_keys": accepted bearer/token keys */
-	size_t n_api_keys;
+	char **api_keys;           /* "api_keys": accepted bearer/token keys; NULL when none */
+	size_t n_api_keys;         /* entries in api_keys, 0..1024 */
 	int access_log;            /* "access_log": bool, default true */
 	/* "limits": {...} */
 	int max_connections;       /* default 1024, >= 1 */
@@ -47,13 +48,13 @@ struct cfg {
 	int body_timeout_ms;       /* default 60000; max time between body bytes */
 	int drain_timeout_ms;      /* default 30000; graceful shutdown waits this long */
 	struct cfg_model *models;  /* "models": [...], at least one */
-	size_t n_models;
+	size_t n_models;           /* entries in models, 1..256 */
 };
 
 /* cfg_load_file - read and parse the JSON file at path.
  * On success *out is new (free with cfg_destroy) and 0 is returned.
  * On failure *out is NULL, a negative ST_* is returned (-ST_IO unreadable,
- * -ST_INVAL invalid, -ST_NOMEM) and err (errlen bytes, may be NULL) holds
+ * -ST_INVAL invalid, -ST_TOOBIG over 1 MiB, -ST_NOMEM) and err (errlen bytes, may be NULL) holds
  * one line like "config/x.json: models[1].replicas: expected an integer >= 1".
  * Any thread; no global state. */
 int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen);

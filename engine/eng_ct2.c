@@ -278,17 +278,15 @@ static int parse_aliases(struct pctx *p)
 	c->aliases = mem_calloc(n ? n : 1, sizeof(*c->aliases));
 	if (!c->aliases)
 		return perr(p, -ST_NOMEM, "out of memory for %" PRIu32 " aliases", n);
-	for (; c->n_aliases < n; c->n_aliases++) {
-		struct ct2_alias *a = &c->aliases[c->n_aliases];
-		snprintf(what, sizeof(what), "alias %zu", c->n_aliases);
+	for (uint32_t k = 0; k < n; k++) {
+		struct ct2_alias *a = &c->aliases[c->n_aliases++]; /* freed by close from here on */
+		snprintf(what, sizeof(what), "alias %" PRIu32, k);
 		int rc = parse_str(p, what, &a->alias);
-		snprintf(what, sizeof(what), "the target of alias %zu", c->n_aliases);
+		snprintf(what, sizeof(what), "the target of alias %" PRIu32, k);
 		if (!rc)
 			rc = parse_str(p, what, &a->target);
-		if (rc) {
-			c->n_aliases++; /* free what was read */
+		if (rc)
 			return rc;
-		}
 		long v = find_var(c, a->target);
 		if (v < 0)
 			return perr(p, -ST_CORRUPT, "alias '%s' names a missing variable '%s'", a->alias, a->target);
@@ -308,11 +306,11 @@ static int parse_bin(struct pctx *p)
 	c->vars = mem_calloc(n_vars ? n_vars : 1, sizeof(*c->vars)); /* n_vars <= size / 9 */
 	if (!c->vars)
 		return perr(p, -ST_NOMEM, "out of memory for %" PRIu32 " variables", n_vars);
-	for (; c->n_vars < n_vars; c->n_vars++)
-		if ((rc = parse_var(p, c->n_vars)) != 0) {
-			c->n_vars++; /* free its name too */
+	while (c->n_vars < n_vars) {
+		size_t i = c->n_vars++; /* its name is freed by close from here on */
+		if ((rc = parse_var(p, i)) != 0)
 			return rc;
-		}
+	}
 	rc = index_vars(p);
 	return rc ? rc : parse_aliases(p);
 }

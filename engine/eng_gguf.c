@@ -516,19 +516,19 @@ static int parse_all(struct pctx *p)
 	if (!g->kv || !g->tensors)
 		return perr(p, -ST_NOMEM, "out of memory for %" PRIu64 " keys and %" PRIu64 " tensors",
 			    n_kv, n_tensors);
-	for (; g->n_kv < n_kv; g->n_kv++)
-		if ((rc = parse_kv(p, g->n_kv)) != 0) {
-			g->n_kv++; /* free its key too */
+	while (g->n_kv < n_kv) {
+		size_t i = g->n_kv++; /* its key is freed by close from here on */
+		if ((rc = parse_kv(p, i)) != 0)
 			return rc;
-		}
+	}
 	rc = check_keys(p);
 	if (rc)
 		return rc;
-	for (; g->n_tensors < n_tensors; g->n_tensors++)
-		if ((rc = parse_tensor(p, g->n_tensors)) != 0) {
-			g->n_tensors++;
+	while (g->n_tensors < n_tensors) {
+		size_t i = g->n_tensors++; /* its name is freed by close from here on */
+		if ((rc = parse_tensor(p, i)) != 0)
 			return rc;
-		}
+	}
 	return check_tensors(p);
 }
 

@@ -3,8 +3,9 @@
  * Covers: config/default.json (found through INFERD_SOURCE_ROOT), defaults,
  * every knob read back, each error message word for word, the listen forms,
  * JSON syntax errors and duplicate keys, the input-size ceiling, file
- * errors, --help output, and allocation failure at every k (curl torture
- * style) for cfg_load_string and cfg_load_file.
+ * errors, --help output, agreement with config/inferd.schema.json (every
+ * limit's default and bounds probed through the loader), and allocation
+ * failure at every k (curl torture style) for both load functions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/mem.h"
 #include "common/st.h"
@@ -71,12 +73,18 @@ static void write_tmp(char *path, const char *data, size_t len)
 	close(fd);
 }
 
+/* source_path - INFERD_SOURCE_ROOT/rel into out. */
+static void source_path(char *out, size_t outlen, const char *rel)
+{
+	const char *root = getenv("INFERD_SOURCE_ROOT");
+	snprintf(out, outlen, "%s/%s", root ? root : ".", rel);
+}
+
 static void test_default_json(void **state)
 {
 	(void)state;
-	const char *root = getenv("INFERD_SOURCE_ROOT");
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/config/default.json", root ? root : ".");
+	source_path(path, sizeof(path), "config/default.json");
 	struct cfg *cfg;
 	char err[256];
 	assert_int_equal(cfg_load_file(path, &cfg, err, sizeof(err)), 0);
@@ -340,7 +348,9 @@ static void test_listen(void **state)
 	expect_listen_error("::1:9000", shape);        /* v6 needs brackets */
 	expect_listen_error(":8080", shape);           /* missing host */
 	expect_listen_error("[]:8080", shape);
-	expect_listen_error("localhost:8080", shape);  /* numeric only */
+	expect_listen("localhost:8081", "127.0.0.1", 8081);
+	expect_listen_error("example.com:8080", shape); /* numeric only */
+	expect_listen_error("[localhost]:8080", shape);
 	expect_listen_error("1.2.3:80", shape);
 	expect_listen_error("[1.2.3.4]:80", shape);
 	expect_listen_error("127.0.0.1:65536", port);  /* bad ports */
@@ -499,6 +509,132 @@ static void test_help(void **state)
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_COUNT), "unknown");
 }
 
+/* limit_value - the loaded value of limits.<key>, via a small name table. */
+static int64_t limit_value(const struct cfg *cfg, const char *key)
+{
+	if (strcmp(key, "max_connections") == 0)
+		return cfg->max_connections;
+	if (strcmp(key, "max_header_bytes") == 0)
+		return cfg->max_header_bytes;
+	if (strcmp(key, "max_body_bytes") == 0)
+		return cfg->max_body_bytes;
+	if (strcmp(key, "header_timeout_ms") == 0)
+		return cfg->header_timeout_ms;
+	if (strcmp(key, "idle_timeout_ms") == 0)
+		return cfg->idle_timeout_ms;
+	if (strcmp(key, "body_timeout_ms") == 0)
+		return cfg->body_timeout_ms;
+	if (strcmp(key, "drain_timeout_ms") == 0)
+		return cfg->drain_timeout_ms;
+	fail_msg("schema has a limit the test does not know: %s", key);
+	return -1;
+}
+
+/* try_limit - load {"limits": {key: value}} plus a model; returns rc. */
+static int try_limit(const char *key, int64_t value, struct cfg **out)
+{
+	char json[256];
+	snprintf(json, sizeof(json), "{\"limits\": {\"%s\": %lld}, " MIN_MODELS "}",
+		 key, (long long)value);
+	return load(json, out, NULL, 0);
+}
+
+/* check_schema_limit - the schema's default, minimum and maximum for one
+ * limit are what the loader applies and accepts. */
+static void check_schema_limit(const char *key, json_t *prop, const struct cfg *defaults)
+{
+	int64_t min = json_integer_value(json_object_get(prop, "minimum"));
+	int64_t max = json_integer_value(json_object_get(prop, "maximum"));
+	int64_t def = json_integer_value(json_object_get(prop, "default"));
+	assert_int_equal(limit_value(defaults, key), def);
+	struct cfg *cfg;
+	assert_int_equal(try_limit(key, min, &cfg), 0);
+	assert_int_equal(limit_value(cfg, key), min);
+	cfg_destroy(cfg);
+	assert_int_equal(try_limit(key, max, &cfg), 0);
+	assert_int_equal(limit_value(cfg, key), max);
+	cfg_destroy(cfg);
+	assert_int_equal(try_limit(key, min - 1, &cfg), -ST_INVAL);
+	assert_int_equal(try_limit(key, max + 1, &cfg), -ST_INVAL);
+}
+
+static void test_schema_agrees(void **state)
+{
+	(void)state;
+	char path[4096];
+	source_path(path, sizeof(path), "config/inferd.schema.json");
+	json_error_t jerr;
+	json_t *schema = json_load_file(path, 0, &jerr);
+	if (!schema)
+		fail_msg("%s: %s", path, jerr.text);
+	json_t *props = json_object_get(schema, "properties");
+	/* The same top-level keys as the loader knows (and no more). */
+	assert_int_equal(json_object_size(props), 5);
+	static const char *const top[] = { "listen", "api_keys", "access_log",
+					   "limits", "models" };
+	for (size_t i = 0; i < 5; i++)
+		assert_non_null(json_object_get(props, top[i]));
+	struct cfg *defaults;
+	assert_int_equal(load("{" MIN_MODELS "}", &defaults, NULL, 0), 0);
+	json_t *listen = json_object_get(json_object_get(props, "listen"), "default");
+	char want[64];
+	snprintf(want, sizeof(want), "%s:%d", defaults->listen_host,
+		 defaults->listen_port);
+	assert_string_equal(json_string_value(listen), want);
+	assert_true(json_is_true(json_object_get(json_object_get(props, "access_log"),
+						 "default")));
+	assert_int_equal(defaults->access_log, 1);
+
+	json_t *limits = json_object_get(json_object_get(props, "limits"), "properties");
+	assert_int_equal(json_object_size(limits), 7);
+	const char *key;
+	json_t *prop;
+	json_object_foreach(limits, key, prop)
+		check_schema_limit(key, prop, defaults);
+	cfg_destroy(defaults);
+
+	json_t *models = json_object_get(props, "models");
+	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
+	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
+	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
+	assert_int_equal(json_object_size(mprops), 4);
+	json_t *replicas = json_object_get(mprops, "replicas");
+	assert_int_equal(json_integer_value(json_object_get(replicas, "minimum")), 1);
+	assert_int_equal(json_integer_value(json_object_get(replicas, "default")), 1);
+	json_decref(schema);
+}
+
+/* The array ceilings the schema states: 256 models, 1024 API keys. */
+static void test_array_ceilings(void **state)
+{
+	(void)state;
+	size_t cap = 64 * 1024;
+	char *json = malloc(cap);
+	assert_non_null(json);
+	for (int n = 256; n <= 257; n++) {
+		size_t o = (size_t)snprintf(json, cap, "{\"models\": [");
+		for (int i = 0; i < n; i++)
+			o += (size_t)snprintf(json + o, cap - o, "%s{\"name\": \"m%d\", "
+					      "\"path\": \"p\"}", i ? "," : "", i);
+		snprintf(json + o, cap - o, "]}");
+		struct cfg *cfg;
+		assert_int_equal(load(json, &cfg, NULL, 0), n == 256 ? 0 : -ST_INVAL);
+		cfg_destroy(cfg);
+	}
+	for (int n = 1024; n <= 1025; n++) {
+		size_t o = (size_t)snprintf(json, cap, "{" MIN_MODELS ", \"api_keys\": [");
+		for (int i = 0; i < n; i++)
+			o += (size_t)snprintf(json + o, cap - o, "%s\"k%d\"", i ? "," : "", i);
+		snprintf(json + o, cap - o, "]}");
+		struct cfg *cfg;
+		assert_int_equal(load(json, &cfg, NULL, 0), n == 1024 ? 0 : -ST_INVAL);
+		if (cfg)
+			assert_int_equal(cfg->n_api_keys, 1024);
+		cfg_destroy(cfg);
+	}
+	free(json);
+}
+
 /* Fail the k-th allocation for every k until a load succeeds; each failure
  * must be a clean -ST_NOMEM with no leak (ASan checks) and no crash. */
 static void test_alloc_failures(void **state)
@@ -559,6 +695,8 @@ int main(void)
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_schema_agrees),
+		cmocka_unit_test(test_array_ceilings),
 		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

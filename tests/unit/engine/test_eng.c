@@ -1,0 +1,215 @@
+/* test_eng.c - the model registry (engine/eng.h): eng_create on both
+ * default models with AUTO detection, the accessors, eng_model_find, the
+ * one-line errors for a missing path and a corrupt file, and eng_inspect.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <time.h>
+#include <unistd.h>
+
+#include "common/st.h"
+#include "engine/eng.h"
+
+static char gemma[4096], whisper[4096];
+
+static int setup(void **state)
+{
+	(void)state;
+	const char *dir = getenv("INFERD_MODELS");
+	if (!dir)
+		return -1;
+	snprintf(gemma, sizeof(gemma), "%s/gemma-3-270m-q4_k_m.gguf", dir);
+	snprintf(whisper, sizeof(whisper), "%s/whisper-tiny.en", dir);
+	return 0;
+}
+
+static void test_create_both(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct eng *eng;
+	const struct eng_model_spec specs[] = {
+		{ .name = "whisper", .path = whisper, .format = ENG_FORMAT_AUTO, .replicas = 1 },
+		{ .name = "gemma", .path = gemma, .format = ENG_FORMAT_AUTO, .replicas = 2 },
+	};
+	int64_t before = (int64_t)time(NULL);
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), 0);
+	int64_t after = (int64_t)time(NULL);
+	assert_true(eng_is_ready(eng));
+	assert_int_equal(eng_model_count(eng), 2);
+	const struct eng_model *w = eng_model_at(eng, 0), *g = eng_model_at(eng, 1);
+	assert_null(eng_model_at(eng, 2));
+	assert_ptr_equal(eng_model_find(eng, "gemma"), g);
+	assert_ptr_equal(eng_model_find(eng, "whisper"), w);
+	assert_null(eng_model_find(eng, "nope"));
+	assert_string_equal(eng_model_name(w), "whisper");
+	assert_int_equal(eng_model_task(w), ENG_TASK_TRANSCRIPTION);
+	assert_int_equal(eng_model_format(w), ENG_FORMAT_CT2);
+	assert_string_equal(eng_model_arch(w), "WhisperSpec");
+	assert_int_equal(eng_model_size_bytes(w), 75529741u);
+	assert_true(eng_model_is_ready(w));
+	assert_int_equal(eng_model_task(g), ENG_TASK_GENERATION);
+	assert_int_equal(eng_model_format(g), ENG_FORMAT_GGUF);
+	assert_string_equal(eng_model_arch(g), "gemma3");
+	assert_int_equal(eng_model_size_bytes(g), 246587904u);
+	assert_true(eng_model_created(g) >= before && eng_model_created(g) <= after);
+	assert_string_equal(eng_task_str(eng_model_task(g)), "generation");
+	assert_string_equal(eng_task_str(ENG_TASK_TRANSCRIPTION), "transcription");
+	assert_string_equal(eng_format_str(ENG_FORMAT_CT2), "ct2");
+	assert_string_equal(eng_format_str(ENG_FORMAT_GGUF), "gguf");
+	assert_string_equal(eng_format_str(ENG_FORMAT_AUTO), "auto");
+	eng_destroy(eng);
+	eng_destroy(NULL);
+	assert_false(eng_is_ready(NULL));
+}
+
+static void test_explicit_formats(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct eng *eng;
+	struct eng_model_spec s = { .name = "g", .path = gemma, .format = ENG_FORMAT_GGUF, .replicas = 1 };
+	assert_int_equal(eng_create(&s, 1, &eng, err, sizeof(err)), 0);
+	eng_destroy(eng);
+	s.format = ENG_FORMAT_CT2; /* a GGUF file is no CT2 folder */
+	assert_int_equal(eng_create(&s, 1, &eng, err, sizeof(err)), -ST_IO);
+	assert_null(eng);
+	assert_true(strncmp(err, "model 'g': ", 11) == 0);
+	assert_non_null(strstr(err, "/model.bin: "));
+}
+
+static void test_missing_path(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct eng *eng = (struct eng *)1;
+	const struct eng_model_spec specs[] = {
+		{ .name = "gemma", .path = gemma, .replicas = 1 },
+		{ .name = "ghost", .path = "/nonexistent/model.gguf", .replicas = 1 },
+	};
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_NOTFOUND);
+	assert_null(eng);
+	assert_string_equal(err, "model 'ghost': /nonexistent/model.gguf: No such file or directory");
+}
+
+static void test_bad_specs(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct eng *eng;
+	struct eng_model_spec specs[] = {
+		{ .name = "a", .path = gemma, .replicas = 1 },
+		{ .name = "a", .path = whisper, .replicas = 1 },
+	};
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_INVAL);
+	assert_string_equal(err, "model 'a': name used twice");
+	specs[1].name = "b";
+	specs[1].replicas = 0;
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_INVAL);
+	assert_string_equal(err, "model 'b': replicas must be >= 1 (got 0)");
+	specs[1].replicas = 1;
+	specs[1].path = "/";
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_NOTFOUND);
+	assert_string_equal(err, "model 'b': /: folder has no model.bin (not a CTranslate2 model)");
+	specs[1].path = "/etc/hostname";
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_UNSUPPORTED);
+	assert_non_null(strstr(err, "unknown model format"));
+	assert_int_equal(eng_create(specs, 0, &eng, err, sizeof(err)), 0);
+	assert_int_equal(eng_model_count(eng), 0);
+	eng_destroy(eng);
+}
+
+/* copy_prefix - write the first n bytes of src to a new temp file. */
+static void copy_prefix(const char *src, size_t n, char *tmp)
+{
+	FILE *in = fopen(src, "rb");
+	int fd = mkstemp(tmp);
+	assert_non_null(in);
+	assert_true(fd >= 0);
+	char buf[65536];
+	while (n > 0) {
+		size_t k = fread(buf, 1, n < sizeof(buf) ? n : sizeof(buf), in);
+		assert_true(k > 0);
+		assert_int_equal(write(fd, buf, k), (ssize_t)k);
+		n -= k;
+	}
+	close(fd);
+	fclose(in);
+}
+
+static void test_corrupt_file(void **state)
+{
+	(void)state;
+	char err[1024], want[4200], tmp[] = "/tmp/inferd-eng-XXXXXX";
+	struct eng *eng;
+	copy_prefix(gemma, 6525100, tmp); /* ends in the last tensor info (6525053..6525112) */
+	struct eng_model_spec s = { .name = "bad", .path = tmp, .replicas = 1 };
+	assert_int_equal(eng_create(&s, 1, &eng, err, sizeof(err)), -ST_CORRUPT);
+	snprintf(want, sizeof(want), "model 'bad': %s: truncated at byte ", tmp);
+	if (strncmp(err, want, strlen(want)) != 0)
+		print_error("got '%s'\n", err);
+	assert_true(strncmp(err, want, strlen(want)) == 0);
+	assert_non_null(strstr(err, "reading the type and offset of tensor 'blk.17.post_ffw_norm.weight' (index 235)"));
+	assert_null(strchr(err, '\n'));
+	unlink(tmp);
+}
+
+/* inspect - eng_inspect(path) into a string (free()). */
+static char *inspect(const char *path, int want_rc)
+{
+	char err[1024], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(eng_inspect(path, f, err, sizeof(err)), want_rc);
+	fclose(f);
+	return text;
+}
+
+static void test_inspect(void **state)
+{
+	(void)state;
+	char *t = inspect(gemma, 0);
+	assert_non_null(strstr(t, "format: gguf\n"));
+	assert_non_null(strstr(t, "version: 3\n"));
+	assert_non_null(strstr(t, "  general.architecture: string = \"gemma3\"\n"));
+	assert_non_null(strstr(t, "  gemma3.context_length: u32 = 32768\n"));
+	assert_non_null(strstr(t, "  tokenizer.ggml.tokens: [string; 262144] \"<pad>\", \"<eos>\", \"<bos>\""));
+	assert_non_null(strstr(t, "  tokenizer.ggml.add_bos_token: bool = true\n"));
+	assert_non_null(strstr(t, "token_embd.weight"));
+	assert_non_null(strstr(t, "[640, 262144]"));
+	assert_non_null(strstr(t, "total: 236 tensors, 246587904 bytes"));
+	free(t);
+	t = inspect(whisper, 0);
+	assert_non_null(strstr(t, "format: ct2\n"));
+	assert_non_null(strstr(t, "binary version: 6\nspec: WhisperSpec\nspec revision: 3\n"));
+	assert_non_null(strstr(t, "  lang_ids: [array; 98] 50259, 50260"));
+	assert_non_null(strstr(t, "encoder/conv1/weight"));
+	assert_non_null(strstr(t, "[384, 80, 3]"));
+	assert_non_null(strstr(t, "  decoder/projection/weight -> decoder/embeddings/weight\n"));
+	assert_non_null(strstr(t, "total: 148 variables"));
+	free(t);
+	t = inspect("/nonexistent", -ST_NOTFOUND);
+	assert_string_equal(t, "");
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_both),
+		cmocka_unit_test(test_explicit_formats),
+		cmocka_unit_test(test_missing_path),
+		cmocka_unit_test(test_bad_specs),
+		cmocka_unit_test(test_corrupt_file),
+		cmocka_unit_test(test_inspect),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
