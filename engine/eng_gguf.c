@@ -7,7 +7,7 @@
  * allocated for it, so a corrupt count fails fast instead of allocating.
  * Values are not copied: views point into the map, except keys, tensor
  * names and scalar strings, which are copied once so that they are
- * NUL-terminated.
+ * NUL-terminated. Value views and the typed getters live in eng_gguf_val.c.
  */
 /* qsort_r needs _GNU_SOURCE, which the build defines */
 #include "engine/eng_gguf.h"
