@@ -87,4 +87,69 @@ const char *eng_format_str(enum eng_format f);
  * negative ST_* with err set as eng_create does. */
 int eng_inspect(const char *path, FILE *out, char *err, size_t errlen);
 
+/* --- transcription (Whisper models) ----------------------------------- */
+
+#include "engine/eng_audio.h" /* eng_audio_decode: bytes -> 16 kHz mono float */
+
+/* Options of one transcription; eng_transcribe_params_init sets the
+ * defaults of faster-whisper's WhisperModel.transcribe (the reference),
+ * except beam_size 1 (greedy). Strings are borrowed during the call. */
+struct eng_transcribe_params {
+	const char *language;      /* ISO 639-1 code; NULL: detect (multilingual) or "en" */
+	const char *task;          /* "transcribe" (default) or "translate" */
+	const char *prompt;        /* initial prompt (previous text), or NULL */
+	float temperatures[8];     /* tried in order while the fallback tests fail */
+	int n_temperatures;        /* default 6: 0.0, 0.2, ..., 1.0 */
+	int beam_size;             /* 1 (greedy) .. 16 */
+	int best_of;               /* candidates when sampling (temperature > 0), default 5 */
+	float patience;            /* beam search patience, default 1 */
+	bool timestamps;           /* segment timestamps (default true) */
+	bool condition_on_previous_text; /* default true */
+	float compression_ratio_threshold; /* 2.4; <= 0 disables */
+	float log_prob_threshold;  /* -1.0; <= -1e9 disables */
+	float no_speech_threshold; /* 0.6; > 1 disables */
+	uint64_t seed;             /* sampling seed (0: a fixed default) */
+	const volatile int *cancel; /* non-NULL and set: stop between windows (-ST_CANCELED) */
+};
+
+/* One segment of a transcript (times in seconds from the audio start). */
+struct eng_segment {
+	int id;                 /* 1-based */
+	double start_s, end_s;
+	char *text;             /* UTF-8, as decoded (leading space kept) */
+	int32_t *tokens;        /* the segment's tokens, timestamps included */
+	size_t n_tokens;
+	double avg_logprob, compression_ratio;
+	float no_speech_prob, temperature;
+};
+
+struct eng_transcript {
+	char *text;                   /* all segments' text joined, UTF-8 */
+	struct eng_segment *segments; /* [n_segments] */
+	size_t n_segments;
+	double duration_s;            /* audio seconds transcribed */
+	char language[16];            /* ISO code used or detected */
+	float language_prob;          /* 1 when given or English-only */
+};
+
+void eng_transcribe_params_init(struct eng_transcribe_params *p);
+
+/* eng_transcribe - transcribe samples [n_samples] (16 kHz mono float, as
+ * eng_audio_decode gives) with transcription model m: log-mel features,
+ * 30-second windows, encoder, decoder with the Whisper decoding rules,
+ * temperature fallback, long-form seeking on the last timestamp.
+ * Runs on the calling (worker) thread; never on the loop thread. m is
+ * shared read-only; every buffer is the call's own. On success *out is new
+ * (eng_transcript_destroy). Errors: -ST_INVAL (m not a transcription
+ * model, bad parameter: err names it), -ST_CANCELED, -ST_NOMEM. */
+int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_samples,
+		   const struct eng_transcribe_params *p, struct eng_transcript **out, char *err,
+		   size_t errlen);
+void eng_transcript_destroy(struct eng_transcript *t);
+
+/* eng_set_compute_threads - threads each compute call may use (OpenBLAS),
+ * for a single-stream tool such as `inferd transcribe`; the scheduler
+ * sets it per replica. n < 1 means 1. */
+void eng_set_compute_threads(int n);
+
 #endif /* ENG_H */

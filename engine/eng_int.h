@@ -82,6 +82,41 @@ int eng__errf(int rc, char *err, size_t errlen, const char *fmt, ...)
  * (neither), with err "PATH: reason". */
 int eng__detect_format(const char *path, enum eng_format *fmt, char *err, size_t errlen);
 
+struct eng_gguf;
+struct eng_ct2;
+struct eng_whisper;
+struct eng_whisper_tok;
+struct kn_mel;
+
+/* A loaded model (opaque outside engine/). */
+struct eng_model {
+	char *name;             /* unique client-facing name */
+	char *path;             /* file (GGUF) or folder (CT2) */
+	enum eng_format format; /* resolved: GGUF or CT2, never AUTO */
+	enum eng_task task;     /* what requests it serves */
+	char *arch;             /* general.architecture or the CT2 spec name */
+	int64_t created;        /* Unix seconds when loading finished */
+	uint64_t size_bytes;    /* tensor / variable data bytes */
+	int replicas;           /* requested replica count (>= 1) */
+	struct eng_gguf *gguf;  /* open reader when format is GGUF */
+	struct eng_ct2 *ct2;    /* open reader when format is CT2 */
+	/* transcription models (eng_transcribe.c) */
+	struct eng_whisper *whisper;      /* float32 weights, shared read-only */
+	struct eng_whisper_tok *wtok;     /* tokenizer facts */
+	struct kn_mel *mel;               /* log-mel filterbank for hp.n_mels */
+};
+
+struct eng {
+	size_t n_models;          /* entries in models */
+	struct eng_model *models; /* [n_models] in config order */
+};
+
+/* eng__whisper_model_load - after the CT2 reader opened m->ct2: convert the
+ * Whisper weights, load the tokenizer and the mel filterbank
+ * (eng_transcribe.c). eng__whisper_model_fini undoes it (NULL-safe). */
+int eng__whisper_model_load(struct eng_model *m, char *err, size_t errlen);
+void eng__whisper_model_fini(struct eng_model *m);
+
 /* eng__checked_mul - *out = a * b, false on uint64 overflow. */
 static inline bool eng__checked_mul(uint64_t a, uint64_t b, uint64_t *out)
 {

@@ -26,24 +26,6 @@
 
 #define ENG_ERR_MAX 1024 /* longest reader message kept before prefixing */
 
-struct eng_model {
-	char *name;             /* unique client-facing name */
-	char *path;             /* file (GGUF) or folder (CT2) */
-	enum eng_format format; /* resolved: GGUF or CT2, never AUTO */
-	enum eng_task task;     /* what requests it serves */
-	char *arch;             /* general.architecture or the CT2 spec name */
-	int64_t created;        /* Unix seconds when loading finished */
-	uint64_t size_bytes;    /* tensor / variable data bytes */
-	int replicas;           /* requested replica count (>= 1) */
-	struct eng_gguf *gguf;  /* open reader when format is GGUF */
-	struct eng_ct2 *ct2;    /* open reader when format is CT2 */
-};
-
-struct eng {
-	size_t n_models;          /* entries in models */
-	struct eng_model *models; /* [n_models] in config order */
-};
-
 /* ---- shared helpers (eng_int.h) ---------------------------------------- */
 
 int eng__errf(int rc, char *err, size_t errlen, const char *fmt, ...)
@@ -160,7 +142,9 @@ static int load_ct2(struct eng_model *m, char *err, size_t errlen)
 	m->arch = mem_strdup(spec);
 	m->task = ENG_TASK_TRANSCRIPTION;
 	m->size_bytes = eng_ct2_var_bytes(m->ct2);
-	return m->arch ? 0 : eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+	if (!m->arch)
+		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+	return eng__whisper_model_load(m, err, errlen);
 }
 
 /* model_load - fill m from spec; on error err holds the reader's line. */
@@ -188,6 +172,7 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 
 static void model_fini(struct eng_model *m)
 {
+	eng__whisper_model_fini(m);
 	eng_gguf_close(m->gguf);
 	eng_ct2_close(m->ct2);
 	mem_free(m->name);

@@ -17,6 +17,7 @@
 #include "config/cfg.h"
 #include "engine/eng.h"
 #include "server/srv.h"
+#include "server/srv_cli.h"
 
 #define DEFAULT_CONFIG "config/default.json"
 
@@ -25,6 +26,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: inferd [--config FILE] [--listen HOST:PORT]\n"
 		"       inferd inspect MODEL_FILE_OR_FOLDER\n"
+		"       inferd transcribe [--model NAME|PATH] [--timestamps] FILE...\n"
 		"       inferd --help | --version\n"
 		"\n"
 		"Serves speech-to-text (Whisper, CTranslate2) and text generation (GGUF)\n"
@@ -40,20 +42,6 @@ static void usage(FILE *out)
 		"\n"
 		"Configuration keys (config/README.md has the details):\n");
 	cfg_help_print(out);
-}
-
-static int cmd_inspect(int argc, char **argv)
-{
-	char err[512];
-	if (argc != 3) {
-		fprintf(stderr, "usage: inferd inspect MODEL_FILE_OR_FOLDER\n");
-		return 2;
-	}
-	if (eng_inspect(argv[2], stdout, err, sizeof(err))) {
-		fprintf(stderr, "inferd: %s\n", err);
-		return 1;
-	}
-	return 0;
 }
 
 /* Map the config's models to the engine's load specs (borrowed strings). */
@@ -125,7 +113,9 @@ int main(int argc, char **argv)
 	/* A client that hangs up mid-write must cost an EPIPE, not the process. */
 	signal(SIGPIPE, SIG_IGN);
 	if (argc > 1 && !strcmp(argv[1], "inspect"))
-		return cmd_inspect(argc, argv);
+		return srv_cli_inspect(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "transcribe"))
+		return srv_cli_transcribe(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -1,0 +1,92 @@
+/* eng_audio.h - decode request audio to 16 kHz mono float32 for Whisper.
+ *
+ * Containers and codecs are read from memory by libsndfile
+ * (sf_open_virtual): WAV/RF64/W64 PCM 8/16/24/32-bit and float, FLAC, Ogg
+ * Vorbis and Opus, MP3 (libsndfile >= 1.1 with mpg123), AIFF, AU, CAF and
+ * the rest libsndfile knows. Headerless PCM is described by the caller with
+ * Deepgram's query parameters (encoding, sample_rate, channels; see
+ * https://developers.deepgram.com/docs/encoding). Any channel count is
+ * downmixed to mono as the mean of the channels; any rate is resampled to
+ * 16000 Hz with libsoxr at SOXR_HQ (skipped at 16 kHz). Integer PCM comes
+ * out scaled to [-1, 1) (libsndfile's normalisation: int16 / 32768); float
+ * input is kept as is, except NaN and infinities, which become 0.
+ *
+ * Truncated data after a valid header is not an error: libsndfile returns
+ * the frames that are present and those are decoded (a WAV whose header
+ * claims more data than the body holds yields the shorter audio). A
+ * truncated or unrecognisable header is -ST_UNSUPPORTED.
+ *
+ * Thread: any; no shared state. Memory: libsndfile and libsoxr allocate
+ * internally through malloc; everything returned goes through mem.h.
+ */
+#ifndef ENG_AUDIO_H
+#define ENG_AUDIO_H
+
+#include <stddef.h>
+
+#define ENG_AUDIO_RATE 16000	    /* Hz of every decoded output */
+#define ENG_AUDIO_MAX_SECONDS 7200 /* default decoded-length ceiling (2 h, 460 MB) */
+#define ENG_AUDIO_MIN_RATE 1000	    /* Hz, lowest source rate accepted */
+#define ENG_AUDIO_MAX_RATE 384000   /* Hz, highest source rate accepted */
+#define ENG_AUDIO_MAX_CHANNELS 256  /* highest raw channel count accepted */
+
+/* Headerless encodings, named as Deepgram's `encoding` parameter. */
+enum eng_audio_encoding {
+	ENG_AUDIO_ENCODING_LINEAR16 = 0, /* "linear16": signed 16-bit little-endian PCM */
+	ENG_AUDIO_ENCODING_LINEAR32,	 /* "linear32": 32-bit little-endian float PCM
+					  * (Deepgram's docs: "floating-point PCM") */
+	ENG_AUDIO_ENCODING_MULAW,	 /* "mulaw": G.711 mu-law, 8 bits */
+	ENG_AUDIO_ENCODING_ALAW,	 /* "alaw": G.711 A-law, 8 bits */
+	ENG_AUDIO_ENCODING_FLAC,	 /* "flac": self-describing; decoded as a container */
+	ENG_AUDIO_ENCODING_OGG_OPUS,	 /* "ogg-opus": self-describing; decoded as a container */
+	ENG_AUDIO_ENCODING_COUNT
+};
+
+/* How to read headerless audio (raw != NULL in eng_audio_decode). For
+ * FLAC and ogg-opus the stream's own rate and channels win. */
+struct eng_audio_raw {
+	enum eng_audio_encoding encoding; /* sample format */
+	int sample_rate;		  /* Hz, ENG_AUDIO_MIN_RATE..ENG_AUDIO_MAX_RATE */
+	int channels;			  /* interleaved channels, 1..ENG_AUDIO_MAX_CHANNELS */
+};
+
+/* Decoded audio. Embedded by the caller; eng_audio_fini frees it. */
+struct eng_audio {
+	float *samples;	    /* (n_samples) f32 mono at 16 kHz, new (mem.h), owned */
+	size_t n_samples;   /* samples at ENG_AUDIO_RATE */
+	double duration_s;  /* source frames / source rate, seconds */
+	int src_rate;	    /* Hz of the input */
+	int src_channels;   /* channels of the input before downmix */
+	char src_format[32]; /* "wav/pcm_16", "flac/pcm_16", "mp3", "raw/linear16", ... */
+};
+
+/* eng_audio_encoding_parse - Deepgram `encoding` name -> enum. Other
+ * Deepgram names (amr-nb, amr-wb, opus (raw packets), speex, g729) and
+ * anything unknown give -ST_UNSUPPORTED; NULL gives -ST_INVAL. */
+int eng_audio_encoding_parse(const char *name, enum eng_audio_encoding *out);
+
+/* eng_audio_encoding_name - the Deepgram name; "?" when out of range. */
+const char *eng_audio_encoding_name(enum eng_audio_encoding enc);
+
+/* eng_audio_decode_max - decode len bytes of data (borrowed) into *out.
+ *   raw:         NULL to detect the container, else the headerless layout.
+ *   max_seconds: ceiling on the decoded duration (source frames / rate).
+ *   out:         zeroed on entry; on success owns samples (eng_audio_fini).
+ *   err:         errlen bytes for a one-line message on failure (may be NULL).
+ * Errors: -ST_INVAL empty input ("empty audio"), a valid header with no
+ * frames ("audio has no samples"), or a bad raw descriptor;
+ * -ST_UNSUPPORTED bytes that are not audio, a truncated header, an unknown
+ * encoding, a rate or channel count outside the limits above;
+ * -ST_TOOBIG longer than max_seconds; -ST_NOMEM; -ST_IO a decoder or
+ * resampler failure mid-stream. On error *out holds nothing to free. */
+int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_raw *raw,
+			 double max_seconds, struct eng_audio *out, char *err, size_t errlen);
+
+/* eng_audio_decode - eng_audio_decode_max with ENG_AUDIO_MAX_SECONDS. */
+int eng_audio_decode(const void *data, size_t len, const struct eng_audio_raw *raw,
+		     struct eng_audio *out, char *err, size_t errlen);
+
+/* eng_audio_fini - free a's samples and zero it; NULL is a no-op. */
+void eng_audio_fini(struct eng_audio *a);
+
+#endif /* ENG_AUDIO_H */

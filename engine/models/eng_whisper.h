@@ -1,0 +1,94 @@
+/* eng_whisper.h - the Whisper encoder-decoder (Radford et al. 2022,
+ * "Robust Speech Recognition via Large-Scale Weak Supervision"), loaded
+ * from a CTranslate2 WhisperSpec (spec revision 3) and run in float32 with
+ * kernels/ and OpenBLAS.
+ *
+ * Shapes (tiny.en in brackets): n_mels (80) log-mel bins; the encoder
+ * takes a [n_mels, 3000] window (30 s), two convolutions (k 3; stride 1
+ * then 2) and GELU make [1500, d_model (384)], plus sinusoidal positions,
+ * then enc_layers (4) pre-norm blocks (self-attention, GELU MLP) and a final
+ * LayerNorm. The decoder embeds tokens (+ learned positions, n_text_ctx
+ * 448), runs dec_layers (4) pre-norm blocks (causal self-attention with a
+ * KV cache, cross-attention over the encoder output, GELU MLP), a final
+ * LayerNorm, and projects on the token embeddings (tied) to n_vocab logits.
+ *
+ * Lifetimes: struct eng_whisper (weights converted to float32 once) is
+ * immutable after load and shared by every request and replica. A struct
+ * eng_whisper_enc holds one window's encoder output and the decoder's
+ * cross-attention keys/values; a struct eng_whisper_kv one hypothesis's
+ * self-attention cache. Both belong to one request on one thread.
+ */
+#ifndef ENG_WHISPER_H
+#define ENG_WHISPER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct eng_ct2;
+struct eng_whisper;
+struct eng_whisper_enc;
+struct eng_whisper_kv;
+
+#define ENG_WHISPER_N_FRAMES 3000 /* mel frames in one 30 s window */
+#define ENG_WHISPER_HOP 160       /* samples per mel frame at 16 kHz */
+#define ENG_WHISPER_SAMPLE_RATE 16000
+
+/* Hyper-parameters, all read from the variables' shapes. */
+struct eng_whisper_hp {
+	int n_mels;      /* conv1 input channels: 80, or 128 for large-v3 */
+	int n_audio_ctx; /* encoder positions: 1500 */
+	int d_model;     /* width */
+	int n_heads;     /* attention heads (encoder and decoder) */
+	int enc_layers;
+	int dec_layers;
+	int n_text_ctx;  /* decoder positions: 448 */
+	int n_vocab;     /* 51864 English-only, 51865/51866 multilingual */
+	int d_ffn;       /* MLP hidden width: 4 * d_model */
+};
+
+/* eng_whisper_load - convert ct2's WhisperSpec variables to float32.
+ * ct2 is borrowed (only during the call). Errors: -ST_UNSUPPORTED (not a
+ * WhisperSpec, quantized weights, unexpected activation/norm settings),
+ * -ST_CORRUPT (a missing variable or a shape that disagrees), -ST_NOMEM;
+ * err gets one line naming the variable. Start-up thread. */
+int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *err,
+		     size_t errlen);
+void eng_whisper_destroy(struct eng_whisper *w);
+const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w);
+/* Bytes of float32 weights held. */
+size_t eng_whisper_weight_bytes(const struct eng_whisper *w);
+
+/* eng_whisper_enc_create - scratch for one window's encoder pass and the
+ * cross-attention keys/values (about 40 MB for tiny). -ST_NOMEM. */
+int eng_whisper_enc_create(const struct eng_whisper *w, struct eng_whisper_enc **out);
+void eng_whisper_enc_destroy(struct eng_whisper_enc *e);
+
+/* eng_whisper_encode - run the encoder on mel frames [frame0, frame0 +
+ * n_frames) of a [n_mels, mel_stride] mel-major spectrogram; frames past
+ * n_frames up to 3000 are zero-padded (openai/whisper pad_or_trim; the
+ * padding value 0 is what the reference feeds). Fills e. */
+void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
+			const float *mel, size_t mel_stride, size_t frame0, size_t n_frames);
+
+/* eng_whisper_kv_create - an empty self-attention cache for n_text_ctx
+ * tokens. -ST_NOMEM. eng_whisper_kv_copy copies src's first n positions
+ * into dst (beam search reordering). */
+int eng_whisper_kv_create(const struct eng_whisper *w, struct eng_whisper_kv **out);
+void eng_whisper_kv_destroy(struct eng_whisper_kv *kv);
+void eng_whisper_kv_copy(const struct eng_whisper *w, struct eng_whisper_kv *dst,
+			 const struct eng_whisper_kv *src);
+/* Positions filled so far. */
+size_t eng_whisper_kv_len(const struct eng_whisper_kv *kv);
+void eng_whisper_kv_reset(struct eng_whisper_kv *kv);
+
+/* eng_whisper_decode - feed n tokens at positions kv_len .. kv_len+n-1
+ * (the cache grows by n; requires kv_len + n <= n_text_ctx), attending to
+ * e's encoder output. logits: [n_vocab] for the last token. If logits_at
+ * is not NULL it receives the logits of token index at_index (< n) too
+ * (no-speech probability at <|startoftranscript|>). Returns 0 or
+ * -ST_TOOBIG (context full) or -ST_NOMEM. */
+int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc *e,
+		       struct eng_whisper_kv *kv, const int32_t *tokens, size_t n,
+		       float *logits, float *logits_at, size_t at_index);
+
+#endif /* ENG_WHISPER_H */

@@ -1,0 +1,293 @@
+/* eng_whisper_fwd.c - the Whisper encoder and decoder forward passes in
+ * float32: matrix products through kn_linear (OpenBLAS), attention,
+ * LayerNorm and GELU through kernels/. Follows openai/whisper model.py
+ * (AudioEncoder, TextDecoder, ResidualAttentionBlock): pre-norm residual
+ * blocks, x + attn(ln(x)), x + mlp(ln(x)).
+ */
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "engine/models/eng_whisper_int.h"
+#include "kernels/kn.h"
+#include "kernels/kn_attn.h"
+#include "kernels/kn_blas.h"
+
+#define EW_LN_EPS 1e-5f /* torch.nn.LayerNorm default, used by Whisper */
+
+static size_t ew_max(size_t a, size_t b)
+{
+	return a > b ? a : b;
+}
+
+/* --- scratch ------------------------------------------------------------ */
+
+int eng_whisper_enc_create(const struct eng_whisper *w, struct eng_whisper_enc **out)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t T = ENG_WHISPER_N_FRAMES, A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
+	struct eng_whisper_enc *e = mem_calloc(1, sizeof(*e));
+	*out = NULL;
+	if (!e)
+		return -ST_NOMEM;
+	/* im2col of conv2 ([A, 3d]) or conv1 ([T, 3 n_mels]), or one head's
+	 * attention scores ([A, A]). */
+	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), A * A);
+	e->x = mem_alloc(A * d * sizeof(float));
+	e->cross_kv = mem_alloc((size_t)hp->dec_layers * A * 2 * d * sizeof(float));
+	e->mel_t = mem_alloc(T * (size_t)hp->n_mels * sizeof(float));
+	e->conv1 = mem_alloc(T * d * sizeof(float));
+	e->h = mem_alloc(A * ew_max(3 * d, (size_t)hp->d_ffn) * sizeof(float));
+	e->attn = mem_alloc(A * d * sizeof(float));
+	e->scratch = mem_alloc(e->scratch_len * sizeof(float));
+	if (!e->x || !e->cross_kv || !e->mel_t || !e->conv1 || !e->h || !e->attn || !e->scratch) {
+		eng_whisper_enc_destroy(e);
+		return -ST_NOMEM;
+	}
+	*out = e;
+	return 0;
+}
+
+void eng_whisper_enc_destroy(struct eng_whisper_enc *e)
+{
+	if (!e)
+		return;
+	mem_free(e->x);
+	mem_free(e->cross_kv);
+	mem_free(e->mel_t);
+	mem_free(e->conv1);
+	mem_free(e->h);
+	mem_free(e->attn);
+	mem_free(e->scratch);
+	mem_free(e);
+}
+
+int eng_whisper_kv_create(const struct eng_whisper *w, struct eng_whisper_kv **out)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t n = (size_t)hp->dec_layers * (size_t)hp->n_text_ctx * (size_t)hp->d_model;
+	struct eng_whisper_kv *kv = mem_calloc(1, sizeof(*kv));
+	*out = NULL;
+	if (!kv)
+		return -ST_NOMEM;
+	kv->k = mem_alloc(n * sizeof(float));
+	kv->v = mem_alloc(n * sizeof(float));
+	if (!kv->k || !kv->v) {
+		eng_whisper_kv_destroy(kv);
+		return -ST_NOMEM;
+	}
+	*out = kv;
+	return 0;
+}
+
+void eng_whisper_kv_destroy(struct eng_whisper_kv *kv)
+{
+	if (!kv)
+		return;
+	mem_free(kv->k);
+	mem_free(kv->v);
+	mem_free(kv);
+}
+
+void eng_whisper_kv_copy(const struct eng_whisper *w, struct eng_whisper_kv *dst,
+			 const struct eng_whisper_kv *src)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t layer = (size_t)hp->n_text_ctx * (size_t)hp->d_model;
+	size_t used = src->len * (size_t)hp->d_model * sizeof(float);
+	for (int l = 0; l < hp->dec_layers; l++) {
+		memcpy(dst->k + l * layer, src->k + l * layer, used);
+		memcpy(dst->v + l * layer, src->v + l * layer, used);
+	}
+	dst->len = src->len;
+}
+
+size_t eng_whisper_kv_len(const struct eng_whisper_kv *kv)
+{
+	return kv->len;
+}
+
+void eng_whisper_kv_reset(struct eng_whisper_kv *kv)
+{
+	kv->len = 0;
+}
+
+/* --- shared blocks ------------------------------------------------------ */
+
+static void ew_layer_norm_rows(const struct ew_norm *n, const float *x, float *y, size_t rows,
+			       size_t d)
+{
+	const struct kn_ops *ops = kn_ops();
+	for (size_t r = 0; r < rows; r++)
+		ops->layer_norm(x + r * d, n->gamma, n->beta, y + r * d, d, EW_LN_EPS);
+}
+
+static void ew_linear_apply(const struct ew_linear *l, const float *x, float *y, size_t rows)
+{
+	kn_linear(rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
+}
+
+/* x += ffn2(gelu(ffn1(ln(x)))) over rows; h holds [rows, d_ffn], t [rows, d]. */
+static void ew_mlp(const struct ew_norm *ln, const struct ew_linear *f1,
+		   const struct ew_linear *f2, float *x, float *t, float *h, size_t rows, size_t d)
+{
+	ew_layer_norm_rows(ln, x, t, rows, d);
+	ew_linear_apply(f1, t, h, rows);
+	kn_ops()->gelu(h, rows * (size_t)f1->n_out);
+	ew_linear_apply(f2, h, t, rows);
+	kn_ops()->add(x, t, rows * d);
+}
+
+/* --- encoder ------------------------------------------------------------ */
+
+static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc *e,
+			     const float *mel, size_t stride, size_t frame0, size_t n_frames)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t T = ENG_WHISPER_N_FRAMES, M = (size_t)hp->n_mels, d = (size_t)hp->d_model;
+	size_t A = (size_t)hp->n_audio_ctx;
+	if (n_frames > T)
+		n_frames = T;
+	/* transpose the window to time-major, zero past the audio */
+	for (size_t t = 0; t < T; t++)
+		for (size_t m = 0; m < M; m++)
+			e->mel_t[t * M + m] = t < n_frames ? mel[m * stride + frame0 + t] : 0.0f;
+	kn_conv1d(T, M, d, 3, 1, 1, e->mel_t, w->conv1.w, w->conv1.b, e->conv1, e->scratch);
+	kn_ops()->gelu(e->conv1, T * d);
+	kn_conv1d(T, d, d, 3, 2, 1, e->conv1, w->conv2.w, w->conv2.b, e->x, e->scratch);
+	kn_ops()->gelu(e->x, A * d);
+	kn_ops()->add(e->x, w->enc_pos, A * d);
+}
+
+static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_layer *l,
+			     struct eng_whisper_enc *e)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
+	ew_layer_norm_rows(&l->ln_attn, e->x, e->attn, A, d);
+	ew_linear_apply(&l->qkv, e->attn, e->h, A);
+	kn_attention(A, A, H, d / H, e->h, 3 * d, e->h + d, 3 * d, e->h + 2 * d, 3 * d,
+		     e->attn, d, false, 0, e->scratch);
+	ew_linear_apply(&l->out, e->attn, e->conv1, A); /* conv1 is free now: [A, d] temp */
+	kn_ops()->add(e->x, e->conv1, A * d);
+	ew_mlp(&l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
+}
+
+void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
+			const float *mel, size_t mel_stride, size_t frame0, size_t n_frames)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
+	ew_encoder_front(w, e, mel, mel_stride, frame0, n_frames);
+	for (int i = 0; i < hp->enc_layers; i++)
+		ew_encoder_layer(w, &w->enc[i], e);
+	ew_layer_norm_rows(&w->enc_ln, e->x, e->x, A, d);
+	/* The decoder's cross-attention keys and values depend only on the
+	 * encoder output: compute them once per window. */
+	for (int i = 0; i < hp->dec_layers; i++)
+		ew_linear_apply(&w->dec[i].cross_kv, e->x, e->cross_kv + (size_t)i * A * 2 * d, A);
+}
+
+/* --- decoder ------------------------------------------------------------ */
+
+/* Scratch for n decoder rows: x, t, h [n, d_ffn], qkv [n, 3d], scores. */
+struct ew_dec_scratch {
+	float *x, *t, *h, *qkv, *scores;
+};
+
+static int ew_dec_scratch_alloc(const struct eng_whisper_hp *hp, size_t n,
+				struct ew_dec_scratch *s)
+{
+	size_t d = (size_t)hp->d_model;
+	size_t kvmax = ew_max((size_t)hp->n_text_ctx, (size_t)hp->n_audio_ctx);
+	s->x = mem_alloc(n * d * sizeof(float));
+	s->t = mem_alloc(n * d * sizeof(float));
+	s->h = mem_alloc(n * ew_max((size_t)hp->d_ffn, 3 * d) * sizeof(float));
+	s->qkv = mem_alloc(n * 3 * d * sizeof(float));
+	s->scores = mem_alloc(n * kvmax * sizeof(float));
+	if (s->x && s->t && s->h && s->qkv && s->scores)
+		return 0;
+	mem_free(s->x);
+	mem_free(s->t);
+	mem_free(s->h);
+	mem_free(s->qkv);
+	mem_free(s->scores);
+	return -ST_NOMEM;
+}
+
+static void ew_dec_scratch_free(struct ew_dec_scratch *s)
+{
+	mem_free(s->x);
+	mem_free(s->t);
+	mem_free(s->h);
+	mem_free(s->qkv);
+	mem_free(s->scores);
+}
+
+static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct eng_whisper_enc *e,
+			     struct eng_whisper_kv *kv, struct ew_dec_scratch *s, size_t n)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	const struct ew_dec_layer *l = &w->dec[li];
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = (size_t)hp->n_audio_ctx;
+	size_t pos = kv->len, layer = (size_t)hp->n_text_ctx * d;
+	float *K = kv->k + li * layer, *V = kv->v + li * layer;
+	/* causal self-attention over the cache plus the new rows */
+	ew_layer_norm_rows(&l->ln_self, s->x, s->t, n, d);
+	ew_linear_apply(&l->self_qkv, s->t, s->qkv, n);
+	for (size_t r = 0; r < n; r++) {
+		memcpy(K + (pos + r) * d, s->qkv + r * 3 * d + d, d * sizeof(float));
+		memcpy(V + (pos + r) * d, s->qkv + r * 3 * d + 2 * d, d * sizeof(float));
+	}
+	kn_attention(n, pos + n, H, d / H, s->qkv, 3 * d, K, d, V, d, s->t, d, true, pos,
+		     s->scores);
+	ew_linear_apply(&l->self_out, s->t, s->h, n);
+	kn_ops()->add(s->x, s->h, n * d);
+	/* cross-attention over the encoder output */
+	const float *ckv = e->cross_kv + (size_t)li * A * 2 * d;
+	ew_layer_norm_rows(&l->ln_cross, s->x, s->t, n, d);
+	ew_linear_apply(&l->cross_q, s->t, s->qkv, n);
+	kn_attention(n, A, H, d / H, s->qkv, d, ckv, 2 * d, ckv + d, 2 * d, s->t, d, false, 0,
+		     s->scores);
+	ew_linear_apply(&l->cross_out, s->t, s->h, n);
+	kn_ops()->add(s->x, s->h, n * d);
+	ew_mlp(&l->ln_ffn, &l->ffn1, &l->ffn2, s->x, s->t, s->h, n, d);
+}
+
+/* logits[n_vocab] = ln(x_row) . tok_emb^T (the tied output projection). */
+static void ew_logits(const struct eng_whisper *w, const float *row, float *tmp, float *logits)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t d = (size_t)hp->d_model;
+	kn_ops()->layer_norm(row, w->dec_ln.gamma, w->dec_ln.beta, tmp, d, EW_LN_EPS);
+	kn_gemm(true, 1, (size_t)hp->n_vocab, d, 1.0f, tmp, d, w->tok_emb, d, 0.0f, logits,
+		(size_t)hp->n_vocab);
+}
+
+int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc *e,
+		       struct eng_whisper_kv *kv, const int32_t *tokens, size_t n,
+		       float *logits, float *logits_at, size_t at_index)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t d = (size_t)hp->d_model;
+	if (n == 0 || kv->len + n > (size_t)hp->n_text_ctx)
+		return -ST_TOOBIG;
+	for (size_t i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+			return -ST_INVAL;
+	struct ew_dec_scratch s;
+	if (ew_dec_scratch_alloc(hp, n, &s))
+		return -ST_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(s.x + i * d, w->tok_emb + (size_t)tokens[i] * d, d * sizeof(float));
+		kn_ops()->add(s.x + i * d, w->dec_pos + (kv->len + i) * d, d);
+	}
+	for (int li = 0; li < hp->dec_layers; li++)
+		ew_decoder_layer(w, li, e, kv, &s, n);
+	kv->len += n;
+	ew_logits(w, s.x + (n - 1) * d, s.t, logits);
+	if (logits_at && at_index < n)
+		ew_logits(w, s.x + at_index * d, s.t, logits_at);
+	ew_dec_scratch_free(&s);
+	return 0;
+}

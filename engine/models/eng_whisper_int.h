@@ -1,0 +1,71 @@
+/* eng_whisper_int.h - the Whisper weight and scratch structs, shared by
+ * eng_whisper_load.c and eng_whisper_fwd.c only. */
+#ifndef ENG_WHISPER_INT_H
+#define ENG_WHISPER_INT_H
+
+#include "engine/models/eng_whisper.h"
+
+/* nn.Linear: w [n_out, n_in] row-major, b [n_out] (NULL: no bias). */
+struct ew_linear {
+	float *w;
+	float *b;
+	int n_out, n_in;
+};
+
+/* nn.LayerNorm over d_model. */
+struct ew_norm {
+	float *gamma, *beta;
+};
+
+struct ew_enc_layer {
+	struct ew_norm ln_attn;
+	struct ew_linear qkv; /* [3d, d]: q, k, v stacked (CT2 fuses them) */
+	struct ew_linear out; /* [d, d] */
+	struct ew_norm ln_ffn;
+	struct ew_linear ffn1, ffn2; /* [d_ffn, d], [d, d_ffn] */
+};
+
+struct ew_dec_layer {
+	struct ew_norm ln_self;
+	struct ew_linear self_qkv, self_out;
+	struct ew_norm ln_cross;
+	struct ew_linear cross_q;  /* [d, d] */
+	struct ew_linear cross_kv; /* [2d, d]: k then v of the encoder output */
+	struct ew_linear cross_out;
+	struct ew_norm ln_ffn;
+	struct ew_linear ffn1, ffn2;
+};
+
+struct eng_whisper {
+	struct eng_whisper_hp hp;
+	struct ew_linear conv1, conv2; /* w [d, c_in, 3] */
+	float *enc_pos;                /* [n_audio_ctx, d] */
+	struct ew_enc_layer *enc;      /* [enc_layers] */
+	struct ew_norm enc_ln;
+	float *tok_emb;                /* [n_vocab, d], also the output projection */
+	float *dec_pos;                /* [n_text_ctx, d] */
+	struct ew_dec_layer *dec;      /* [dec_layers] */
+	struct ew_norm dec_ln;
+	float **allocs;                /* every float array above, for destroy */
+	size_t n_allocs, cap_allocs;
+	size_t weight_bytes;
+};
+
+/* One window's encoder scratch and output; cross K/V for the decoder. */
+struct eng_whisper_enc {
+	float *x;       /* [n_audio_ctx, d]: encoder output after the final norm */
+	float *cross_kv; /* [dec_layers][n_audio_ctx, 2d] */
+	float *mel_t;   /* [3000, n_mels] time-major input */
+	float *conv1;   /* [3000, d] */
+	float *h;       /* [n_audio_ctx, max(3d, d_ffn)] */
+	float *attn;    /* [n_audio_ctx, d] */
+	float *scratch; /* im2col and attention scores */
+	size_t scratch_len;
+};
+
+struct eng_whisper_kv {
+	size_t len;  /* positions filled */
+	float *k, *v; /* [dec_layers][n_text_ctx, d] each */
+};
+
+#endif /* ENG_WHISPER_INT_H */

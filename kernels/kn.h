@@ -1,0 +1,62 @@
+/* kn.h - inferd's compute kernels: pure functions on plain float arrays.
+ *
+ * Every element-wise/row kernel has a scalar reference (kernels/ref/) and
+ * SIMD variants (kernels/x86/, one ISA per file) chosen once at start-up
+ * from CPU features and reached through the kn_ops table (ggml's
+ * type_traits_cpu idea). Kernels never allocate, lock or log; any n works
+ * (SIMD loops end with a scalar tail); pointers need no alignment.
+ * Matrix products go to OpenBLAS (kernels/blas/).
+ * Thread: any; kn_init must have run once before (it is idempotent).
+ */
+#ifndef KN_H
+#define KN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum kn_isa {
+	KN_ISA_REF = 0, /* scalar C reference */
+	KN_ISA_AVX2,    /* AVX2 + FMA + F16C */
+	KN_ISA_AVX512,  /* AVX-512F (+BW/VL where used) */
+	KN_ISA_COUNT
+};
+
+/* The table of row kernels. All lengths are element counts. */
+struct kn_ops {
+	enum kn_isa isa;
+	const char *name; /* "ref", "avx2", "avx512" */
+	/* y[i] = (float)x[i], x IEEE binary16 bits. y and x do not alias. */
+	void (*f16_to_f32)(const uint16_t *restrict x, float *restrict y, size_t n);
+	/* y = (x - mean) / sqrt(var + eps) * gamma + beta over one row of n;
+	 * y may equal x. (Ba et al. 2016; torch.nn.LayerNorm) */
+	void (*layer_norm)(const float *x, const float *gamma, const float *beta, float *y,
+			   size_t n, float eps);
+	/* x = x * 0.5 * (1 + erf(x / sqrt(2))) in place (exact GELU,
+	 * torch.nn.GELU default), max abs error vs erff <= 1e-5 * (1 + |x|). */
+	void (*gelu)(float *x, size_t n);
+	/* x = softmax(x) in place over one row (max-subtracted). */
+	void (*softmax)(float *x, size_t n);
+	/* y[i] += x[i] */
+	void (*add)(float *restrict y, const float *restrict x, size_t n);
+	/* y[i] = y[i] * a + b[i]  (b may be NULL: y *= a) */
+	void (*scale_add)(float *restrict y, float a, const float *restrict b, size_t n);
+	/* sum x[i]*y[i] */
+	float (*dot)(const float *x, const float *y, size_t n);
+};
+
+/* kn_init - detect the CPU and fill the table; force picks an ISA
+ * (KN_ISA_REF for --kernels=ref), or pass KN_ISA_COUNT for the best the
+ * CPU has. A forced ISA the CPU lacks falls back to the best available.
+ * Also sets OpenBLAS to 1 thread (the engine owns threading; callers may
+ * change it with kn_blas_set_threads). Returns the table in use. */
+const struct kn_ops *kn_init(enum kn_isa force);
+
+/* kn_ops_for - the table of one ISA (for tests comparing variants), or
+ * NULL when the CPU cannot run it. */
+const struct kn_ops *kn_ops_for(enum kn_isa isa);
+
+/* kn_ops - the table kn_init chose. */
+const struct kn_ops *kn_ops(void);
+
+#endif /* KN_H */

@@ -1,0 +1,88 @@
+/* kernels/kn_init.c - CPU feature detection and the choice of kn_ops table.
+ *
+ * The per-ISA tables are const objects in their own files (kn_int.h). What
+ * this file owns is the one piece of process-wide mutable state the design
+ * allows: which ISAs the CPU runs (detected once, under pthread_once, which
+ * also sets OpenBLAS to 1 thread) and the table kn_init chose (an atomic
+ * pointer, so concurrent kn_init / kn_ops calls are data-race free; the
+ * last kn_init wins).
+ */
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "kernels/kn_blas.h"
+#include "kernels/kn_int.h"
+
+static const struct kn_ops *const kn_tables[] = {
+	[KN_ISA_REF] = &kn__ops_ref,
+	[KN_ISA_AVX2] = &kn__ops_avx2,
+	[KN_ISA_AVX512] = &kn__ops_avx512,
+};
+static_assert(sizeof(kn_tables) / sizeof(kn_tables[0]) == KN_ISA_COUNT,
+	      "one kn_ops table per enum kn_isa value");
+
+static pthread_once_t kn_detect_once = PTHREAD_ONCE_INIT;
+static bool kn_isa_ok[KN_ISA_COUNT];		 /* written once in kn_detect */
+static _Atomic(const struct kn_ops *) kn_chosen; /* NULL until kn_init */
+
+/* libgcc's __builtin_cpu_supports also checks that the OS saves the
+ * YMM/ZMM state (XCR0), so a "yes" here means the code can run. The
+ * AVX-512 file is compiled with -mavx2 -mfma -mf16c too, hence the
+ * superset test. */
+static void kn_detect(void)
+{
+	__builtin_cpu_init();
+	bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+		    __builtin_cpu_supports("f16c");
+	bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+
+	kn_isa_ok[KN_ISA_REF] = true;
+	kn_isa_ok[KN_ISA_AVX2] = avx2;
+	kn_isa_ok[KN_ISA_AVX512] = avx512;
+	kn_blas_set_threads(1); /* the engine owns threading (kn.h) */
+}
+
+const struct kn_ops *kn_ops_for(enum kn_isa isa)
+{
+	pthread_once(&kn_detect_once, kn_detect);
+	if ((unsigned)isa >= KN_ISA_COUNT || !kn_isa_ok[isa])
+		return NULL;
+	return kn_tables[isa];
+}
+
+static const struct kn_ops *kn_best(void)
+{
+	for (int isa = KN_ISA_COUNT - 1; isa > KN_ISA_REF; isa--) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		if (ops)
+			return ops;
+	}
+	return &kn__ops_ref;
+}
+
+const struct kn_ops *kn_init(enum kn_isa force)
+{
+	const struct kn_ops *ops = kn_ops_for(force);
+	if (!ops)
+		ops = kn_best();
+	atomic_store_explicit(&kn_chosen, ops, memory_order_release);
+	return ops;
+}
+
+/* Before any kn_init this installs the best table rather than handing
+ * back NULL (a forgotten kn_init must not crash a worker); the
+ * compare-exchange keeps a concurrent explicit kn_init's choice. */
+const struct kn_ops *kn_ops(void)
+{
+	const struct kn_ops *ops = atomic_load_explicit(&kn_chosen, memory_order_acquire);
+	if (ops)
+		return ops;
+	const struct kn_ops *best = kn_best();
+	if (atomic_compare_exchange_strong_explicit(&kn_chosen, &ops, best, memory_order_acq_rel,
+						    memory_order_acquire))
+		return best;
+	return ops; /* another thread's kn_init won; ops now holds its table */
+}

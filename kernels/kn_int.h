@@ -1,0 +1,66 @@
+/* kn_int.h - kernels/ internal: the per-ISA kn_ops tables and the shared
+ * numeric constants of the vectorised erf/exp approximations.
+ *
+ * Each table is a const object defined in the one file that owns its ISA
+ * (ref/ops.c, x86/ops_avx2.c, x86/ops_avx512.c); kn_init.c only points at
+ * them after checking the CPU can run them. Nothing here is public API.
+ */
+#ifndef KN_INT_H
+#define KN_INT_H
+
+#include "kernels/kn.h"
+
+extern const struct kn_ops kn__ops_ref;	   /* ref/ops.c, any CPU */
+extern const struct kn_ops kn__ops_avx2;   /* x86/ops_avx2.c, AVX2+FMA+F16C */
+extern const struct kn_ops kn__ops_avx512; /* x86/ops_avx512.c, AVX-512F/BW/VL */
+
+/* expf by Cephes-style range reduction (S. Moshier, Cephes Math Library,
+ * expf.c): x = n*ln2 + r, |r| <= ln2/2, ln2 split in two parts so n*KN__LN2_HI
+ * is exact; e^r = 1 + r + r^2 * P(r), P of degree 5 (the Cephes coefficients,
+ * about 1 ulp on the reduced range); 2^n assembled in the exponent bits.
+ * Inputs below KN__EXP_LO give 0 (the exact result there is subnormal or 0,
+ * which is what softmax of a -INFINITY mask needs); above KN__EXP_HI they
+ * are clamped (softmax only feeds x - max <= 0). */
+#define KN__EXP_HI 88.3762626647949f
+#define KN__EXP_LO -87.3365447504019f /* ln(FLT_MIN): 2^n stays normal */
+#define KN__LOG2E  1.44269504088896341f
+#define KN__LN2_HI 0.693359375f
+#define KN__LN2_LO -2.12194440e-4f
+#define KN__EXP_P0 1.9875691500e-4f
+#define KN__EXP_P1 1.3981999507e-3f
+#define KN__EXP_P2 8.3334519073e-3f
+#define KN__EXP_P3 4.1665795894e-2f
+#define KN__EXP_P4 1.6666665459e-1f
+#define KN__EXP_P5 5.0000001201e-1f
+
+/* erf for the vectorised exact GELU. Our own least-squares fits (numpy on
+ * 400/600 Chebyshev nodes against mpmath's erf/erfc at 40 digits; the
+ * script is summarised in the test's comment):
+ *   |x| <= 1:     erf(x)  = x * A(x^2),              A of degree 6
+ *   1 < |x| <= 4: erf(|x|) = 1 - exp(-x^2) * B(|x|),  B of degree 9
+ *   |x| > 4:      erf(x)  = sign(x) (erfc(4) = 1.5e-8 is below f32 ulp of 1)
+ * Measured in float32: max abs error 1.3e-7 against mpmath (the f32
+ * rounding floor), so GELU stays far inside kn.h's 1e-5 (1 + |x|). */
+#define KN__ERF_SPLIT 1.0f
+#define KN__ERF_CLAMP 4.0f
+#define KN__ERF_A0    1.128379166e+00f
+#define KN__ERF_A1    -3.761262557e-01f
+#define KN__ERF_A2    1.128358225e-01f
+#define KN__ERF_A3    -2.685369110e-02f
+#define KN__ERF_A4    5.188098890e-03f
+#define KN__ERF_A5    -8.008189325e-04f
+#define KN__ERF_A6    7.847259134e-05f
+#define KN__ERF_B0    9.955538423e-01f
+#define KN__ERF_B1    -1.098544880e+00f
+#define KN__ERF_B2    9.090805486e-01f
+#define KN__ERF_B3    -5.847129549e-01f
+#define KN__ERF_B4    2.896041094e-01f
+#define KN__ERF_B5    -1.073762059e-01f
+#define KN__ERF_B6    2.857500287e-02f
+#define KN__ERF_B7    -5.119213458e-03f
+#define KN__ERF_B8    5.499906889e-04f
+#define KN__ERF_B9    -2.666528696e-05f
+
+#define KN__SQRT1_2 0.70710678118654752f /* 1/sqrt(2) */
+
+#endif /* KN_INT_H */

@@ -1,0 +1,242 @@
+/* kernels/x86/ops_avx2.c - the kn_ops row kernels for AVX2 + FMA + F16C
+ * (8 floats per vector). Compiled alone with -mavx2 -mfma -mf16c
+ * (kernels/meson.build), reached only through kn__ops_avx2 after kn_init.c
+ * has checked the CPU. Every vector loop uses unaligned loads/stores and
+ * ends with a scalar tail, so any n and any pointer alignment work.
+ * exp and erf follow the approximations documented in kernels/kn_int.h.
+ */
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/kn_int.h"
+
+#define W 8 /* floats per __m256 */
+
+static float hsum8(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+static float hmax8(__m256 v)
+{
+	__m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+	m = _mm_max_ss(m, _mm_movehdup_ps(m));
+	return _mm_cvtss_f32(m);
+}
+
+/* e^x, Cephes range reduction + degree-5 polynomial (kn_int.h). NaN in,
+ * NaN out (min/max keep their second operand's NaN). */
+static __m256 exp8(__m256 x)
+{
+	__m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(KN__EXP_LO), _CMP_LT_OQ);
+	x = _mm256_min_ps(_mm256_set1_ps(KN__EXP_HI), x);
+	x = _mm256_max_ps(_mm256_set1_ps(KN__EXP_LO), x);
+	__m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(KN__LOG2E)),
+				    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(KN__LN2_HI), x);
+	r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(KN__LN2_LO), r);
+	__m256 p = _mm256_set1_ps(KN__EXP_P0);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KN__EXP_P1));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KN__EXP_P2));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KN__EXP_P3));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KN__EXP_P4));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KN__EXP_P5));
+	__m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127));
+	y = _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+	return _mm256_andnot_ps(under, y);
+}
+
+/* erf(x), two-piece fit of kn_int.h, blended per lane. */
+static __m256 erf8(__m256 x)
+{
+	__m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+	__m256 a = _mm256_min_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x),
+				 _mm256_set1_ps(KN__ERF_CLAMP));
+	__m256 u = _mm256_mul_ps(a, a);
+	__m256 pa = _mm256_set1_ps(KN__ERF_A6);
+	pa = _mm256_fmadd_ps(pa, u, _mm256_set1_ps(KN__ERF_A5));
+	pa = _mm256_fmadd_ps(pa, u, _mm256_set1_ps(KN__ERF_A4));
+	pa = _mm256_fmadd_ps(pa, u, _mm256_set1_ps(KN__ERF_A3));
+	pa = _mm256_fmadd_ps(pa, u, _mm256_set1_ps(KN__ERF_A2));
+	pa = _mm256_fmadd_ps(pa, u, _mm256_set1_ps(KN__ERF_A1));
+	pa = _mm256_fmadd_ps(pa, u, _mm256_set1_ps(KN__ERF_A0));
+	__m256 small = _mm256_mul_ps(a, pa);
+	__m256 pb = _mm256_set1_ps(KN__ERF_B9);
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B8));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B7));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B6));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B5));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B4));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B3));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B2));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B1));
+	pb = _mm256_fmadd_ps(pb, a, _mm256_set1_ps(KN__ERF_B0));
+	__m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), u));
+	__m256 big = _mm256_fnmadd_ps(e, pb, _mm256_set1_ps(1.0f));
+	__m256 is_small = _mm256_cmp_ps(a, _mm256_set1_ps(KN__ERF_SPLIT), _CMP_LE_OQ);
+	return _mm256_or_ps(_mm256_blendv_ps(big, small, is_small), sign);
+}
+
+static void avx2_f16_to_f32(const uint16_t *restrict x, float *restrict y, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(x + i));
+		_mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+	}
+	for (; i < n; i++)
+		y[i] = _cvtsh_ss(x[i]);
+}
+
+static void avx2_layer_norm(const float *x, const float *gamma, const float *beta, float *y,
+			    size_t n, float eps)
+{
+	if (n == 0)
+		return;
+	size_t i = 0;
+	__m256 acc = _mm256_setzero_ps();
+	for (; i + W <= n; i += W)
+		acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + i));
+	float sum = hsum8(acc);
+	for (; i < n; i++)
+		sum += x[i];
+	float mean = sum / (float)n;
+
+	__m256 vmean = _mm256_set1_ps(mean);
+	acc = _mm256_setzero_ps();
+	for (i = 0; i + W <= n; i += W) {
+		__m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vmean);
+		acc = _mm256_fmadd_ps(d, d, acc);
+	}
+	float var = hsum8(acc);
+	for (; i < n; i++)
+		var += (x[i] - mean) * (x[i] - mean);
+	float rstd = 1.0f / sqrtf(var / (float)n + eps);
+
+	__m256 vrstd = _mm256_set1_ps(rstd);
+	for (i = 0; i + W <= n; i += W) {
+		__m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmean), vrstd);
+		__m256 r =
+			_mm256_fmadd_ps(d, _mm256_loadu_ps(gamma + i), _mm256_loadu_ps(beta + i));
+		_mm256_storeu_ps(y + i, r);
+	}
+	for (; i < n; i++)
+		y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+}
+
+static void avx2_gelu(float *x, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		__m256 e = erf8(_mm256_mul_ps(v, _mm256_set1_ps(KN__SQRT1_2)));
+		__m256 h = _mm256_mul_ps(v, _mm256_set1_ps(0.5f));
+		_mm256_storeu_ps(x + i, _mm256_fmadd_ps(h, e, h));
+	}
+	for (; i < n; i++)
+		x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * KN__SQRT1_2));
+}
+
+static void avx2_softmax(float *x, size_t n)
+{
+	if (n == 0)
+		return;
+	size_t i = 0;
+	float max = x[0];
+	if (n >= W) {
+		__m256 vmax = _mm256_loadu_ps(x);
+		for (i = W; i + W <= n; i += W)
+			vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+		max = hmax8(vmax);
+	}
+	for (; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+
+	__m256 vmax = _mm256_set1_ps(max);
+	__m256 acc = _mm256_setzero_ps();
+	for (i = 0; i + W <= n; i += W) {
+		__m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+		_mm256_storeu_ps(x + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	float sum = hsum8(acc);
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+
+	float inv = 1.0f / sum;
+	__m256 vinv = _mm256_set1_ps(inv);
+	for (i = 0; i + W <= n; i += W)
+		_mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+	for (; i < n; i++)
+		x[i] *= inv;
+}
+
+static void avx2_add(float *restrict y, const float *restrict x, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W)
+		_mm256_storeu_ps(y + i,
+				 _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+	for (; i < n; i++)
+		y[i] += x[i];
+}
+
+static void avx2_scale_add(float *restrict y, float a, const float *restrict b, size_t n)
+{
+	__m256 va = _mm256_set1_ps(a);
+	size_t i = 0;
+	if (!b) {
+		for (; i + W <= n; i += W)
+			_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), va));
+		for (; i < n; i++)
+			y[i] *= a;
+		return;
+	}
+	for (; i + W <= n; i += W) {
+		__m256 r = _mm256_fmadd_ps(_mm256_loadu_ps(y + i), va, _mm256_loadu_ps(b + i));
+		_mm256_storeu_ps(y + i, r);
+	}
+	for (; i < n; i++)
+		y[i] = y[i] * a + b[i];
+}
+
+/* Four independent accumulators hide the FMA latency. */
+static float avx2_dot(const float *x, const float *y, size_t n)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	__m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + 4 * W <= n; i += 4 * W) {
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + W), _mm256_loadu_ps(y + i + W), a1);
+		a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 2 * W), _mm256_loadu_ps(y + i + 2 * W),
+				     a2);
+		a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 3 * W), _mm256_loadu_ps(y + i + 3 * W),
+				     a3);
+	}
+	for (; i + W <= n; i += W)
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+	float sum = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+	for (; i < n; i++)
+		sum += x[i] * y[i];
+	return sum;
+}
+
+const struct kn_ops kn__ops_avx2 = {
+	.isa = KN_ISA_AVX2,
+	.name = "avx2",
+	.f16_to_f32 = avx2_f16_to_f32,
+	.layer_norm = avx2_layer_norm,
+	.gelu = avx2_gelu,
+	.softmax = avx2_softmax,
+	.add = avx2_add,
+	.scale_add = avx2_scale_add,
+	.dot = avx2_dot,
+};

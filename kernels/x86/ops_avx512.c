@@ -1,0 +1,230 @@
+/* kernels/x86/ops_avx512.c - the kn_ops row kernels for AVX-512F (16
+ * floats per vector; BW/VL are allowed by the build flags, unused so far).
+ * Compiled alone with -mavx512f -mavx512bw -mavx512vl (kernels/meson.build),
+ * reached only through kn__ops_avx512 after kn_init.c has checked the CPU.
+ * Every vector loop uses unaligned loads/stores and ends with a scalar
+ * tail. exp and erf follow the approximations documented in
+ * kernels/kn_int.h (the same constants as the AVX2 file; 2^n is applied
+ * with vscalefps instead of exponent-bit assembly).
+ */
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/kn_int.h"
+
+#define W 16 /* floats per __m512 */
+
+#define SET1 _mm512_set1_ps
+
+/* e^x, Cephes range reduction + degree-5 polynomial (kn_int.h). */
+static __m512 exp16(__m512 x)
+{
+	__mmask16 under = _mm512_cmp_ps_mask(x, SET1(KN__EXP_LO), _CMP_LT_OQ);
+	x = _mm512_min_ps(SET1(KN__EXP_HI), x);
+	x = _mm512_max_ps(SET1(KN__EXP_LO), x);
+	__m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, SET1(KN__LOG2E)),
+					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(fx, SET1(KN__LN2_HI), x);
+	r = _mm512_fnmadd_ps(fx, SET1(KN__LN2_LO), r);
+	__m512 p = SET1(KN__EXP_P0);
+	p = _mm512_fmadd_ps(p, r, SET1(KN__EXP_P1));
+	p = _mm512_fmadd_ps(p, r, SET1(KN__EXP_P2));
+	p = _mm512_fmadd_ps(p, r, SET1(KN__EXP_P3));
+	p = _mm512_fmadd_ps(p, r, SET1(KN__EXP_P4));
+	p = _mm512_fmadd_ps(p, r, SET1(KN__EXP_P5));
+	__m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, SET1(1.0f)));
+	y = _mm512_scalef_ps(y, fx);
+	return _mm512_maskz_mov_ps((__mmask16)~under, y);
+}
+
+/* erf(x), two-piece fit of kn_int.h, blended per lane. */
+static __m512 erf16(__m512 x)
+{
+	__m512i sign_bit = _mm512_set1_epi32((int)0x80000000u);
+	__m512i sign = _mm512_and_si512(_mm512_castps_si512(x), sign_bit);
+	__m512 a = _mm512_min_ps(_mm512_abs_ps(x), SET1(KN__ERF_CLAMP));
+	__m512 u = _mm512_mul_ps(a, a);
+	__m512 pa = SET1(KN__ERF_A6);
+	pa = _mm512_fmadd_ps(pa, u, SET1(KN__ERF_A5));
+	pa = _mm512_fmadd_ps(pa, u, SET1(KN__ERF_A4));
+	pa = _mm512_fmadd_ps(pa, u, SET1(KN__ERF_A3));
+	pa = _mm512_fmadd_ps(pa, u, SET1(KN__ERF_A2));
+	pa = _mm512_fmadd_ps(pa, u, SET1(KN__ERF_A1));
+	pa = _mm512_fmadd_ps(pa, u, SET1(KN__ERF_A0));
+	__m512 small = _mm512_mul_ps(a, pa);
+	__m512 pb = SET1(KN__ERF_B9);
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B8));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B7));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B6));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B5));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B4));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B3));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B2));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B1));
+	pb = _mm512_fmadd_ps(pb, a, SET1(KN__ERF_B0));
+	__m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), u));
+	__m512 big = _mm512_fnmadd_ps(e, pb, SET1(1.0f));
+	__mmask16 is_small = _mm512_cmp_ps_mask(a, SET1(KN__ERF_SPLIT), _CMP_LE_OQ);
+	__m512 r = _mm512_mask_blend_ps(is_small, big, small);
+	return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+}
+
+static void avx512_f16_to_f32(const uint16_t *restrict x, float *restrict y, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m256i h = _mm256_loadu_si256((const __m256i *)(x + i));
+		_mm512_storeu_ps(y + i, _mm512_cvtph_ps(h));
+	}
+	for (; i < n; i++)
+		y[i] = _cvtsh_ss(x[i]);
+}
+
+static void avx512_layer_norm(const float *x, const float *gamma, const float *beta, float *y,
+			      size_t n, float eps)
+{
+	if (n == 0)
+		return;
+	size_t i = 0;
+	__m512 acc = _mm512_setzero_ps();
+	for (; i + W <= n; i += W)
+		acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + i));
+	float sum = _mm512_reduce_add_ps(acc);
+	for (; i < n; i++)
+		sum += x[i];
+	float mean = sum / (float)n;
+
+	__m512 vmean = SET1(mean);
+	acc = _mm512_setzero_ps();
+	for (i = 0; i + W <= n; i += W) {
+		__m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + i), vmean);
+		acc = _mm512_fmadd_ps(d, d, acc);
+	}
+	float var = _mm512_reduce_add_ps(acc);
+	for (; i < n; i++)
+		var += (x[i] - mean) * (x[i] - mean);
+	float rstd = 1.0f / sqrtf(var / (float)n + eps);
+
+	__m512 vrstd = SET1(rstd);
+	for (i = 0; i + W <= n; i += W) {
+		__m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmean), vrstd);
+		__m512 r =
+			_mm512_fmadd_ps(d, _mm512_loadu_ps(gamma + i), _mm512_loadu_ps(beta + i));
+		_mm512_storeu_ps(y + i, r);
+	}
+	for (; i < n; i++)
+		y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+}
+
+static void avx512_gelu(float *x, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		__m512 e = erf16(_mm512_mul_ps(v, SET1(KN__SQRT1_2)));
+		__m512 h = _mm512_mul_ps(v, SET1(0.5f));
+		_mm512_storeu_ps(x + i, _mm512_fmadd_ps(h, e, h));
+	}
+	for (; i < n; i++)
+		x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * KN__SQRT1_2));
+}
+
+static void avx512_softmax(float *x, size_t n)
+{
+	if (n == 0)
+		return;
+	size_t i = 0;
+	float max = x[0];
+	if (n >= W) {
+		__m512 vmax = _mm512_loadu_ps(x);
+		for (i = W; i + W <= n; i += W)
+			vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+		max = _mm512_reduce_max_ps(vmax);
+	}
+	for (; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+
+	__m512 vmax = SET1(max);
+	__m512 acc = _mm512_setzero_ps();
+	for (i = 0; i + W <= n; i += W) {
+		__m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
+		_mm512_storeu_ps(x + i, e);
+		acc = _mm512_add_ps(acc, e);
+	}
+	float sum = _mm512_reduce_add_ps(acc);
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+
+	float inv = 1.0f / sum;
+	__m512 vinv = SET1(inv);
+	for (i = 0; i + W <= n; i += W)
+		_mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
+	for (; i < n; i++)
+		x[i] *= inv;
+}
+
+static void avx512_add(float *restrict y, const float *restrict x, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W)
+		_mm512_storeu_ps(y + i,
+				 _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_loadu_ps(x + i)));
+	for (; i < n; i++)
+		y[i] += x[i];
+}
+
+static void avx512_scale_add(float *restrict y, float a, const float *restrict b, size_t n)
+{
+	__m512 va = SET1(a);
+	size_t i = 0;
+	if (!b) {
+		for (; i + W <= n; i += W)
+			_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), va));
+		for (; i < n; i++)
+			y[i] *= a;
+		return;
+	}
+	for (; i + W <= n; i += W) {
+		__m512 r = _mm512_fmadd_ps(_mm512_loadu_ps(y + i), va, _mm512_loadu_ps(b + i));
+		_mm512_storeu_ps(y + i, r);
+	}
+	for (; i < n; i++)
+		y[i] = y[i] * a + b[i];
+}
+
+/* Four independent accumulators hide the FMA latency. */
+static float avx512_dot(const float *x, const float *y, size_t n)
+{
+	__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+	__m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+	size_t i = 0;
+	for (; i + 4 * W <= n; i += 4 * W) {
+		a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
+		a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + W), _mm512_loadu_ps(y + i + W), a1);
+		a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 2 * W), _mm512_loadu_ps(y + i + 2 * W),
+				     a2);
+		a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 3 * W), _mm512_loadu_ps(y + i + 3 * W),
+				     a3);
+	}
+	for (; i + W <= n; i += W)
+		a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
+	float sum =
+		_mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+	for (; i < n; i++)
+		sum += x[i] * y[i];
+	return sum;
+}
+
+const struct kn_ops kn__ops_avx512 = {
+	.isa = KN_ISA_AVX512,
+	.name = "avx512",
+	.f16_to_f32 = avx512_f16_to_f32,
+	.layer_norm = avx512_layer_norm,
+	.gelu = avx512_gelu,
+	.softmax = avx512_softmax,
+	.add = avx512_add,
+	.scale_add = avx512_scale_add,
+	.dot = avx512_dot,
+};

@@ -1,0 +1,212 @@
+/* srv_cli.c - the commands that run without a server:
+ *   inferd inspect MODEL                      metadata and tensor table
+ *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
+ *                     [--timestamps] [--beam-size N] [--language L] FILE...
+ * transcribe prints each file's transcript on stdout and a timing line per
+ * file on stderr (audio seconds, wall seconds, real-time factor): what
+ * bench/transcribe-vs-peers times.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "config/cfg.h"
+#include "engine/eng.h"
+#include "server/srv_cli.h"
+
+int srv_cli_inspect(int argc, char **argv)
+{
+	char err[512];
+	if (argc != 3) {
+		fprintf(stderr, "usage: inferd inspect MODEL_FILE_OR_FOLDER\n");
+		return 2;
+	}
+	if (eng_inspect(argv[2], stdout, err, sizeof(err))) {
+		fprintf(stderr, "inferd: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+struct tx_args {
+	const char *config;
+	const char *model;
+	int threads;
+	bool timestamps;
+	struct eng_transcribe_params params;
+	int first_file;
+};
+
+static int tx_usage(void)
+{
+	fprintf(stderr, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
+			"                         [--timestamps] [--beam-size N] [--language L]\n"
+			"                         [--prompt TEXT] [--temperature T] FILE...\n");
+	return 2;
+}
+
+static int tx_parse(int argc, char **argv, struct tx_args *a)
+{
+	*a = (struct tx_args){ .config = "config/default.json", .threads = (int)sysconf(_SC_NPROCESSORS_ONLN) };
+	eng_transcribe_params_init(&a->params);
+	int i = 2;
+	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(o, "--timestamps")) {
+			a->timestamps = true;
+			continue;
+		}
+		if (!v)
+			return tx_usage();
+		i++;
+		if (!strcmp(o, "--config"))
+			a->config = v;
+		else if (!strcmp(o, "--model"))
+			a->model = v;
+		else if (!strcmp(o, "--threads"))
+			a->threads = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--beam-size"))
+			a->params.beam_size = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--language"))
+			a->params.language = v;
+		else if (!strcmp(o, "--prompt"))
+			a->params.prompt = v;
+		else if (!strcmp(o, "--temperature")) {
+			a->params.temperatures[0] = strtof(v, NULL);
+			a->params.n_temperatures = 1;
+		} else
+			return tx_usage();
+	}
+	a->first_file = i;
+	return i < argc ? 0 : tx_usage();
+}
+
+/* A model by path (a CT2 folder) or by name from the config; NULL name:
+ * the config's first transcription model. */
+static int tx_load(const struct tx_args *a, struct eng **eng, const struct eng_model **m,
+		   char *err, size_t errlen)
+{
+	struct stat st;
+	struct cfg *cfg = NULL;
+	struct eng_model_spec spec = { .name = "cli", .path = a->model, .replicas = 1 };
+	int rc = 0;
+	if (!a->model || stat(a->model, &st) != 0) {
+		if ((rc = cfg_load_file(a->config, &cfg, err, errlen)) != 0)
+			return rc;
+		spec.path = NULL;
+		for (size_t i = 0; i < cfg->n_models && !spec.path; i++) {
+			const struct cfg_model *cm = &cfg->models[i];
+			if (a->model ? !strcmp(cm->name, a->model)
+				     : cm->format == CFG_MODEL_FORMAT_CT2) {
+				spec.name = cm->name;
+				spec.path = cm->path;
+			}
+		}
+	}
+	if (!spec.path) {
+		snprintf(err, errlen, "no transcription model '%s' in %s", a->model ? a->model : "",
+			 a->config);
+		rc = -ST_NOTFOUND;
+	}
+	if (!rc)
+		rc = eng_create(&spec, 1, eng, err, errlen);
+	if (!rc)
+		*m = eng_model_at(*eng, 0);
+	cfg_destroy(cfg);
+	return rc;
+}
+
+static int tx_read_file(const char *path, char **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	*data = NULL;
+	if (!f)
+		return -ST_IO;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	*data = n >= 0 ? mem_alloc((size_t)n + 1) : NULL;
+	int rc = *data && fread(*data, 1, (size_t)n, f) == (size_t)n ? 0 : -ST_IO;
+	fclose(f);
+	*len = (size_t)n;
+	return rc;
+}
+
+static double tx_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void tx_print(const struct tx_args *a, const char *path, const struct eng_transcript *t)
+{
+	if (!a->timestamps) {
+		printf("%s\n", t->text);
+		return;
+	}
+	printf("# %s\n", path);
+	for (size_t i = 0; i < t->n_segments; i++)
+		printf("[%8.2f -> %8.2f]%s\n", t->segments[i].start_s, t->segments[i].end_s,
+		       t->segments[i].text);
+}
+
+static int tx_one(const struct tx_args *a, const struct eng_model *m, const char *path)
+{
+	char err[512], *data;
+	size_t len;
+	struct eng_audio audio;
+	struct eng_transcript *t = NULL;
+	double t0 = tx_now();
+	int rc = tx_read_file(path, &data, &len);
+	if (rc) {
+		fprintf(stderr, "inferd: %s: cannot read\n", path);
+		mem_free(data);
+		return rc;
+	}
+	rc = eng_audio_decode(data, len, NULL, &audio, err, sizeof(err));
+	mem_free(data);
+	if (!rc) {
+		rc = eng_transcribe(m, audio.samples, audio.n_samples, &a->params, &t, err, sizeof(err));
+		double secs = tx_now() - t0, dur = (double)audio.n_samples / 16000.0;
+		if (!rc) {
+			tx_print(a, path, t);
+			fprintf(stderr, "inferd: %s: %.2f s of audio in %.3f s (RTFx %.1f)\n", path, dur,
+				secs, dur / secs);
+		}
+		eng_audio_fini(&audio);
+	}
+	if (rc)
+		fprintf(stderr, "inferd: %s: %s\n", path, err);
+	eng_transcript_destroy(t);
+	return rc;
+}
+
+int srv_cli_transcribe(int argc, char **argv)
+{
+	struct tx_args a;
+	struct eng *eng = NULL;
+	const struct eng_model *m = NULL;
+	char err[1024];
+	if (tx_parse(argc, argv, &a))
+		return 2;
+	int rc = tx_load(&a, &eng, &m, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "inferd: %s\n", err);
+		return 1;
+	}
+	eng_set_compute_threads(a.threads);
+	int failed = 0;
+	double t0 = tx_now(), audio_s = 0;
+	for (int i = a.first_file; i < argc; i++)
+		failed |= tx_one(&a, m, argv[i]) != 0;
+	(void)audio_s;
+	fprintf(stderr, "inferd: %d file(s) in %.3f s\n", argc - a.first_file, tx_now() - t0);
+	eng_destroy(eng);
+	return failed ? 1 : 0;
+}

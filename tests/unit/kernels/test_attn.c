@@ -1,0 +1,345 @@
+/* tests/unit/kernels/test_attn.c - kn_attention, kn_conv1d, kn_gemm and
+ * kn_linear against naive loops in double precision.
+ *
+ * Attention runs once under every kn_ops table the CPU supports (its
+ * softmax comes from kn_ops()), with several head counts and widths, with
+ * and without the causal mask, q_pos0 > 0 (decoding with a KV cache) and
+ * row strides wider than the data. Outputs are surrounded by sentinels
+ * that must survive. Tolerances are stated at each check.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kn.h"
+#include "kernels/kn_attn.h"
+#include "kernels/kn_blas.h"
+
+#define SENTINEL 12345.0f
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static float rng_uniform(float lo, float hi)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ull << 24));
+}
+
+static float *rand_new(size_t n, float lo, float hi)
+{
+	float *x = malloc((n ? n : 1) * sizeof(*x));
+	assert_non_null(x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = rng_uniform(lo, hi);
+	return x;
+}
+
+static float *fill_new(size_t n, float v)
+{
+	float *x = malloc((n ? n : 1) * sizeof(*x));
+	assert_non_null(x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = v;
+	return x;
+}
+
+/* ---- attention ---------------------------------------------------------- */
+
+struct attn_case {
+	size_t n_q, n_kv, n_heads, head_dim;
+	bool causal;
+	size_t q_pos0;
+	size_t extra; /* added to every row stride */
+};
+
+/* out[i, h*hd + d] in double, straight from the definition. */
+static void attn_naive(const struct attn_case *c, const float *q, size_t ldq, const float *k,
+		       size_t ldk, const float *v, size_t ldv, double *out)
+{
+	size_t hd = c->head_dim, width = c->n_heads * hd;
+	double *p = malloc(c->n_kv * sizeof(*p));
+	assert_non_null(p);
+	for (size_t h = 0; h < c->n_heads; h++)
+		for (size_t i = 0; i < c->n_q; i++) {
+			size_t last = c->causal ? c->q_pos0 + i : c->n_kv - 1;
+			double max = -INFINITY, sum = 0.0;
+			for (size_t j = 0; j <= last; j++) {
+				double s = 0.0;
+				for (size_t d = 0; d < hd; d++)
+					s += (double)q[i * ldq + h * hd + d] *
+					     k[j * ldk + h * hd + d];
+				p[j] = s / sqrt((double)hd);
+				max = p[j] > max ? p[j] : max;
+			}
+			for (size_t j = 0; j <= last; j++)
+				sum += p[j] = exp(p[j] - max);
+			for (size_t d = 0; d < hd; d++) {
+				double o = 0.0;
+				for (size_t j = 0; j <= last; j++)
+					o += p[j] / sum * v[j * ldv + h * hd + d];
+				out[i * width + h * hd + d] = o;
+			}
+		}
+	free(p);
+}
+
+/* Tolerance: max |out - naive| <= 2e-6 (v in [-1, 1], so outputs are
+ * O(1)); the padding between rows keeps its sentinel. Returns max error. */
+static double attn_check(const struct attn_case *c)
+{
+	size_t width = c->n_heads * c->head_dim, ld = width + c->extra;
+	float *q = rand_new(c->n_q * ld, -1.0f, 1.0f), *k = rand_new(c->n_kv * ld, -1.0f, 1.0f);
+	float *v = rand_new(c->n_kv * ld, -1.0f, 1.0f), *out = fill_new(c->n_q * ld, SENTINEL);
+	float *scratch = fill_new(c->n_q * c->n_kv, NAN);
+	double *want = malloc((c->n_q * width + 1) * sizeof(*want)), worst = 0.0;
+	assert_non_null(want);
+	kn_attention(c->n_q, c->n_kv, c->n_heads, c->head_dim, q, ld, k, ld, v, ld, out, ld,
+		     c->causal, c->q_pos0, scratch);
+	attn_naive(c, q, ld, k, ld, v, ld, want);
+	for (size_t i = 0; i < c->n_q; i++) {
+		for (size_t j = 0; j < width; j++) {
+			double e = fabs(out[i * ld + j] - want[i * width + j]);
+			worst = e > worst || isnan(e) ? e : worst;
+		}
+		for (size_t j = width; j < ld; j++)
+			assert_true(out[i * ld + j] == SENTINEL);
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(out);
+	free(scratch);
+	free(want);
+	return worst;
+}
+
+static void test_attention(void **state)
+{
+	(void)state;
+	static const struct attn_case cases[] = {
+		{1, 1, 1, 1, false, 0, 0},    {1, 1, 1, 1, true, 0, 0},
+		{5, 5, 2, 8, true, 0, 3},     {7, 13, 3, 16, false, 0, 1},
+		{4, 11, 6, 64, true, 7, 5},   {1, 37, 4, 32, true, 36, 2},
+		{33, 33, 6, 64, false, 0, 0}, {17, 40, 2, 24, true, 10, 7},
+		{9, 9, 1, 7, true, 0, 1},     {65, 100, 6, 64, false, 0, 16},
+	};
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		if (!kn_ops_for((enum kn_isa)isa))
+			continue;
+		const struct kn_ops *ops = kn_init((enum kn_isa)isa);
+		double worst = 0.0;
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			double e = attn_check(&cases[i]);
+			if (!(e <= 2e-6))
+				fail_msg("attention case %zu (%s): error %g", i, ops->name, e);
+			worst = e > worst ? e : worst;
+		}
+		printf("[ kn ] attention %-6s max |err| %.3g (tol 2e-6)\n", ops->name, worst);
+	}
+	kn_init(KN_ISA_COUNT);
+}
+
+/* ---- conv1d ------------------------------------------------------------- */
+
+struct conv_case {
+	size_t t_in, c_in, c_out, k, stride, pad;
+	bool bias;
+};
+
+/* Tolerance: |y - naive| <= 1e-5 (1 + sum |w x|). Returns the worst
+ * normalised error. */
+static double conv_check(const struct conv_case *c)
+{
+	size_t t_out = kn_conv1d_out_len(c->t_in, c->k, c->stride, c->pad);
+	size_t kw = c->c_in * c->k;
+	float *x = rand_new(c->t_in * c->c_in, -1.0f, 1.0f);
+	float *w = rand_new(c->c_out * kw, -1.0f, 1.0f), *b = rand_new(c->c_out, -1.0f, 1.0f);
+	float *y = fill_new(t_out * c->c_out, NAN), *scratch = fill_new(t_out * kw, NAN);
+	double worst = 0.0;
+	kn_conv1d(c->t_in, c->c_in, c->c_out, c->k, c->stride, c->pad, x, w, c->bias ? b : NULL, y,
+		  scratch);
+	for (size_t t = 0; t < t_out; t++)
+		for (size_t co = 0; co < c->c_out; co++) {
+			double s = c->bias ? b[co] : 0.0, mag = 1.0;
+			for (size_t ci = 0; ci < c->c_in; ci++)
+				for (size_t kk = 0; kk < c->k; kk++) {
+					long pos = (long)(t * c->stride + kk) - (long)c->pad;
+					if (pos < 0 || pos >= (long)c->t_in)
+						continue;
+					double term = (double)w[co * kw + ci * c->k + kk] *
+						      x[(size_t)pos * c->c_in + ci];
+					s += term;
+					mag += fabs(term);
+				}
+			double e = fabs(y[t * c->c_out + co] - s) / (1e-5 * mag);
+			worst = e > worst || isnan(e) ? e : worst;
+		}
+	free(x);
+	free(w);
+	free(b);
+	free(y);
+	free(scratch);
+	return worst;
+}
+
+static void test_conv1d(void **state)
+{
+	(void)state;
+	assert_int_equal(kn_conv1d_out_len(3000, 3, 1, 1), 3000);
+	assert_int_equal(kn_conv1d_out_len(3000, 3, 2, 1), 1500);
+	assert_int_equal(kn_conv1d_out_len(17, 3, 2, 1), 9);
+	assert_int_equal(kn_conv1d_out_len(1, 3, 2, 1), 1);
+	assert_int_equal(kn_conv1d_out_len(3, 3, 1, 0), 1);
+	assert_int_equal(kn_conv1d_out_len(2, 3, 1, 0), 0);
+	static const struct conv_case cases[] = {
+		{17, 5, 7, 3, 1, 1, true},    {17, 5, 7, 3, 2, 1, true},
+		{33, 4, 6, 3, 2, 1, false},   {1, 3, 2, 3, 1, 1, true},
+		{1, 3, 2, 3, 2, 1, true},     {2, 3, 2, 3, 2, 1, false},
+		{101, 80, 16, 3, 1, 1, true}, {99, 16, 24, 3, 2, 1, true},
+		{2, 3, 4, 3, 1, 0, true}, /* t_out = 0: nothing written */
+	};
+	double worst = 0.0;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double e = conv_check(&cases[i]);
+		if (!(e <= 1.0))
+			fail_msg("conv1d case %zu: error / tolerance %g", i, e);
+		worst = e > worst ? e : worst;
+	}
+	printf("[ kn ] conv1d worst error / tolerance %.3g\n", worst);
+}
+
+/* ---- gemm and linear ---------------------------------------------------- */
+
+struct gemm_case {
+	size_t M, N, K;
+	bool trans_b;
+	float alpha, beta;
+	size_t extra; /* added to lda, ldb and ldc */
+};
+
+/* Tolerance: |C - naive| <= 1e-5 (sum |alpha a b| + |beta c|) + 1e-30;
+ * beta = 0 must ignore NaN in C; the padding keeps its sentinel. */
+static double gemm_check(const struct gemm_case *c)
+{
+	size_t lda = c->K + c->extra, ldc = c->N + c->extra;
+	size_t ldb = (c->trans_b ? c->K : c->N) + c->extra, b_rows = c->trans_b ? c->N : c->K;
+	float *A = rand_new(c->M * lda, -1.0f, 1.0f), *B = rand_new(b_rows * ldb, -1.0f, 1.0f);
+	float *C = rand_new(c->M * ldc, -1.0f, 1.0f), *C0 = malloc((c->M * ldc + 1) * sizeof(*C0));
+	double worst = 0.0;
+	assert_non_null(C0);
+	for (size_t i = 0; i < c->M * ldc; i++)
+		C[i] = (i % ldc >= c->N) ? SENTINEL : c->beta == 0.0f ? NAN : C[i];
+	memcpy(C0, C, c->M * ldc * sizeof(*C));
+	kn_gemm(c->trans_b, c->M, c->N, c->K, c->alpha, A, lda, B, ldb, c->beta, C, ldc);
+	for (size_t i = 0; i < c->M; i++)
+		for (size_t j = 0; j < ldc; j++) {
+			if (j >= c->N) {
+				assert_true(C[i * ldc + j] == SENTINEL);
+				continue;
+			}
+			double s = 0.0, mag = 0.0;
+			for (size_t p = 0; p < c->K; p++) {
+				float b = c->trans_b ? B[j * ldb + p] : B[p * ldb + j];
+				s += (double)c->alpha * A[i * lda + p] * b;
+				mag += fabs((double)c->alpha * A[i * lda + p] * b);
+			}
+			if (c->beta != 0.0f) {
+				s += (double)c->beta * C0[i * ldc + j];
+				mag += fabs((double)c->beta * C0[i * ldc + j]);
+			}
+			double e = fabs(C[i * ldc + j] - s) / (1e-5 * mag + 1e-30);
+			worst = e > worst || isnan(e) ? e : worst;
+		}
+	free(A);
+	free(B);
+	free(C);
+	free(C0);
+	return worst;
+}
+
+static void test_gemm(void **state)
+{
+	(void)state;
+	static const struct gemm_case cases[] = {
+		{1, 1, 1, false, 1.0f, 0.0f, 0},     {1, 1, 1, true, 2.0f, 0.5f, 1},
+		{7, 9, 13, true, 0.25f, 0.0f, 3},    {7, 9, 13, false, 1.0f, 1.0f, 0},
+		{33, 17, 65, false, -1.5f, 0.0f, 5}, {64, 64, 64, true, 1.0f, 0.0f, 0},
+		{5, 3, 0, false, 1.0f, 0.5f, 2},     {5, 3, 0, true, 1.0f, 0.0f, 0},
+		{0, 5, 5, false, 1.0f, 0.0f, 0},     {3, 0, 5, true, 1.0f, 0.0f, 1},
+		{100, 383, 65, true, 1.0f, 0.0f, 1},
+	};
+	double worst = 0.0;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double e = gemm_check(&cases[i]);
+		if (!(e <= 1.0))
+			fail_msg("gemm case %zu: error / tolerance %g", i, e);
+		worst = e > worst ? e : worst;
+	}
+	printf("[ kn ] gemm worst error / tolerance %.3g\n", worst);
+}
+
+/* Tolerance: |y - naive| <= 1e-5 (1 + sum |x w|). */
+static double linear_check(size_t M, size_t N, size_t K, bool with_bias)
+{
+	float *x = rand_new(M * K, -1.0f, 1.0f), *W = rand_new(N * K, -1.0f, 1.0f);
+	float *bias = rand_new(N, -1.0f, 1.0f), *y = fill_new(M * N, NAN);
+	double worst = 0.0;
+	kn_linear(M, N, K, x, W, with_bias ? bias : NULL, y);
+	for (size_t i = 0; i < M; i++)
+		for (size_t j = 0; j < N; j++) {
+			double s = with_bias ? bias[j] : 0.0, mag = 1.0;
+			for (size_t p = 0; p < K; p++) {
+				s += (double)x[i * K + p] * W[j * K + p];
+				mag += fabs((double)x[i * K + p] * W[j * K + p]);
+			}
+			double e = fabs(y[i * N + j] - s) / (1e-5 * mag);
+			worst = e > worst || isnan(e) ? e : worst;
+		}
+	free(x);
+	free(W);
+	free(bias);
+	free(y);
+	return worst;
+}
+
+static void test_linear(void **state)
+{
+	(void)state;
+	double worst = 0.0;
+	static const size_t shapes[][3] = {
+		{1, 1, 1}, {7, 11, 13}, {1, 384, 384}, {33, 65, 17}, {4, 5, 0}};
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		for (int b = 0; b < 2; b++) {
+			double e = linear_check(shapes[i][0], shapes[i][1], shapes[i][2], b);
+			if (!(e <= 1.0))
+				fail_msg("linear shape %zu bias %d: error / tolerance %g", i, b, e);
+			worst = e > worst ? e : worst;
+		}
+	kn_blas_set_threads(2); /* must not disturb results */
+	double e = linear_check(64, 96, 80, true);
+	kn_blas_set_threads(1);
+	assert_true(e <= 1.0);
+	printf("[ kn ] linear worst error / tolerance %.3g\n", worst);
+}
+
+int main(void)
+{
+	kn_init(KN_ISA_COUNT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_conv1d),
+		cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_linear),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,607 @@
+/* tests/unit/kernels/test_ops.c - every kn_ops variant the CPU runs against
+ * the scalar reference (kernels/ref/ops.c) and against double-precision
+ * formulas, on random inputs and edge sizes, with unaligned pointers.
+ *
+ * Each op is scored by a max error with its own tolerance (stated at the
+ * check). Buffers are allocated to their exact size so ASan catches a tail
+ * that reads or writes one element too far. With KN_BENCH=1 the same
+ * harness also prints a micro-benchmark of every op per ISA.
+ *
+ * The erf coefficients in kernels/kn_int.h come from least-squares fits
+ * (numpy, Chebyshev nodes, mpmath references at 40 digits); test_gelu here
+ * is what checks them, against erff and against double erf.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kn.h"
+
+static const size_t sizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 100, 383, 384, 1500};
+#define N_SIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng_u64(void) /* splitmix64: deterministic across runs */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static float rng_uniform(float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((double)(rng_u64() >> 40) / (double)(1ull << 24));
+}
+
+/* n floats starting `off` floats into a block of exactly n + off floats
+ * (off = 1 makes the pointer 4 bytes off any vector alignment). */
+static float *buf_new(size_t n, size_t off, float **base)
+{
+	*base = malloc((n + off + (n + off == 0)) * sizeof(float));
+	assert_non_null(*base);
+	return *base + off;
+}
+
+static void fill(float *x, size_t n, float lo, float hi)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = rng_uniform(lo, hi);
+}
+
+/* Calls fn(ops, n, off, err) for every runnable variant, size and offset;
+ * fn returns its max normalised error (<= 1 passes), the worst is printed. */
+typedef double (*case_fn)(const struct kn_ops *ops, size_t n, size_t off);
+
+static void for_each_case(const char *op, case_fn fn)
+{
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		if (!ops)
+			continue;
+		double worst = 0.0;
+		for (size_t s = 0; s < N_SIZES; s++)
+			for (size_t off = 0; off < 2; off++) {
+				double e = fn(ops, sizes[s], off);
+				worst = e > worst ? e : worst;
+			}
+		printf("[ kn ] %-10s %-6s worst error / tolerance = %.3g\n", op, ops->name, worst);
+		assert_true(worst <= 1.0);
+	}
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/* ---- dispatch --------------------------------------------------------- */
+
+static void test_dispatch(void **state)
+{
+	(void)state;
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	assert_non_null(ref);
+	assert_string_equal(ref->name, "ref");
+	assert_null(kn_ops_for(KN_ISA_COUNT));
+	assert_ptr_equal(kn_init(KN_ISA_REF), ref);
+	assert_ptr_equal(kn_ops(), ref);
+
+	const struct kn_ops *best = kn_init(KN_ISA_COUNT);
+	for (int isa = KN_ISA_COUNT - 1; isa >= 0; isa--)
+		if (kn_ops_for((enum kn_isa)isa)) {
+			assert_int_equal(best->isa, isa);
+			break;
+		}
+	assert_ptr_equal(kn_ops(), best);
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		/* a forced ISA the CPU lacks falls back to the best */
+		assert_ptr_equal(kn_init((enum kn_isa)isa), ops ? ops : best);
+		printf("[ kn ] isa %d %s\n", isa, ops ? ops->name : "(not supported by this CPU)");
+	}
+	kn_init(KN_ISA_COUNT);
+}
+
+/* ---- f16_to_f32 --------------------------------------------------------- */
+
+static void test_f16_ref_values(void **state)
+{
+	(void)state;
+	static const struct {
+		uint16_t h;
+		float f;
+	} cases[] = {
+		{0x0000, 0.0f},	      {0x3c00, 1.0f},
+		{0xc000, -2.0f},      {0x3555, 0.333251953125f},
+		{0x0001, 0x1p-24f},   {0x8001, -0x1p-24f},
+		{0x03ff, 0x3ffp-24f}, {0x0400, 0x1p-14f},
+		{0x7bff, 65504.0f},   {0xfbff, -65504.0f},
+		{0x7c00, INFINITY},   {0xfc00, -INFINITY},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		float y;
+		kn_ops_for(KN_ISA_REF)->f16_to_f32(&cases[i].h, &y, 1);
+		assert_int_equal(f32_bits(y), f32_bits(cases[i].f));
+	}
+	uint16_t h[4] = {0x8000, 0x7e00, 0xfe01, 0x7c01}; /* -0, qNaN, -qNaN, sNaN */
+	float y[4];
+	kn_ops_for(KN_ISA_REF)->f16_to_f32(h, y, 4);
+	assert_int_equal(f32_bits(y[0]), 0x80000000u);
+	assert_true(isnan(y[1]) && isnan(y[2]) && isnan(y[3]) && signbit(y[2]));
+	assert_int_equal(f32_bits(y[3]), 0x7fc02000u); /* quietened, payload kept */
+}
+
+/* All 65536 halves, bit for bit against the reference, at both offsets. */
+static void test_f16_exhaustive(void **state)
+{
+	(void)state;
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	uint16_t *hb = malloc((65536 + 1) * sizeof(*hb));
+	float *want = malloc(65536 * sizeof(*want));
+	float *yb, *y = buf_new(65536, 1, &yb);
+	assert_non_null(hb);
+	assert_non_null(want);
+	for (uint32_t i = 0; i < 65536; i++)
+		hb[i + 1] = (uint16_t)i;
+	ref->f16_to_f32(hb + 1, want, 65536);
+	for (int isa = 1; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		if (!ops)
+			continue;
+		ops->f16_to_f32(hb + 1, y, 65536);
+		assert_memory_equal(y, want, 65536 * sizeof(*y));
+		printf("[ kn ] f16_to_f32 %-6s 65536/65536 bit-exact\n", ops->name);
+	}
+	free(hb);
+	free(want);
+	free(yb);
+}
+
+static double case_f16(const struct kn_ops *ops, size_t n, size_t off)
+{
+	uint16_t *hb = malloc((n + off + 1) * sizeof(*hb)), *h = hb + off;
+	float *yb, *y = buf_new(n, off, &yb);
+	float *wb, *want = buf_new(n, 0, &wb);
+	assert_non_null(hb);
+	for (size_t i = 0; i < n; i++)
+		h[i] = (uint16_t)rng_u64();
+	ops->f16_to_f32(h, y, n);
+	kn_ops_for(KN_ISA_REF)->f16_to_f32(h, want, n);
+	double bad = n ? memcmp(y, want, n * sizeof(*y)) != 0 : 0; /* tolerance: exact */
+	free(hb);
+	free(yb);
+	free(wb);
+	return bad ? 2.0 : 0.0;
+}
+
+static void test_f16_sizes(void **state)
+{
+	(void)state;
+	for_each_case("f16_to_f32", case_f16);
+}
+
+/* ---- layer_norm --------------------------------------------------------- */
+
+/* Tolerance: |y - y_double| <= 5e-6 (1 + |y_double|). Also checks that
+ * in place (y == x) gives the same bits as out of place. */
+static double case_layer_norm(const struct kn_ops *ops, size_t n, size_t off)
+{
+	float *xb, *gb, *bb, *yb;
+	float *x = buf_new(n, off, &xb), *g = buf_new(n, off, &gb);
+	float *b = buf_new(n, off, &bb), *y = buf_new(n, off, &yb);
+	fill(x, n, -3.0f, 5.0f);
+	fill(g, n, 0.5f, 1.5f);
+	fill(b, n, -1.0f, 1.0f);
+	double mean = 0.0, var = 0.0, worst = 0.0;
+	for (size_t i = 0; i < n; i++)
+		mean += x[i];
+	mean /= n ? (double)n : 1.0;
+	for (size_t i = 0; i < n; i++)
+		var += (x[i] - mean) * (x[i] - mean);
+	double rstd = 1.0 / sqrt(var / (n ? (double)n : 1.0) + 1e-5);
+	ops->layer_norm(x, g, b, y, n, 1e-5f);
+	for (size_t i = 0; i < n; i++) {
+		double e = (x[i] - mean) * rstd * g[i] + b[i];
+		double err = fabs(y[i] - e) / (5e-6 * (1.0 + fabs(e)));
+		worst = err > worst ? err : worst;
+	}
+	ops->layer_norm(x, g, b, x, n, 1e-5f);
+	if (n && memcmp(x, y, n * sizeof(*x)) != 0)
+		worst = 2.0;
+	free(xb);
+	free(gb);
+	free(bb);
+	free(yb);
+	return worst;
+}
+
+static void test_layer_norm(void **state)
+{
+	(void)state;
+	for_each_case("layer_norm", case_layer_norm);
+}
+
+/* ---- gelu --------------------------------------------------------------- */
+
+static float gelu_erff(float x)
+{
+	return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2));
+}
+
+/* kn.h's tolerance: |gelu - erff formula| <= 1e-5 (1 + |x|). */
+static double gelu_score(const float *in, const float *out, size_t n, double *abs_max)
+{
+	double worst = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)out[i] - gelu_erff(in[i]));
+		double dd = fabs((double)out[i] - 0.5 * in[i] * (1.0 + erf(in[i] * M_SQRT1_2)));
+		double err = d / (1e-5 * (1.0 + fabs(in[i])));
+		worst = err > worst ? err : worst;
+		if (abs_max && dd > *abs_max)
+			*abs_max = dd;
+	}
+	return worst;
+}
+
+static double case_gelu(const struct kn_ops *ops, size_t n, size_t off)
+{
+	float *xb, *yb, *x = buf_new(n, off, &xb), *y = buf_new(n, off, &yb);
+	fill(x, n, -8.0f, 8.0f);
+	memcpy(y, x, n * sizeof(*x));
+	ops->gelu(y, n);
+	double worst = gelu_score(x, y, n, NULL);
+	free(xb);
+	free(yb);
+	return worst;
+}
+
+/* A dense sweep over [-12, 12] plus specials, per variant; prints the max
+ * absolute error against double erf (the number quoted in reports). */
+static void test_gelu_sweep(void **state)
+{
+	(void)state;
+	static const float special[] = {0.0f,	-0.0f,	1e-30f,	 -1e-30f, 1e-3f,
+					-1e-3f, 100.0f, -100.0f, 1e10f,	  -1e10f};
+	size_t ns = sizeof(special) / sizeof(special[0]), n = 24 * 4096 + 1 + ns;
+	float *x = malloc(n * sizeof(*x)), *y = malloc(n * sizeof(*y));
+	assert_non_null(x);
+	assert_non_null(y);
+	for (size_t i = 0; i < n - ns; i++)
+		x[i] = -12.0f + (float)i / 4096.0f;
+	memcpy(x + n - ns, special, sizeof(special));
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		if (!ops)
+			continue;
+		memcpy(y, x, n * sizeof(*x));
+		ops->gelu(y, n);
+		double abs_max = 0.0, worst = gelu_score(x, y, n, &abs_max);
+		printf("[ kn ] gelu sweep %-6s max|err| vs double erf %.3g, worst/tol %.3g\n",
+		       ops->name, abs_max, worst);
+		assert_true(worst <= 1.0);
+	}
+	free(x);
+	free(y);
+	for_each_case("gelu", case_gelu);
+}
+
+/* ---- softmax ------------------------------------------------------------ */
+
+/* Tolerance: |p - p_double| <= 4e-6 p_double + 1e-12, |sum - 1| <= 1e-5.
+ * Inputs are shifted by +1000 on odd offsets to exercise the max
+ * subtraction, and every 5th entry is -INFINITY (a mask) which must give
+ * exactly 0. */
+static double case_softmax(const struct kn_ops *ops, size_t n, size_t off)
+{
+	float *xb, *x = buf_new(n, off, &xb);
+	double *want = malloc((n + 1) * sizeof(*want)), max = -INFINITY, sum = 0.0;
+	assert_non_null(want);
+	fill(x, n, off ? 990.0f : -10.0f, off ? 1010.0f : 10.0f);
+	for (size_t i = 3; i < n; i += 5)
+		x[i] = -INFINITY;
+	for (size_t i = 0; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	for (size_t i = 0; i < n; i++)
+		sum += want[i] = exp((double)x[i] - max);
+	ops->softmax(x, n);
+	double worst = 0.0, got_sum = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double p = want[i] / sum, err = fabs(x[i] - p) / (4e-6 * p + 1e-12);
+		worst = err > worst ? err : worst;
+		got_sum += x[i];
+		if (i % 5 == 3 && x[i] != 0.0f)
+			worst = 2.0;
+	}
+	if (n && fabs(got_sum - 1.0) > 1e-5)
+		worst = 2.0;
+	free(xb);
+	free(want);
+	return worst;
+}
+
+static void test_softmax(void **state)
+{
+	(void)state;
+	for_each_case("softmax", case_softmax);
+}
+
+/* ---- add, scale_add, dot ------------------------------------------------ */
+
+static double case_add(const struct kn_ops *ops, size_t n, size_t off)
+{
+	float *yb, *xb, *wb;
+	float *y = buf_new(n, off, &yb), *x = buf_new(n, off, &xb), *w = buf_new(n, 0, &wb);
+	fill(y, n, -2.0f, 2.0f);
+	fill(x, n, -2.0f, 2.0f);
+	memcpy(w, y, n * sizeof(*y));
+	ops->add(y, x, n);
+	kn_ops_for(KN_ISA_REF)->add(w, x, n);
+	double bad = n && memcmp(y, w, n * sizeof(*y)) != 0; /* tolerance: exact */
+	free(yb);
+	free(xb);
+	free(wb);
+	return bad ? 2.0 : 0.0;
+}
+
+/* Tolerance: b NULL exact; else |y - y_double| <= 2^-23 (|y a| + |b|)
+ * (the variants fuse the multiply-add, the reference rounds twice). */
+static double case_scale_add(const struct kn_ops *ops, size_t n, size_t off)
+{
+	float *yb, *bb, *wb;
+	float *y = buf_new(n, off, &yb), *b = buf_new(n, off, &bb), *w = buf_new(n, 0, &wb);
+	fill(y, n, -2.0f, 2.0f);
+	fill(b, n, -2.0f, 2.0f);
+	memcpy(w, y, n * sizeof(*y));
+	ops->scale_add(y, 0.37f, NULL, n);
+	kn_ops_for(KN_ISA_REF)->scale_add(w, 0.37f, NULL, n);
+	double worst = n && memcmp(y, w, n * sizeof(*y)) != 0 ? 2.0 : 0.0;
+	memcpy(w, y, n * sizeof(*y));
+	ops->scale_add(y, -1.7f, b, n);
+	for (size_t i = 0; i < n; i++) {
+		double e = (double)w[i] * -1.7 + b[i],
+		       tol = 0x1p-23 * (fabs(w[i] * 1.7) + fabs(b[i]));
+		double err = fabs(y[i] - e) / tol;
+		worst = err > worst ? err : worst;
+	}
+	free(yb);
+	free(bb);
+	free(wb);
+	return worst;
+}
+
+/* Tolerance: |dot - dot_double| <= 1e-6 sum |x y| (+1e-30 for n = 0). */
+static double case_dot(const struct kn_ops *ops, size_t n, size_t off)
+{
+	float *xb, *yb, *x = buf_new(n, off, &xb), *y = buf_new(n, off, &yb);
+	fill(x, n, -1.0f, 1.0f);
+	fill(y, n, -1.0f, 1.0f);
+	double e = 0.0, mag = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		e += (double)x[i] * y[i];
+		mag += fabs((double)x[i] * y[i]);
+	}
+	double err = fabs(ops->dot(x, y, n) - e) / (1e-6 * mag + 1e-30);
+	free(xb);
+	free(yb);
+	return err;
+}
+
+static void test_add(void **state)
+{
+	(void)state;
+	for_each_case("add", case_add);
+	for_each_case("scale_add", case_scale_add);
+	for_each_case("dot", case_dot);
+}
+
+/* ---- each SIMD variant against the reference, directly ----------------- */
+
+/* n = 1500 random inputs through ref and the variant; max |variant - ref|,
+ * divided by |ref| for softmax, by 1 + |x| for gelu, by |y a| + |b| for
+ * scale_add and by sum |x y| for dot. Tolerances: layer_norm 1e-5 abs
+ * (outputs are O(1)), gelu 1e-5, softmax 4e-6, scale_add 2^-22 (fused vs
+ * unfused multiply-add: one rounding apart), dot 1e-6. */
+enum { VS_LN, VS_GELU, VS_SOFTMAX, VS_SCALE, VS_DOT, VS_COUNT };
+static const char *const vs_names[VS_COUNT] = {"layer_norm", "gelu", "softmax", "scale_add", "dot"};
+static const double vs_tol[VS_COUNT] = {1e-5, 1e-5, 4e-6, 0x1p-22, 1e-6};
+
+static double vs_ref_one(const struct kn_ops *ops, int op, const float *in, const float *in2,
+			 float *a, float *b, size_t n)
+{
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	memcpy(a, in, n * sizeof(*a));
+	memcpy(b, in, n * sizeof(*b));
+	switch (op) {
+	case VS_LN:
+		ops->layer_norm(in, in2, in2, a, n, 1e-5f);
+		ref->layer_norm(in, in2, in2, b, n, 1e-5f);
+		break;
+	case VS_GELU:
+		ops->gelu(a, n);
+		ref->gelu(b, n);
+		break;
+	case VS_SOFTMAX:
+		ops->softmax(a, n);
+		ref->softmax(b, n);
+		break;
+	case VS_SCALE:
+		ops->scale_add(a, 0.3f, in2, n);
+		ref->scale_add(b, 0.3f, in2, n);
+		break;
+	default: {
+		double d = ops->dot(in, in2, n), e = ref->dot(in, in2, n), mag = 0.0;
+		for (size_t i = 0; i < n; i++)
+			mag += fabs((double)in[i] * in2[i]);
+		return fabs(d - e) / mag;
+	}
+	}
+	double worst = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]);
+		if (op == VS_SOFTMAX)
+			d /= b[i];
+		else if (op == VS_GELU)
+			d /= 1.0 + fabs(in[i]);
+		else if (op == VS_SCALE)
+			d /= fabs(in[i] * 0.3) + fabs(in2[i]);
+		worst = d > worst ? d : worst;
+	}
+	return worst;
+}
+
+static void test_vs_ref(void **state)
+{
+	(void)state;
+	enum { N = 1500 };
+	float *in = malloc(N * sizeof(*in)), *in2 = malloc(N * sizeof(*in2));
+	float *a = malloc(N * sizeof(*a)), *b = malloc(N * sizeof(*b));
+	assert_true(in && in2 && a && b);
+	fill(in, N, -8.0f, 8.0f);
+	fill(in2, N, 0.5f, 1.5f);
+	for (int isa = 1; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		for (int op = 0; ops && op < VS_COUNT; op++) {
+			double e = vs_ref_one(ops, op, in, in2, a, b, N);
+			printf("[ kn ] vs ref %-10s %-6s max err %.3g (tol %.3g)\n", vs_names[op],
+			       ops->name, e, vs_tol[op]);
+			assert_true(e <= vs_tol[op]);
+		}
+	}
+	free(in);
+	free(in2);
+	free(a);
+	free(b);
+}
+
+/* ---- micro-benchmark (KN_BENCH=1) --------------------------------------- */
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+enum {
+	BENCH_F16,
+	BENCH_LN,
+	BENCH_GELU,
+	BENCH_SOFTMAX,
+	BENCH_ADD,
+	BENCH_SCALE,
+	BENCH_DOT,
+	BENCH_COUNT
+};
+static const char *const bench_names[BENCH_COUNT] = {"f16_to_f32", "layer_norm", "gelu", "softmax",
+						     "add",	   "scale_add",	 "dot"};
+
+static volatile float bench_sink;
+
+/* Buffers: a in/out, b and c second operands (gamma/beta), g a gelu
+ * source in [-4, 4] copied into a before each gelu call (the copy is
+ * timed too: in-place gelu repeated would decay towards 0 and subnormals),
+ * h halves for f16_to_f32. */
+struct bench_bufs {
+	float *a, *b, *c, *g;
+	uint16_t *h;
+};
+
+static void bench_run(const struct kn_ops *ops, int op, const struct bench_bufs *m, size_t n)
+{
+	switch (op) {
+	case BENCH_F16:
+		ops->f16_to_f32(m->h, m->a, n);
+		break;
+	case BENCH_LN:
+		ops->layer_norm(m->a, m->b, m->c, m->a, n, 1e-5f);
+		break;
+	case BENCH_GELU:
+		memcpy(m->a, m->g, n * sizeof(*m->a));
+		ops->gelu(m->a, n);
+		break;
+	case BENCH_SOFTMAX:
+		ops->softmax(m->a, n);
+		break;
+	case BENCH_ADD:
+		ops->add(m->a, m->b, n);
+		break;
+	case BENCH_SCALE:
+		ops->scale_add(m->a, 0.5f, m->b, n);
+		break;
+	default:
+		bench_sink = ops->dot(m->a, m->b, n);
+		break;
+	}
+}
+
+/* Best of 3 rounds of ~20M elements each; prints ns per call. */
+static void bench_one(const struct kn_ops *ops, int op, size_t n)
+{
+	struct bench_bufs m = {malloc(n * sizeof(float)), malloc(n * sizeof(float)),
+			       malloc(n * sizeof(float)), malloc(n * sizeof(float)),
+			       malloc(n * sizeof(uint16_t))};
+	assert_true(m.a && m.b && m.c && m.g && m.h);
+	fill(m.b, n, 0.5f, 1.0f);
+	fill(m.c, n, -0.1f, 0.1f);
+	fill(m.g, n, -4.0f, 4.0f);
+	for (size_t i = 0; i < n; i++)
+		m.h[i] = (uint16_t)(0x3000 + (rng_u64() & 0x0fff));
+	size_t reps = 20000000 / n + 10;
+	double best = INFINITY;
+	for (int round = 0; round < 3; round++) {
+		fill(m.a, n, -1.0f, 1.0f);
+		double t0 = now_ns();
+		for (size_t r = 0; r < reps; r++)
+			bench_run(ops, op, &m, n);
+		double t = (now_ns() - t0) / (double)reps;
+		best = t < best ? t : best;
+	}
+	printf("[bench] %-10s %-6s n=%-5zu %9.1f ns/call %7.2f Gelem/s\n", bench_names[op],
+	       ops->name, n, best, (double)n / best);
+	free(m.a);
+	free(m.b);
+	free(m.c);
+	free(m.g);
+	free(m.h);
+}
+
+static void test_bench(void **state)
+{
+	(void)state;
+	const char *env = getenv("KN_BENCH");
+	if (!env || strcmp(env, "1") != 0)
+		skip();
+	static const size_t bench_n[] = {384, 1500};
+	for (int op = 0; op < BENCH_COUNT; op++)
+		for (size_t s = 0; s < 2; s++)
+			for (int isa = 0; isa < KN_ISA_COUNT; isa++)
+				if (kn_ops_for((enum kn_isa)isa))
+					bench_one(kn_ops_for((enum kn_isa)isa), op, bench_n[s]);
+}
+
+int main(void)
+{
+	kn_init(KN_ISA_COUNT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dispatch),       cmocka_unit_test(test_f16_ref_values),
+		cmocka_unit_test(test_f16_exhaustive), cmocka_unit_test(test_f16_sizes),
+		cmocka_unit_test(test_layer_norm),     cmocka_unit_test(test_gelu_sweep),
+		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_add),
+		cmocka_unit_test(test_vs_ref),	       cmocka_unit_test(test_bench),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
