@@ -23,9 +23,12 @@
 #include "common/mem.h"
 #include "common/st.h"
 
-#define AUDIO_BLOCK_SAMPLES 65536 /* interleaved samples read per sf_readf_float */
-#define AUDIO_INIT_FRAMES 65536	  /* first mono capacity when the length is unknown */
-#define AUDIO_HINT_CAP (1u << 24) /* never trust a header for more than this up front */
+#define AUDIO_BLOCK_SAMPLES 65536      /* interleaved samples read per sf_readf_float */
+#define AUDIO_INIT_FRAMES   65536      /* first mono capacity when the length is unknown */
+#define AUDIO_HINT_CAP	    (1u << 24) /* never trust a header for more than this up front */
+#define AUDIO_MAX_ABS                                                                              \
+	1e6f /* float input clamped to +-this: keeps sums, the                                     \
+	      * resampler and the spectrogram finite */
 
 /* A read-only file over the caller's bytes for sf_open_virtual. */
 struct audio_mem {
@@ -122,42 +125,72 @@ const char *eng_audio_encoding_name(enum eng_audio_encoding enc)
 static const char *major_name(int major)
 {
 	switch (major) {
-	case SF_FORMAT_WAV: return "wav";
-	case SF_FORMAT_WAVEX: return "wav";
-	case SF_FORMAT_RF64: return "rf64";
-	case SF_FORMAT_W64: return "w64";
-	case SF_FORMAT_AIFF: return "aiff";
-	case SF_FORMAT_AU: return "au";
-	case SF_FORMAT_CAF: return "caf";
-	case SF_FORMAT_FLAC: return "flac";
-	case SF_FORMAT_OGG: return "ogg";
-	case SF_FORMAT_MPEG: return "mpeg";
-	case SF_FORMAT_RAW: return "raw";
-	default: return "other";
+	case SF_FORMAT_WAV:
+		return "wav";
+	case SF_FORMAT_WAVEX:
+		return "wav";
+	case SF_FORMAT_RF64:
+		return "rf64";
+	case SF_FORMAT_W64:
+		return "w64";
+	case SF_FORMAT_AIFF:
+		return "aiff";
+	case SF_FORMAT_AU:
+		return "au";
+	case SF_FORMAT_CAF:
+		return "caf";
+	case SF_FORMAT_FLAC:
+		return "flac";
+	case SF_FORMAT_OGG:
+		return "ogg";
+	case SF_FORMAT_MPEG:
+		return "mpeg";
+	case SF_FORMAT_RAW:
+		return "raw";
+	default:
+		return "other";
 	}
 }
 
 static const char *sub_name(int sub)
 {
 	switch (sub) {
-	case SF_FORMAT_PCM_S8: return "pcm_s8";
-	case SF_FORMAT_PCM_U8: return "pcm_u8";
-	case SF_FORMAT_PCM_16: return "pcm_16";
-	case SF_FORMAT_PCM_24: return "pcm_24";
-	case SF_FORMAT_PCM_32: return "pcm_32";
-	case SF_FORMAT_FLOAT: return "float";
-	case SF_FORMAT_DOUBLE: return "double";
-	case SF_FORMAT_ULAW: return "ulaw";
-	case SF_FORMAT_ALAW: return "alaw";
-	case SF_FORMAT_IMA_ADPCM: return "ima_adpcm";
-	case SF_FORMAT_MS_ADPCM: return "ms_adpcm";
-	case SF_FORMAT_GSM610: return "gsm610";
-	case SF_FORMAT_VORBIS: return "vorbis";
-	case SF_FORMAT_OPUS: return "opus";
-	case SF_FORMAT_MPEG_LAYER_I: return "layer1";
-	case SF_FORMAT_MPEG_LAYER_II: return "layer2";
-	case SF_FORMAT_MPEG_LAYER_III: return "layer3";
-	default: return "other";
+	case SF_FORMAT_PCM_S8:
+		return "pcm_s8";
+	case SF_FORMAT_PCM_U8:
+		return "pcm_u8";
+	case SF_FORMAT_PCM_16:
+		return "pcm_16";
+	case SF_FORMAT_PCM_24:
+		return "pcm_24";
+	case SF_FORMAT_PCM_32:
+		return "pcm_32";
+	case SF_FORMAT_FLOAT:
+		return "float";
+	case SF_FORMAT_DOUBLE:
+		return "double";
+	case SF_FORMAT_ULAW:
+		return "ulaw";
+	case SF_FORMAT_ALAW:
+		return "alaw";
+	case SF_FORMAT_IMA_ADPCM:
+		return "ima_adpcm";
+	case SF_FORMAT_MS_ADPCM:
+		return "ms_adpcm";
+	case SF_FORMAT_GSM610:
+		return "gsm610";
+	case SF_FORMAT_VORBIS:
+		return "vorbis";
+	case SF_FORMAT_OPUS:
+		return "opus";
+	case SF_FORMAT_MPEG_LAYER_I:
+		return "layer1";
+	case SF_FORMAT_MPEG_LAYER_II:
+		return "layer2";
+	case SF_FORMAT_MPEG_LAYER_III:
+		return "layer3";
+	default:
+		return "other";
 	}
 }
 
@@ -175,8 +208,7 @@ static void audio_format_name(const SF_INFO *info, const struct eng_audio_raw *r
 
 /* SF_INFO for headerless input, or -ST_INVAL/-ST_UNSUPPORTED. FLAC and
  * ogg-opus describe themselves: format 0 lets libsndfile detect them. */
-static int audio_raw_info(const struct eng_audio_raw *raw, SF_INFO *info, char *err,
-			  size_t errlen)
+static int audio_raw_info(const struct eng_audio_raw *raw, SF_INFO *info, char *err, size_t errlen)
 {
 	static const int subtype[] = {
 		[ENG_AUDIO_ENCODING_LINEAR16] = SF_FORMAT_PCM_16,
@@ -207,8 +239,11 @@ static int audio_raw_info(const struct eng_audio_raw *raw, SF_INFO *info, char *
 /* Open the decoder over mem and check rate and channel count. */
 static int audio_open(struct audio_dec *d, struct audio_mem *mem, char *err, size_t errlen)
 {
-	SF_VIRTUAL_IO io = {.get_filelen = vio_len, .seek = vio_seek, .read = vio_read,
-			    .write = vio_write, .tell = vio_tell};
+	SF_VIRTUAL_IO io = {.get_filelen = vio_len,
+			    .seek = vio_seek,
+			    .read = vio_read,
+			    .write = vio_write,
+			    .tell = vio_tell};
 	d->sf = sf_open_virtual(&io, SFM_READ, &d->info, mem);
 	if (!d->sf) {
 		audio_err(err, errlen, "unrecognised or unsupported audio format: %s",
@@ -247,7 +282,15 @@ static int audio_reserve(struct audio_dec *d, size_t more)
 	return 0;
 }
 
-/* Mean of each frame's channels appended to d->mono; non-finite -> 0. */
+/* x with NaN -> 0 and magnitudes above AUDIO_MAX_ABS (incl. inf) clamped. */
+static float audio_sane(float x)
+{
+	if (isnan(x))
+		return 0.0f;
+	return x > AUDIO_MAX_ABS ? AUDIO_MAX_ABS : x < -AUDIO_MAX_ABS ? -AUDIO_MAX_ABS : x;
+}
+
+/* Mean of each frame's channels appended to d->mono (sanitised). */
 static void audio_downmix(struct audio_dec *d, const float *buf, size_t frames)
 {
 	int ch = d->info.channels;
@@ -256,7 +299,7 @@ static void audio_downmix(struct audio_dec *d, const float *buf, size_t frames)
 		const float *s = buf + f * (size_t)ch;
 		float acc = 0.0f;
 		for (int c = 0; c < ch; c++)
-			acc += isfinite(s[c]) ? s[c] : 0.0f;
+			acc += audio_sane(s[c]);
 		dst[f] = ch == 1 ? acc : acc / (float)ch;
 	}
 	d->n += frames;
@@ -315,8 +358,8 @@ static int audio_resample(struct audio_dec *d, struct eng_audio *out, char *err,
 	return 0;
 }
 
-static int audio_check_args(const void *data, size_t len, double max_seconds,
-			    struct eng_audio *out, char *err, size_t errlen)
+static int audio_check_args(const void *data, size_t len, double max_seconds, struct eng_audio *out,
+			    char *err, size_t errlen)
 {
 	if (!out || (!data && len) || !(max_seconds > 0.0)) {
 		audio_err(err, errlen, "bad arguments");

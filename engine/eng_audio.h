@@ -9,7 +9,9 @@
  * downmixed to mono as the mean of the channels; any rate is resampled to
  * 16000 Hz with libsoxr at SOXR_HQ (skipped at 16 kHz). Integer PCM comes
  * out scaled to [-1, 1) (libsndfile's normalisation: int16 / 32768); float
- * input is kept as is, except NaN and infinities, which become 0.
+ * input is kept as is, except NaN, which becomes 0, and magnitudes beyond
+ * 1e6 (infinities included), which are clamped to +-1e6 so that every
+ * later sum stays finite.
  *
  * Truncated data after a valid header is not an error: libsndfile returns
  * the frames that are present and those are decoded (a WAV whose header
@@ -24,11 +26,11 @@
 
 #include <stddef.h>
 
-#define ENG_AUDIO_RATE 16000	    /* Hz of every decoded output */
-#define ENG_AUDIO_MAX_SECONDS 7200 /* default decoded-length ceiling (2 h, 460 MB) */
-#define ENG_AUDIO_MIN_RATE 1000	    /* Hz, lowest source rate accepted */
-#define ENG_AUDIO_MAX_RATE 384000   /* Hz, highest source rate accepted */
-#define ENG_AUDIO_MAX_CHANNELS 256  /* highest raw channel count accepted */
+#define ENG_AUDIO_RATE	       16000  /* Hz of every decoded output */
+#define ENG_AUDIO_MAX_SECONDS  7200   /* default decoded-length ceiling (2 h, 460 MB) */
+#define ENG_AUDIO_MIN_RATE     1000   /* Hz, lowest source rate accepted */
+#define ENG_AUDIO_MAX_RATE     384000 /* Hz, highest source rate accepted */
+#define ENG_AUDIO_MAX_CHANNELS 256    /* highest raw channel count accepted */
 
 /* Headerless encodings, named as Deepgram's `encoding` parameter. */
 enum eng_audio_encoding {
@@ -52,11 +54,11 @@ struct eng_audio_raw {
 
 /* Decoded audio. Embedded by the caller; eng_audio_fini frees it. */
 struct eng_audio {
-	float *samples;	    /* (n_samples) f32 mono at 16 kHz, new (mem.h), owned */
-	size_t n_samples;   /* samples at ENG_AUDIO_RATE */
-	double duration_s;  /* source frames / source rate, seconds */
-	int src_rate;	    /* Hz of the input */
-	int src_channels;   /* channels of the input before downmix */
+	float *samples;	     /* (n_samples) f32 mono at 16 kHz, new (mem.h), owned */
+	size_t n_samples;    /* samples at ENG_AUDIO_RATE */
+	double duration_s;   /* source frames / source rate, seconds */
+	int src_rate;	     /* Hz of the input */
+	int src_channels;    /* channels of the input before downmix */
 	char src_format[32]; /* "wav/pcm_16", "flac/pcm_16", "mp3", "raw/linear16", ... */
 };
 

@@ -541,6 +541,8 @@ int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_sam
 		   size_t errlen)
 {
 	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
 	int rc = et_check_params(m, p, err, errlen);
 	if (rc)
 		return rc;
@@ -558,6 +560,8 @@ int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_sam
 			eng__errf(rc, err, errlen, "out of memory");
 		else if (rc == -ST_CANCELED)
 			eng__errf(rc, err, errlen, "cancelled");
+		else if (err && errlen && !err[0])
+			eng__errf(rc, err, errlen, "transcription failed (%s)", st_str(rc));
 		eng_transcript_destroy(t.out);
 		return rc;
 	}

@@ -13,8 +13,12 @@ White_Space does not. Checked against tokenizers 0.23 with
 pre_tokenize_str("a\\x1c\\x1cb").
 
 Usage: python3 engine/gen_unicode_tables.py > engine/eng_unicode_tables.h
-The table records unicodedata.unidata_version; rerun after a Python
-upgrade to follow newer Unicode versions.
+Run it with the newest Python at hand: the committed table came from
+Python 3.13 (Unicode 15.1). tokenizers 0.23's Oniguruma knows Unicode 16,
+so code points first assigned in Unicode 16 (e.g. Egyptian Hieroglyphs
+Extended-A, U+A7CB..) are "other" here but letters/numbers there - measured
+by probing every code point through HF's pre-tokenizer. Python 3.14
+(Unicode 16) would close that gap.
 """
 import sys
 import unicodedata

@@ -18,19 +18,19 @@
  */
 #include "kernels/kn_mel.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "kernels/kn_blas.h"
 
-#define MEL_BLOCK 256			 /* frames per GEMM block */
-#define MEL_PAD (KN_MEL_N_FFT / 2)	 /* center=True reflect padding, samples */
-#define MEL_SPEC_W (2 * KN_MEL_N_BINS)	 /* basis columns: cos bins, then sin bins */
-#define MEL_LOG_FLOOR 1e-10f		 /* log10 floor (the reference's clip) */
-#define MEL_DYN_RANGE 8.0f		 /* dB/10 kept below the global max */
+#define MEL_BLOCK     256		  /* frames per GEMM block */
+#define MEL_PAD	      (KN_MEL_N_FFT / 2)  /* center=True reflect padding, samples */
+#define MEL_SPEC_W    (2 * KN_MEL_N_BINS) /* basis columns: cos bins, then sin bins */
+#define MEL_LOG_FLOOR 1e-10f		  /* log10 floor (the reference's clip) */
+#define MEL_DYN_RANGE 8.0f		  /* dB/10 kept below the global max */
 
 struct kn_mel {
 	int n_mels;	/* 80 or 128 */
@@ -38,14 +38,12 @@ struct kn_mel {
 	float *filters; /* (n_mels, 201): Slaney mel filterbank, Slaney-normalised */
 };
 
-/* C[M,N] = A[M,K] * op(B), row-major. A direct cblas call: kn_blas.h's
- * kn_gemm is the project wrapper and can replace this line once it lands;
- * this keeps the mel kernel buildable on its own meanwhile. */
+/* C[M,N] = A[M,K] * op(B), row-major, through the project's OpenBLAS
+ * wrapper (kn_blas.h). */
 static void mel_gemm(bool trans_b, size_t M, size_t N, size_t K, const float *A, size_t lda,
 		     const float *B, size_t ldb, float *C, size_t ldc)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
-		    (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
+	kn_gemm(trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
 }
 
 /* Hann window, periodic: np.hanning(401)[:-1] = 0.5 - 0.5 cos(2 pi t / 400).

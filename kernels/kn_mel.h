@@ -35,9 +35,9 @@
 #include <stddef.h>
 
 #define KN_MEL_SAMPLE_RATE 16000 /* Hz, the only rate the features are defined for */
-#define KN_MEL_N_FFT 400	 /* samples per STFT frame (25 ms) */
-#define KN_MEL_HOP 160		 /* samples between frames (10 ms) */
-#define KN_MEL_N_BINS 201	 /* one-sided FFT bins, n_fft/2 + 1 */
+#define KN_MEL_N_FFT	   400	 /* samples per STFT frame (25 ms) */
+#define KN_MEL_HOP	   160	 /* samples between frames (10 ms) */
+#define KN_MEL_N_BINS	   201	 /* one-sided FFT bins, n_fft/2 + 1 */
 
 struct kn_mel;
 
@@ -71,7 +71,7 @@ size_t kn_mel_scratch_len(const struct kn_mel *m);
  *   scratch: (scratch_len) f32 caller-owned, scratch_len >=
  *            kn_mel_scratch_len(m); contents on return unspecified.
  * No frames (n_samples < 160) returns 0 and writes nothing. The DFT runs as
- * one GEMM per block of frames (kn_gemm, OpenBLAS, on the calling thread's
+ * one GEMM per block of frames (kn_gemm, OpenBLAS, with the calling thread's
  * OpenBLAS thread setting). Never allocates.
  * Errors: -ST_INVAL (NULL m/out/scratch with frames to produce, or
  * scratch_len too small). */

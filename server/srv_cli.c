@@ -6,6 +6,7 @@
  * file on stderr (audio seconds, wall seconds, real-time factor): what
  * bench/transcribe-vs-peers times.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct tx_args {
 	const char *model;
 	int threads;
 	bool timestamps;
+	bool json; /* one JSON object per file: text, segments with tokens */
 	struct eng_transcribe_params params;
 	int first_file;
 };
@@ -45,7 +47,7 @@ struct tx_args {
 static int tx_usage(void)
 {
 	fprintf(stderr, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
-			"                         [--timestamps] [--beam-size N] [--language L]\n"
+			"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 			"                         [--prompt TEXT] [--temperature T] FILE...\n");
 	return 2;
 }
@@ -57,8 +59,8 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 	int i = 2;
 	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(o, "--timestamps")) {
-			a->timestamps = true;
+		if (!strcmp(o, "--timestamps") || !strcmp(o, "--json")) {
+			*(o[2] == 't' ? &a->timestamps : &a->json) = true;
 			continue;
 		}
 		if (!v)
@@ -144,8 +146,36 @@ static double tx_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* {"file", "duration", "language", "text", "segments": [{"start", "end",
+ * "text", "tokens", "avg_logprob", "no_speech_prob", "temperature"}]} */
+static void tx_print_json(const char *path, const struct eng_transcript *t)
+{
+	json_t *segs = json_array();
+	for (size_t i = 0; i < t->n_segments; i++) {
+		const struct eng_segment *s = &t->segments[i];
+		json_t *tok = json_array();
+		for (size_t k = 0; k < s->n_tokens; k++)
+			json_array_append_new(tok, json_integer(s->tokens[k]));
+		json_array_append_new(segs, json_pack("{s:f,s:f,s:s,s:o,s:f,s:f,s:f}", "start",
+			s->start_s, "end", s->end_s, "text", s->text, "tokens", tok, "avg_logprob",
+			s->avg_logprob, "no_speech_prob", (double)s->no_speech_prob, "temperature",
+			(double)s->temperature));
+	}
+	json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:o}", "file", path, "duration", t->duration_s,
+			      "language", t->language, "text", t->text, "segments", segs);
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (text)
+		printf("%s\n", text);
+	free(text);
+	json_decref(o);
+}
+
 static void tx_print(const struct tx_args *a, const char *path, const struct eng_transcript *t)
 {
+	if (a->json) {
+		tx_print_json(path, t);
+		return;
+	}
 	if (!a->timestamps) {
 		printf("%s\n", t->text);
 		return;

@@ -419,13 +419,12 @@ int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_t
 			 .rng = o->seed ? o->seed : 0x9E3779B97F4A7C15ULL };
 	size_t sot_at, ctx = (size_t)hp->n_text_ctx;
 	memset(res, 0, sizeof(*res));
-	if (n_prompt == 0 || n_prompt > ctx / 2 || ewg_find_sot(tok, prompt, n_prompt, &sot_at))
+	if (n_prompt == 0 || n_prompt >= ctx || ewg_find_sot(tok, prompt, n_prompt, &sot_at))
 		return -ST_INVAL;
 	/* CTranslate2: max_length = min(ctx / 2, ctx - start_step), start_step
-	 * being the prompt minus its last (start) token. */
+	 * being the prompt minus its last (start) token. The last generated
+	 * token is never fed back, so the cache ends at position ctx - 1. */
 	g.max_steps = ctx - (n_prompt - 1) < ctx / 2 ? ctx - (n_prompt - 1) : ctx / 2;
-	if (g.max_steps > ctx - n_prompt)
-		g.max_steps = ctx - n_prompt; /* our cache holds the last token too */
 	struct ewg_hyp h0;
 	float *at = mem_alloc((size_t)g.n_vocab * sizeof(float));
 	g.logprobs = mem_alloc((size_t)g.n_vocab * sizeof(float));

@@ -45,8 +45,8 @@ struct eng_whisper_gen_result {
 /* eng_whisper_generate - decode one window whose encoder output is in e.
  * prompt [n_prompt]: optional <|startofprev|> + previous tokens, then the
  * SOT sequence (+ <|notimestamps|> when !timestamps). Returns 0, or
- * -ST_NOMEM / -ST_INVAL (prompt without <|startoftranscript|>, or longer
- * than n_text_ctx / 2) with res zeroed. */
+ * -ST_NOMEM / -ST_INVAL (prompt without <|startoftranscript|>, or not
+ * shorter than n_text_ctx) with res zeroed. */
 int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_tok *tok,
 			 const struct eng_whisper_enc *e, const int32_t *prompt, size_t n_prompt,
 			 const struct eng_whisper_gen_opts *o, struct eng_whisper_gen_result *res);

@@ -196,8 +196,14 @@ static void test_stereo_downmix(void **state)
 static void test_pcm_widths(void **state)
 {
 	(void)state;
-	static const struct { int tag, bits; const char *fmt; } kinds[] = {
-		{1, 8, "wav/pcm_u8"}, {1, 24, "wav/pcm_24"}, {1, 32, "wav/pcm_32"}, {3, 32, "wav/float"},
+	static const struct {
+		int tag, bits;
+		const char *fmt;
+	} kinds[] = {
+		{1, 8, "wav/pcm_u8"},
+		{1, 24, "wav/pcm_24"},
+		{1, 32, "wav/pcm_32"},
+		{3, 32, "wav/float"},
 	};
 	enum { N = 800 };
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
@@ -214,12 +220,13 @@ static void test_pcm_widths(void **state)
 				pcm[i] = (uint8_t)((q >> 24) + 128);
 			else
 				for (int j = 0; j < bps; j++) /* little-endian top bytes of q */
-					pcm[i * bps + j] = (uint8_t)((uint32_t)q >> (8 * (4 - bps + j)));
+					pcm[i * bps + j] =
+						(uint8_t)((uint32_t)q >> (8 * (4 - bps + j)));
 			want[i] = x;
 		}
 		size_t len = 0;
-		uint8_t *w = make_wav(kinds[k].tag, kinds[k].bits, 1, 16000, pcm, (size_t)N * bps,
-				      &len);
+		uint8_t *w =
+			make_wav(kinds[k].tag, kinds[k].bits, 1, 16000, pcm, (size_t)N * bps, &len);
 		struct eng_audio a;
 		assert_int_equal(decode(w, len, NULL, &a), 0);
 		assert_string_equal(a.src_format, kinds[k].fmt);
@@ -307,6 +314,13 @@ static void test_raw(void **state)
 		assert_true(fabs((double)a.n_samples - 2.0 * N) <= 1);
 		eng_audio_fini(&a);
 	}
+	for (int i = 0; i < N; i++) /* garbage floats: NaN, inf, huge -> finite */
+		f32[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -3e38f;
+	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR32, 22050, 2};
+	assert_int_equal(decode(f32, sizeof(f32), &r, &a), 0);
+	for (size_t i = 0; i < a.n_samples; i++)
+		assert_true(isfinite(a.samples[i]));
+	eng_audio_fini(&a);
 	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR16, 0, 1};
 	assert_int_equal(decode(s16, sizeof(s16), &r, &a), -ST_INVAL);
 	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR16, 16000, 0};
@@ -439,6 +453,42 @@ static void test_random_bytes(void **state)
 	}
 }
 
+/* tests/data/make-nonspeech.sh output (skipped without sox): every file
+ * is 5 s; silence decodes to exact zeros; the 44.1 kHz stereo FLAC goes
+ * through downmix and resampling. */
+static void test_nonspeech(void **state)
+{
+	(void)state;
+	static const char *files[] = {"silence.wav", "white-noise.wav",		 "tone-440.wav",
+				      "chirp.wav",   "tone-440-44k-stereo.flac", "chord.wav"};
+	const char *root = getenv("INFERD_SOURCE_ROOT");
+	char dir[] = "/tmp/inferd_nonspeech_XXXXXX", cmd[1024], path[1100];
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "sh '%s/tests/data/make-nonspeech.sh' '%s' >/dev/null 2>&1",
+		 root ? root : ".", dir);
+	if (system(cmd) != 0) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+		skip();
+	}
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		size_t len = 0;
+		void *b = read_path(path, &len);
+		assert_non_null(b);
+		struct eng_audio a;
+		assert_int_equal(decode(b, len, NULL, &a), 0);
+		assert_true(fabs(a.duration_s - 5.0) < 1e-6);
+		assert_true(labs((long)a.n_samples - 80000) <= 1);
+		for (size_t k = 0; i == 0 && k < a.n_samples; k++)
+			assert_true(a.samples[k] == 0.0f);
+		eng_audio_fini(&a);
+		mem_free(b);
+		unlink(path);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* Fail the k-th mem.h allocation for every k until a decode succeeds;
  * each failure must be -ST_NOMEM with nothing leaked. 22.05 kHz stereo
  * would be ideal; LJ001-0004.flac exercises the resampling path. */
@@ -466,11 +516,17 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_clips),	       cmocka_unit_test(test_stereo_downmix),
-		cmocka_unit_test(test_pcm_widths),     cmocka_unit_test(test_ogg),
-		cmocka_unit_test(test_raw),	       cmocka_unit_test(test_raw_flac),
-		cmocka_unit_test(test_encoding_names), cmocka_unit_test(test_bad_inputs),
-		cmocka_unit_test(test_truncated_wav),  cmocka_unit_test(test_random_bytes),
+		cmocka_unit_test(test_clips),
+		cmocka_unit_test(test_stereo_downmix),
+		cmocka_unit_test(test_pcm_widths),
+		cmocka_unit_test(test_ogg),
+		cmocka_unit_test(test_raw),
+		cmocka_unit_test(test_raw_flac),
+		cmocka_unit_test(test_encoding_names),
+		cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_truncated_wav),
+		cmocka_unit_test(test_random_bytes),
+		cmocka_unit_test(test_nonspeech),
 		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,9 +21,9 @@
 #include "common/st.h"
 #include "kernels/kn_mel.h"
 
-#define MEL_TOL 1e-3f	   /* max abs error allowed on log-mel features */
-#define FILTER_TOL 1e-7f   /* max abs error allowed on filterbank weights */
-#define FW_PADDING 160	   /* zeros faster-whisper's transcribe appends */
+#define MEL_TOL	   1e-3f /* max abs error allowed on log-mel features */
+#define FILTER_TOL 1e-7f /* max abs error allowed on filterbank weights */
+#define FW_PADDING 160	 /* zeros faster-whisper's transcribe appends */
 
 /* Read a whole file from <root>/<rel>; *len set; NULL when missing. */
 static void *read_file(const char *rel, size_t *len)

@@ -1,0 +1,125 @@
+"""Transcription correctness on real speech, against faster-whisper's
+greedy outputs on the same CTranslate2 model (tests/reference/
+make_transcripts.py regenerates them) and the clips' human transcripts
+(tests/data/audio/manifest.tsv)."""
+import csv
+import json
+import os
+import re
+import subprocess
+import wave
+
+import pytest
+
+from conftest import BIN, MODELS, ROOT
+
+AUDIO = os.path.join(ROOT, "tests", "data", "audio")
+REF = os.path.join(ROOT, "tests", "reference", "transcripts", "faster_whisper.json")
+
+
+def manifest():
+    with open(os.path.join(AUDIO, "manifest.tsv")) as f:
+        return {row["file"]: row for row in csv.DictReader(f, delimiter="\t")}
+
+
+def transcribe(paths, *args):
+    r = subprocess.run([BIN, "transcribe", "--model", os.path.join(MODELS, "whisper-tiny.en"),
+                        "--json", "--temperature", "0", "--threads", "2", *args, *paths],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert "Sanitizer" not in r.stderr, r.stderr
+    out = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(out) == len(paths)
+    return {os.path.basename(o["file"]): o for o in out}
+
+
+@pytest.fixture(scope="module")
+def ours():
+    clips = sorted(manifest())
+    return transcribe([os.path.join(AUDIO, c) for c in clips])
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with open(REF) as f:
+        return json.load(f)["clips"]
+
+
+def normalise(text):
+    """Lowercase, punctuation stripped, whitespace folded (for WER)."""
+    text = re.sub(r"[^\w\s']", " ", text.lower()).replace("'", "")
+    return text.split()
+
+
+def word_errors(ref, hyp):
+    """Levenshtein distance over words."""
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1]
+
+
+def test_jfk_identical_to_faster_whisper(ours, reference):
+    assert " ".join(ours["jfk.wav"]["text"].split()) == " ".join(reference["jfk.wav"]["text"].split())
+
+
+def test_token_sequences_match_on_most_clips(ours, reference):
+    same = [c for c in reference
+            if [t for s in ours[c]["segments"] for t in s["tokens"]]
+            == [t for s in reference[c]["segments"] for t in s["tokens"]]]
+    assert len(same) >= 0.8 * len(reference), (same, len(reference))
+
+
+def test_segment_times_match_faster_whisper(ours, reference):
+    s = ours["jfk.wav"]["segments"]
+    r = reference["jfk.wav"]["segments"]
+    assert [(round(a["start"], 2), round(a["end"], 2)) for a in s] == \
+           [(round(b["start"], 2), round(b["end"], 2)) for b in r]
+
+
+def test_wer_against_human_transcripts(ours, reference):
+    m = manifest()
+    errs_ours = errs_ref = words = 0
+    for clip, row in m.items():
+        truth = normalise(row["reference_transcript"])
+        words += len(truth)
+        errs_ours += word_errors(truth, normalise(ours[clip]["text"]))
+        errs_ref += word_errors(truth, normalise(reference[clip]["text"]))
+    wer_ours, wer_ref = 100.0 * errs_ours / words, 100.0 * errs_ref / words
+    print(f"WER inferd {wer_ours:.2f} %, faster-whisper {wer_ref:.2f} % over {words} words")
+    assert wer_ours <= wer_ref + 1.0
+
+
+def test_long_form_three_minutes(tmp_path):
+    """Clips concatenated past 3 minutes transcribe fully: seeking across
+    30 s windows, timestamps monotonic and inside the audio."""
+    parts = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav",
+             "sense_and_sensibility_01_austen_64kb-0930.wav"]
+    frames = []
+    for p in parts:
+        with wave.open(os.path.join(AUDIO, p)) as w:
+            assert w.getframerate() == 16000 and w.getnchannels() == 1
+            frames.append(w.readframes(w.getnframes()))
+    long = tmp_path / "long.wav"
+    with wave.open(str(long), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        for _ in range(9):
+            for f in frames:
+                w.writeframes(f)
+    o = transcribe([str(long)])["long.wav"]
+    dur = o["duration"]
+    assert dur > 180
+    segs = o["segments"]
+    starts = [s["start"] for s in segs]
+    assert starts == sorted(starts)
+    for s in segs:
+        assert 0 <= s["start"] <= s["end"] <= dur + 0.5, s
+    assert segs[-1]["end"] > dur - 30  # reached the end of the audio
+    text = o["text"].lower()
+    assert text.count("fellow americans") >= 8, text
+    assert text.count("amiable") >= 8, text
