@@ -404,6 +404,12 @@ int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_ra
 	rc = audio_resample(&d, out, err, errlen);
 	if (rc)
 		goto out_close;
+	if (out->n_samples == 0) { /* e.g. one 48 kHz frame is a third of a 16 kHz sample */
+		eng_audio_fini(out);
+		audio_err(err, errlen, "audio has no samples");
+		rc = -ST_INVAL;
+		goto out_close;
+	}
 	out->duration_s = (double)d.n / d.info.samplerate;
 	out->src_rate = d.info.samplerate;
 	out->src_channels = d.info.channels;

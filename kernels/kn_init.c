@@ -8,6 +8,7 @@
  * last kn_init wins).
  */
 #include <assert.h>
+#include <cpuid.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -31,11 +32,19 @@ static _Atomic(const struct kn_ops *) kn_chosen; /* NULL until kn_init */
  * YMM/ZMM state (XCR0), so a "yes" here means the code can run. The
  * AVX-512 file is compiled with -mavx2 -mfma -mf16c too, hence the
  * superset test. */
+static bool kn_has_f16c(void)
+{
+	/* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports lacks
+	 * "f16c"); only consulted once AVX2 is known usable. */
+	unsigned a, b, c, d;
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+
 static void kn_detect(void)
 {
 	__builtin_cpu_init();
 	bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-		    __builtin_cpu_supports("f16c");
+		    kn_has_f16c();
 	bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
 		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 

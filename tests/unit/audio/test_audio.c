@@ -330,6 +330,10 @@ static void test_raw(void **state)
 	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR16, 16000, 1};
 	assert_int_equal(decode(s16, 1, &r, &a), -ST_INVAL); /* less than one frame */
 	assert_string_equal(errbuf, "audio has no samples");
+	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR16, 48000, 1};
+	assert_int_equal(decode(s16, 2, &r, &a), -ST_INVAL); /* < one 16 kHz sample */
+	assert_string_equal(errbuf, "audio has no samples");
+	assert_null(a.samples);
 }
 
 /* "flac" given as a raw encoding: the stream describes itself. */
