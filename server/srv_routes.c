@@ -1,6 +1,7 @@
 /* srv_routes.c - the route table and the handlers of the routes that work
  * at this stage: health (KServe v2), model lists (OpenAI, KServe v2) and
- * Prometheus metrics. A new protocol is a new block of rows here (or its
+ * Prometheus metrics; the audio routes' handlers live in srv_openai_audio.c
+ * and srv_deepgram.c (srv_audio.h). A new protocol is a new block of rows here (or its
  * own srv_routes_<proto>.c when it grows).
  *
  * Dispatch: decode the body (zstd on the thread pool, never on the loop
@@ -15,6 +16,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "server/srv_audio.h"
 #include "server/srv_int.h"
 
 typedef void (*srv_handler_fn)(struct srv_req *req);
@@ -42,6 +44,9 @@ static const struct srv_route srv_routes[] = {
 	{ "/v2/models/{name}", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model },
 	{ "/v2/models/{name}/ready", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model_ready },
 	{ "/v1/models", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_models },
+	{ "/v1/audio/transcriptions", HTTP_POST, SRV_PROTO_OPENAI, false,
+	  srv__h_openai_transcriptions }, /* srv_openai_audio.c */
+	{ "/v1/listen", HTTP_POST, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_listen }, /* srv_deepgram.c */
 	{ "/metrics", HTTP_GET, SRV_PROTO_PLAIN, true, srv_h_metrics },
 };
 #define SRV_N_ROUTES ((int)(sizeof(srv_routes) / sizeof(srv_routes[0])))

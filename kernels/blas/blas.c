@@ -34,6 +34,17 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 	}
 	assert(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX);
 	assert(lda >= K && ldb >= (trans_b ? K : N) && ldc >= N && ldc <= INT_MAX);
+	if (M == 1) {
+		/* One row (a decode step): a matrix-vector product. sgemm would
+		 * pack all of B on every call, which costs more than the product. */
+		if (trans_b)
+			cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)N, (int)K, alpha, B, (int)ldb, A,
+				    1, beta, C, 1);
+		else
+			cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)N, alpha, B, (int)ldb, A, 1,
+				    beta, C, 1);
+		return;
+	}
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
 		    (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }

@@ -84,6 +84,19 @@ def test_beam_search_matches_faster_whisper():
     assert len(same) >= 0.8 * len(ref), (same, len(ref))
 
 
+def test_initial_prompt_matches_faster_whisper():
+    """The prompt goes in as <|startofprev|> text before the SOT sequence."""
+    with open(REF) as f:
+        full = json.load(f)
+    ref = full["clips_prompt"]
+    ours = transcribe([os.path.join(AUDIO, c) for c in sorted(ref)], "--prompt", full["prompt"])
+    same = [c for c in ref
+            if [t for s in ours[c]["segments"] for t in s["tokens"]]
+            == [t for s in ref[c]["segments"] for t in s["tokens"]]]
+    assert len(same) >= 0.8 * len(ref), (same, len(ref))
+    assert " ".join(ours["jfk.wav"]["text"].split()) == " ".join(ref["jfk.wav"]["text"].split())
+
+
 def test_segment_times_match_faster_whisper(ours, reference):
     s = ours["jfk.wav"]["segments"]
     r = reference["jfk.wav"]["segments"]
