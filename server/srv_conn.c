@@ -32,7 +32,7 @@ static void srv_req_reset(struct srv_conn *conn)
 	srv_buf_fini(&req->head);
 	srv_buf_fini(&req->body);
 	srv_buf_fini(&req->resp_headers);
-	*req = (struct srv_req){ .conn = conn };
+	*req = (struct srv_req){ .conn = conn, .method = -1 };
 	srv_buf_init(&req->head, (size_t)cfg->max_header_bytes);
 	srv_buf_init(&req->body, (size_t)cfg->max_body_bytes);
 	srv_buf_init(&req->resp_headers, 8192);
@@ -56,6 +56,13 @@ static int srv_req_fail(struct srv_req *req, int status)
 static int srv_head_append(llhttp_t *p, const char *at, size_t n)
 {
 	struct srv_req *req = &srv_conn_of(p)->req;
+	if (req->in_trailers) {
+		/* Trailer fields are counted, not kept: nothing reads them, and
+		 * growing head now would move the strings routing points at. */
+		req->trailer_bytes += n;
+		return req->trailer_bytes + req->head.len > req->head.max_len ? srv_req_fail(req, 431)
+									     : 0;
+	}
 	int rc = srv_buf_append(&req->head, at, n);
 	if (rc == -ST_TOOBIG)
 		return srv_req_fail(req, 431);
@@ -80,6 +87,8 @@ static int srv_on_url_complete(llhttp_t *p)
 static int srv_on_header_field(llhttp_t *p, const char *at, size_t n)
 {
 	struct srv_req *req = &srv_conn_of(p)->req;
+	if (req->in_trailers)
+		return srv_head_append(p, at, n);
 	/* The first piece of a new field records where its name starts. */
 	if (req->hdr_off[req->n_headers][0] == 0) {
 		if (req->n_headers >= SRV_MAX_HEADERS - 1)
@@ -92,6 +101,12 @@ static int srv_on_header_field(llhttp_t *p, const char *at, size_t n)
 static int srv_on_header_field_complete(llhttp_t *p)
 {
 	struct srv_req *req = &srv_conn_of(p)->req;
+	if (req->in_trailers)
+		return srv_head_append(p, ": ", 2); /* counted as sent */
+	/* RFC 9112 5.1: no whitespace between a field name and the colon. */
+	const char *name = req->head.data + req->hdr_off[req->n_headers][0];
+	if (strpbrk(name, " \t"))
+		return srv_req_fail(req, 400);
 	int rc = srv_head_append(p, "", 1);
 	req->hdr_off[req->n_headers][1] = req->head.len;
 	return rc;
@@ -100,6 +115,13 @@ static int srv_on_header_field_complete(llhttp_t *p)
 static int srv_on_header_value_complete(llhttp_t *p)
 {
 	struct srv_req *req = &srv_conn_of(p)->req;
+	if (req->in_trailers)
+		return srv_head_append(p, "\r\n", 2); /* counted as sent */
+	/* Drop trailing whitespace (RFC 9110 5.5; llhttp drops the leading). */
+	size_t start = req->hdr_off[req->n_headers][1];
+	while (req->head.len > start &&
+	       (req->head.data[req->head.len - 1] == ' ' || req->head.data[req->head.len - 1] == '\t'))
+		req->head.len--;
 	int rc = srv_head_append(p, "", 1);
 	if (!rc)
 		req->n_headers++;
@@ -128,22 +150,58 @@ static enum srv_coding srv_coding_parse(const char *v)
 	return SRV_CODING_UNSUPPORTED;
 }
 
-/* Does an Accept-Encoding value list zstd with a non-zero q? */
+/* The q-value of one Accept-Encoding element "coding;q=0.5" (1 if absent). */
+static double srv_qvalue(const char *params, size_t len)
+{
+	for (size_t i = 0; i + 2 < len; i++)
+		if ((params[i] == 'q' || params[i] == 'Q') && params[i + 1] == '=' &&
+		    (i == 0 || params[i - 1] == ';' || params[i - 1] == ' ' || params[i - 1] == '\t'))
+			return strtod(params + i + 2, NULL);
+	return 1.0;
+}
+
+/* Does an Accept-Encoding value (RFC 9110 12.5.3) accept zstd: listed
+ * with q > 0, or "*" with q > 0 and zstd not listed? */
 static bool srv_accepts_zstd(const char *v)
 {
+	double zstd_q = -1, star_q = -1;
 	while (v && *v) {
 		v += strspn(v, " \t,");
-		size_t n = strcspn(v, " \t,;");
-		if (n == 4 && !strncasecmp(v, "zstd", 4)) {
-			const char *q = v + n;
-			q += strspn(q, " \t");
-			if (*q == ';' && strstr(q, "q=0") && !strstr(q, "q=0."))
-				return false;
-			return true;
-		}
-		v = strchr(v, ',');
+		size_t item = strcspn(v, ","), n = strcspn(v, " \t,;");
+		double q = srv_qvalue(v + n, item - n);
+		if (n == 4 && !strncasecmp(v, "zstd", 4))
+			zstd_q = q;
+		else if (n == 1 && v[0] == '*')
+			star_q = q;
+		v += item;
 	}
-	return false;
+	return zstd_q >= 0 ? zstd_q > 0 : star_q > 0;
+}
+
+/* Transfer-Encoding other than plain "chunked" (gzip, chunked; ...) is not
+ * implemented: 501, as nginx answers. */
+static bool srv_te_is_supported(const char *te)
+{
+	return !te || !strcasecmp(te, "chunked");
+}
+
+/* Expect: 100-continue for an HTTP/1.1 request with a body queues the
+ * interim response; any other expectation fails with 417. */
+static int srv_expect(llhttp_t *p, struct srv_conn *conn)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	const char *expect = srv__req_header(&conn->req, "Expect");
+	if (!expect)
+		return 0;
+	if (strcasecmp(expect, "100-continue"))
+		return srv_req_fail(&conn->req, 417);
+	bool has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length);
+	if (p->http_minor < 1 || !has_body)
+		return 0; /* HTTP/1.0 ignores it (RFC 9110 10.1.1); nothing to wait for */
+	char *msg = mem_strdup(cont);
+	if (!msg || srv__conn_write(conn, msg, sizeof(cont) - 1, NULL, 0))
+		return srv_req_fail(&conn->req, 503);
+	return 0;
 }
 
 static void srv_req_set_request_id(struct srv_req *req)
@@ -172,6 +230,11 @@ static int srv_on_headers_complete(llhttp_t *p)
 	req->proto = srv__proto_for_path(req->path);
 	req->accept_zstd = srv_accepts_zstd(srv__req_header(req, "Accept-Encoding"));
 	req->coding = srv_coding_parse(srv__req_header(req, "Content-Encoding"));
+	req->in_trailers = true;
+	if (p->http_major != 1)
+		return srv_req_fail(req, 505);
+	if (!srv_te_is_supported(srv__req_header(req, "Transfer-Encoding")))
+		return srv_req_fail(req, 501);
 	if (req->coding == SRV_CODING_UNSUPPORTED)
 		return srv_req_fail(req, 415);
 	if (p->content_length > (uint64_t)conn->srv->cfg->max_body_bytes &&
@@ -179,15 +242,7 @@ static int srv_on_headers_complete(llhttp_t *p)
 		return srv_req_fail(req, 413);
 	conn->state = SRV_CONN_STATE_BODY;
 	srv_conn_timer_arm(conn);
-	const char *expect = srv__req_header(req, "Expect");
-	if (expect && !strcasecmp(expect, "100-continue")) {
-		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-		uv_buf_t b = uv_buf_init((char *)cont, sizeof(cont) - 1);
-		if (uv_try_write(&conn->h.stream, &b, 1) < 0)
-			return srv_req_fail(req, 503);
-		conn->srv->metrics.bytes_out += b.len;
-	}
-	return 0;
+	return srv_expect(p, conn);
 }
 
 static int srv_on_body(llhttp_t *p, const char *at, size_t n)
@@ -199,6 +254,16 @@ static int srv_on_body(llhttp_t *p, const char *at, size_t n)
 	if (rc)
 		return srv_req_fail(&conn->req, 503);
 	srv_conn_timer_arm(conn); /* the body timeout is between bytes */
+	return 0;
+}
+
+/* A chunk larger than what the body may still hold fails now, not after
+ * the client has sent it (or at the body timeout). */
+static int srv_on_chunk_header(llhttp_t *p)
+{
+	struct srv_req *req = &srv_conn_of(p)->req;
+	if (p->content_length > req->body.max_len - req->body.len)
+		return srv_req_fail(req, 413);
 	return 0;
 }
 
@@ -223,6 +288,7 @@ void srv__parser_settings_init(llhttp_settings_t *s)
 	s->on_header_value_complete = srv_on_header_value_complete;
 	s->on_headers_complete = srv_on_headers_complete;
 	s->on_body = srv_on_body;
+	s->on_chunk_header = srv_on_chunk_header;
 	s->on_message_complete = srv_on_message_complete;
 }
 
@@ -384,7 +450,7 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 	req->keep_alive = false;
 	if (!req->path)
 		req->path = "";
-	if (status == 400)
+	if (status == 400 && e != HPE_USER)
 		srv__req_respond_error(req, 400, "invalid_request",
 				       "malformed HTTP request: %s (%s)",
 				       llhttp_get_error_reason(&conn->parser), llhttp_errno_name(e));
@@ -423,7 +489,7 @@ static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len)
 		len -= (size_t)(pos - data);
 		data = pos;
 		srv__req_begin_handling(&conn->req);
-		if (conn->state == SRV_CONN_STATE_HANDLING) {
+		if (conn->state == SRV_CONN_STATE_HANDLING || conn->write_blocked) {
 			if (srv_conn_stash(conn, data, len))
 				srv__conn_close(conn);
 			break;
@@ -433,6 +499,27 @@ static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len)
 }
 
 /* --- requests ---------------------------------------------------------- */
+
+/* Resume parsing after a response: the pipelined bytes kept in pending
+ * first, then the socket. */
+static void srv_conn_continue(struct srv_conn *conn)
+{
+	llhttp_resume(&conn->parser);
+	srv_conn_timer_arm(conn);
+	if (conn->in_feed)
+		return; /* the feed loop goes on with the bytes it holds */
+	char *p = conn->pending;
+	size_t n = conn->pending_len;
+	conn->pending = NULL;
+	conn->pending_len = 0;
+	if (n)
+		srv_conn_feed(conn, p, n);
+	mem_free(p);
+	if (!conn->write_blocked && (conn->state == SRV_CONN_STATE_WAIT ||
+				     conn->state == SRV_CONN_STATE_HEAD ||
+				     conn->state == SRV_CONN_STATE_BODY))
+		srv_conn_read_start(conn);
+}
 
 void srv__conn_request_done(struct srv_conn *conn)
 {
@@ -446,20 +533,15 @@ void srv__conn_request_done(struct srv_conn *conn)
 		uv_timer_stop(&conn->timer);
 		return;
 	}
-	llhttp_resume(&conn->parser);
-	srv_conn_timer_arm(conn);
-	if (conn->in_feed)
-		return; /* the feed loop goes on with the bytes it holds */
-	char *p = conn->pending;
-	size_t n = conn->pending_len;
-	conn->pending = NULL;
-	conn->pending_len = 0;
-	if (n)
-		srv_conn_feed(conn, p, n);
-	mem_free(p);
-	if (conn->state == SRV_CONN_STATE_WAIT || conn->state == SRV_CONN_STATE_HEAD ||
-	    conn->state == SRV_CONN_STATE_BODY)
-		srv_conn_read_start(conn);
+	if (conn->write_bytes > SRV_MAX_QUEUED_BYTES) {
+		/* The client is not reading its responses: stop taking requests
+		 * until it does (the idle timeout still runs). */
+		conn->write_blocked = true;
+		srv_conn_read_stop(conn);
+		srv_conn_timer_arm(conn);
+		return;
+	}
+	srv_conn_continue(conn);
 }
 
 /* --- writing ----------------------------------------------------------- */
@@ -488,6 +570,7 @@ static void srv_conn_linger(struct srv_conn *conn)
 struct srv_write {
 	uv_write_t w;
 	struct srv_conn *conn;
+	size_t bytes; /* head + body, for conn->write_bytes */
 	char *head; /* owned */
 	char *body; /* owned */
 };
@@ -496,12 +579,18 @@ static void srv_conn_write_cb(uv_write_t *w, int status)
 {
 	struct srv_write *wr = container_of(w, struct srv_write, w);
 	struct srv_conn *conn = wr->conn;
+	conn->write_bytes -= wr->bytes;
 	mem_free(wr->head);
 	mem_free(wr->body);
 	mem_free(wr);
 	conn->n_writes--;
 	if (conn->state == SRV_CONN_STATE_CLOSING)
 		return;
+	if (status >= 0 && conn->write_blocked && conn->write_bytes <= SRV_MAX_QUEUED_BYTES / 2) {
+		conn->write_blocked = false;
+		srv_conn_continue(conn);
+		return;
+	}
 	if (status < 0 || (conn->srv->draining && conn->state == SRV_CONN_STATE_WAIT &&
 			   conn->n_writes == 0 && !conn->close_after_write))
 		srv__conn_close(conn);
@@ -519,7 +608,8 @@ int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
 		mem_free(body);
 		return wr ? -ST_CANCELED : -ST_NOMEM;
 	}
-	*wr = (struct srv_write){ .conn = conn, .head = head, .body = body };
+	*wr = (struct srv_write){ .conn = conn, .head = head, .body = body,
+				  .bytes = head_len + body_len };
 	uv_buf_t bufs[2] = { uv_buf_init(head, (unsigned)head_len),
 			     uv_buf_init(body, (unsigned)body_len) };
 	int rc = uv_write(&wr->w, &conn->h.stream, bufs, body_len ? 2 : 1, srv_conn_write_cb);
@@ -531,6 +621,7 @@ int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
 		return -ST_IO;
 	}
 	conn->n_writes++;
+	conn->write_bytes += head_len + body_len;
 	conn->srv->metrics.bytes_out += head_len + body_len;
 	return 0;
 }

@@ -28,6 +28,7 @@
 #define SRV_REQUEST_ID_MAX 128   /* longest X-Request-Id echoed */
 #define SRV_READ_BUF_BYTES 65536 /* one read at most */
 #define SRV_LINGER_MS 2000       /* how long LINGER drops input */
+#define SRV_MAX_QUEUED_BYTES (1u << 20) /* unread responses before parsing pauses */
 
 /* Which protocol's error shape and auth scheme a route speaks. */
 enum srv_proto {
@@ -72,7 +73,9 @@ struct srv_req {
 	size_t n_headers;             /* header lines seen so far */
 	size_t hdr_off[SRV_MAX_HEADERS][2]; /* name/value offsets into head */
 	struct srv_buf body;          /* decoded request body, max_body_bytes */
-	int method;                   /* llhttp_method_t */
+	int method;                   /* llhttp_method_t, -1 until the request line parsed */
+	bool in_trailers;             /* headers done: field callbacks now see trailers */
+	size_t trailer_bytes;         /* counted against max_header_bytes, not stored */
 	const char *path;             /* decoded-as-is path, NUL-terminated */
 	const char *query;            /* after '?', or "" */
 	char path_param[128];         /* the {name} segment of the route, if any */
@@ -105,6 +108,8 @@ struct srv_conn {
 	char *pending;                /* unparsed bytes after a paused message */
 	size_t pending_len;
 	int n_writes;                 /* uv_write requests in flight */
+	size_t write_bytes;           /* bytes those writes still hold */
+	bool write_blocked;           /* parsing paused until the client reads (backpressure) */
 	int n_open_handles;           /* stream + timer; freed at zero */
 	int n_work;                   /* thread-pool jobs holding the connection */
 	uint64_t n_served;            /* responses completed on this connection */

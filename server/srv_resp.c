@@ -43,6 +43,7 @@ const char *srv__status_reason(int status)
 	case 411: return "Length Required";
 	case 413: return "Content Too Large";
 	case 415: return "Unsupported Media Type";
+	case 417: return "Expectation Failed";
 	case 422: return "Unprocessable Content";
 	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
@@ -50,6 +51,7 @@ const char *srv__status_reason(int status)
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
 	default: return "Unknown";
 	}
 }
@@ -58,7 +60,11 @@ const char *srv__status_reason(int status)
 const char *srv__status_detail(int status)
 {
 	switch (status) {
+	case 400: return "malformed request header";
 	case 413: return "the request body is larger than limits.max_body_bytes";
+	case 417: return "unsupported Expect value (only 100-continue is)";
+	case 501: return "unsupported Transfer-Encoding (only chunked is)";
+	case 505: return "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 are)";
 	case 415: return "unsupported Content-Encoding (use identity or zstd)";
 	case 431: return "the request line and headers are larger than limits.max_header_bytes";
 	case 503: return "the server is out of memory for this request";
@@ -163,14 +169,36 @@ static char *srv_zstd_body(const struct srv_req *req, const char *body, size_t l
 	return z;
 }
 
+/* Copy s into out (cap bytes) for a quoted log field: printable ASCII as
+ * is, '"', '\\' and every other byte as \xHH (nginx's escaping). */
+static void srv_log_escape(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (; s && *s && o + 5 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			out[o++] = (char)c;
+			continue;
+		}
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[c >> 4];
+		out[o++] = hex[c & 15];
+	}
+	out[o] = '\0';
+}
+
 static void srv_req_log(const struct srv_req *req, int status, size_t bytes, double secs)
 {
 	const struct srv_conn *conn = req->conn;
+	char path[1024];
 	if (!conn->srv->cfg->access_log)
 		return;
+	srv_log_escape(req->path, path, sizeof(path));
 	fprintf(stderr,
 		"access remote=%s method=%s path=\"%s\" status=%d bytes=%zu duration_ms=%.3f request_id=%s\n",
-		conn->remote, llhttp_method_name(req->method), req->path ? req->path : "",
+		conn->remote, req->method >= 0 ? llhttp_method_name(req->method) : "-", path,
 		status, bytes, secs * 1e3, req->request_id);
 }
 
@@ -183,7 +211,7 @@ static int srv_resp_head(struct srv_req *req, struct srv_buf *h, int status,
 		"Content-Type: %s\r\nContent-Length: %zu\r\nX-Request-Id: %s\r\n%s%s%s",
 		status, srv__status_reason(status), srv__date(srv), content_type, len,
 		req->request_id, zstd ? "Content-Encoding: zstd\r\n" : "",
-		req->accept_zstd || zstd ? "Vary: Accept-Encoding\r\n" : "",
+		zstd || len >= SRV_ZSTD_MIN_BYTES ? "Vary: Accept-Encoding\r\n" : "",
 		close ? "Connection: close\r\n" : "");
 	if (!rc && req->resp_headers.len)
 		rc = srv_buf_append(h, req->resp_headers.data, req->resp_headers.len);

@@ -1,5 +1,6 @@
 """HTTP/1.1 behaviour over raw sockets: keep-alive, pipelining, limits,
 chunked bodies, Expect: 100-continue, timeouts, zstd in both directions."""
+import socket
 import subprocess
 import time
 
@@ -207,3 +208,107 @@ def test_unknown_content_encoding_415(daemon):
 
 def test_daemon_still_serves_after_bad_clients(daemon):
     assert request(daemon.port, "GET", "/v2/health/live").status == 200
+
+
+# --- regressions from hostile testing ---------------------------------------
+
+def test_chunked_trailers_do_not_corrupt_the_request(daemon):
+    """Trailers arrive after routing has looked at the path: they are
+    counted against the header limit but never stored."""
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"0\r\nX-Trailer: " + b"a" * 1000 + b"\r\n\r\n")
+        r = Reader(s).read_response()
+        assert r.status == 200 and r.json() == {"live": True}
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"0\r\n" + b"X: y\r\n" * 2000 + b"\r\n")
+        assert Reader(s).read_response().status == 431
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(l for l in f if l.startswith("VmRSS")).split()[1])
+
+
+def test_pipelining_without_reading_is_bounded(daemon):
+    """A client that pipelines and never reads stops being read from once
+    about 1 MiB of its responses are queued."""
+    before = rss_kb(daemon.proc.pid)
+    with connect(daemon.port) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(0.5)
+        req = b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n" * 1000
+        sent = 0
+        try:
+            for _ in range(20):
+                s.sendall(req)
+                sent += len(req)
+        except socket.timeout:
+            pass
+        time.sleep(0.5)
+        grown = rss_kb(daemon.proc.pid) - before
+        assert grown < 40_000, f"RSS grew {grown} kB"
+    assert request(daemon.port, "GET", "/v2/health/live").status == 200
+
+
+def test_header_whitespace_rules(daemon):
+    # trailing whitespace in a value is not part of it (RFC 9110 5.5)
+    r = request(daemon.port, "GET", "/v2/health/live", headers={"X-Request-Id": "ows-1 \t"})
+    assert r.header("x-request-id") == "ows-1"
+    # whitespace before the colon is an error (RFC 9112 5.1)
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost : a\r\n\r\n")
+        assert Reader(s).read_response().status == 400
+
+
+def test_accept_encoding_q_values(daemon):
+    def enc(value):
+        return request(daemon.port, "GET", "/metrics",
+                       headers={"Accept-Encoding": value}).header("content-encoding")
+    assert enc("zstd;q=0.0") is None
+    assert enc("zstd;q=1, br;q=0") == "zstd"
+    assert enc("gzip;q=1, zstd;q=0.5") == "zstd"
+    assert enc("*") == "zstd"
+    assert enc("*, zstd;q=0") is None
+    assert enc("gzip") is None
+
+
+def test_expect_and_version_and_transfer_encoding(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+                  b"Expect: teapot\r\n\r\nabc")
+        assert Reader(s).read_response().status == 417
+    with connect(daemon.port) as s:  # HTTP/1.0: Expect is ignored, no 100
+        s.sendall(b"POST /v1/models HTTP/1.0\r\nContent-Length: 3\r\n"
+                  b"Expect: 100-continue\r\n\r\nabc")
+        assert Reader(s).read_response().status == 405
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live HTTP/2.0\r\nHost: a\r\n\r\n")
+        assert Reader(s).read_response().status == 505
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                  b"0\r\n\r\n")
+        assert Reader(s).read_response().status == 501
+
+
+def test_oversized_chunk_refused_at_its_header(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"6400001\r\n")
+        start = time.time()
+        assert Reader(s).read_response().status == 413
+        assert time.time() - start < 1.5
+
+
+def test_malformed_request_logged_without_a_method(daemon):
+    with connect(daemon.port) as s:
+        s.sendall(b"\x00garbage\r\n\r\n")
+        assert Reader(s).read_response().status == 400
+    with connect(daemon.port) as s:
+        s.sendall(b'GET /v2/models/a"b\\c HTTP/1.1\r\nHost: a\r\nX-Request-Id: esc-9\r\n\r\n')
+        Reader(s).read_response()
+    text = daemon.stderr_text()
+    assert "method=DELETE" not in text
+    line = next(l for l in text.splitlines() if "request_id=esc-9" in l)
+    assert 'path="/v2/models/a\\x22b\\x5cc"' in line
