@@ -240,6 +240,11 @@ int srv_create(const struct cfg *cfg, struct eng *eng, const char *listen_overri
 	return 0;
 }
 
+void srv_set_engine(struct srv *srv, struct eng *eng)
+{
+	srv->eng = eng;
+}
+
 int srv_run(struct srv *srv)
 {
 	fprintf(stderr, "inferd: listening on %s\n", srv->listen_addr);

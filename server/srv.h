@@ -25,6 +25,11 @@ int srv_create(const struct cfg *cfg, struct eng *eng,
 	       const char *listen_override, const char *extra_api_key,
 	       struct srv **out, char *err, size_t errlen);
 
+/* srv_set_engine - the engine whose models the server serves (borrowed);
+ * srv_create may be given NULL so that the address is bound - and a busy
+ * port reported - before the models load. Main thread, before srv_run. */
+void srv_set_engine(struct srv *srv, struct eng *eng);
+
 /* srv_run - run the loop until a SIGTERM or SIGINT has stopped accepting,
  * in-flight requests have finished (or drain_timeout_ms passed) and every
  * handle is closed. Returns 0, or a negative ST_* on a loop failure. */

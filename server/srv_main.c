@@ -80,6 +80,10 @@ static int serve(const char *config_path, const char *listen)
 		rc = -ST_NOMEM;
 		goto out_report;
 	}
+	/* Bind first: a busy port is reported before minutes of loading. */
+	rc = srv_create(cfg, NULL, listen, getenv("INFERD_API_KEY"), &srv, err, sizeof(err));
+	if (rc)
+		goto out_report;
 	rc = eng_create(specs, cfg->n_models, &eng, err, sizeof(err));
 	if (rc)
 		goto out_report;
@@ -90,9 +94,7 @@ static int serve(const char *config_path, const char *listen)
 			eng_format_str(eng_model_format(m)), eng_model_arch(m),
 			(double)eng_model_size_bytes(m) / 1e6);
 	}
-	rc = srv_create(cfg, eng, listen, getenv("INFERD_API_KEY"), &srv, err, sizeof(err));
-	if (rc)
-		goto out_report;
+	srv_set_engine(srv, eng);
 	rc = srv_run(srv);
 	goto out_free;
 

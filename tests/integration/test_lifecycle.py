@@ -163,3 +163,12 @@ def test_drain_timeout_bounds_shutdown(fresh_daemon):
     assert time.time() - start < 5
     assert "drain timeout" in d.stderr_text()
     s.close()
+
+
+def test_busy_port_reported_before_loading_models(fresh_daemon):
+    d = fresh_daemon()
+    p = write_config(make_config())
+    r = run("--config", p, "--listen", f"127.0.0.1:{d.port}")
+    assert r.returncode == 1
+    assert "address already in use" in r.stderr
+    assert "loaded" not in r.stderr
