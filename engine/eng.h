@@ -109,6 +109,7 @@ struct eng_transcribe_params {
 	float log_prob_threshold;  /* -1.0; <= -1e9 disables */
 	float no_speech_threshold; /* 0.6; > 1 disables */
 	uint64_t seed;             /* sampling seed (0: a fixed default) */
+	int n_threads;             /* compute threads for this call (1..256, default 1) */
 	const volatile int *cancel; /* non-NULL and set: stop between windows (-ST_CANCELED) */
 };
 
@@ -146,10 +147,5 @@ int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_sam
 		   const struct eng_transcribe_params *p, struct eng_transcript **out, char *err,
 		   size_t errlen);
 void eng_transcript_destroy(struct eng_transcript *t);
-
-/* eng_set_compute_threads - threads each compute call may use (OpenBLAS),
- * for a single-stream tool such as `inferd transcribe`; the scheduler
- * sets it per replica. n < 1 means 1. */
-void eng_set_compute_threads(int n);
 
 #endif /* ENG_H */

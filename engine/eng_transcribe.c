@@ -21,7 +21,7 @@
 #include "engine/models/eng_whisper.h"
 #include "engine/models/eng_whisper_gen.h"
 #include "engine/models/eng_whisper_tok.h"
-#include "kernels/kn_blas.h"
+#include "devices/dev_pool.h"
 #include "kernels/kn_mel.h"
 
 #define ET_TIME_PRECISION 0.02 /* seconds per timestamp token */
@@ -74,7 +74,7 @@ void eng_transcribe_params_init(struct eng_transcribe_params *p)
 		.n_temperatures = 6, .beam_size = 1, .best_of = 5, .patience = 1.0f,
 		.timestamps = true, .condition_on_previous_text = true,
 		.compression_ratio_threshold = 2.4f, .log_prob_threshold = -1.0f,
-		.no_speech_threshold = 0.6f,
+		.no_speech_threshold = 0.6f, .n_threads = 1,
 	};
 }
 
@@ -112,6 +112,7 @@ struct et {
 	float *mel;            /* [n_mels][n_frames] */
 	size_t n_frames, content_frames;
 	struct eng_whisper_enc *enc;
+	struct dev_pool *pool; /* p->n_threads workers, NULL for one */
 	int32_t sot_seq[3];
 	size_t n_sot_seq;
 	struct et_tokens all;  /* every emitted segment's tokens (prompt history) */
@@ -227,7 +228,8 @@ static int et_try(struct et *t, const int32_t *prompt, size_t n_prompt, int i,
 	};
 	memset(d, 0, sizeof(*d));
 	d->temperature = p->temperatures[i];
-	int rc = eng_whisper_generate(t->m->whisper, t->tok, t->enc, prompt, n_prompt, &o, &d->r);
+	int rc = eng_whisper_generate(t->m->whisper, t->tok, t->enc, t->pool, prompt, n_prompt, &o,
+				  &d->r);
 	if (!rc)
 		rc = et_measure(t, d);
 	if (rc)
@@ -369,7 +371,7 @@ static int et_window(struct et *t, size_t *seek, struct et_tokens *prompt)
 	size_t segment_size = t->content_frames - *seek;
 	if (segment_size > ENG_WHISPER_N_FRAMES)
 		segment_size = ENG_WHISPER_N_FRAMES;
-	eng_whisper_encode(t->m->whisper, t->enc, t->mel, t->n_frames, *seek, segment_size);
+	eng_whisper_encode(t->m->whisper, t->enc, t->pool, t->mel, t->n_frames, *seek, segment_size);
 	int rc = et_prompt(t, prompt);
 	struct et_decoded d;
 	if (!rc)
@@ -403,8 +405,8 @@ static int et_detect_language(struct et *t, int32_t *lang, float *prob)
 		return rc;
 	}
 	size_t n = t->content_frames < ENG_WHISPER_N_FRAMES ? t->content_frames : ENG_WHISPER_N_FRAMES;
-	eng_whisper_encode(t->m->whisper, t->enc, t->mel, t->n_frames, 0, n);
-	rc = eng_whisper_decode(t->m->whisper, t->enc, kv, &tok->sot, 1, logits, NULL, 0);
+	eng_whisper_encode(t->m->whisper, t->enc, t->pool, t->mel, t->n_frames, 0, n);
+	rc = eng_whisper_decode(t->m->whisper, t->enc, kv, t->pool, &tok->sot, 1, logits, NULL, 0);
 	double mx = -INFINITY, sum = 0;
 	for (size_t i = 0; !rc && i < tok->n_langs; i++)
 		if (logits[tok->lang_ids[i]] > mx) {
@@ -455,6 +457,8 @@ static int et_check_params(const struct eng_model *m, const struct eng_transcrib
 	if (!m->whisper)
 		return eng__errf(-ST_INVAL, err, errlen, "model '%s' is not a transcription model",
 				 m->name);
+	if (p->n_threads < 1 || p->n_threads > 256)
+		return eng__errf(-ST_INVAL, err, errlen, "threads: expected 1..256");
 	if (p->beam_size < 1 || p->beam_size > 16)
 		return eng__errf(-ST_INVAL, err, errlen, "beam_size: expected 1..16");
 	if (p->best_of < 1 || p->best_of > 16)
@@ -517,9 +521,11 @@ static int et_run(struct et *t, const float *samples, size_t n_samples, char *er
 		  size_t errlen)
 {
 	struct et_tokens prompt = { 0 };
-	int rc = et_features(t, samples, n_samples);
+	int rc = t->p->n_threads > 1 ? dev_pool_create(t->p->n_threads, NULL, &t->pool) : 0;
 	if (!rc)
-		rc = eng_whisper_enc_create(t->m->whisper, &t->enc);
+		rc = et_features(t, samples, n_samples);
+	if (!rc)
+		rc = eng_whisper_enc_create(t->m->whisper, t->p->n_threads, &t->enc);
 	if (!rc)
 		rc = et_sot_sequence(t, err, errlen);
 	if (!rc)
@@ -553,6 +559,7 @@ int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_sam
 	t.out->duration_s = (double)n_samples / ENG_WHISPER_SAMPLE_RATE;
 	rc = et_run(&t, samples, n_samples, err, errlen);
 	eng_whisper_enc_destroy(t.enc);
+	dev_pool_destroy(t.pool);
 	mem_free(t.mel);
 	mem_free(t.all.v);
 	if (rc) {
@@ -580,9 +587,4 @@ void eng_transcript_destroy(struct eng_transcript *t)
 	mem_free(t->segments);
 	mem_free(t->text);
 	mem_free(t);
-}
-
-void eng_set_compute_threads(int n)
-{
-	kn_blas_set_threads(n < 1 ? 1 : n);
 }

@@ -56,13 +56,14 @@ size_t kn_conv1d_out_len(size_t t_in, size_t k, size_t stride, size_t pad)
 	return (t_in + 2 * pad - k) / stride + 1;
 }
 
-/* scratch[t, ci*k + kk] = x[t*stride + kk - pad, ci], 0 outside [0, t_in). */
-static void kn_im2col(size_t t_in, size_t c_in, size_t k, size_t stride, size_t pad, size_t t_out,
-		      const float *x, float *cols)
+/* cols[t - t0, ci*k + kk] = x[t*stride + kk - pad, ci] for t in [t0, t1),
+ * 0 outside [0, t_in). */
+static void kn_im2col(size_t t_in, size_t c_in, size_t k, size_t stride, size_t pad, size_t t0,
+		      size_t t1, const float *x, float *cols)
 {
 	size_t width = c_in * k;
-	for (size_t t = 0; t < t_out; t++) {
-		float *row = cols + t * width;
+	for (size_t t = t0; t < t1; t++) {
+		float *row = cols + (t - t0) * width;
 		for (size_t kk = 0; kk < k; kk++) {
 			size_t src = t * stride + kk; /* position in the padded input */
 			bool inside = src >= pad && src - pad < t_in;
@@ -76,10 +77,17 @@ static void kn_im2col(size_t t_in, size_t c_in, size_t k, size_t stride, size_t 
 void kn_conv1d(size_t t_in, size_t c_in, size_t c_out, size_t k, size_t stride, size_t pad,
 	       const float *x, const float *w, const float *bias, float *y, float *scratch)
 {
-	size_t t_out = kn_conv1d_out_len(t_in, k, stride, pad);
-	if (t_out == 0)
+	kn_conv1d_rows(t_in, c_in, c_out, k, stride, pad, 0, kn_conv1d_out_len(t_in, k, stride, pad),
+		       x, w, bias, y, scratch);
+}
+
+void kn_conv1d_rows(size_t t_in, size_t c_in, size_t c_out, size_t k, size_t stride, size_t pad,
+		    size_t t0, size_t t1, const float *x, const float *w, const float *bias,
+		    float *y, float *scratch)
+{
+	if (t1 <= t0)
 		return;
-	kn_im2col(t_in, c_in, k, stride, pad, t_out, x, scratch);
-	/* y[t_out, c_out] = cols[t_out, c_in*k] * w[c_out, c_in*k]^T + bias */
-	kn_linear(t_out, c_out, c_in * k, scratch, w, bias, y);
+	kn_im2col(t_in, c_in, k, stride, pad, t0, t1, x, scratch);
+	/* y[t0:t1, c_out] = cols[t1-t0, c_in*k] * w[c_out, c_in*k]^T + bias */
+	kn_linear(t1 - t0, c_out, c_in * k, scratch, w, bias, y + t0 * c_out);
 }

@@ -28,6 +28,13 @@ void kn_attention(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 void kn_conv1d(size_t t_in, size_t c_in, size_t c_out, size_t k, size_t stride, size_t pad,
 	       const float *x, const float *w, const float *bias, float *y, float *scratch);
 
+/* kn_conv1d_rows - kn_conv1d for output rows [t0, t1) only (t1 <=
+ * t_out): writes y[t0:t1, :]; scratch holds (t1 - t0) * c_in * k floats.
+ * Threads split the rows of one convolution this way. */
+void kn_conv1d_rows(size_t t_in, size_t c_in, size_t c_out, size_t k, size_t stride, size_t pad,
+		    size_t t0, size_t t1, const float *x, const float *w, const float *bias,
+		    float *y, float *scratch);
+
 /* kn_conv1d_out_len - t_out for the arguments above. */
 size_t kn_conv1d_out_len(size_t t_in, size_t k, size_t stride, size_t pad);
 

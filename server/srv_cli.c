@@ -230,7 +230,7 @@ int srv_cli_transcribe(int argc, char **argv)
 		fprintf(stderr, "inferd: %s\n", err);
 		return 1;
 	}
-	eng_set_compute_threads(a.threads);
+	a.params.n_threads = a.threads < 1 ? 1 : a.threads;
 	int failed = 0;
 	double t0 = tx_now(), audio_s = 0;
 	for (int i = a.first_file; i < argc; i++)

@@ -28,6 +28,7 @@ struct eng_ct2;
 struct eng_whisper;
 struct eng_whisper_enc;
 struct eng_whisper_kv;
+struct dev_pool;
 
 #define ENG_WHISPER_N_FRAMES 3000 /* mel frames in one 30 s window */
 #define ENG_WHISPER_HOP 160       /* samples per mel frame at 16 kHz */
@@ -59,16 +60,19 @@ const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w);
 size_t eng_whisper_weight_bytes(const struct eng_whisper *w);
 
 /* eng_whisper_enc_create - scratch for one window's encoder pass and the
- * cross-attention keys/values (about 40 MB for tiny). -ST_NOMEM. */
-int eng_whisper_enc_create(const struct eng_whisper *w, struct eng_whisper_enc **out);
+ * cross-attention keys/values (about 40 MB for tiny, plus 9 MB of
+ * attention scores per thread) for a pool of nth threads. -ST_NOMEM. */
+int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whisper_enc **out);
 void eng_whisper_enc_destroy(struct eng_whisper_enc *e);
 
 /* eng_whisper_encode - run the encoder on mel frames [frame0, frame0 +
  * n_frames) of a [n_mels, mel_stride] mel-major spectrogram; frames past
  * n_frames up to 3000 are zero-padded (openai/whisper pad_or_trim; the
- * padding value 0 is what the reference feeds). Fills e. */
+ * padding value 0 is what the reference feeds). Fills e. Work is split
+ * over pool p (NULL: the calling thread; at most the nth e was made for). */
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
-			const float *mel, size_t mel_stride, size_t frame0, size_t n_frames);
+			struct dev_pool *p, const float *mel, size_t mel_stride, size_t frame0,
+			size_t n_frames);
 
 /* eng_whisper_kv_create - an empty self-attention cache for n_text_ctx
  * tokens. -ST_NOMEM. eng_whisper_kv_copy copies src's first n positions
@@ -88,7 +92,7 @@ void eng_whisper_kv_reset(struct eng_whisper_kv *kv);
  * (no-speech probability at <|startoftranscript|>). Returns 0 or
  * -ST_TOOBIG (context full) or -ST_NOMEM. */
 int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc *e,
-		       struct eng_whisper_kv *kv, const int32_t *tokens, size_t n,
-		       float *logits, float *logits_at, size_t at_index);
+		       struct eng_whisper_kv *kv, struct dev_pool *p, const int32_t *tokens,
+		       size_t n, float *logits, float *logits_at, size_t at_index);
 
 #endif /* ENG_WHISPER_H */

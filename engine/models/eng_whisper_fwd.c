@@ -12,6 +12,8 @@
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_blas.h"
+#include "engine/eng_par.h"
+#include "devices/dev_pool.h"
 
 #define EW_LN_EPS 1e-5f /* torch.nn.LayerNorm default, used by Whisper */
 
@@ -22,7 +24,7 @@ static size_t ew_max(size_t a, size_t b)
 
 /* --- scratch ------------------------------------------------------------ */
 
-int eng_whisper_enc_create(const struct eng_whisper *w, struct eng_whisper_enc **out)
+int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whisper_enc **out)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t T = ENG_WHISPER_N_FRAMES, A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
@@ -30,9 +32,11 @@ int eng_whisper_enc_create(const struct eng_whisper *w, struct eng_whisper_enc *
 	*out = NULL;
 	if (!e)
 		return -ST_NOMEM;
-	/* im2col of conv2 ([A, 3d]) or conv1 ([T, 3 n_mels]), or one head's
-	 * attention scores ([A, A]). */
-	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), A * A);
+	/* im2col of conv2 ([A, 3d]) or conv1 ([T, 3 n_mels]), or one attention
+	 * score block ([A, A]) per thread. */
+	if (nth < 1)
+		nth = 1;
+	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), (size_t)nth * A * A);
 	e->x = mem_alloc(A * d * sizeof(float));
 	e->cross_kv = mem_alloc((size_t)hp->dec_layers * A * 2 * d * sizeof(float));
 	e->mel_t = mem_alloc(T * (size_t)hp->n_mels * sizeof(float));
@@ -114,34 +118,34 @@ void eng_whisper_kv_reset(struct eng_whisper_kv *kv)
 
 /* --- shared blocks ------------------------------------------------------ */
 
-static void ew_layer_norm_rows(const struct ew_norm *n, const float *x, float *y, size_t rows,
-			       size_t d)
+static void ew_layer_norm_rows(struct dev_pool *p, const struct ew_norm *n, const float *x,
+			       float *y, size_t rows, size_t d)
 {
-	const struct kn_ops *ops = kn_ops();
-	for (size_t r = 0; r < rows; r++)
-		ops->layer_norm(x + r * d, n->gamma, n->beta, y + r * d, d, EW_LN_EPS);
+	eng_par_layer_norm(p, rows, d, x, n->gamma, n->beta, y, EW_LN_EPS);
 }
 
-static void ew_linear_apply(const struct ew_linear *l, const float *x, float *y, size_t rows)
+static void ew_linear_apply(struct dev_pool *p, const struct ew_linear *l, const float *x,
+			    float *y, size_t rows)
 {
-	kn_linear(rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
+	eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
 }
 
 /* x += ffn2(gelu(ffn1(ln(x)))) over rows; h holds [rows, d_ffn], t [rows, d]. */
-static void ew_mlp(const struct ew_norm *ln, const struct ew_linear *f1,
+static void ew_mlp(struct dev_pool *p, const struct ew_norm *ln, const struct ew_linear *f1,
 		   const struct ew_linear *f2, float *x, float *t, float *h, size_t rows, size_t d)
 {
-	ew_layer_norm_rows(ln, x, t, rows, d);
-	ew_linear_apply(f1, t, h, rows);
-	kn_ops()->gelu(h, rows * (size_t)f1->n_out);
-	ew_linear_apply(f2, h, t, rows);
-	kn_ops()->add(x, t, rows * d);
+	ew_layer_norm_rows(p, ln, x, t, rows, d);
+	ew_linear_apply(p, f1, t, h, rows);
+	eng_par_gelu(p, h, rows * (size_t)f1->n_out);
+	ew_linear_apply(p, f2, h, t, rows);
+	eng_par_add(p, x, t, rows * d);
 }
 
 /* --- encoder ------------------------------------------------------------ */
 
 static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc *e,
-			     const float *mel, size_t stride, size_t frame0, size_t n_frames)
+			     struct dev_pool *p, const float *mel, size_t stride, size_t frame0,
+			     size_t n_frames)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t T = ENG_WHISPER_N_FRAMES, M = (size_t)hp->n_mels, d = (size_t)hp->d_model;
@@ -152,40 +156,41 @@ static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc
 	for (size_t t = 0; t < T; t++)
 		for (size_t m = 0; m < M; m++)
 			e->mel_t[t * M + m] = t < n_frames ? mel[m * stride + frame0 + t] : 0.0f;
-	kn_conv1d(T, M, d, 3, 1, 1, e->mel_t, w->conv1.w, w->conv1.b, e->conv1, e->scratch);
-	kn_ops()->gelu(e->conv1, T * d);
-	kn_conv1d(T, d, d, 3, 2, 1, e->conv1, w->conv2.w, w->conv2.b, e->x, e->scratch);
-	kn_ops()->gelu(e->x, A * d);
-	kn_ops()->add(e->x, w->enc_pos, A * d);
+	eng_par_conv1d(p, T, M, d, 3, 1, 1, e->mel_t, w->conv1.w, w->conv1.b, e->conv1, e->scratch);
+	eng_par_gelu(p, e->conv1, T * d);
+	eng_par_conv1d(p, T, d, d, 3, 2, 1, e->conv1, w->conv2.w, w->conv2.b, e->x, e->scratch);
+	eng_par_gelu(p, e->x, A * d);
+	eng_par_add(p, e->x, w->enc_pos, A * d);
 }
 
 static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_layer *l,
-			     struct eng_whisper_enc *e)
+			     struct eng_whisper_enc *e, struct dev_pool *p)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
-	ew_layer_norm_rows(&l->ln_attn, e->x, e->attn, A, d);
-	ew_linear_apply(&l->qkv, e->attn, e->h, A);
-	kn_attention(A, A, H, d / H, e->h, 3 * d, e->h + d, 3 * d, e->h + 2 * d, 3 * d,
-		     e->attn, d, false, 0, e->scratch);
-	ew_linear_apply(&l->out, e->attn, e->conv1, A); /* conv1 is free now: [A, d] temp */
-	kn_ops()->add(e->x, e->conv1, A * d);
-	ew_mlp(&l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
+	ew_layer_norm_rows(p, &l->ln_attn, e->x, e->attn, A, d);
+	ew_linear_apply(p, &l->qkv, e->attn, e->h, A);
+	eng_par_attention(p, A, A, H, d / H, e->h, 3 * d, e->h + d, 3 * d, e->h + 2 * d, 3 * d,
+			  e->attn, d, false, 0, e->scratch);
+	ew_linear_apply(p, &l->out, e->attn, e->conv1, A); /* conv1 is free now: [A, d] temp */
+	eng_par_add(p, e->x, e->conv1, A * d);
+	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
 }
 
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
-			const float *mel, size_t mel_stride, size_t frame0, size_t n_frames)
+			struct dev_pool *p, const float *mel, size_t mel_stride, size_t frame0,
+			size_t n_frames)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
-	ew_encoder_front(w, e, mel, mel_stride, frame0, n_frames);
+	ew_encoder_front(w, e, p, mel, mel_stride, frame0, n_frames);
 	for (int i = 0; i < hp->enc_layers; i++)
-		ew_encoder_layer(w, &w->enc[i], e);
-	ew_layer_norm_rows(&w->enc_ln, e->x, e->x, A, d);
+		ew_encoder_layer(w, &w->enc[i], e, p);
+	ew_layer_norm_rows(p, &w->enc_ln, e->x, e->x, A, d);
 	/* The decoder's cross-attention keys and values depend only on the
 	 * encoder output: compute them once per window. */
 	for (int i = 0; i < hp->dec_layers; i++)
-		ew_linear_apply(&w->dec[i].cross_kv, e->x, e->cross_kv + (size_t)i * A * 2 * d, A);
+		ew_linear_apply(p, &w->dec[i].cross_kv, e->x, e->cross_kv + (size_t)i * A * 2 * d, A);
 }
 
 /* --- decoder ------------------------------------------------------------ */
@@ -195,7 +200,7 @@ struct ew_dec_scratch {
 	float *x, *t, *h, *qkv, *scores;
 };
 
-static int ew_dec_scratch_alloc(const struct eng_whisper_hp *hp, size_t n,
+static int ew_dec_scratch_alloc(const struct eng_whisper_hp *hp, size_t n, int nth,
 				struct ew_dec_scratch *s)
 {
 	size_t d = (size_t)hp->d_model;
@@ -204,7 +209,7 @@ static int ew_dec_scratch_alloc(const struct eng_whisper_hp *hp, size_t n,
 	s->t = mem_alloc(n * d * sizeof(float));
 	s->h = mem_alloc(n * ew_max((size_t)hp->d_ffn, 3 * d) * sizeof(float));
 	s->qkv = mem_alloc(n * 3 * d * sizeof(float));
-	s->scores = mem_alloc(n * kvmax * sizeof(float));
+	s->scores = mem_alloc((size_t)nth * n * kvmax * sizeof(float));
 	if (s->x && s->t && s->h && s->qkv && s->scores)
 		return 0;
 	mem_free(s->x);
@@ -225,7 +230,8 @@ static void ew_dec_scratch_free(struct ew_dec_scratch *s)
 }
 
 static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct eng_whisper_enc *e,
-			     struct eng_whisper_kv *kv, struct ew_dec_scratch *s, size_t n)
+			     struct eng_whisper_kv *kv, struct dev_pool *p,
+			     struct ew_dec_scratch *s, size_t n)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	const struct ew_dec_layer *l = &w->dec[li];
@@ -233,40 +239,40 @@ static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct e
 	size_t pos = kv->len, layer = (size_t)hp->n_text_ctx * d;
 	float *K = kv->k + li * layer, *V = kv->v + li * layer;
 	/* causal self-attention over the cache plus the new rows */
-	ew_layer_norm_rows(&l->ln_self, s->x, s->t, n, d);
-	ew_linear_apply(&l->self_qkv, s->t, s->qkv, n);
+	ew_layer_norm_rows(p, &l->ln_self, s->x, s->t, n, d);
+	ew_linear_apply(p, &l->self_qkv, s->t, s->qkv, n);
 	for (size_t r = 0; r < n; r++) {
 		memcpy(K + (pos + r) * d, s->qkv + r * 3 * d + d, d * sizeof(float));
 		memcpy(V + (pos + r) * d, s->qkv + r * 3 * d + 2 * d, d * sizeof(float));
 	}
-	kn_attention(n, pos + n, H, d / H, s->qkv, 3 * d, K, d, V, d, s->t, d, true, pos,
-		     s->scores);
-	ew_linear_apply(&l->self_out, s->t, s->h, n);
-	kn_ops()->add(s->x, s->h, n * d);
+	eng_par_attention(p, n, pos + n, H, d / H, s->qkv, 3 * d, K, d, V, d, s->t, d, true, pos,
+			  s->scores);
+	ew_linear_apply(p, &l->self_out, s->t, s->h, n);
+	eng_par_add(p, s->x, s->h, n * d);
 	/* cross-attention over the encoder output */
 	const float *ckv = e->cross_kv + (size_t)li * A * 2 * d;
-	ew_layer_norm_rows(&l->ln_cross, s->x, s->t, n, d);
-	ew_linear_apply(&l->cross_q, s->t, s->qkv, n);
-	kn_attention(n, A, H, d / H, s->qkv, d, ckv, 2 * d, ckv + d, 2 * d, s->t, d, false, 0,
-		     s->scores);
-	ew_linear_apply(&l->cross_out, s->t, s->h, n);
-	kn_ops()->add(s->x, s->h, n * d);
-	ew_mlp(&l->ln_ffn, &l->ffn1, &l->ffn2, s->x, s->t, s->h, n, d);
+	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, n, d);
+	ew_linear_apply(p, &l->cross_q, s->t, s->qkv, n);
+	eng_par_attention(p, n, A, H, d / H, s->qkv, d, ckv, 2 * d, ckv + d, 2 * d, s->t, d, false,
+			  0, s->scores);
+	ew_linear_apply(p, &l->cross_out, s->t, s->h, n);
+	eng_par_add(p, s->x, s->h, n * d);
+	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, s->x, s->t, s->h, n, d);
 }
 
 /* logits[n_vocab] = ln(x_row) . tok_emb^T (the tied output projection). */
-static void ew_logits(const struct eng_whisper *w, const float *row, float *tmp, float *logits)
+static void ew_logits(const struct eng_whisper *w, struct dev_pool *p, const float *row,
+		      float *tmp, float *logits)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t d = (size_t)hp->d_model;
 	kn_ops()->layer_norm(row, w->dec_ln.gamma, w->dec_ln.beta, tmp, d, EW_LN_EPS);
-	kn_gemm(true, 1, (size_t)hp->n_vocab, d, 1.0f, tmp, d, w->tok_emb, d, 0.0f, logits,
-		(size_t)hp->n_vocab);
+	eng_par_linear(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
 }
 
 int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc *e,
-		       struct eng_whisper_kv *kv, const int32_t *tokens, size_t n,
-		       float *logits, float *logits_at, size_t at_index)
+		       struct eng_whisper_kv *kv, struct dev_pool *p, const int32_t *tokens,
+		       size_t n, float *logits, float *logits_at, size_t at_index)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t d = (size_t)hp->d_model;
@@ -276,18 +282,18 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 		if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
 			return -ST_INVAL;
 	struct ew_dec_scratch s;
-	if (ew_dec_scratch_alloc(hp, n, &s))
+	if (ew_dec_scratch_alloc(hp, n, dev_pool_size(p), &s))
 		return -ST_NOMEM;
 	for (size_t i = 0; i < n; i++) {
 		memcpy(s.x + i * d, w->tok_emb + (size_t)tokens[i] * d, d * sizeof(float));
 		kn_ops()->add(s.x + i * d, w->dec_pos + (kv->len + i) * d, d);
 	}
 	for (int li = 0; li < hp->dec_layers; li++)
-		ew_decoder_layer(w, li, e, kv, &s, n);
+		ew_decoder_layer(w, li, e, kv, p, &s, n);
 	kv->len += n;
-	ew_logits(w, s.x + (n - 1) * d, s.t, logits);
+	ew_logits(w, p, s.x + (n - 1) * d, s.t, logits);
 	if (logits_at && at_index < n)
-		ew_logits(w, s.x + at_index * d, s.t, logits_at);
+		ew_logits(w, p, s.x + at_index * d, s.t, logits_at);
 	ew_dec_scratch_free(&s);
 	return 0;
 }

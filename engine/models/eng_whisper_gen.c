@@ -16,6 +16,7 @@ struct ewg {
 	const struct eng_whisper *w;
 	const struct eng_whisper_tok *tok;
 	const struct eng_whisper_enc *e;
+	struct dev_pool *pool;
 	const struct eng_whisper_gen_opts *o;
 	int n_vocab;
 	size_t max_steps;   /* generated tokens allowed (EOT included) */
@@ -188,7 +189,7 @@ static int ewg_run(struct ewg *g, struct ewg_hyp *h, float temperature)
 		}
 		h->seq[h->len++] = id;
 		if (h->len < g->max_steps)
-			rc = eng_whisper_decode(g->w, g->e, h->kv, &id, 1, h->logits, NULL, 0);
+			rc = eng_whisper_decode(g->w, g->e, h->kv, g->pool, &id, 1, h->logits, NULL, 0);
 	}
 	return rc;
 }
@@ -360,7 +361,7 @@ static int ewg_beam_select(struct ewg *g, struct ewg_beams *b, int beam, size_t 
 		h->sum_logprob = k->score;
 		h->seq[h->len++] = k->token;
 		if (h->len < g->max_steps)
-			rc = eng_whisper_decode(g->w, g->e, h->kv, &k->token, 1, h->logits, NULL, 0);
+			rc = eng_whisper_decode(g->w, g->e, h->kv, g->pool, &k->token, 1, h->logits, NULL, 0);
 	}
 	for (int i = 0; i < n_next; i++) { /* swap generations */
 		struct ewg_hyp t = b->cur[i];
@@ -411,11 +412,12 @@ static int ewg_search(struct ewg *g, struct ewg_hyp *h0, struct eng_whisper_gen_
 }
 
 int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_tok *tok,
-			 const struct eng_whisper_enc *e, const int32_t *prompt, size_t n_prompt,
+			 const struct eng_whisper_enc *e, struct dev_pool *pool,
+			 const int32_t *prompt, size_t n_prompt,
 			 const struct eng_whisper_gen_opts *o, struct eng_whisper_gen_result *res)
 {
 	const struct eng_whisper_hp *hp = eng_whisper_hp(w);
-	struct ewg g = { .w = w, .tok = tok, .e = e, .o = o, .n_vocab = hp->n_vocab,
+	struct ewg g = { .w = w, .tok = tok, .e = e, .pool = pool, .o = o, .n_vocab = hp->n_vocab,
 			 .rng = o->seed ? o->seed : 0x9E3779B97F4A7C15ULL };
 	size_t sot_at, ctx = (size_t)hp->n_text_ctx;
 	memset(res, 0, sizeof(*res));
@@ -431,7 +433,7 @@ int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_t
 	int rc = (!at || !g.logprobs) ? -ST_NOMEM : ewg_hyp_alloc(&g, &h0);
 	if (rc)
 		goto out_free;
-	rc = eng_whisper_decode(w, e, h0.kv, prompt, n_prompt, h0.logits, at, sot_at);
+	rc = eng_whisper_decode(w, e, h0.kv, pool, prompt, n_prompt, h0.logits, at, sot_at);
 	if (rc)
 		goto out_hyp;
 	float nsp = ewg_no_speech(&g, at);

@@ -22,6 +22,7 @@
 struct eng_whisper;
 struct eng_whisper_enc;
 struct eng_whisper_tok;
+struct dev_pool;
 
 struct eng_whisper_gen_opts {
 	int beam_size;              /* 1: greedy or sampling; > 1 beam search */
@@ -48,7 +49,8 @@ struct eng_whisper_gen_result {
  * -ST_NOMEM / -ST_INVAL (prompt without <|startoftranscript|>, or not
  * shorter than n_text_ctx) with res zeroed. */
 int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_tok *tok,
-			 const struct eng_whisper_enc *e, const int32_t *prompt, size_t n_prompt,
+			 const struct eng_whisper_enc *e, struct dev_pool *pool,
+			 const int32_t *prompt, size_t n_prompt,
 			 const struct eng_whisper_gen_opts *o, struct eng_whisper_gen_result *res);
 
 void eng_whisper_gen_result_fini(struct eng_whisper_gen_result *res);

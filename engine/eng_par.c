@@ -1,0 +1,177 @@
+/* eng_par.c - parallel-for wrappers around the kernels (see eng_par.h). */
+#include "engine/eng_par.h"
+
+#include <string.h>
+
+#include "devices/dev_pool.h"
+#include "kernels/kn.h"
+#include "kernels/kn_attn.h"
+#include "kernels/kn_blas.h"
+
+/* --- linear ------------------------------------------------------------ */
+
+struct ep_linear {
+	size_t M, N, K;
+	const float *x, *W, *b;
+	float *y;
+};
+
+static void ep_linear_rows(void *arg, int ith, int nth)
+{
+	const struct ep_linear *a = arg;
+	long r0, r1;
+	dev_split((long)a->M, ith, nth, 1, &r0, &r1);
+	if (r1 > r0)
+		kn_linear((size_t)(r1 - r0), a->N, a->K, a->x + (size_t)r0 * a->K, a->W, a->b,
+			  a->y + (size_t)r0 * a->N);
+}
+
+static void ep_linear_cols(void *arg, int ith, int nth)
+{
+	const struct ep_linear *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	size_t n = (size_t)(c1 - c0);
+	for (size_t m = 0; m < a->M; m++) {
+		float *row = a->y + m * a->N + c0;
+		if (a->b)
+			memcpy(row, a->b + c0, n * sizeof(float));
+		else
+			memset(row, 0, n * sizeof(float));
+	}
+	kn_gemm(true, a->M, n, a->K, 1.0f, a->x, a->K, a->W + (size_t)c0 * a->K, a->K, 1.0f,
+		a->y + c0, a->N);
+}
+
+void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+		    const float *W, const float *b, float *y)
+{
+	struct ep_linear a = { M, N, K, x, W, b, y };
+	int nth = dev_pool_size(p);
+	dev_pool_run(p, M >= (size_t)(8 * nth) ? ep_linear_rows : ep_linear_cols, &a);
+}
+
+/* --- row and element ops ---------------------------------------------- */
+
+struct ep_rows {
+	size_t rows, d;
+	const float *x, *gamma, *beta;
+	float *y;
+	float eps;
+};
+
+static void ep_layer_norm(void *arg, int ith, int nth)
+{
+	const struct ep_rows *a = arg;
+	const struct kn_ops *ops = kn_ops();
+	long r0, r1;
+	dev_split((long)a->rows, ith, nth, 1, &r0, &r1);
+	for (long r = r0; r < r1; r++)
+		ops->layer_norm(a->x + (size_t)r * a->d, a->gamma, a->beta, a->y + (size_t)r * a->d,
+				a->d, a->eps);
+}
+
+void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,
+			const float *gamma, const float *beta, float *y, float eps)
+{
+	struct ep_rows a = { rows, d, x, gamma, beta, y, eps };
+	dev_pool_run(rows > 1 ? p : NULL, ep_layer_norm, &a);
+}
+
+struct ep_elems {
+	size_t n;
+	float *y;
+	const float *x;
+};
+
+static void ep_gelu(void *arg, int ith, int nth)
+{
+	const struct ep_elems *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 64, &i0, &i1);
+	if (i1 > i0)
+		kn_ops()->gelu(a->y + i0, (size_t)(i1 - i0));
+}
+
+static void ep_add(void *arg, int ith, int nth)
+{
+	const struct ep_elems *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 64, &i0, &i1);
+	if (i1 > i0)
+		kn_ops()->add(a->y + i0, a->x + i0, (size_t)(i1 - i0));
+}
+
+/* Element ops are worth a parallel run only when large (encoder rows). */
+#define EP_MIN_PAR_ELEMS 16384
+
+void eng_par_gelu(struct dev_pool *p, float *x, size_t n)
+{
+	struct ep_elems a = { n, x, NULL };
+	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_gelu, &a);
+}
+
+void eng_par_add(struct dev_pool *p, float *y, const float *x, size_t n)
+{
+	struct ep_elems a = { n, y, x };
+	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_add, &a);
+}
+
+/* --- attention and convolution --------------------------------------- */
+
+struct ep_attn {
+	size_t n_q, n_kv, n_heads, hd, ldq, ldk, ldv, ldo, q_pos0;
+	const float *q, *k, *v;
+	float *out, *scratch;
+	bool causal;
+};
+
+static void ep_attention(void *arg, int ith, int nth)
+{
+	const struct ep_attn *a = arg;
+	long h0, h1;
+	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
+	if (h1 <= h0)
+		return;
+	size_t off = (size_t)h0 * a->hd;
+	kn_attention(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq, a->k + off,
+		     a->ldk, a->v + off, a->ldv, a->out + off, a->ldo, a->causal, a->q_pos0,
+		     a->scratch + (size_t)ith * a->n_q * a->n_kv);
+}
+
+void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+		       size_t head_dim, const float *q, size_t ldq, const float *k, size_t ldk,
+		       const float *v, size_t ldv, float *out, size_t ldo, bool causal,
+		       size_t q_pos0, float *scratch)
+{
+	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, q_pos0,
+			     q, k, v, out, scratch, causal };
+	dev_pool_run(p, ep_attention, &a);
+}
+
+struct ep_conv {
+	size_t t_in, c_in, c_out, k, stride, pad, t_out;
+	const float *x, *w, *bias;
+	float *y, *scratch;
+};
+
+static void ep_conv1d(void *arg, int ith, int nth)
+{
+	const struct ep_conv *a = arg;
+	long t0, t1;
+	dev_split((long)a->t_out, ith, nth, 1, &t0, &t1);
+	kn_conv1d_rows(a->t_in, a->c_in, a->c_out, a->k, a->stride, a->pad, (size_t)t0,
+		       (size_t)t1, a->x, a->w, a->bias, a->y,
+		       a->scratch + (size_t)t0 * a->c_in * a->k);
+}
+
+void eng_par_conv1d(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
+		    size_t stride, size_t pad, const float *x, const float *w, const float *bias,
+		    float *y, float *scratch)
+{
+	struct ep_conv a = { t_in, c_in, c_out, k, stride, pad,
+			     kn_conv1d_out_len(t_in, k, stride, pad), x, w, bias, y, scratch };
+	dev_pool_run(p, ep_conv1d, &a);
+}

@@ -1,0 +1,42 @@
+/* eng_par.h - the model forward passes' operations split over a device
+ * pool (devices/dev_pool.h): each call runs one parallel-for whose threads
+ * take disjoint row (or column, or head) ranges and call the kernels on
+ * them. BLAS itself stays single-threaded (kn_init), so the pool is the
+ * only source of threads. A NULL pool runs everything on the caller.
+ * Shapes are row-major float32 as in kernels/kn*.h.
+ */
+#ifndef ENG_PAR_H
+#define ENG_PAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct dev_pool;
+
+/* y[M,N] = x[M,K] W[N,K]^T + b[N] (b may be NULL). Rows are split when
+ * there are enough of them, else output columns (a decode step, M = 1). */
+void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+		    const float *W, const float *b, float *y);
+
+/* LayerNorm of each of rows rows of width d; y may equal x. */
+void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,
+			const float *gamma, const float *beta, float *y, float eps);
+
+/* x = gelu(x) over n elements; y += x over n elements. */
+void eng_par_gelu(struct dev_pool *p, float *x, size_t n);
+void eng_par_add(struct dev_pool *p, float *y, const float *x, size_t n);
+
+/* kn_attention with heads split over threads; scratch holds
+ * dev_pool_size(p) * n_q * n_kv floats (one score block per thread). */
+void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+		       size_t head_dim, const float *q, size_t ldq, const float *k, size_t ldk,
+		       const float *v, size_t ldv, float *out, size_t ldo, bool causal,
+		       size_t q_pos0, float *scratch);
+
+/* kn_conv1d with output rows split over threads; scratch holds
+ * t_out * c_in * k floats (each thread uses its rows' part). */
+void eng_par_conv1d(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
+		    size_t stride, size_t pad, const float *x, const float *w, const float *bias,
+		    float *y, float *scratch);
+
+#endif /* ENG_PAR_H */
