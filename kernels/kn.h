@@ -43,6 +43,12 @@ struct kn_ops {
 	void (*scale_add)(float *restrict y, float a, const float *restrict b, size_t n);
 	/* sum x[i]*y[i] */
 	float (*dot)(const float *x, const float *y, size_t n);
+	/* y[r] = sum_k W[r*ldw + k] * x[k] for r < n_rows: a matrix-vector
+	 * product with IEEE binary16 weights W [n_rows, ldw >= k] (a decode
+	 * step reads half the bytes of float32 weights). Products and sums
+	 * in float32; y does not alias x or W. */
+	void (*gemv_f16)(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			 float *restrict y, size_t n_rows, size_t k);
 };
 
 /* kn_init - detect the CPU and fill the table; force picks an ISA

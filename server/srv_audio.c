@@ -30,7 +30,8 @@ int srv__audio_job_set_language(struct srv_audio_job *job, const char *s, size_t
 {
 	if (n >= sizeof(job->language))
 		return -ST_INVAL;
-	memcpy(job->language, s, n);
+	if (n)
+		memcpy(job->language, s, n);
 	job->language[n] = '\0';
 	job->params.language = n ? job->language : NULL;
 	return 0;

@@ -144,6 +144,20 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 	return rc ? -ST_INVAL : 0;
 }
 
+/* The query parameters we read; values of the others are not even decoded. */
+static const char *const srv_dg_known[] = {
+	"model", "language", "punctuate", "smart_format", "utterances",
+	"encoding", "sample_rate", "channels",
+};
+
+static bool srv_dg_is_known(const char *key)
+{
+	for (size_t i = 0; i < sizeof(srv_dg_known) / sizeof(srv_dg_known[0]); i++)
+		if (!strcmp(key, srv_dg_known[i]))
+			return true;
+	return false;
+}
+
 static int srv_dg_query_read(const char *q, struct srv_dg_opts *o, char *err, size_t n)
 {
 	*o = (struct srv_dg_opts){ .raw = { .channels = 1 } };
@@ -151,11 +165,11 @@ static int srv_dg_query_read(const char *q, struct srv_dg_opts *o, char *err, si
 	while (*q) {
 		size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
 		const char *v = klen < len ? q + klen + 1 : q + len;
-		bool skip = klen >= sizeof(key) || len == 0; /* not a parameter we read */
-		if (!skip && (srv_dg_unescape(q, klen, key, sizeof(key)) ||
-			      srv_dg_unescape(v, (size_t)(q + len - v), val, sizeof(val))))
-			return snprintf(err, n, "malformed or over-long query parameter '%.*s'",
-					(int)(klen < 32 ? klen : 32), q), -ST_INVAL;
+		bool skip = klen >= sizeof(key) || srv_dg_unescape(q, klen, key, sizeof(key)) ||
+			    !srv_dg_is_known(key);
+		if (!skip && srv_dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
+			return snprintf(err, n, "malformed or over-long value of query parameter '%s'",
+					key), -ST_INVAL;
 		int rc = skip ? 0 : srv_dg_param(o, key, val, err, n);
 		if (rc)
 			return rc;

@@ -110,6 +110,17 @@ static float ref_dot(const float *x, const float *y, size_t n)
 	return sum;
 }
 
+static void ref_gemv_f16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			 float *restrict y, size_t n_rows, size_t k)
+{
+	for (size_t r = 0; r < n_rows; r++) {
+		float sum = 0.0f;
+		for (size_t i = 0; i < k; i++)
+			sum += ref_f16_one(W[r * ldw + i]) * x[i];
+		y[r] = sum;
+	}
+}
+
 const struct kn_ops kn__ops_ref = {
 	.isa = KN_ISA_REF,
 	.name = "ref",
@@ -120,4 +131,5 @@ const struct kn_ops kn__ops_ref = {
 	.add = ref_add,
 	.scale_add = ref_scale_add,
 	.dot = ref_dot,
+	.gemv_f16 = ref_gemv_f16,
 };

@@ -229,6 +229,50 @@ static float avx2_dot(const float *x, const float *y, size_t n)
 	return sum;
 }
 
+/* Four rows per pass share each load of x; 8 halves per row widen with
+ * F16C's vcvtph2ps. */
+static void avx2_gemv_f16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
+			  float *restrict y, size_t n_rows, size_t k)
+{
+	size_t r = 0;
+	for (; r + 4 <= n_rows; r += 4) {
+		const uint16_t *w0 = Wt + r * ldw, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw;
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+		__m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+		size_t i = 0;
+		for (; i + W <= k; i += W) {
+			__m256 xv = _mm256_loadu_ps(x + i);
+			a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w0 + i))), xv, a0);
+			a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w1 + i))), xv, a1);
+			a2 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w2 + i))), xv, a2);
+			a3 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w3 + i))), xv, a3);
+		}
+		float s0 = hsum8(a0), s1 = hsum8(a1), s2 = hsum8(a2), s3 = hsum8(a3);
+		for (; i < k; i++) {
+			s0 += _cvtsh_ss(w0[i]) * x[i];
+			s1 += _cvtsh_ss(w1[i]) * x[i];
+			s2 += _cvtsh_ss(w2[i]) * x[i];
+			s3 += _cvtsh_ss(w3[i]) * x[i];
+		}
+		y[r] = s0;
+		y[r + 1] = s1;
+		y[r + 2] = s2;
+		y[r + 3] = s3;
+	}
+	for (; r < n_rows; r++) {
+		const uint16_t *w0 = Wt + r * ldw;
+		__m256 a0 = _mm256_setzero_ps();
+		size_t i = 0;
+		for (; i + W <= k; i += W)
+			a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w0 + i))),
+					     _mm256_loadu_ps(x + i), a0);
+		float s0 = hsum8(a0);
+		for (; i < k; i++)
+			s0 += _cvtsh_ss(w0[i]) * x[i];
+		y[r] = s0;
+	}
+}
+
 const struct kn_ops kn__ops_avx2 = {
 	.isa = KN_ISA_AVX2,
 	.name = "avx2",
@@ -239,4 +283,5 @@ const struct kn_ops kn__ops_avx2 = {
 	.add = avx2_add,
 	.scale_add = avx2_scale_add,
 	.dot = avx2_dot,
+	.gemv_f16 = avx2_gemv_f16,
 };

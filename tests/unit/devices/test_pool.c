@@ -29,11 +29,11 @@ static void count_fn(void *arg, int ith, int nth)
 static void test_every_thread_once(void **state)
 {
 	(void)state;
-	for (int n = 1; n <= 8; n++) {
+	for (int n = 1; n <= 4; n++) {
 		struct dev_pool *p;
 		assert_int_equal(dev_pool_create(n, NULL, &p), 0);
 		assert_int_equal(dev_pool_size(p), n);
-		for (int run = 0; run < 200; run++) {
+		for (int run = 0; run < 100; run++) {
 			struct count_task t = { 0 };
 			dev_pool_run(p, count_fn, &t);
 			assert_int_equal(atomic_load(&t.calls), n); /* all done on return */
@@ -67,7 +67,7 @@ static void test_many_short_runs(void **state)
 	(void)state;
 	struct dev_pool *p;
 	assert_int_equal(dev_pool_create(2, NULL, &p), 0);
-	for (long run = 0; run < 50000; run++) {
+	for (long run = 0; run < 5000; run++) {
 		struct sum_task t = { .n = run % 101 };
 		dev_pool_run(p, sum_fn, &t);
 		assert_int_equal(atomic_load(&t.sum), (long long)t.n * (t.n - 1) / 2);

@@ -88,6 +88,51 @@ static uint32_t f32_bits(float f)
 	return u;
 }
 
+/* ---- gemv_f16 ---------------------------------------------------------- */
+
+/* gemv_f16 on n_rows = 0..9 and 33 rows of width n (the size), with row
+ * stride n + 3 and the offset applied to both W and x; against a double
+ * loop over the exactly converted weights, scored by the sum of |w x|. */
+static double case_gemv_f16(const struct kn_ops *ops, size_t n, size_t off)
+{
+	static const size_t rows[] = {0, 1, 3, 4, 5, 7, 9, 33};
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	double worst = 0.0;
+	for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++) {
+		size_t nr = rows[ri], ldw = n + 3;
+		uint16_t *wbase = malloc((nr * ldw + off + 1) * sizeof(uint16_t));
+		float *xbase, *x = buf_new(n, off, &xbase), *wf = malloc((ldw + 1) * sizeof(float));
+		float *y = malloc((nr + 1) * sizeof(float));
+		assert_true(wbase && wf && y);
+		uint16_t *w = wbase + off;
+		for (size_t i = 0; i < nr * ldw; i++)
+			w[i] = (uint16_t)(rng_u64() & 0x7bff); /* finite halves, either sign */
+		fill(x, n, -2.0f, 2.0f);
+		ops->gemv_f16(w, ldw, x, y, nr, n);
+		for (size_t r = 0; r < nr; r++) {
+			ref->f16_to_f32(w + r * ldw, wf, n);
+			double exact = 0.0, mag = 0.0;
+			for (size_t i = 0; i < n; i++) {
+				exact += (double)wf[i] * x[i];
+				mag += fabs((double)wf[i] * x[i]);
+			}
+			double e = fabs(y[r] - exact) / (1e-6 * (mag + 1e-30));
+			worst = e > worst ? e : worst;
+		}
+		free(wbase);
+		free(xbase);
+		free(wf);
+		free(y);
+	}
+	return worst;
+}
+
+static void test_gemv_f16(void **state)
+{
+	(void)state;
+	for_each_case("gemv_f16", case_gemv_f16);
+}
+
 /* ---- dispatch --------------------------------------------------------- */
 
 static void test_dispatch(void **state)
@@ -602,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_layer_norm),     cmocka_unit_test(test_gelu_sweep),
 		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_add),
 		cmocka_unit_test(test_vs_ref),	       cmocka_unit_test(test_bench),
+		cmocka_unit_test(test_gemv_f16),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
