@@ -53,6 +53,37 @@ void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const floa
 	dev_pool_run(p, M >= (size_t)(8 * nth) ? ep_linear_rows : ep_linear_cols, &a);
 }
 
+struct ep_linear16 {
+	size_t M, N, K;
+	const float *x, *b;
+	const uint16_t *W;
+	float *y;
+};
+
+static void ep_linear16_cols(void *arg, int ith, int nth)
+{
+	const struct ep_linear16 *a = arg;
+	const struct kn_ops *ops = kn_ops();
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	size_t n = (size_t)(c1 - c0);
+	for (size_t m = 0; m < a->M; m++) {
+		float *row = a->y + m * a->N + c0;
+		ops->gemv_f16(a->W + (size_t)c0 * a->K, a->K, a->x + m * a->K, row, n, a->K);
+		if (a->b)
+			ops->add(row, a->b + c0, n);
+	}
+}
+
+void eng_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+			const uint16_t *W16, const float *b, float *y)
+{
+	struct ep_linear16 a = { M, N, K, x, b, W16, y };
+	dev_pool_run(p, ep_linear16_cols, &a);
+}
+
 /* --- row and element ops ---------------------------------------------- */
 
 struct ep_rows {

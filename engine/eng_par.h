@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct dev_pool;
 
@@ -17,6 +18,11 @@ struct dev_pool;
  * there are enough of them, else output columns (a decode step, M = 1). */
 void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 		    const float *W, const float *b, float *y);
+
+/* eng_par_linear with binary16 weights W16 [N,K] for a few rows (decode
+ * steps): output columns split, kn gemv_f16 per row. */
+void eng_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+			const uint16_t *W16, const float *b, float *y);
 
 /* LayerNorm of each of rows rows of width d; y may equal x. */
 void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,

@@ -124,10 +124,17 @@ static void ew_layer_norm_rows(struct dev_pool *p, const struct ew_norm *n, cons
 	eng_par_layer_norm(p, rows, d, x, n->gamma, n->beta, y, EW_LN_EPS);
 }
 
+/* Rows at or below which binary16 weights are read instead of float32:
+ * a matrix-vector product is bound by the bytes of W it reads. */
+#define EW_F16_MAX_ROWS 4
+
 static void ew_linear_apply(struct dev_pool *p, const struct ew_linear *l, const float *x,
 			    float *y, size_t rows)
 {
-	eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
+	if (l->w16 && rows <= EW_F16_MAX_ROWS)
+		eng_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
+	else
+		eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
 }
 
 /* x += ffn2(gelu(ffn1(ln(x)))) over rows; h holds [rows, d_ffn], t [rows, d]. */
@@ -267,7 +274,10 @@ static void ew_logits(const struct eng_whisper *w, struct dev_pool *p, const flo
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t d = (size_t)hp->d_model;
 	kn_ops()->layer_norm(row, w->dec_ln.gamma, w->dec_ln.beta, tmp, d, EW_LN_EPS);
-	eng_par_linear(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
+	if (w->tok_emb16)
+		eng_par_linear_f16(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb16, NULL, logits);
+	else
+		eng_par_linear(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
 }
 
 int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc *e,

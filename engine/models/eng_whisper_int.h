@@ -5,9 +5,12 @@
 
 #include "engine/models/eng_whisper.h"
 
-/* nn.Linear: w [n_out, n_in] row-major, b [n_out] (NULL: no bias). */
+/* nn.Linear: w [n_out, n_in] row-major, b [n_out] (NULL: no bias).
+ * Decoder weights stored as float16 also keep those bits in w16, which a
+ * decode step (one row) reads at half the bandwidth (kn gemv_f16). */
 struct ew_linear {
 	float *w;
+	uint16_t *w16; /* [n_out, n_in] binary16, or NULL */
 	float *b;
 	int n_out, n_in;
 };
@@ -43,10 +46,11 @@ struct eng_whisper {
 	struct ew_enc_layer *enc;      /* [enc_layers] */
 	struct ew_norm enc_ln;
 	float *tok_emb;                /* [n_vocab, d], also the output projection */
+	uint16_t *tok_emb16;           /* the same as binary16 when stored so, or NULL */
 	float *dec_pos;                /* [n_text_ctx, d] */
 	struct ew_dec_layer *dec;      /* [dec_layers] */
 	struct ew_norm dec_ln;
-	float **allocs;                /* every float array above, for destroy */
+	void **allocs;                 /* every weight array above, for destroy */
 	size_t n_allocs, cap_allocs;
 	size_t weight_bytes;
 };

@@ -33,22 +33,37 @@ static int ew_fail(struct ew_ld *ld, int rc, const char *name, const char *what)
 	return rc;
 }
 
-static float *ew_track(struct eng_whisper *w, size_t n)
+static void *ew_track(struct eng_whisper *w, size_t bytes)
 {
 	if (w->n_allocs == w->cap_allocs) {
 		size_t cap = w->cap_allocs ? 2 * w->cap_allocs : 64;
-		float **a = mem_realloc(w->allocs, cap * sizeof(*a));
+		void **a = mem_realloc(w->allocs, cap * sizeof(*a));
 		if (!a)
 			return NULL;
 		w->allocs = a;
 		w->cap_allocs = cap;
 	}
-	float *p = mem_alloc(n * sizeof(float));
+	void *p = mem_alloc(bytes);
 	if (p) {
 		w->allocs[w->n_allocs++] = p;
-		w->weight_bytes += n * sizeof(float);
+		w->weight_bytes += bytes;
 	}
 	return p;
+}
+
+/* The variable's binary16 bits when it is stored as float16 (a lossless
+ * copy for kn gemv_f16), else NULL. Only -ST_NOMEM fails. */
+static int ew_half(struct ew_ld *ld, const char *name, uint16_t **out)
+{
+	const struct eng_ct2_var *v = eng_ct2_var_find(ld->ct2, name);
+	*out = NULL;
+	if (!v || v->dtype != ENG_CT2_DTYPE_FLOAT16)
+		return 0;
+	*out = ew_track(ld->w, v->size_bytes);
+	if (!*out)
+		return ew_fail(ld, -ST_NOMEM, name, "out of memory");
+	memcpy(*out, v->data, v->size_bytes); /* the map is unaligned */
+	return 0;
 }
 
 /* Convert the variable to float32; want_dims[0..rank) must match (0 =
@@ -68,7 +83,7 @@ static int ew_tensor(struct ew_ld *ld, const char *name, int rank, const int *wa
 		if (got_dims)
 			got_dims[i] = (int)v->dims[i];
 	}
-	float *p = ew_track(ld->w, v->n_elems);
+	float *p = ew_track(ld->w, v->n_elems * sizeof(float));
 	if (!p)
 		return ew_fail(ld, -ST_NOMEM, name, "out of memory");
 	if (v->dtype == ENG_CT2_DTYPE_FLOAT16) {
@@ -122,6 +137,9 @@ static int ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in, 
 	l->n_out = n_out;
 	l->n_in = n_in;
 	l->b = NULL;
+	l->w16 = NULL;
+	if (!rc && !strncmp(prefix, "decoder/", 8))
+		rc = ew_half(ld, name, &l->w16);
 	if (rc || !bias)
 		return rc;
 	snprintf(name, sizeof(name), "%s/bias", prefix);
@@ -269,6 +287,8 @@ static int ew_load_all(struct ew_ld *ld)
 	const struct eng_whisper_hp *hp = &w->hp;
 	int d = hp->d_model;
 	int rc = ew_hparams(ld);
+	if (!rc)
+		rc = ew_half(ld, "decoder/embeddings/weight", &w->tok_emb16);
 	if (!rc)
 		rc = ew_tensor(ld, "encoder/conv1/bias", 1, (int[]){ d }, NULL, &w->conv1.b);
 	if (!rc)
