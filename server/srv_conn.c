@@ -235,6 +235,12 @@ static int srv_on_headers_complete(llhttp_t *p)
 		return srv_req_fail(req, 505);
 	if (!srv_te_is_supported(srv__req_header(req, "Transfer-Encoding")))
 		return srv_req_fail(req, 501);
+	/* Route and API key from the headers: a request that cannot succeed is
+	 * answered before its body is read (and decompressed), not after. */
+	int early = srv__req_route(req);
+	bool has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length);
+	if (early && has_body)
+		return srv_req_fail(req, early);
 	if (req->coding == SRV_CODING_UNSUPPORTED)
 		return srv_req_fail(req, 415);
 	if (p->content_length > (uint64_t)conn->srv->cfg->max_body_bytes &&
@@ -454,6 +460,8 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 		srv__req_respond_error(req, 400, "invalid_request",
 				       "malformed HTTP request: %s (%s)",
 				       llhttp_get_error_reason(&conn->parser), llhttp_errno_name(e));
+	else if (req->early_status == status)
+		srv__req_respond_error(req, status, req->early_code, "%s", req->early_msg);
 	else
 		srv__req_respond_error(req, status, NULL, "%s", srv__status_detail(status));
 }

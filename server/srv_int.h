@@ -86,6 +86,9 @@ struct srv_req {
 	bool responded;               /* a final response has been queued */
 	bool keep_alive;              /* llhttp says the connection may stay open */
 	int err_status;               /* HTTP status chosen by a parser callback */
+	int early_status;             /* srv__req_route's answer (404/405/401), or 0 */
+	const char *early_code;       /* its error code string */
+	char early_msg[256];          /* its message */
 	char request_id[SRV_REQUEST_ID_MAX + 1];
 	uint64_t start_ns;            /* uv_hrtime at the first byte */
 	uint64_t bytes_in;            /* raw bytes of this request */
@@ -176,6 +179,11 @@ const char *srv__status_detail(int status);
 int srv__status_from_st(int st);
 
 /* srv_routes.c */
+/* srv__req_route - match the route and check the API key from the
+ * request line and headers alone (before any body byte is read): returns
+ * 0 with req->route set, or the HTTP status the request will get (404,
+ * 405, 401) with the answer recorded in req->early_*. */
+int srv__req_route(struct srv_req *req);
 void srv__req_begin_handling(struct srv_req *req);
 void srv__req_dispatch(struct srv_req *req);
 int srv__route_index(const struct srv_req *req);

@@ -9,6 +9,7 @@
  * unless the route is a probe, then call the handler.
  */
 #include <assert.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -140,9 +141,25 @@ static bool srv_req_is_authorized(const struct srv_req *req)
 
 /* --- dispatch ---------------------------------------------------------- */
 
-void srv__req_dispatch(struct srv_req *req)
+/* Record the answer a request gets without reaching its handler. */
+static int srv_req_early(struct srv_req *req, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int srv_req_early(struct srv_req *req, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(req->early_msg, sizeof(req->early_msg), fmt, ap);
+	va_end(ap);
+	req->early_status = status;
+	req->early_code = code;
+	return status;
+}
+
+int srv__req_route(struct srv_req *req)
 {
 	const struct srv_route *path_hit = NULL;
+	const char *method = llhttp_method_name(req->method);
 	for (int i = 0; i < SRV_N_ROUTES && !req->route; i++) {
 		const struct srv_route *r = &srv_routes[i];
 		if (!srv_route_match(r->pattern, req->path, req->path_param, sizeof(req->path_param)))
@@ -151,26 +168,29 @@ void srv__req_dispatch(struct srv_req *req)
 		if (r->method == req->method || (r->method == HTTP_GET && req->method == HTTP_HEAD))
 			req->route = r;
 	}
-	if (!path_hit) {
-		srv__req_respond_error(req, 404, "not_found", "no route for %s %s",
-				       llhttp_method_name(req->method), req->path);
-		return;
-	}
+	if (!path_hit)
+		return srv_req_early(req, 404, "not_found", "no route for %s %s", method, req->path);
 	if (!req->route) {
 		char allow[128];
 		srv_allow(req->path, allow, sizeof(allow));
 		srv__req_add_header(req, "Allow", allow);
-		srv__req_respond_error(req, 405, "method_not_allowed", "%s does not accept %s (allowed: %s)",
-				       req->path, llhttp_method_name(req->method), allow);
-		return;
+		return srv_req_early(req, 405, "method_not_allowed",
+				     "%s does not accept %s (allowed: %s)", req->path, method, allow);
 	}
 	if (!srv_req_is_authorized(req)) {
 		srv__req_add_header(req, "WWW-Authenticate", "Bearer");
-		srv__req_respond_error(req, 401, "invalid_api_key",
-				       "missing or invalid API key (send Authorization: Bearer KEY, or Token KEY)");
-		return;
+		return srv_req_early(req, 401, "invalid_api_key", "missing or invalid API key "
+				     "(send Authorization: Bearer KEY, or Token KEY)");
 	}
-	req->route->handler(req);
+	return 0;
+}
+
+void srv__req_dispatch(struct srv_req *req)
+{
+	if (req->early_status)
+		srv__req_respond_error(req, req->early_status, req->early_code, "%s", req->early_msg);
+	else
+		req->route->handler(req);
 }
 
 /* --- zstd request bodies, decoded on the thread pool -------------------- */

@@ -4,7 +4,7 @@ import socket
 import subprocess
 import time
 
-from conftest import Reader, connect, request
+from conftest import Reader, connect, make_config, request
 
 LIVE = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -68,7 +68,7 @@ def test_too_many_header_lines_431(daemon):
 def test_oversized_body_413_by_content_length(daemon):
     with connect(daemon.port) as s:
         # Rejected from the header alone: the body is never sent.
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
         rd = Reader(s)
         r = rd.read_response()
         assert r.status == 413
@@ -78,7 +78,7 @@ def test_oversized_body_413_by_content_length(daemon):
 def test_oversized_chunked_body_413(daemon):
     chunk = b"%x\r\n" % 40000 + b"a" * 40000 + b"\r\n"
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
         try:
             s.sendall(chunk * 3 + b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
@@ -88,18 +88,18 @@ def test_oversized_chunked_body_413(daemon):
 
 def test_chunked_body_accepted(daemon):
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                   b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n" + LIVE)
         rd = Reader(s)
-        # the body was read in full (405: /v1/models takes GET), and the
+        # the body was read in full (415: not multipart/form-data), and the
         # connection stays usable for the next request
-        assert rd.read_response().status == 405
+        assert rd.read_response().status == 415
         assert rd.read_response().status == 200
 
 
 def test_bad_chunk_size_400(daemon):
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                   b"zz\r\nhello\r\n0\r\n\r\n")
         rd = Reader(s)
         r = rd.read_response()
@@ -118,18 +118,18 @@ def test_garbage_request_line_400(daemon):
 
 def test_expect_100_continue(daemon):
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
                   b"Expect: 100-continue\r\n\r\n")
         rd = Reader(s)
         interim = rd.read_response(head_only=True)
         assert interim.status == 100
         s.sendall(b"hello")
-        assert rd.read_response().status == 405
+        assert rd.read_response().status == 415
 
 
 def test_expect_100_continue_refused_when_too_big(daemon):
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n"
                   b"Expect: 100-continue\r\n\r\n")
         assert Reader(s).read_response().status == 413
 
@@ -179,13 +179,13 @@ def test_zstd_response_when_accepted(daemon):
 
 def test_zstd_request_body_decoded(daemon):
     body = zstd(b"x" * 1000)
-    r = request(daemon.port, "POST", "/v1/models", body=body,
+    r = request(daemon.port, "POST", "/v1/audio/transcriptions", body=body,
                 headers={"Content-Encoding": "zstd"})
-    assert r.status == 405  # decoded fine, then routed
+    assert r.status == 415  # decoded fine, then handled: not multipart
 
 
 def test_corrupt_zstd_request_body_400(daemon):
-    r = request(daemon.port, "POST", "/v1/models", body=b"\x28\xb5\x2f\xfd garbage",
+    r = request(daemon.port, "POST", "/v1/audio/transcriptions", body=b"\x28\xb5\x2f\xfd garbage",
                 headers={"Content-Encoding": "zstd"})
     assert r.status == 400
     assert "zstd" in r.json()["error"]["message"]
@@ -195,13 +195,13 @@ def test_zstd_bomb_413(daemon):
     """A small compressed body that expands past max_body_bytes (64 KiB)."""
     body = zstd(b"\0" * 10_000_000, "-19")
     assert len(body) < 65536
-    r = request(daemon.port, "POST", "/v1/models", body=body,
+    r = request(daemon.port, "POST", "/v1/audio/transcriptions", body=body,
                 headers={"Content-Encoding": "zstd"})
     assert r.status == 413
 
 
 def test_unknown_content_encoding_415(daemon):
-    r = request(daemon.port, "POST", "/v1/models", body=b"abc",
+    r = request(daemon.port, "POST", "/v1/audio/transcriptions", body=b"abc",
                 headers={"Content-Encoding": "br"})
     assert r.status == 415
 
@@ -276,25 +276,25 @@ def test_accept_encoding_q_values(daemon):
 
 def test_expect_and_version_and_transfer_encoding(daemon):
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
                   b"Expect: teapot\r\n\r\nabc")
         assert Reader(s).read_response().status == 417
     with connect(daemon.port) as s:  # HTTP/1.0: Expect is ignored, no 100
-        s.sendall(b"POST /v1/models HTTP/1.0\r\nContent-Length: 3\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.0\r\nContent-Length: 3\r\n"
                   b"Expect: 100-continue\r\n\r\nabc")
-        assert Reader(s).read_response().status == 405
+        assert Reader(s).read_response().status == 415
     with connect(daemon.port) as s:
         s.sendall(b"GET /v2/health/live HTTP/2.0\r\nHost: a\r\n\r\n")
         assert Reader(s).read_response().status == 505
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
                   b"0\r\n\r\n")
         assert Reader(s).read_response().status == 501
 
 
 def test_oversized_chunk_refused_at_its_header(daemon):
     with connect(daemon.port) as s:
-        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+        s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
                   b"6400001\r\n")
         start = time.time()
         assert Reader(s).read_response().status == 413
@@ -312,3 +312,23 @@ def test_malformed_request_logged_without_a_method(daemon):
     assert "method=DELETE" not in text
     line = next(l for l in text.splitlines() if "request_id=esc-9" in l)
     assert 'path="/v2/models/a\\x22b\\x5cc"' in line
+
+
+def test_route_and_key_checked_before_the_body(daemon, fresh_daemon):
+    """A request that cannot succeed is answered from its headers: the body
+    is never read or decompressed (a zstd bomb to a wrong route is a 404)."""
+    bomb = zstd(b"\0" * 10_000_000, "-19")
+    r = request(daemon.port, "POST", "/nope", body=bomb, headers={"Content-Encoding": "zstd"})
+    assert r.status == 404
+    r = request(daemon.port, "POST", "/v1/models", body=b"x" * 100)
+    assert r.status == 405 and r.header("allow") == "GET, HEAD"
+    d = fresh_daemon(make_config(api_keys=["k1"]))
+    r = request(d.port, "POST", "/v1/audio/transcriptions", body=bomb,
+                headers={"Content-Encoding": "zstd"})
+    assert r.status == 401
+    # without a body a 404 keeps the connection open
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /nope HTTP/1.1\r\nHost: a\r\n\r\n" + LIVE)
+        rd = Reader(s)
+        assert rd.read_response().status == 404
+        assert rd.read_response().status == 200

@@ -137,11 +137,11 @@ static void test_limits_over_socketpair(void **state)
 	char *out = exchange(big, (size_t)n);
 	assert_non_null(strstr(out, "HTTP/1.1 431 "));
 	free(out);
-	const char body[] = "POST /v1/models HTTP/1.1\r\nContent-Length: 4096\r\n\r\n";
+	const char body[] = "POST /v1/audio/transcriptions HTTP/1.1\r\nContent-Length: 4096\r\n\r\n";
 	out = exchange(body, sizeof(body) - 1);
 	assert_non_null(strstr(out, "HTTP/1.1 413 "));
 	free(out);
-	const char chunk[] = "POST /v1/models HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+	const char chunk[] = "POST /v1/audio/transcriptions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
 	out = exchange(chunk, sizeof(chunk) - 1);
 	assert_non_null(strstr(out, "HTTP/1.1 400 "));
 	free(out);
