@@ -13,7 +13,8 @@
 #include "common/mem.h"
 #include "common/st.h"
 
-#define DEV_POOL_SPINS 20000 /* pause loops before a worker sleeps */
+#define DEV_POOL_SPINS 20000       /* pause loops before a worker sleeps */
+#define DEV_POOL_RUNNER_SPINS 2000 /* pause loops before the runner yields its core */
 
 struct dev_worker {
 	struct dev_pool *pool;
@@ -160,7 +161,7 @@ void dev_pool_run(struct dev_pool *p, dev_task_fn fn, void *arg)
 	/* Spin while the workers are likely running; yield after that so an
 	 * oversubscribed machine (more threads than free cores) still moves. */
 	for (unsigned spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
-		if (spins < DEV_POOL_SPINS)
+		if (spins < DEV_POOL_RUNNER_SPINS)
 			dev_pause();
 		else
 			sched_yield();

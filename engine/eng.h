@@ -148,4 +148,97 @@ int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_sam
 		   size_t errlen);
 void eng_transcript_destroy(struct eng_transcript *t);
 
+/* --- text generation (GGUF models) ------------------------------------ */
+
+#define ENG_GEN_MAX_STOP 4     /* stop strings per request (OpenAI's limit) */
+#define ENG_GEN_MAX_TOP 20     /* top alternatives per token (OpenAI's limit) */
+
+/* One generated token as streamed and reported with logprobs. */
+struct eng_gen_token {
+	int32_t id;
+	float logprob;                       /* log P(token) under the model */
+	int n_top;                           /* alternatives filled in top[] */
+	struct {
+		int32_t id;
+		float logprob;
+	} top[ENG_GEN_MAX_TOP];
+};
+
+/* Options of one completion; eng_gen_params_init sets OpenAI's defaults
+ * (temperature 1, top_p 1, max_tokens 16). Strings are borrowed. */
+struct eng_gen_params {
+	const char *prompt;            /* text; special tokens in it are parsed */
+	size_t prompt_len;             /* bytes (0: strlen) */
+	int max_tokens;                /* 1 .. context */
+	const char *stop[ENG_GEN_MAX_STOP];
+	int n_stop;
+	float temperature;             /* 0..2; 0 is greedy */
+	float top_p;                   /* (0, 1] */
+	int top_k;                     /* 0 = off (extension) */
+	float min_p;                   /* 0 = off (extension) */
+	float repetition_penalty;      /* 1 = off (extension) */
+	float presence_penalty;        /* -2..2 */
+	float frequency_penalty;       /* -2..2 */
+	uint64_t seed;                 /* sampling seed */
+	int logprobs;                  /* -1 none; 0..20 alternatives per token */
+	int n_threads;                 /* compute threads (default 1) */
+	const volatile int *cancel;    /* set: stop at the next token (-ST_CANCELED) */
+	/* on_text: text that is final (whole UTF-8 characters, past any stop
+	 * string's possible start), with the token that completed it (NULL
+	 * for the flush at the end). Return non-zero to stop (cancel). Called
+	 * on the generating thread. */
+	int (*on_text)(void *ud, const char *text, size_t len, const struct eng_gen_token *tok);
+	void *ud;
+};
+
+enum eng_finish {
+	ENG_FINISH_STOP = 0,   /* end-of-generation token or a stop string */
+	ENG_FINISH_LENGTH,     /* max_tokens reached */
+};
+
+struct eng_gen_result {
+	char *text;                    /* the completion, UTF-8 (stop string excluded) */
+	size_t text_len;
+	enum eng_finish finish;
+	size_t n_prompt_tokens, n_completion_tokens;
+	struct eng_gen_token *tokens;  /* [n_completion_tokens] when logprobs >= 0, else NULL */
+	double prompt_ms, decode_ms;   /* time in prefill and in decode steps */
+};
+
+void eng_gen_params_init(struct eng_gen_params *p);
+
+/* eng_generate - complete p->prompt with generation model m (tokenise,
+ * prefill, decode with sampling until an end-of-generation token, a stop
+ * string or max_tokens). Runs on the calling worker thread. On success
+ * *out is new (eng_gen_result_destroy). Errors: -ST_INVAL (not a
+ * generation model, bad parameter, empty prompt; err says which),
+ * -ST_TOOBIG (prompt + max_tokens beyond the context: err gives the
+ * numbers), -ST_CANCELED, -ST_NOMEM. */
+int eng_generate(const struct eng_model *m, const struct eng_gen_params *p,
+		 struct eng_gen_result **out, char *err, size_t errlen);
+void eng_gen_result_destroy(struct eng_gen_result *r);
+
+/* eng_token_text - the bytes of token id of model m (may be a partial
+ * UTF-8 sequence), for logprobs; returns the full length like snprintf. */
+size_t eng_token_text(const struct eng_model *m, int32_t id, char *out, size_t cap);
+
+/* eng_model_context - the context length generation requests get. */
+size_t eng_model_context(const struct eng_model *m);
+
+/* A chat message (OpenAI roles "system", "user", "assistant"). */
+struct eng_chat_msg {
+	const char *role;
+	const char *content;
+};
+
+/* eng_chat_format - the prompt text for messages [n] in model m's chat
+ * format, recognised from its tokenizer.chat_template (gemma, chatml as
+ * qwen uses, llama 3, llama 2 / mistral [INST]), ending with the
+ * assistant's turn opened. *out is new (mem_free). Errors:
+ * -ST_UNSUPPORTED (no template, or one not recognised: err says how to
+ * fix it - use /v1/completions with a formatted prompt), -ST_INVAL (a role
+ * the format has no place for), -ST_NOMEM. */
+int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, size_t n,
+		    char **out, char *err, size_t errlen);
+
 #endif /* ENG_H */

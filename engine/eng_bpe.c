@@ -551,6 +551,24 @@ static void emit(int32_t id, int32_t *ids, size_t max_ids, size_t *count)
 	(*count)++;
 }
 
+/* whole_word_id - ignore_merges (llama 3): the id of the word s[0, n)
+ * when its byte-level string is itself a token, else -1. */
+static int32_t whole_word_id(const struct eng_bpe *b, const uint8_t *s, size_t n)
+{
+	char buf[ENG_BPE_MAX_TOKEN_BYTES];
+	size_t at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int32_t bid = b->byte_id[s[i]];
+		uint32_t l = b->len[bid];
+		if (at + l > sizeof(buf))
+			return -1; /* longer than any token */
+		memcpy(buf + at, b->pool + b->off[bid], l);
+		at += l;
+	}
+	return lookup(b, buf, at);
+}
+
 /* encode_word - the ids of one pre-token s[0, n), n >= 1. */
 static int encode_word(const struct eng_bpe *b, struct bpe_work *w, const uint8_t *s, size_t n,
 		       int32_t *ids, size_t max_ids, size_t *count)
@@ -558,6 +576,13 @@ static int encode_word(const struct eng_bpe *b, struct bpe_work *w, const uint8_
 	if (n == 1) {
 		emit(b->byte_id[s[0]], ids, max_ids, count);
 		return 0;
+	}
+	if (b->pretok == ENG_BPE_PRETOK_LLAMA3) {
+		int32_t whole = whole_word_id(b, s, n);
+		if (whole >= 0) {
+			emit(whole, ids, max_ids, count);
+			return 0;
+		}
 	}
 	int rc = work_reserve(w, n);
 	if (rc)

@@ -52,6 +52,17 @@ enum eng_bpe_pretok {
 	 * \p{L} = categories L*, \p{N} = N*, \s = Unicode White_Space
 	 * (engine/eng_unicode_tables.h). Used by GPT-2 and Whisper. */
 	ENG_BPE_PRETOK_GPT2 = 0,
+	/* llama 3's regex, as llama.cpp runs it for tokenizer.ggml.pre
+	 * "llama-bpe" / "llama3" (src/llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_LLAMA3):
+	 * (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
+	 * |[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+	 * |\s*[\r\n]+|\s+(?!\S)|\s+
+	 * It also sets llama.cpp's (and HF's) ignore_merges: a word that is
+	 * itself a token is emitted as that token without merging. */
+	ENG_BPE_PRETOK_LLAMA3 = 1,
+	/* qwen2's regex (tokenizer.ggml.pre "qwen2"): the llama 3 one with
+	 * \p{N} (one digit per word) instead of \p{N}{1,3}; merges as usual. */
+	ENG_BPE_PRETOK_QWEN2 = 2,
 	ENG_BPE_PRETOK_COUNT
 };
 

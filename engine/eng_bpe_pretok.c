@@ -1,5 +1,5 @@
 /* eng_bpe_pretok.c - pre-tokenizers for the byte-level BPE (eng_bpe.h):
- * the GPT-2 split regex implemented by hand over UTF-8.
+ * the GPT-2, llama 3 and qwen2 split regexes implemented by hand over UTF-8.
  *
  * The regex, tried leftmost-first at each position:
  *   's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+
@@ -153,9 +153,103 @@ static size_t gpt2_next(const uint8_t *text, size_t len, size_t pos)
 	return last - pos;
 }
 
+/* ---- llama 3 / qwen2 (llama.cpp src/llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_LLAMA3
+ * and _QWEN2; matching follows llama.cpp's unicode_regex_split_custom_llama3):
+ *   (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
+ *   | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,D} | ?[^\s\p{L}\p{N}]+[\r\n]*
+ *   | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * with D = 3 (llama 3) or 1 (qwen2). */
+
+static bool is_crlf(uint32_t cp)
+{
+	return cp == '\r' || cp == '\n';
+}
+
+/* contraction_ci - like contraction, ASCII case-insensitive ('S, 'Ll ...). */
+static size_t contraction_ci(const uint8_t *text, size_t len, size_t pos)
+{
+	if (pos + 1 >= len)
+		return 0;
+	uint8_t c = text[pos + 1] | 0x20;
+	if (c == 's' || c == 't' || c == 'm' || c == 'd')
+		return 2;
+	if (pos + 2 >= len)
+		return 0;
+	uint8_t d = text[pos + 2] | 0x20;
+	if ((c == 'r' && d == 'e') || (c == 'v' && d == 'e') || (c == 'l' && d == 'l'))
+		return 3;
+	return 0;
+}
+
+/* space_run - the whitespace branches at pos (a space character):
+ * \s*[\r\n]+ ends after the run's last CR/LF; otherwise \s+(?!\S)
+ * keeps the run's last character for the next word when more text
+ * follows and the run is longer than one character. */
+static size_t space_run(const uint8_t *text, size_t len, size_t pos)
+{
+	size_t end = pos, last = pos, nl_end = 0;
+
+	while (end < len) {
+		struct uchar c = uchar_at(text, len, end);
+		if (c.cls != ENG_UCLASS_SPACE)
+			break;
+		if (is_crlf(c.cp))
+			nl_end = end + c.len;
+		last = end;
+		end += c.len;
+	}
+	if (nl_end)
+		return nl_end - pos;
+	if (end == len || last == pos)
+		return end - pos;
+	return last - pos;
+}
+
+/* llama3_next - one match at pos; max_digits is D above. */
+static size_t llama3_next(const uint8_t *text, size_t len, size_t pos, unsigned max_digits)
+{
+	size_t last, n;
+
+	if (text[pos] == '\'' && (n = contraction_ci(text, len, pos)) != 0)
+		return n;
+	struct uchar u = uchar_at(text, len, pos);
+	if (u.cls == ENG_UCLASS_LETTER)
+		return run_end(text, len, pos, ENG_UCLASS_LETTER, &last) - pos;
+	if (!is_crlf(u.cp) && u.cls != ENG_UCLASS_NUMBER && pos + u.len < len &&
+	    uchar_at(text, len, pos + u.len).cls == ENG_UCLASS_LETTER)
+		return run_end(text, len, pos + u.len, ENG_UCLASS_LETTER, &last) - pos;
+	if (u.cls == ENG_UCLASS_NUMBER) {
+		size_t end = pos;
+		for (unsigned k = 0; k < max_digits && end < len; k++) {
+			struct uchar d = uchar_at(text, len, end);
+			if (d.cls != ENG_UCLASS_NUMBER)
+				break;
+			end += d.len;
+		}
+		return end - pos;
+	}
+	size_t start = pos;
+	if (u.cp == ' ' && pos + 1 < len) {
+		struct uchar v = uchar_at(text, len, pos + 1);
+		if (v.cls == ENG_UCLASS_OTHER)
+			u = v, start = pos + 1; /* " ?" takes the space */
+	}
+	if (u.cls == ENG_UCLASS_OTHER) {
+		size_t end = run_end(text, len, start, ENG_UCLASS_OTHER, &last);
+		while (end < len && (text[end] == '\r' || text[end] == '\n'))
+			end++;
+		return end - pos;
+	}
+	return space_run(text, len, pos);
+}
+
 size_t eng__bpe_pretok_next(enum eng_bpe_pretok kind, const uint8_t *text, size_t len, size_t pos)
 {
 	switch (kind) {
+	case ENG_BPE_PRETOK_LLAMA3:
+		return llama3_next(text, len, pos, 3);
+	case ENG_BPE_PRETOK_QWEN2:
+		return llama3_next(text, len, pos, 1);
 	case ENG_BPE_PRETOK_GPT2:
 	default:
 		return gpt2_next(text, len, pos);

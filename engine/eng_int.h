@@ -87,6 +87,8 @@ struct eng_ct2;
 struct eng_whisper;
 struct eng_whisper_tok;
 struct kn_mel;
+struct eng_llm;
+struct eng_tok;
 
 /* A loaded model (opaque outside engine/). */
 struct eng_model {
@@ -104,6 +106,9 @@ struct eng_model {
 	struct eng_whisper *whisper;      /* float32 weights, shared read-only */
 	struct eng_whisper_tok *wtok;     /* tokenizer facts */
 	struct kn_mel *mel;               /* log-mel filterbank for hp.n_mels */
+	/* generation models (eng_generate.c) */
+	struct eng_llm *llm;              /* weight views into the GGUF map */
+	struct eng_tok *tok;              /* the GGUF vocabulary's tokenizer */
 };
 
 struct eng {
@@ -116,6 +121,12 @@ struct eng {
  * (eng_transcribe.c). eng__whisper_model_fini undoes it (NULL-safe). */
 int eng__whisper_model_load(struct eng_model *m, char *err, size_t errlen);
 void eng__whisper_model_fini(struct eng_model *m);
+
+/* eng__llm_model_load - after the GGUF reader opened m->gguf: the model's
+ * architecture and weight views, and its tokenizer (eng_generate.c).
+ * eng__llm_model_fini undoes it (NULL-safe). */
+int eng__llm_model_load(struct eng_model *m, char *err, size_t errlen);
+void eng__llm_model_fini(struct eng_model *m);
 
 /* eng__checked_mul - *out = a * b, false on uint64 overflow. */
 static inline bool eng__checked_mul(uint64_t a, uint64_t b, uint64_t *out)

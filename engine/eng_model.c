@@ -126,7 +126,9 @@ static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 	m->arch = mem_strdup(arch);
 	m->task = ENG_TASK_GENERATION;
 	m->size_bytes = eng_gguf_tensor_bytes(m->gguf);
-	return m->arch ? 0 : eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+	if (!m->arch)
+		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+	return eng__llm_model_load(m, err, errlen);
 }
 
 static int load_ct2(struct eng_model *m, char *err, size_t errlen)
@@ -173,6 +175,7 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 static void model_fini(struct eng_model *m)
 {
 	eng__whisper_model_fini(m);
+	eng__llm_model_fini(m);
 	eng_gguf_close(m->gguf);
 	eng_ct2_close(m->ct2);
 	mem_free(m->name);

@@ -7,6 +7,7 @@
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_blas.h"
+#include "kernels/kn_quant.h"
 
 /* --- linear ------------------------------------------------------------ */
 
@@ -82,6 +83,65 @@ void eng_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const 
 {
 	struct ep_linear16 a = { M, N, K, x, b, W16, y };
 	dev_pool_run(p, ep_linear16_cols, &a);
+}
+
+struct ep_qlinear {
+	size_t M, N, K, row_bytes;
+	const float *x, *b;
+	const char *W;
+	const struct kn_qops *q;
+	float *y, *scratch;
+};
+
+static void ep_qlinear_bias(const struct ep_qlinear *a, size_t c0, size_t n)
+{
+	for (size_t m = 0; a->b && m < a->M; m++)
+		kn_ops()->add(a->y + m * a->N + c0, a->b + c0, n);
+}
+
+static void ep_qlinear_gemv(void *arg, int ith, int nth)
+{
+	const struct ep_qlinear *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	for (size_t m = 0; m < a->M; m++)
+		a->q->gemv(a->W + (size_t)c0 * a->row_bytes, a->row_bytes, a->x + m * a->K,
+			   a->y + m * a->N + c0, (size_t)(c1 - c0), a->K);
+	ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+static void ep_qlinear_tiles(void *arg, int ith, int nth)
+{
+	const struct ep_qlinear *a = arg;
+	float *tile = a->scratch + (size_t)ith * ENG_PAR_QTILE * a->K;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, ENG_PAR_QTILE, &c0, &c1);
+	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+		const float *B = tile;
+		size_t ldb = a->K;
+		if (a->q->type == KN_Q_F32) {
+			B = (const float *)(a->W + (size_t)c * a->row_bytes);
+			ldb = a->row_bytes / sizeof(float);
+		} else {
+			for (size_t j = 0; j < nt; j++)
+				a->q->dequant(a->W + (size_t)(c + (long)j) * a->row_bytes, tile + j * a->K,
+					      a->K);
+		}
+		kn_gemm(true, a->M, nt, a->K, 1.0f, a->x, a->K, B, ldb, 0.0f, a->y + c, a->N);
+	}
+	if (c1 > c0)
+		ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
+		     float *y, float *scratch)
+{
+	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch };
+	dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &a);
 }
 
 /* --- row and element ops ---------------------------------------------- */

@@ -24,6 +24,22 @@ void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const floa
 void eng_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 			const uint16_t *W16, const float *b, float *y);
 
+struct kn_qops;
+
+/* Rows of tile a thread dequantises at a time for eng_par_qlinear. */
+#define ENG_PAR_QTILE 64
+
+/* y[M,N] = x[M,K] W[N,K]^T + b[N] with W in a GGUF block type (q's
+ * kernels; row r at (const char *)W + r * row_bytes). Up to 4 rows: output
+ * columns split, q->gemv straight from the blocks (a decode step). More
+ * rows (a prompt): each thread dequantises ENG_PAR_QTILE weight rows at a
+ * time into its part of scratch and multiplies them with OpenBLAS.
+ * scratch: dev_pool_size(p) * ENG_PAR_QTILE * K floats (unused for F32
+ * weights or M <= 4). */
+void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
+		     float *y, float *scratch);
+
 /* LayerNorm of each of rows rows of width d; y may equal x. */
 void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,
 			const float *gamma, const float *beta, float *y, float eps);

@@ -49,6 +49,16 @@ struct kn_ops {
 	 * in float32; y does not alias x or W. */
 	void (*gemv_f16)(const uint16_t *restrict W, size_t ldw, const float *restrict x,
 			 float *restrict y, size_t n_rows, size_t k);
+	/* y = x / sqrt(mean(x^2) + eps) * w over one row of n (RMSNorm, Zhang &
+	 * Sennrich 2019; llama.cpp's ggml_rms_norm then a multiply); w may be
+	 * NULL (no scale); y may equal x. */
+	void (*rms_norm)(const float *x, const float *w, float *y, size_t n, float eps);
+	/* gate[i] = act(gate[i]) * up[i]: the gated MLPs. gelu_tanh_mul uses
+	 * the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+	 * (GeGLU, Gemma; ggml_gelu), silu_mul x / (1 + exp(-x)) (SwiGLU,
+	 * llama/qwen). Max abs error vs double <= 1e-5 * (1 + |result|). */
+	void (*gelu_tanh_mul)(float *restrict gate, const float *restrict up, size_t n);
+	void (*silu_mul)(float *restrict gate, const float *restrict up, size_t n);
 };
 
 /* kn_init - detect the CPU and fill the table; force picks an ISA

@@ -3,6 +3,9 @@
  *
  * Attention follows Vaswani et al. 2017, one head at a time: two sgemm
  * calls through kn_gemm with the row softmax of kn_ops() in between.
+ * Sliding-window attention runs the same two GEMMs per block of query
+ * rows, restricted to the keys that block can see. RoPE is a scalar loop
+ * with its angles in double.
  * Convolution is im2col + one kn_linear (the Caffe/PyTorch CPU approach).
  */
 #include <assert.h>
@@ -46,6 +49,113 @@ void kn_attention(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, cons
 		/* out_h[n_q, head_dim] = S v_h */
 		kn_gemm(false, n_q, head_dim, n_kv, 1.0f, scratch, n_kv, v + off, ldv, 0.0f,
 			out + off, ldo);
+	}
+}
+
+/* The arguments of one kn_attention_window call that its blocks share. */
+struct kn_win {
+	const float *q, *k, *v; /* column 0 of head 0 */
+	float *out;		/* likewise */
+	size_t ldq, ldk, ldv, ldo;
+	size_t head_dim;
+	size_t q_pos0; /* absolute position of query row 0 */
+	size_t window; /* 0: no window */
+	float scale;   /* applied to q k^T */
+};
+
+/* Query rows per GEMM block: at least the window, so that a block's key
+ * span (rows + window - 1) wastes at most about half its scores, and at
+ * least this many so that small windows still make GEMM-sized calls. */
+#define KN_WIN_MIN_ROWS 32
+
+/* First key position visible from query position p. */
+static size_t kn_win_lo(size_t p, size_t window)
+{
+	return window && p + 1 > window ? p + 1 - window : 0;
+}
+
+/* Query rows [i0, i1) of the head at column off: S = scale q k[lo:hi]^T
+ * over the keys the block sees (hi = last row's position + 1), then each
+ * row's softmax over its own window [kn_win_lo(p) - lo, p + 1 - lo) and
+ * zeros around it, then out = S v[lo:hi]. S: (i1 - i0) * (hi - lo). */
+static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i1, float *S)
+{
+	const struct kn_ops *ops = kn_ops();
+	size_t rows = i1 - i0, lo = kn_win_lo(w->q_pos0 + i0, w->window);
+	size_t span = w->q_pos0 + i1 - lo;
+	kn_gemm(true, rows, span, w->head_dim, w->scale, w->q + i0 * w->ldq + off, w->ldq,
+		w->k + lo * w->ldk + off, w->ldk, 0.0f, S, span);
+	for (size_t r = 0; r < rows; r++) {
+		size_t p = w->q_pos0 + i0 + r, a = kn_win_lo(p, w->window) - lo, b = p + 1 - lo;
+		float *row = S + r * span;
+		memset(row, 0, a * sizeof(*row));
+		ops->softmax(row + a, b - a);
+		memset(row + b, 0, (span - b) * sizeof(*row));
+	}
+	kn_gemm(false, rows, w->head_dim, span, 1.0f, S, span, w->v + lo * w->ldv + off, w->ldv,
+		0.0f, w->out + i0 * w->ldo + off, w->ldo);
+}
+
+/* Scratch use: one block's rows times its key span, which is at most
+ * n_q * (q_pos0 + n_q) <= n_q * n_kv floats (kn_attention's bound). */
+void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, const float *q,
+			 size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv,
+			 float *out, size_t ldo, size_t q_pos0, size_t window, float scale,
+			 float *scratch)
+{
+	assert(q_pos0 + n_q <= n_kv);
+	(void)n_kv;
+	const struct kn_win w = {.q = q,
+				 .k = k,
+				 .v = v,
+				 .out = out,
+				 .ldq = ldq,
+				 .ldk = ldk,
+				 .ldv = ldv,
+				 .ldo = ldo,
+				 .head_dim = head_dim,
+				 .q_pos0 = q_pos0,
+				 .window = window,
+				 .scale = scale};
+	size_t block = window > KN_WIN_MIN_ROWS ? window : KN_WIN_MIN_ROWS;
+	if (window == 0)
+		block = n_q; /* every row sees a prefix: one block, as kn_attention */
+	for (size_t h = 0; h < n_heads; h++)
+		for (size_t i0 = 0; i0 < n_q; i0 += block)
+			kn_win_block(&w, h * head_dim, i0, i0 + block < n_q ? i0 + block : n_q,
+				     scratch);
+}
+
+/* Rotates dims (ia, ib) of each of the n_head heads in one token's row by
+ * the angle whose cosine and sine are c and s. */
+static void kn_rope_pair(float *row, size_t n_head, size_t head_dim, size_t ia, size_t ib, float c,
+			 float s)
+{
+	for (size_t h = 0; h < n_head; h++) {
+		float *hx = row + h * head_dim, x0 = hx[ia], x1 = hx[ib];
+		hx[ia] = x0 * c - x1 * s;
+		hx[ib] = x0 * s + x1 * c;
+	}
+}
+
+/* Each (token, pair j) angle is computed once and applied to every head.
+ * theta in double: positions of many thousands times base^(-2j/n_rot)
+ * keep their digits, then cos/sin round once to float (llama.cpp's
+ * ggml_rope_cache_init builds the same theta by repeated float
+ * multiplication). Dims n_rot.. of each head are not touched. */
+void kn_rope(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim, size_t n_rot,
+	     const int32_t *pos, float base, float freq_scale, bool neox)
+{
+	assert(n_rot % 2 == 0 && n_rot <= head_dim && n_head * head_dim <= ld);
+	size_t half = n_rot / 2;
+	for (size_t t = 0; t < n_tok; t++) {
+		double p = (double)pos[t] * (double)freq_scale;
+		for (size_t j = 0; j < half; j++) {
+			double theta = p * pow((double)base, -2.0 * (double)j / (double)n_rot);
+			size_t ia = neox ? j : 2 * j, ib = neox ? j + half : 2 * j + 1;
+			kn_rope_pair(x + t * ld, n_head, head_dim, ia, ib, (float)cos(theta),
+				     (float)sin(theta));
+		}
 	}
 }
 

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* kn_attention - multi-head scaled dot-product attention, one sequence
  * (Vaswani et al. 2017): for each head h,
@@ -19,6 +20,29 @@ void kn_attention(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 		  const float *q, size_t ldq, const float *k, size_t ldk,
 		  const float *v, size_t ldv, float *out, size_t ldo,
 		  bool causal, size_t q_pos0, float *scratch);
+
+/* kn_attention_window - kn_attention where causal query row i (absolute
+ * position q_pos0 + i) sees only keys in [q_pos0 + i + 1 - window,
+ * q_pos0 + i] (sliding-window attention as llama.cpp's
+ * LLAMA_SWA_TYPE_STANDARD: key position k is masked when
+ * (q_pos0 + i) - k >= window); window 0 means no window. Keys are at
+ * absolute positions 0 .. n_kv-1. Requires causal semantics.
+ * scratch: at least n_q * n_kv floats, as for kn_attention. */
+void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
+			 const float *q, size_t ldq, const float *k, size_t ldk,
+			 const float *v, size_t ldv, float *out, size_t ldo,
+			 size_t q_pos0, size_t window, float scale, float *scratch);
+
+/* kn_rope - rotary position embedding (Su et al. 2021, RoFormer) in place
+ * on x [n_tok, ld] holding n_head heads of head_dim floats at column
+ * h * head_dim; token t is at position pos[t]. The first n_rot dims of
+ * each head rotate with theta_j = pos * base^(-2j / n_rot):
+ *   neox false (llama.cpp LLAMA_ROPE_TYPE_NORM): pairs (2j, 2j+1);
+ *   neox true  (LLAMA_ROPE_TYPE_NEOX, gemma, qwen2): pairs (j, j + n_rot/2).
+ * freq_scale multiplies positions (1 = none). Scalar: cheap next to the
+ * matrix products. */
+void kn_rope(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim, size_t n_rot,
+	     const int32_t *pos, float base, float freq_scale, bool neox);
 
 /* kn_conv1d - 1-D convolution with zero padding (torch.nn.Conv1d):
  * x: [t_in, c_in] time-major; w: [c_out, c_in, k] (PyTorch/CTranslate2

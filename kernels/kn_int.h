@@ -1,5 +1,6 @@
-/* kn_int.h - kernels/ internal: the per-ISA kn_ops tables and the shared
- * numeric constants of the vectorised erf/exp approximations.
+/* kn_int.h - kernels/ internal: the per-ISA kn_ops and kn_qops tables, the
+ * quantized block geometry, and the shared numeric constants of the
+ * vectorised erf/exp approximations.
  *
  * Each table is a const object defined in the one file that owns its ISA
  * (ref/ops.c, x86/ops_avx2.c, x86/ops_avx512.c); kn_init.c only points at
@@ -9,10 +10,31 @@
 #define KN_INT_H
 
 #include "kernels/kn.h"
+#include "kernels/kn_quant.h"
 
 extern const struct kn_ops kn__ops_ref;	   /* ref/ops.c, any CPU */
 extern const struct kn_ops kn__ops_avx2;   /* x86/ops_avx2.c, AVX2+FMA+F16C */
 extern const struct kn_ops kn__ops_avx512; /* x86/ops_avx512.c, AVX-512F/BW/VL */
+
+/* The quantized-weight kernels (kn_quant.h) of each ISA, indexed by ggml
+ * type; an entry with a NULL name is a type not implemented. kn_quant.c
+ * hands them out once kn_ops_for says the CPU runs that ISA. */
+extern const struct kn_qops kn__qops_ref[KN_Q_MAX];    /* quant/ref.c */
+extern const struct kn_qops kn__qops_avx2[KN_Q_MAX];   /* quant/avx2.c */
+extern const struct kn_qops kn__qops_avx512[KN_Q_MAX]; /* quant/avx512.c */
+
+/* Block geometry of the quantized types (ggml-common.h): elements per
+ * block (QK4_0 = QK5_0 = QK8_0 = 32, QK_K = 256) and bytes per block. */
+enum {
+	KN__QK = 32,
+	KN__QK_K = 256,
+	KN__Q4_0_BYTES = 2 + 16,           /* d, qs[16] */
+	KN__Q5_0_BYTES = 2 + 4 + 16,       /* d, qh[4], qs[16] */
+	KN__Q8_0_BYTES = 2 + 32,           /* d, qs[32] */
+	KN__Q4_K_BYTES = 2 + 2 + 12 + 128, /* d, dmin, scales[12], qs[128] */
+	KN__Q5_K_BYTES = 2 + 2 + 12 + 32 + 128, /* ... qh[32], qs[128] */
+	KN__Q6_K_BYTES = 128 + 64 + 16 + 2,     /* ql, qh, scales[16], d */
+};
 
 /* expf by Cephes-style range reduction (S. Moshier, Cephes Math Library,
  * expf.c): x = n*ln2 + r, |r| <= ln2/2, ln2 split in two parts so n*KN__LN2_HI

@@ -90,29 +90,29 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 
 /* A model by path (a CT2 folder) or by name from the config; NULL name:
  * the config's first transcription model. */
-static int tx_load(const struct tx_args *a, struct eng **eng, const struct eng_model **m,
-		   char *err, size_t errlen)
+/* A model by path (a CT2 folder or GGUF file) or by name from the config;
+ * NULL name: the config's first model of format `want`. */
+static int cli_load(const char *config, const char *model, enum cfg_model_format want,
+		    struct eng **eng, const struct eng_model **m, char *err, size_t errlen)
 {
 	struct stat st;
 	struct cfg *cfg = NULL;
-	struct eng_model_spec spec = { .name = "cli", .path = a->model, .replicas = 1 };
+	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = 1 };
 	int rc = 0;
-	if (!a->model || stat(a->model, &st) != 0) {
-		if ((rc = cfg_load_file(a->config, &cfg, err, errlen)) != 0)
+	if (!model || stat(model, &st) != 0) {
+		if ((rc = cfg_load_file(config, &cfg, err, errlen)) != 0)
 			return rc;
 		spec.path = NULL;
 		for (size_t i = 0; i < cfg->n_models && !spec.path; i++) {
 			const struct cfg_model *cm = &cfg->models[i];
-			if (a->model ? !strcmp(cm->name, a->model)
-				     : cm->format == CFG_MODEL_FORMAT_CT2) {
+			if (model ? !strcmp(cm->name, model) : cm->format == want) {
 				spec.name = cm->name;
 				spec.path = cm->path;
 			}
 		}
 	}
 	if (!spec.path) {
-		snprintf(err, errlen, "no transcription model '%s' in %s", a->model ? a->model : "",
-			 a->config);
+		snprintf(err, errlen, "no model '%s' in %s", model ? model : "", config);
 		rc = -ST_NOTFOUND;
 	}
 	if (!rc)
@@ -225,7 +225,7 @@ int srv_cli_transcribe(int argc, char **argv)
 	char err[1024];
 	if (tx_parse(argc, argv, &a))
 		return 2;
-	int rc = tx_load(&a, &eng, &m, err, sizeof(err));
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, &eng, &m, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "inferd: %s\n", err);
 		return 1;
@@ -239,4 +239,103 @@ int srv_cli_transcribe(int argc, char **argv)
 	fprintf(stderr, "inferd: %d file(s) in %.3f s\n", argc - a.first_file, tx_now() - t0);
 	eng_destroy(eng);
 	return failed ? 1 : 0;
+}
+
+/* --- inferd generate ---------------------------------------------------- */
+
+struct gen_args {
+	const char *config, *model, *prompt;
+	bool chat;
+	struct eng_gen_params params;
+};
+
+static int gen_usage(void)
+{
+	fprintf(stderr, "usage: inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
+			"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
+			"                       [--top-k K] [--seed S] [--threads N] PROMPT\n");
+	return 2;
+}
+
+static int gen_parse(int argc, char **argv, struct gen_args *a)
+{
+	*a = (struct gen_args){ .config = "config/default.json" };
+	eng_gen_params_init(&a->params);
+	a->params.max_tokens = 128;
+	a->params.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int i = 2;
+	for (; i < argc - 1 && !strncmp(argv[i], "--", 2); i++) {
+		const char *o = argv[i], *v = argv[i + 1];
+		if (!strcmp(o, "--chat")) {
+			a->chat = true;
+			continue;
+		}
+		i++;
+		if (!strcmp(o, "--config"))
+			a->config = v;
+		else if (!strcmp(o, "--model"))
+			a->model = v;
+		else if (!strcmp(o, "--max-tokens"))
+			a->params.max_tokens = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--temperature"))
+			a->params.temperature = strtof(v, NULL);
+		else if (!strcmp(o, "--top-p"))
+			a->params.top_p = strtof(v, NULL);
+		else if (!strcmp(o, "--top-k"))
+			a->params.top_k = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--seed"))
+			a->params.seed = strtoull(v, NULL, 10);
+		else if (!strcmp(o, "--threads"))
+			a->params.n_threads = (int)strtol(v, NULL, 10);
+		else
+			return gen_usage();
+	}
+	if (i != argc - 1)
+		return gen_usage();
+	a->prompt = argv[i];
+	return 0;
+}
+
+static int gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *tok)
+{
+	(void)ud;
+	(void)tok;
+	fwrite(text, 1, len, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+int srv_cli_generate(int argc, char **argv)
+{
+	struct gen_args a;
+	struct eng *eng = NULL;
+	const struct eng_model *m = NULL;
+	struct eng_gen_result *r = NULL;
+	char err[1024], *chat = NULL;
+	if (gen_parse(argc, argv, &a))
+		return 2;
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, &eng, &m, err, sizeof(err));
+	if (!rc && a.chat) {
+		struct eng_chat_msg msg = { "user", a.prompt };
+		rc = eng_chat_format(m, &msg, 1, &chat, err, sizeof(err));
+	}
+	a.params.prompt = chat ? chat : a.prompt;
+	a.params.on_text = gen_on_text;
+	if (!rc)
+		rc = eng_generate(m, &a.params, &r, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "inferd: %s\n", err);
+	} else {
+		printf("\n");
+		fprintf(stderr, "inferd: %zu prompt tokens in %.1f ms (%.1f tok/s), %zu generated in "
+				"%.1f ms (%.1f tok/s), finish %s\n",
+			r->n_prompt_tokens, r->prompt_ms, 1e3 * (double)r->n_prompt_tokens / r->prompt_ms,
+			r->n_completion_tokens, r->decode_ms,
+			1e3 * (double)r->n_completion_tokens / (r->decode_ms > 0 ? r->decode_ms : 1),
+			r->finish == ENG_FINISH_STOP ? "stop" : "length");
+	}
+	eng_gen_result_destroy(r);
+	mem_free(chat);
+	eng_destroy(eng);
+	return rc ? 1 : 0;
 }

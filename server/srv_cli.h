@@ -6,5 +6,6 @@
 
 int srv_cli_inspect(int argc, char **argv);
 int srv_cli_transcribe(int argc, char **argv);
+int srv_cli_generate(int argc, char **argv);
 
 #endif /* SRV_CLI_H */

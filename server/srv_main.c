@@ -27,6 +27,7 @@ static void usage(FILE *out)
 		"usage: inferd [--config FILE] [--listen HOST:PORT]\n"
 		"       inferd inspect MODEL_FILE_OR_FOLDER\n"
 		"       inferd transcribe [--model NAME|PATH] [--timestamps] FILE...\n"
+		"       inferd generate [--model NAME|PATH] [--chat] [--max-tokens N] PROMPT\n"
 		"       inferd --help | --version\n"
 		"\n"
 		"Serves speech-to-text (Whisper, CTranslate2) and text generation (GGUF)\n"
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
 		return srv_cli_inspect(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "transcribe"))
 		return srv_cli_transcribe(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "generate"))
+		return srv_cli_generate(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

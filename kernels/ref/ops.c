@@ -121,6 +121,38 @@ static void ref_gemv_f16(const uint16_t *restrict W, size_t ldw, const float *re
 	}
 }
 
+/* Sum of squares in double (as ggml_rms_norm's ggml_float sum), so the
+ * reference stays accurate for long rows; the scaling is in float. */
+static void ref_rms_norm(const float *x, const float *w, float *y, size_t n, float eps)
+{
+	if (n == 0)
+		return;
+	double sum = 0.0;
+	for (size_t i = 0; i < n; i++)
+		sum += (double)x[i] * x[i];
+	float scale = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+	for (size_t i = 0; i < n; i++)
+		y[i] = w ? x[i] * scale * w[i] : x[i] * scale;
+}
+
+/* The formula of kn.h as written. For |x| past ~1e13 x^3 overflows to
+ * +-inf and tanhf gives +-1, so the result is x or -0, as it should be. */
+static void ref_gelu_tanh_mul(float *restrict gate, const float *restrict up, size_t n)
+{
+	const float c = 0.79788456080286536f; /* sqrt(2/pi) */
+	for (size_t i = 0; i < n; i++) {
+		float x = gate[i];
+		float t = tanhf(c * (x + 0.044715f * x * x * x));
+		gate[i] = 0.5f * x * (1.0f + t) * up[i];
+	}
+}
+
+static void ref_silu_mul(float *restrict gate, const float *restrict up, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
 const struct kn_ops kn__ops_ref = {
 	.isa = KN_ISA_REF,
 	.name = "ref",
@@ -132,4 +164,7 @@ const struct kn_ops kn__ops_ref = {
 	.scale_add = ref_scale_add,
 	.dot = ref_dot,
 	.gemv_f16 = ref_gemv_f16,
+	.rms_norm = ref_rms_norm,
+	.gelu_tanh_mul = ref_gelu_tanh_mul,
+	.silu_mul = ref_silu_mul,
 };

@@ -82,6 +82,21 @@ static __m256 erf8(__m256 x)
 	return _mm256_or_ps(_mm256_blendv_ps(big, small, is_small), sign);
 }
 
+/* x / (1 + e^-t), i.e. x * sigmoid(t), for SiLU (t = x) and tanh-GELU
+ * (t = 2y, since 0.5 (1 + tanh(y)) = 1 / (1 + e^-2y): the tanh identity
+ * without the cancellation of 1 - 2 / (e^2y + 1) near y = 0 or -1 near
+ * y << 0). Large |t|: t >> 0 makes e^-t flush to 0 (result x); where
+ * -t > KN__EXP_HI exp8 clamps, and x / (1 + 2^127) would be wrong for |x|
+ * near FLT_MAX, so those lanes give 0 (the exact |result| there is below
+ * |x| e^-88, under 1e-30 for every x whose t is that negative). */
+static __m256 xsigmoid8(__m256 x, __m256 t)
+{
+	__m256 nt = _mm256_sub_ps(_mm256_setzero_ps(), t);
+	__m256 huge = _mm256_cmp_ps(nt, _mm256_set1_ps(KN__EXP_HI), _CMP_GT_OQ);
+	__m256 r = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(nt)));
+	return _mm256_andnot_ps(huge, r);
+}
+
 static void avx2_f16_to_f32(const uint16_t *restrict x, float *restrict y, size_t n)
 {
 	size_t i = 0;
@@ -273,6 +288,68 @@ static void avx2_gemv_f16(const uint16_t *restrict Wt, size_t ldw, const float *
 	}
 }
 
+static void avx2_rms_norm(const float *x, const float *w, float *y, size_t n, float eps)
+{
+	if (n == 0)
+		return;
+	size_t i = 0;
+	__m256 acc = _mm256_setzero_ps();
+	for (; i + W <= n; i += W) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		acc = _mm256_fmadd_ps(v, v, acc);
+	}
+	float sum = hsum8(acc);
+	for (; i < n; i++)
+		sum += x[i] * x[i];
+	float scale = 1.0f / sqrtf(sum / (float)n + eps);
+
+	__m256 vs = _mm256_set1_ps(scale);
+	if (!w) {
+		for (i = 0; i + W <= n; i += W)
+			_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+		for (; i < n; i++)
+			y[i] = x[i] * scale;
+		return;
+	}
+	for (i = 0; i + W <= n; i += W) {
+		__m256 r = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(r, _mm256_loadu_ps(w + i)));
+	}
+	for (; i < n; i++)
+		y[i] = x[i] * scale * w[i];
+}
+
+/* t = 2 sqrt(2/pi) x (1 + 0.044715 x^2); gate = x sigmoid(t) up. */
+static void avx2_gelu_tanh_mul(float *restrict gate, const float *restrict up, size_t n)
+{
+	const float c = 0.79788456080286536f; /* sqrt(2/pi) */
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m256 x = _mm256_loadu_ps(gate + i);
+		__m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(0.044715f),
+					       _mm256_set1_ps(1.0f));
+		__m256 t = _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(2.0f * c)), inner);
+		__m256 g = xsigmoid8(x, t);
+		_mm256_storeu_ps(gate + i, _mm256_mul_ps(g, _mm256_loadu_ps(up + i)));
+	}
+	for (; i < n; i++) {
+		float x = gate[i];
+		gate[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * up[i];
+	}
+}
+
+static void avx2_silu_mul(float *restrict gate, const float *restrict up, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m256 x = _mm256_loadu_ps(gate + i);
+		__m256 g = xsigmoid8(x, x);
+		_mm256_storeu_ps(gate + i, _mm256_mul_ps(g, _mm256_loadu_ps(up + i)));
+	}
+	for (; i < n; i++)
+		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
 const struct kn_ops kn__ops_avx2 = {
 	.isa = KN_ISA_AVX2,
 	.name = "avx2",
@@ -284,4 +361,7 @@ const struct kn_ops kn__ops_avx2 = {
 	.scale_add = avx2_scale_add,
 	.dot = avx2_dot,
 	.gemv_f16 = avx2_gemv_f16,
+	.rms_norm = avx2_rms_norm,
+	.gelu_tanh_mul = avx2_gelu_tanh_mul,
+	.silu_mul = avx2_silu_mul,
 };

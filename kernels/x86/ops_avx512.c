@@ -69,6 +69,17 @@ static __m512 erf16(__m512 x)
 	return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
 }
 
+/* x / (1 + e^-t) = x * sigmoid(t), for SiLU (t = x) and tanh-GELU (t = 2y);
+ * see xsigmoid8 in ops_avx2.c for the identity and the large-|t| rule
+ * (lanes where exp16 would clamp, -t > KN__EXP_HI, give 0). */
+static __m512 xsigmoid16(__m512 x, __m512 t)
+{
+	__m512 nt = _mm512_sub_ps(_mm512_setzero_ps(), t);
+	__mmask16 huge = _mm512_cmp_ps_mask(nt, SET1(KN__EXP_HI), _CMP_GT_OQ);
+	__m512 r = _mm512_div_ps(x, _mm512_add_ps(SET1(1.0f), exp16(nt)));
+	return _mm512_maskz_mov_ps((__mmask16)~huge, r);
+}
+
 static void avx512_f16_to_f32(const uint16_t *restrict x, float *restrict y, size_t n)
 {
 	size_t i = 0;
@@ -262,6 +273,67 @@ static void avx512_gemv_f16(const uint16_t *restrict Wt, size_t ldw, const float
 	}
 }
 
+static void avx512_rms_norm(const float *x, const float *w, float *y, size_t n, float eps)
+{
+	if (n == 0)
+		return;
+	size_t i = 0;
+	__m512 acc = _mm512_setzero_ps();
+	for (; i + W <= n; i += W) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		acc = _mm512_fmadd_ps(v, v, acc);
+	}
+	float sum = _mm512_reduce_add_ps(acc);
+	for (; i < n; i++)
+		sum += x[i] * x[i];
+	float scale = 1.0f / sqrtf(sum / (float)n + eps);
+
+	__m512 vs = SET1(scale);
+	if (!w) {
+		for (i = 0; i + W <= n; i += W)
+			_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vs));
+		for (; i < n; i++)
+			y[i] = x[i] * scale;
+		return;
+	}
+	for (i = 0; i + W <= n; i += W) {
+		__m512 r = _mm512_mul_ps(_mm512_loadu_ps(x + i), vs);
+		_mm512_storeu_ps(y + i, _mm512_mul_ps(r, _mm512_loadu_ps(w + i)));
+	}
+	for (; i < n; i++)
+		y[i] = x[i] * scale * w[i];
+}
+
+/* t = 2 sqrt(2/pi) x (1 + 0.044715 x^2); gate = x sigmoid(t) up. */
+static void avx512_gelu_tanh_mul(float *restrict gate, const float *restrict up, size_t n)
+{
+	const float c = 0.79788456080286536f; /* sqrt(2/pi) */
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m512 x = _mm512_loadu_ps(gate + i);
+		__m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(x, x), SET1(0.044715f), SET1(1.0f));
+		__m512 t = _mm512_mul_ps(_mm512_mul_ps(x, SET1(2.0f * c)), inner);
+		__m512 g = xsigmoid16(x, t);
+		_mm512_storeu_ps(gate + i, _mm512_mul_ps(g, _mm512_loadu_ps(up + i)));
+	}
+	for (; i < n; i++) {
+		float x = gate[i];
+		gate[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * up[i];
+	}
+}
+
+static void avx512_silu_mul(float *restrict gate, const float *restrict up, size_t n)
+{
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m512 x = _mm512_loadu_ps(gate + i);
+		__m512 g = xsigmoid16(x, x);
+		_mm512_storeu_ps(gate + i, _mm512_mul_ps(g, _mm512_loadu_ps(up + i)));
+	}
+	for (; i < n; i++)
+		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
 const struct kn_ops kn__ops_avx512 = {
 	.isa = KN_ISA_AVX512,
 	.name = "avx512",
@@ -273,4 +345,7 @@ const struct kn_ops kn__ops_avx512 = {
 	.scale_add = avx512_scale_add,
 	.dot = avx512_dot,
 	.gemv_f16 = avx512_gemv_f16,
+	.rms_norm = avx512_rms_norm,
+	.gelu_tanh_mul = avx512_gelu_tanh_mul,
+	.silu_mul = avx512_silu_mul,
 };

@@ -1,5 +1,6 @@
-/* tests/unit/kernels/test_attn.c - kn_attention, kn_conv1d, kn_gemm and
- * kn_linear against naive loops in double precision.
+/* tests/unit/kernels/test_attn.c - kn_attention, kn_attention_window,
+ * kn_rope, kn_conv1d, kn_gemm and kn_linear against naive loops in double
+ * precision.
  *
  * Attention runs once under every kn_ops table the CPU supports (its
  * softmax comes from kn_ops()), with several head counts and widths, with
@@ -147,6 +148,216 @@ static void test_attention(void **state)
 		printf("[ kn ] attention %-6s max |err| %.3g (tol 2e-6)\n", ops->name, worst);
 	}
 	kn_init(KN_ISA_COUNT);
+}
+
+/* ---- sliding-window attention ---------------------------------------------- */
+
+struct win_case {
+	size_t n_q, n_kv, n_heads, head_dim;
+	size_t q_pos0, window; /* window 0: causal, no window */
+	float scale;
+	size_t extra; /* q, k, v, out strides: width + extra, +2 extra, +3 extra, +extra+1 */
+};
+
+/* First key position query position p sees (kn_attn.h's rule). */
+static size_t win_lo(size_t p, size_t window)
+{
+	return window && p + 1 > window ? p + 1 - window : 0;
+}
+
+/* out[i, h*hd + d] in double over keys [win_lo(p), p], p = q_pos0 + i. */
+static void win_naive(const struct win_case *c, const float *q, size_t ldq, const float *k,
+		      size_t ldk, const float *v, size_t ldv, double *out)
+{
+	size_t hd = c->head_dim, width = c->n_heads * hd;
+	double *p = malloc((c->n_kv + 1) * sizeof(*p));
+	assert_non_null(p);
+	for (size_t h = 0; h < c->n_heads; h++)
+		for (size_t i = 0; i < c->n_q; i++) {
+			size_t last = c->q_pos0 + i, first = win_lo(last, c->window);
+			double max = -INFINITY, sum = 0.0;
+			for (size_t j = first; j <= last; j++) {
+				double s = 0.0;
+				for (size_t d = 0; d < hd; d++)
+					s += (double)q[i * ldq + h * hd + d] *
+					     k[j * ldk + h * hd + d];
+				p[j] = s * c->scale;
+				max = p[j] > max ? p[j] : max;
+			}
+			for (size_t j = first; j <= last; j++)
+				sum += p[j] = exp(p[j] - max);
+			for (size_t d = 0; d < hd; d++) {
+				double o = 0.0;
+				for (size_t j = first; j <= last; j++)
+					o += p[j] / sum * v[j * ldv + h * hd + d];
+				out[i * width + h * hd + d] = o;
+			}
+		}
+	free(p);
+}
+
+/* Tolerance: max |out - naive| <= 2e-6 (v in [-1, 1]: outputs O(1)); the
+ * padding of out keeps its sentinel; scratch is exactly n_q * n_kv NaNs
+ * (ASan catches more, the GEMM's beta = 0 must ignore the NaNs). */
+static double win_check(const struct win_case *c)
+{
+	size_t width = c->n_heads * c->head_dim, e = c->extra;
+	size_t ldq = width + e, ldk = width + 2 * e, ldv = width + 3 * e, ldo = width + e + 1;
+	float *q = rand_new(c->n_q * ldq, -1.0f, 1.0f), *k = rand_new(c->n_kv * ldk, -1.0f, 1.0f);
+	float *v = rand_new(c->n_kv * ldv, -1.0f, 1.0f), *out = fill_new(c->n_q * ldo, SENTINEL);
+	float *scratch = fill_new(c->n_q * c->n_kv, NAN);
+	double *want = malloc((c->n_q * width + 1) * sizeof(*want)), worst = 0.0;
+	assert_non_null(want);
+	kn_attention_window(c->n_q, c->n_kv, c->n_heads, c->head_dim, q, ldq, k, ldk, v, ldv, out,
+			    ldo, c->q_pos0, c->window, c->scale, scratch);
+	win_naive(c, q, ldq, k, ldk, v, ldv, want);
+	for (size_t i = 0; i < c->n_q; i++) {
+		for (size_t j = 0; j < width; j++) {
+			double d = fabs(out[i * ldo + j] - want[i * width + j]);
+			worst = d > worst || isnan(d) ? d : worst;
+		}
+		for (size_t j = width; j < ldo; j++)
+			assert_true(out[i * ldo + j] == SENTINEL);
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(out);
+	free(scratch);
+	free(want);
+	return worst;
+}
+
+/* Case c of the grid: window {0, 1, 4, 512} x q_pos0 {0, window + 23}
+ * x n_q {1, 9}; head_dim 64/256 and 1, 2 or 4 heads rotate through it;
+ * odd cases have 5 keys past the last query (never visible) and the
+ * scale 1/sqrt(head_dim), even ones 0.7 times that. */
+static struct win_case win_grid(size_t c)
+{
+	static const size_t windows[] = {0, 1, 4, 512}, heads[] = {1, 2, 4};
+	struct win_case w = {0};
+	w.window = windows[c / 4];
+	w.q_pos0 = (c & 2) ? (w.window ? w.window : 300) + 23 : 0;
+	w.n_q = (c & 1) ? 9 : 1;
+	w.head_dim = (c / 2 + c / 4) % 2 ? 256 : 64;
+	w.n_heads = heads[c % 3];
+	w.n_kv = w.q_pos0 + w.n_q + ((c & 1) ? 5 : 0);
+	w.scale = (float)((c & 1 ? 1.0 : 0.7) / sqrt((double)w.head_dim));
+	w.extra = c % 4 + 1;
+	return w;
+}
+
+static void test_attention_window(void **state)
+{
+	(void)state;
+	/* beyond the grid: prefill blocks of many rows (several GEMM blocks,
+	 * the last one partial), and a window wider than every position */
+	static const struct win_case more[] = {
+		{100, 100, 2, 64, 0, 4, 0.125f, 1}, {100, 157, 2, 64, 50, 40, 0.125f, 3},
+		{70, 80, 3, 32, 10, 0, 0.2f, 2},    {33, 40, 1, 16, 7, 1000, 0.25f, 1},
+		{64, 64, 2, 64, 0, 32, 0.125f, 0},
+	};
+	size_t n_grid = 16, n_more = sizeof(more) / sizeof(more[0]);
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		if (!kn_ops_for((enum kn_isa)isa))
+			continue;
+		const struct kn_ops *ops = kn_init((enum kn_isa)isa);
+		double worst = 0.0;
+		for (size_t i = 0; i < n_grid + n_more; i++) {
+			struct win_case c = i < n_grid ? win_grid(i) : more[i - n_grid];
+			double e = win_check(&c);
+			if (!(e <= 2e-6))
+				fail_msg("attention_window case %zu (%s): error %g", i, ops->name,
+					 e);
+			worst = e > worst ? e : worst;
+		}
+		printf("[ kn ] attention_window %-6s max |err| %.3g (tol 2e-6)\n", ops->name,
+		       worst);
+	}
+	kn_init(KN_ISA_COUNT);
+}
+
+/* ---- rope --------------------------------------------------------------- */
+
+struct rope_case {
+	size_t n_tok, n_head, head_dim, n_rot, extra; /* ld = n_head*head_dim + extra */
+	float base, freq_scale;
+	bool neox;
+};
+
+/* Tolerance: |x' - naive| <= 4e-7 (|x0| + |x1|) per rotated dim (float
+ * cos/sin and one float multiply-add of the pair, against double);
+ * dims n_rot.. of each head, the row padding and every token at
+ * position 0 keep their bits. Positions: 0, 5000 and random in between. */
+static double rope_check(const struct rope_case *c)
+{
+	size_t ld = c->n_head * c->head_dim + c->extra, n = c->n_tok * ld, half = c->n_rot / 2;
+	float *x = rand_new(n, -2.0f, 2.0f), *x0 = malloc((n + 1) * sizeof(*x0));
+	int32_t *pos = malloc((c->n_tok + 1) * sizeof(*pos));
+	assert_true(x0 && pos);
+	for (size_t t = 0; t < c->n_tok; t++)
+		pos[t] = t == 0 ? 0 : t == 1 ? 5000 : (int32_t)rng_uniform(0.0f, 5000.0f);
+	memcpy(x0, x, n * sizeof(*x));
+	kn_rope(x, c->n_tok, ld, c->n_head, c->head_dim, c->n_rot, pos, c->base, c->freq_scale,
+		c->neox);
+	double worst = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		size_t t = i / ld, col = i % ld, h = col / c->head_dim, d = col % c->head_dim;
+		if (col >= c->n_head * c->head_dim || d >= c->n_rot || pos[t] == 0) {
+			assert_true(memcmp(&x[i], &x0[i], sizeof(*x)) == 0);
+			continue;
+		}
+		size_t j = c->neox ? d % half : d / 2; /* pair index */
+		bool second = c->neox ? d >= half : d % 2;
+		size_t ia = t * ld + h * c->head_dim + (c->neox ? j : 2 * j);
+		size_t ib = ia + (c->neox ? half : 1);
+		double theta = (double)pos[t] * c->freq_scale *
+			       pow((double)c->base, -2.0 * (double)j / (double)c->n_rot);
+		double a = x0[ia], b = x0[ib];
+		double want =
+			second ? a * sin(theta) + b * cos(theta) : a * cos(theta) - b * sin(theta);
+		double e = fabs(x[i] - want) / (4e-7 * (fabs(a) + fabs(b)));
+		worst = e > worst || isnan(e) ? e : worst;
+	}
+	free(x);
+	free(x0);
+	free(pos);
+	return worst;
+}
+
+static void test_rope(void **state)
+{
+	(void)state;
+	static const struct rope_case cases[] = {
+		{7, 3, 64, 64, 0, 10000.0f, 1.0f, false},
+		{7, 3, 64, 64, 5, 10000.0f, 1.0f, true},
+		{5, 2, 128, 64, 3, 1e6f, 1.0f, false},
+		{5, 2, 128, 64, 3, 1e6f, 1.0f, true},
+		{9, 4, 256, 256, 0, 1e6f, 1.0f, true},
+		{9, 4, 256, 256, 1, 10000.0f, 1.0f, false},
+		{6, 2, 96, 32, 1, 10000.0f, 0.25f, true},
+		{6, 2, 96, 32, 1, 10000.0f, 0.25f, false},
+		{3, 1, 2, 2, 0, 10000.0f, 1.0f, false},
+		{3, 2, 16, 0, 2, 10000.0f, 1.0f, true},
+		{64, 8, 128, 128, 0, 500000.0f, 1.0f, false},
+	};
+	double worst = 0.0;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double e = rope_check(&cases[i]);
+		if (!(e <= 1.0))
+			fail_msg("rope case %zu: error / tolerance %g", i, e);
+		worst = e > worst ? e : worst;
+	}
+	printf("[ kn ] rope worst error / tolerance %.3g (tol 4e-7 (|x0| + |x1|))\n", worst);
+
+	/* position 0 is the identity, bit for bit, in both layouts */
+	float x[2 * 64 + 3], x0[2 * 64 + 3];
+	int32_t zero = 0;
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		x[i] = x0[i] = rng_uniform(-100.0f, 100.0f);
+	kn_rope(x, 1, 2 * 64 + 3, 2, 64, 64, &zero, 10000.0f, 1.0f, false);
+	kn_rope(x, 1, 2 * 64 + 3, 2, 64, 48, &zero, 1e6f, 0.5f, true);
+	assert_memory_equal(x, x0, sizeof(x));
 }
 
 /* ---- conv1d ------------------------------------------------------------- */
@@ -336,10 +547,9 @@ int main(void)
 {
 	kn_init(KN_ISA_COUNT);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_attention),
-		cmocka_unit_test(test_conv1d),
-		cmocka_unit_test(test_gemm),
-		cmocka_unit_test(test_linear),
+		cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_window),
+		cmocka_unit_test(test_rope),	  cmocka_unit_test(test_conv1d),
+		cmocka_unit_test(test_gemm),	  cmocka_unit_test(test_linear),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -453,6 +453,192 @@ static void test_add(void **state)
 	for_each_case("dot", case_dot);
 }
 
+/* ---- rms_norm, gelu_tanh_mul, silu_mul ---------------------------------- */
+
+/* One op's worst errors over every size and offset of one variant. */
+struct op_err {
+	double dbl, dbl_norm; /* vs the double formula: max |err|, max |err| / tol */
+	double ref, ref_norm; /* vs the reference table: likewise */
+};
+
+/* Folds |got - want| into a raw and a tolerance-normalised maximum; a NaN
+ * counts as infinitely wrong. */
+static void err_note(double *raw, double *norm, double got, double want, double tol)
+{
+	double e = fabs(got - want);
+	if (isnan(e))
+		e = INFINITY;
+	*raw = e > *raw ? e : *raw;
+	*norm = e / tol > *norm ? e / tol : *norm;
+}
+
+typedef void (*case2_fn)(const struct kn_ops *ops, size_t n, size_t off, struct op_err *e);
+
+/* Like for_each_case, scoring each variant both against double and
+ * against the reference (every size, offsets 0 and 1), printing both. */
+static void for_each_case2(const char *op, case2_fn fn)
+{
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		if (!ops)
+			continue;
+		struct op_err e = {0};
+		for (size_t s = 0; s < N_SIZES; s++)
+			for (size_t off = 0; off < 2; off++)
+				fn(ops, sizes[s], off, &e);
+		printf("[ kn ] %-13s %-6s max|err| vs double %.3g (/tol %.3g), vs ref %.3g (/tol "
+		       "%.3g)\n",
+		       op, ops->name, e.dbl, e.dbl_norm, e.ref, e.ref_norm);
+		assert_true(e.dbl_norm <= 1.0 && e.ref_norm <= 1.0);
+	}
+}
+
+/* rms_norm tolerance, vs double and vs ref: |err| <= 2e-6 (1 + |y|)
+ * (outputs are O(1): x in [-3, 5], w in [0.5, 1.5]). */
+#define TOL_RMS 2e-6
+
+/* rms_norm with w, then with w = NULL, against the double formula and the
+ * reference; in place (y == x) must give the bits of out of place. */
+static void case_rms_norm(const struct kn_ops *ops, size_t n, size_t off, struct op_err *e)
+{
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	float *xb, *wb, *yb, *rb;
+	float *x = buf_new(n, off, &xb), *w = buf_new(n, off, &wb);
+	float *y = buf_new(n, off, &yb), *r = buf_new(n, off, &rb);
+	fill(x, n, -3.0f, 5.0f);
+	fill(w, n, 0.5f, 1.5f);
+	double ss = 0.0;
+	for (size_t i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	double rstd = 1.0 / sqrt(ss / (n ? (double)n : 1.0) + 1e-6);
+	for (int with_w = 0; with_w < 2; with_w++) {
+		ops->rms_norm(x, with_w ? w : NULL, y, n, 1e-6f);
+		ref->rms_norm(x, with_w ? w : NULL, r, n, 1e-6f);
+		for (size_t i = 0; i < n; i++) {
+			double want = x[i] * rstd * (with_w ? w[i] : 1.0);
+			err_note(&e->dbl, &e->dbl_norm, y[i], want, TOL_RMS * (1.0 + fabs(want)));
+			err_note(&e->ref, &e->ref_norm, y[i], r[i], TOL_RMS * (1.0 + fabs(r[i])));
+		}
+	}
+	memcpy(r, x, n * sizeof(*x));
+	ops->rms_norm(r, w, r, n, 1e-6f);
+	if (n && memcmp(r, y, n * sizeof(*y)) != 0)
+		e->dbl_norm = INFINITY;
+	free(xb);
+	free(wb);
+	free(yb);
+	free(rb);
+}
+
+static double gelu_tanh_dbl(double x)
+{
+	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+static double silu_dbl(double x)
+{
+	return x / (1.0 + exp(-x));
+}
+
+/* kn.h's tolerance for the gated ops, used vs double and vs the reference:
+ * |err| <= 1e-5 (1 + |result|). */
+#define TOL_GATED 1e-5
+
+/* gate = act(gate) * up on gate in [-8, 8] (offset 0) or [-30, 30]
+ * (offset 1: saturated tails), up in [-2, 2]. */
+static void case_gated(const struct kn_ops *ops, size_t n, size_t off, struct op_err *e, bool gelu)
+{
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	float *xb, *ub, *gb, *rb;
+	float *x = buf_new(n, off, &xb), *up = buf_new(n, off, &ub);
+	float *g = buf_new(n, off, &gb), *r = buf_new(n, off, &rb);
+	fill(x, n, off ? -30.0f : -8.0f, off ? 30.0f : 8.0f);
+	fill(up, n, -2.0f, 2.0f);
+	memcpy(g, x, n * sizeof(*x));
+	memcpy(r, x, n * sizeof(*x));
+	(gelu ? ops->gelu_tanh_mul : ops->silu_mul)(g, up, n);
+	(gelu ? ref->gelu_tanh_mul : ref->silu_mul)(r, up, n);
+	for (size_t i = 0; i < n; i++) {
+		double want = (gelu ? gelu_tanh_dbl(x[i]) : silu_dbl(x[i])) * up[i];
+		err_note(&e->dbl, &e->dbl_norm, g[i], want, TOL_GATED * (1.0 + fabs(want)));
+		err_note(&e->ref, &e->ref_norm, g[i], r[i], TOL_GATED * (1.0 + fabs(r[i])));
+	}
+	free(xb);
+	free(ub);
+	free(gb);
+	free(rb);
+}
+
+static void case_gelu_tanh_mul(const struct kn_ops *ops, size_t n, size_t off, struct op_err *e)
+{
+	case_gated(ops, n, off, e, true);
+}
+
+static void case_silu_mul(const struct kn_ops *ops, size_t n, size_t off, struct op_err *e)
+{
+	case_gated(ops, n, off, e, false);
+}
+
+/* A dense sweep of gate over [-12, 12] with up = 1, plus specials (signed
+ * zeros, tiny, saturated and near-FLT_MAX inputs, where x^3 overflows and
+ * exp must not be clamped into a wrong finite result) at both ends, so
+ * they pass through the vector body and the scalar tail. Tolerance as
+ * TOL_GATED, against double. */
+static void gated_sweep(bool gelu)
+{
+	static const float special[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 1e-3f, -1e-3f,
+					30.0f, -30.0f, 100.0f, -100.0f, 1e10f, -1e10f,
+					1e30f, -1e30f, 3e38f,  -3e38f};
+	size_t ns = sizeof(special) / sizeof(special[0]), nd = 24 * 4096 + 1, n = nd + 2 * ns;
+	float *x = malloc(n * sizeof(*x)), *g = malloc(n * sizeof(*g)),
+	      *up = malloc(n * sizeof(*up));
+	assert_true(x && g && up);
+	memcpy(x, special, sizeof(special));
+	for (size_t i = 0; i < nd; i++)
+		x[ns + i] = -12.0f + (float)i / 4096.0f;
+	memcpy(x + ns + nd, special, sizeof(special));
+	for (size_t i = 0; i < n; i++)
+		up[i] = 1.0f;
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		if (!ops)
+			continue;
+		memcpy(g, x, n * sizeof(*x));
+		(gelu ? ops->gelu_tanh_mul : ops->silu_mul)(g, up, n);
+		double raw = 0.0, norm = 0.0;
+		for (size_t i = 0; i < n; i++) {
+			double want = gelu ? gelu_tanh_dbl(x[i]) : silu_dbl(x[i]);
+			err_note(&raw, &norm, g[i], want, TOL_GATED * (1.0 + fabs(want)));
+		}
+		printf("[ kn ] %s sweep %-6s max|err| vs double %.3g, worst/tol %.3g\n",
+		       gelu ? "gelu_tanh_mul" : "silu_mul", ops->name, raw, norm);
+		assert_true(norm <= 1.0);
+	}
+	free(x);
+	free(g);
+	free(up);
+}
+
+static void test_rms_norm(void **state)
+{
+	(void)state;
+	for_each_case2("rms_norm", case_rms_norm);
+}
+
+static void test_gelu_tanh_mul(void **state)
+{
+	(void)state;
+	gated_sweep(true);
+	for_each_case2("gelu_tanh_mul", case_gelu_tanh_mul);
+}
+
+static void test_silu_mul(void **state)
+{
+	(void)state;
+	gated_sweep(false);
+	for_each_case2("silu_mul", case_silu_mul);
+}
+
 /* ---- each SIMD variant against the reference, directly ----------------- */
 
 /* n = 1500 random inputs through ref and the variant; max |variant - ref|,
@@ -549,17 +735,21 @@ enum {
 	BENCH_ADD,
 	BENCH_SCALE,
 	BENCH_DOT,
+	BENCH_RMS,
+	BENCH_GELU_TANH,
+	BENCH_SILU,
 	BENCH_COUNT
 };
-static const char *const bench_names[BENCH_COUNT] = {"f16_to_f32", "layer_norm", "gelu", "softmax",
-						     "add",	   "scale_add",	 "dot"};
+static const char *const bench_names[BENCH_COUNT] = {
+	"f16_to_f32", "layer_norm", "gelu",	"softmax",	 "add",
+	"scale_add",  "dot",	    "rms_norm", "gelu_tanh_mul", "silu_mul"};
 
 static volatile float bench_sink;
 
-/* Buffers: a in/out, b and c second operands (gamma/beta), g a gelu
- * source in [-4, 4] copied into a before each gelu call (the copy is
- * timed too: in-place gelu repeated would decay towards 0 and subnormals),
- * h halves for f16_to_f32. */
+/* Buffers: a in/out, b and c second operands (gamma/beta, rms_norm's w,
+ * the gated ops' up), g a gelu/gated source in [-4, 4] copied into a
+ * before each such call (the copy is timed too: in-place gelu repeated
+ * would decay towards 0 and subnormals), h halves for f16_to_f32. */
 struct bench_bufs {
 	float *a, *b, *c, *g;
 	uint16_t *h;
@@ -586,6 +776,17 @@ static void bench_run(const struct kn_ops *ops, int op, const struct bench_bufs 
 		break;
 	case BENCH_SCALE:
 		ops->scale_add(m->a, 0.5f, m->b, n);
+		break;
+	case BENCH_RMS:
+		ops->rms_norm(m->a, m->b, m->a, n, 1e-6f);
+		break;
+	case BENCH_GELU_TANH:
+		memcpy(m->a, m->g, n * sizeof(*m->a));
+		ops->gelu_tanh_mul(m->a, m->b, n);
+		break;
+	case BENCH_SILU:
+		memcpy(m->a, m->g, n * sizeof(*m->a));
+		ops->silu_mul(m->a, m->b, n);
 		break;
 	default:
 		bench_sink = ops->dot(m->a, m->b, n);
@@ -615,7 +816,7 @@ static void bench_one(const struct kn_ops *ops, int op, size_t n)
 		double t = (now_ns() - t0) / (double)reps;
 		best = t < best ? t : best;
 	}
-	printf("[bench] %-10s %-6s n=%-5zu %9.1f ns/call %7.2f Gelem/s\n", bench_names[op],
+	printf("[bench] %-13s %-6s n=%-5zu %9.1f ns/call %7.2f Gelem/s\n", bench_names[op],
 	       ops->name, n, best, (double)n / best);
 	free(m.a);
 	free(m.b);
@@ -645,6 +846,8 @@ int main(void)
 		cmocka_unit_test(test_layer_norm),     cmocka_unit_test(test_gelu_sweep),
 		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_add),
 		cmocka_unit_test(test_vs_ref),	       cmocka_unit_test(test_gemv_f16),
+		cmocka_unit_test(test_rms_norm),       cmocka_unit_test(test_gelu_tanh_mul),
+		cmocka_unit_test(test_silu_mul),
 	};
 	const struct CMUnitTest bench[] = { cmocka_unit_test(test_bench) };
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,76 @@
+/* eng_llm.h - decoder-only transformer language models from GGUF files:
+ * gemma3 and the llama family (llama, mistral, qwen2, qwen3), one code
+ * path with per-architecture settings read from the file's metadata.
+ *
+ * Source followed: llama.cpp's graphs (src/models/llama.cpp, qwen2.cpp,
+ * qwen3.cpp, gemma3.cpp) and hparams loading (src/llama-model.cpp), and
+ * the GGUF metadata keys of the GGUF specification ({arch}.block_count,
+ * {arch}.attention.head_count, ...). Every size comes from the file.
+ *
+ * Weights stay where the GGUF reader mapped them (read-only, shared by
+ * every replica); matrix products read the quantized blocks directly
+ * (kernels/kn_quant.h). A struct eng_llm_kv is one sequence's KV cache.
+ * Thread: eng_llm is immutable after load; a kv belongs to one caller.
+ */
+#ifndef ENG_LLM_H
+#define ENG_LLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct eng_gguf;
+struct dev_pool;
+struct eng_llm;
+struct eng_llm_kv;
+
+enum eng_llm_arch {
+	ENG_LLM_ARCH_LLAMA = 0, /* llama, mistral: SwiGLU, RoPE NORM */
+	ENG_LLM_ARCH_QWEN2,     /* + q/k/v biases, RoPE NEOX */
+	ENG_LLM_ARCH_QWEN3,     /* + per-head q/k RMSNorm, RoPE NEOX */
+	ENG_LLM_ARCH_GEMMA3,    /* GeGLU, q/k norms, post norms, scaled embeddings, SWA */
+	ENG_LLM_ARCH_COUNT
+};
+
+struct eng_llm_hp {
+	enum eng_llm_arch arch;
+	int n_vocab, n_embd, n_layer, n_ff, n_ctx_train;
+	int n_head, n_head_kv, head_dim_k, head_dim_v, n_rot;
+	float rms_eps;
+	float rope_base, rope_base_swa; /* swa layers use rope_base_swa */
+	float rope_freq_scale;          /* 1 / linear scaling factor, global layers */
+	bool rope_neox;                 /* pairs (j, j + n_rot/2) instead of (2j, 2j+1) */
+	int n_swa;                      /* sliding window (0: none) */
+	int swa_pattern;                /* layer il is global when il % pattern == pattern-1 */
+	float attn_scale;               /* on q before the dot products */
+	float embd_scale;               /* multiplies token embeddings (sqrt(n_embd) for gemma) */
+	bool tied_output;               /* logits from token_embd.weight */
+};
+
+/* eng_llm_load - read the architecture and weights of g (borrowed; must
+ * outlive the model). Errors: -ST_UNSUPPORTED (architecture or tensor type
+ * not implemented), -ST_CORRUPT (missing tensor, shapes that disagree with
+ * the metadata), -ST_NOMEM; err names the key or tensor. */
+int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size_t errlen);
+void eng_llm_destroy(struct eng_llm *m);
+const struct eng_llm_hp *eng_llm_hp(const struct eng_llm *m);
+const char *eng_llm_arch_name(enum eng_llm_arch a);
+
+/* eng_llm_kv_create - an empty KV cache of n_ctx positions (f32, n_layer x
+ * n_ctx x n_head_kv x head_dim floats for K and for V). -ST_NOMEM. */
+int eng_llm_kv_create(const struct eng_llm *m, size_t n_ctx, struct eng_llm_kv **out);
+void eng_llm_kv_destroy(struct eng_llm_kv *kv);
+size_t eng_llm_kv_len(const struct eng_llm_kv *kv);
+size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);
+/* Forget positions >= len (len <= current length). */
+void eng_llm_kv_truncate(struct eng_llm_kv *kv, size_t len);
+
+/* eng_llm_forward - feed n tokens at positions kv_len .. kv_len+n-1 (the
+ * cache grows by n). logits: [n_vocab] for the last token, or, when
+ * all_logits, [n][n_vocab] for every token (teacher forcing, tests).
+ * Long inputs are processed in chunks internally. Returns 0, -ST_TOOBIG
+ * (context full), -ST_INVAL (a token id out of range), -ST_NOMEM. */
+int eng_llm_forward(const struct eng_llm *m, struct eng_llm_kv *kv, struct dev_pool *p,
+		    const int32_t *tokens, size_t n, bool all_logits, float *logits);
+
+#endif /* ENG_LLM_H */

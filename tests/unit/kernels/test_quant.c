@@ -1,0 +1,502 @@
+/* tests/unit/kernels/test_quant.c - the quantized-weight kernels
+ * (kernels/kn_quant.h): the scalar reference against hand-built blocks,
+ * every SIMD variant against the reference, and gemv against a double
+ * product.
+ *
+ *  1. Reference dequant: blocks are encoded here, byte by byte, from
+ *     chosen integer codes, scales and mins (an encoder written from the
+ *     layout, independent of the decoder), and every output float must be
+ *     exactly the one ggml's arithmetic gives; a few are also spelled out
+ *     as literals.
+ *  2. Dequant of every variant is compared bit for bit (memcmp; tolerance:
+ *     exact) with the reference on random blocks (random bytes, fp16 scale
+ *     fields forced finite; the flat types get every bit pattern, NaNs
+ *     included), with unaligned source and destination.
+ *  3. gemv of every variant (the reference too) against a double dot over
+ *     the reference-dequantized weights on n_rows = 0..17 and k = 1, 2, 3
+ *     blocks plus realistic widths, tight and padded row strides, aligned
+ *     and unaligned W / x. Score: |y - y_double| / sum |w x|, tolerance
+ *     GEMV_TOL = 4e-6 (float32 sums of up to 2048 terms; the measured worst,
+ *     printed, is about 6e-7 for the sequential reference, 1e-7 for SIMD).
+ *  4. kn_qtype_row_bytes and the lookup functions, unknown types included.
+ *
+ * Buffers are allocated to their exact size so ASan catches any overread.
+ * With KN_BENCH=1 a separate group prints the GB/s of weights gemv streams
+ * per type and ISA on a 4096 x 2048 matrix.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kn_quant.h"
+
+/* float32 accumulation error allowed, relative to sum |w x|. */
+#define GEMV_TOL 4e-6
+
+static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0, KN_Q_Q5_0,
+				KN_Q_Q8_0, KN_Q_Q4_K, KN_Q_Q5_K, KN_Q_Q6_K};
+#define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng_u64(void) /* splitmix64: deterministic across runs */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static float rng_uniform(float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((double)(rng_u64() >> 40) / (double)(1ull << 24));
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+/* A random finite fp16 (any sign, zero, subnormal or normal). */
+static uint16_t rng_f16_finite(void)
+{
+	uint16_t h = (uint16_t)rng_u64();
+	return (h & 0x7c00) == 0x7c00 ? (uint16_t)(h & ~0x4000) : h;
+}
+
+/* Offsets of the fp16 fields in a block of type (-1 ends the list). */
+static const int *half_fields(int type)
+{
+	static const int at0[] = {0, -1}, at02[] = {0, 2, -1}, at208[] = {208, -1}, none[] = {-1};
+	switch (type) {
+	case KN_Q_Q4_0:
+	case KN_Q_Q5_0:
+	case KN_Q_Q8_0:
+		return at0;
+	case KN_Q_Q4_K:
+	case KN_Q_Q5_K:
+		return at02;
+	case KN_Q_Q6_K:
+		return at208;
+	default:
+		return none;
+	}
+}
+
+/* n_blocks random blocks of type: random bytes, fp16 scale fields finite.
+ * For F32 (blocks of one float) the values are finite too when finite_flat
+ * (gemv needs finite weights; dequant is tested on every bit pattern). */
+static void fill_blocks(uint8_t *p, int type, size_t n_blocks, int finite_flat)
+{
+	const struct kn_qops *q = kn_qops_for(KN_ISA_REF, type);
+	size_t bb = (size_t)q->block_bytes;
+	for (size_t i = 0; i < n_blocks * bb; i++)
+		p[i] = (uint8_t)rng_u64();
+	for (size_t b = 0; b < n_blocks; b++) {
+		for (const int *f = half_fields(type); *f >= 0; f++)
+			put16(p + b * bb + (size_t)*f, rng_f16_finite());
+		if (!finite_flat)
+			continue;
+		if (type == KN_Q_F32) {
+			float v = rng_uniform(-2.0f, 2.0f);
+			memcpy(p + b * bb, &v, sizeof(v));
+		} else if (type == KN_Q_F16) {
+			put16(p + b * bb, rng_f16_finite());
+		} else if (type == KN_Q_BF16) { /* 2^-7 <= |v| < 2^9 */
+			uint16_t e = (uint16_t)(0x3c00 + (rng_u64() & 15) * 0x80);
+			put16(p + b * bb, (uint16_t)((rng_u64() & 0x807f) | e));
+		}
+	}
+}
+
+/* ---- 1. reference dequant on hand-built blocks -------------------------- */
+
+/* The 12 bytes of q4_K/q5_K scales from eight 6-bit (scale, min) pairs:
+ * pairs 0-3 in the low 6 bits of bytes j and j + 4, pairs 4-7 split into
+ * a nibble each in byte j + 4 and their top 2 bits in the top bits of
+ * bytes j - 4 (scale) and j (min). */
+static void pack_scales(uint8_t *out, const int *sc, const int *m)
+{
+	memset(out, 0, 12);
+	for (int j = 0; j < 4; j++) {
+		out[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+		out[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+		out[j + 8] = (uint8_t)((sc[j + 4] & 0xf) | (m[j + 4] & 0xf) << 4);
+	}
+}
+
+static void expect_exact(const float *got, const float *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f32_bits(got[i]) != f32_bits(want[i])) {
+			printf("element %zu: got %.9g want %.9g\n", i, got[i], want[i]);
+			fail();
+		}
+}
+
+static void test_ref_flat(void **state)
+{
+	(void)state;
+	const struct kn_qops *f16 = kn_qops_for(KN_ISA_REF, KN_Q_F16);
+	const struct kn_qops *bf = kn_qops_for(KN_ISA_REF, KN_Q_BF16);
+	const struct kn_qops *f32 = kn_qops_for(KN_ISA_REF, KN_Q_F32);
+	uint8_t h[10] = {0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x55, 0x35};
+	float want_h[5] = {1.0f, -2.0f, 65504.0f, 0x1p-24f, 0.333251953125f}, y[5];
+	f16->dequant(h, y, 5);
+	expect_exact(y, want_h, 5);
+	uint8_t b[6] = {0x80, 0x3f, 0x40, 0xc0, 0x49, 0x40};
+	float want_b[3] = {1.0f, -3.0f, 3.140625f};
+	bf->dequant(b, y, 3);
+	expect_exact(y, want_b, 3);
+	float v[3] = {1.5f, -0.0f, 1e-30f};
+	f32->dequant(v, y, 3);
+	expect_exact(y, v, 3);
+}
+
+/* q4_0: d = 0.5, codes q[i] = (5 i + 3) mod 16; w = (q - 8) d. q5_0:
+ * d = 0.25, codes (7 i + 1) mod 32; w = (q - 16) d. q8_0: d = 2, codes
+ * 8 i - 128; w = q d. */
+static void test_ref_q_0(void **state)
+{
+	(void)state;
+	uint8_t b4[18] = {0x00, 0x38}, b5[22] = {0x00, 0x34}, b8[34] = {0x00, 0x40};
+	float w4[32], w5[32], w8[32], y[32];
+	for (int i = 0; i < 32; i++) {
+		int q4 = (5 * i + 3) % 16, q5 = (7 * i + 1) % 32, q8 = 8 * i - 128;
+		b4[2 + i % 16] |= (uint8_t)(q4 << (i < 16 ? 0 : 4));
+		b5[6 + i % 16] |= (uint8_t)((q5 & 15) << (i < 16 ? 0 : 4));
+		b5[2 + i / 8] |= (uint8_t)((q5 >> 4) << (i % 8)); /* bit i of qh */
+		b8[2 + i] = (uint8_t)(int8_t)q8;
+		w4[i] = (float)(q4 - 8) * 0.5f;
+		w5[i] = (float)(q5 - 16) * 0.25f;
+		w8[i] = (float)q8 * 2.0f;
+	}
+	kn_qops_for(KN_ISA_REF, KN_Q_Q4_0)->dequant(b4, y, 32);
+	expect_exact(y, w4, 32);
+	assert_true(y[0] == -2.5f && y[1] == 0.0f && y[16] == -2.5f && y[31] == 3.0f);
+	kn_qops_for(KN_ISA_REF, KN_Q_Q5_0)->dequant(b5, y, 32);
+	expect_exact(y, w5, 32);
+	assert_true(y[0] == -3.75f && y[5] == -3.0f && y[20] == -0.75f && y[31] == 2.5f);
+	kn_qops_for(KN_ISA_REF, KN_Q_Q8_0)->dequant(b8, y, 32);
+	expect_exact(y, w8, 32);
+	assert_true(y[0] == -256.0f && y[16] == 0.0f && y[31] == 240.0f);
+}
+
+/* q4_K (hi5 false) / q5_K (true): d = 1, dmin = 0.5, eight chosen 6-bit
+ * scales and mins, codes (7 i + 3) mod 16 or 32. w = (d sc) q - dmin m. */
+static void check_ref_k45(int type, bool hi5)
+{
+	static const int sc[8] = {1, 2, 3, 63, 17, 32, 48, 5};
+	static const int m[8] = {0, 1, 63, 7, 33, 16, 2, 60};
+	uint8_t blk[176] = {0x00, 0x3c, 0x00, 0x38};
+	uint8_t *qh = blk + 16, *qs = blk + (hi5 ? 48 : 16);
+	float want[256], y[256];
+	pack_scales(blk + 4, sc, m);
+	for (int i = 0; i < 256; i++) {
+		int s = i / 32, l = i % 32, q = (7 * i + 3) % (hi5 ? 32 : 16);
+		qs[32 * (s / 2) + l] |= (uint8_t)((q & 15) << (s % 2 ? 4 : 0));
+		if (hi5)
+			qh[l] |= (uint8_t)((q >> 4) << s);
+		want[i] = (1.0f * (float)sc[s]) * (float)q - 0.5f * (float)m[s];
+	}
+	kn_qops_for(KN_ISA_REF, type)->dequant(blk, y, 256);
+	expect_exact(y, want, 256);
+	/* spelled out: i = 0 (s 0: sc 1, m 0, q 3); i = 255 (s 7: sc 5, m 60,
+	 * q 1788 mod 16 = 12 or mod 32 = 28) */
+	assert_true(y[0] == 3.0f);
+	assert_true(y[255] == (hi5 ? 110.0f : 30.0f));
+}
+
+static void test_ref_k45(void **state)
+{
+	(void)state;
+	check_ref_k45(KN_Q_Q4_K, false);
+	check_ref_k45(KN_Q_Q5_K, true);
+}
+
+/* q6_K: d = 0.25, sixteen int8 scales (element i uses scale i / 16), codes
+ * (11 i + 5) mod 64. Element 128 h + 32 t + l: low nibble in ql[64 h +
+ * 32 (t & 1) + l] (high nibble for t >= 2), 2 high bits at 2 t of
+ * qh[32 h + l]. w = (d sc) (q - 32). */
+static void test_ref_q6_k(void **state)
+{
+	(void)state;
+	static const int8_t sc[16] = {1, -2, 3, -4, 5, 127, -128, 8, 9, 10, -11, 12, 13, 14, 15, 16};
+	uint8_t blk[210] = {0};
+	float want[256], y[256];
+	memcpy(blk + 192, sc, 16);
+	put16(blk + 208, 0x3400);
+	for (int i = 0; i < 256; i++) {
+		int h = i / 128, t = (i % 128) / 32, l = i % 32, q = (11 * i + 5) % 64;
+		blk[64 * h + 32 * (t & 1) + l] |= (uint8_t)((q & 15) << (t >= 2 ? 4 : 0));
+		blk[128 + 32 * h + l] |= (uint8_t)((q >> 4) << (2 * t));
+		want[i] = (0.25f * (float)sc[i / 16]) * (float)(q - 32);
+	}
+	kn_qops_for(KN_ISA_REF, KN_Q_Q6_K)->dequant(blk, y, 256);
+	expect_exact(y, want, 256);
+	/* i = 0: q 5, sc 1 -> -6.75; i = 80: q 885 mod 64 = 53, sc[5] = 127 */
+	assert_true(y[0] == -6.75f && y[80] == 31.75f * 21.0f);
+}
+
+/* ---- 2. SIMD dequant == reference, bit for bit ------------------------ */
+
+static double dequant_case(const struct kn_qops *q, const struct kn_qops *ref, size_t n_blocks)
+{
+	size_t bytes = n_blocks * (size_t)q->block_bytes, n = n_blocks * (size_t)q->block_elems;
+	uint8_t *src = malloc(bytes + 1);
+	float *got = malloc((n + 1) * sizeof(float)), *want = malloc((n + 1) * sizeof(float));
+	assert_true(src && got && want);
+	fill_blocks(src + 1, q->type, n_blocks, 0); /* src + 1: unaligned */
+	ref->dequant(src + 1, want, n);
+	q->dequant(src + 1, got + 1, n);
+	int bad = n && memcmp(got + 1, want, n * sizeof(float)) != 0;
+	free(src);
+	free(got);
+	free(want);
+	return bad;
+}
+
+static void test_dequant_vs_ref(void **state)
+{
+	(void)state;
+	static const size_t nb[] = {0, 1, 2, 3, 7, 15, 16, 17, 33, 100, 1500};
+	for (int isa = 1; isa < KN_ISA_COUNT; isa++)
+		for (size_t t = 0; t < N_TYPES; t++) {
+			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, all_types[t]);
+			const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, all_types[t]);
+			if (!q)
+				continue;
+			int bad = 0;
+			for (size_t i = 0; i < sizeof(nb) / sizeof(nb[0]); i++)
+				for (int rep = 0; rep < 4; rep++)
+					bad += dequant_case(q, ref, q->block_elems > 1 && nb[i] > 40 ? 40 : nb[i]) != 0;
+			printf("[ kn ] dequant %-5s %-6s vs ref: %s\n", q->name,
+			       isa == KN_ISA_AVX2 ? "avx2" : "avx512", bad ? "DIFFERS" : "bit-exact");
+			assert_int_equal(bad, 0);
+		}
+}
+
+/* ---- 3. gemv against a double product ---------------------------------- */
+
+/* One gemv on n_rows x k with row stride rb (>= the row's bytes) and byte
+ * offset off on W and float offset off on x; returns the worst
+ * |y - y_double| / sum |w x|. */
+static double gemv_case(const struct kn_qops *q, size_t n_rows, size_t k, size_t pad, size_t off)
+{
+	const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, q->type);
+	size_t row = kn_qtype_row_bytes(q->type, k), rb = row + pad;
+	size_t total = n_rows ? (n_rows - 1) * rb + row : 0;
+	uint8_t *wb = malloc(total + off ? total + off : 1);
+	float *xb = malloc((k + off) * sizeof(float)), *x = xb + off;
+	float *y = malloc((n_rows ? n_rows : 1) * sizeof(float)), *wf = malloc(k * sizeof(float));
+	assert_true(wb && xb && y && wf);
+	for (size_t r = 0; r < n_rows; r++)
+		fill_blocks(wb + off + r * rb, q->type, k / (size_t)q->block_elems, 1);
+	for (size_t i = 0; i < k; i++)
+		x[i] = rng_uniform(-1.0f, 1.0f);
+	q->gemv(wb + off, rb, x, y, n_rows, k);
+	double worst = 0.0;
+	for (size_t r = 0; r < n_rows; r++) {
+		ref->dequant(wb + off + r * rb, wf, k);
+		double exact = 0.0, mag = 0.0;
+		for (size_t i = 0; i < k; i++) {
+			exact += (double)wf[i] * x[i];
+			mag += fabs((double)wf[i] * x[i]);
+		}
+		double e = fabs(y[r] - exact) / (mag + 1e-300);
+		if (!(e <= worst)) /* NaN counts as worst */
+			worst = isnan(e) ? INFINITY : e;
+	}
+	free(wb);
+	free(xb);
+	free(y);
+	free(wf);
+	return worst;
+}
+
+/* The widths for a type: 1, 2, 3 blocks and realistic rows (640 and 2048
+ * for 32-element blocks, 1024 and 2048 for K-quants; odd widths for the
+ * flat types to reach every tail). */
+static size_t gemv_widths(const struct kn_qops *q, size_t *k)
+{
+	static const size_t flat[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 640, 2048};
+	static const size_t blk[] = {1, 2, 3, 20, 64};	 /* x 32: 640, 2048 */
+	static const size_t kq[] = {1, 2, 3, 4, 8};	 /* x 256: 1024, 2048 */
+	if (q->block_elems == 1) {
+		memcpy(k, flat, sizeof(flat));
+		return sizeof(flat) / sizeof(flat[0]);
+	}
+	const size_t *m = q->block_elems == 32 ? blk : kq;
+	for (size_t i = 0; i < 5; i++)
+		k[i] = m[i] * (size_t)q->block_elems;
+	return 5;
+}
+
+static void test_gemv(void **state)
+{
+	(void)state;
+	static const size_t rows[] = {0, 1, 2, 3, 4, 5, 7, 9, 17};
+	static const char *isa_name[] = {"ref", "avx2", "avx512"};
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++)
+		for (size_t t = 0; t < N_TYPES; t++) {
+			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, all_types[t]);
+			if (!q)
+				continue;
+			size_t k[16], nk = gemv_widths(q, k);
+			double worst = 0.0;
+			for (size_t ki = 0; ki < nk; ki++)
+				for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++)
+					for (size_t v = 0; v < 2; v++) {
+						double e = gemv_case(q, rows[ri], k[ki], v ? 5 : 0, v);
+						worst = e > worst ? e : worst;
+					}
+			printf("[ kn ] gemv %-5s %-6s max |y - y_double| / sum|wx| = %.3g (tol %.0e)\n",
+			       q->name, isa_name[isa], worst, GEMV_TOL);
+			assert_true(worst <= GEMV_TOL);
+		}
+}
+
+/* ---- 4. sizes and lookups ------------------------------------------------ */
+
+static void test_row_bytes(void **state)
+{
+	(void)state;
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_F32, 3), 12);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_F16, 3), 6);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_BF16, 640), 1280);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_0, 64), 36);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q5_0, 640), 20 * 22);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q8_0, 640), 20 * 34);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_K, 2048), 8 * 144);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q5_K, 256), 176);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q6_K, 1024), 4 * 210);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_0, 0), 0);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_0, 33), 0);  /* not a whole block */
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_K, 640), 0); /* 640 % 256 */
+	assert_int_equal(kn_qtype_row_bytes(3, 32), 0);		 /* q4_1: not implemented */
+	assert_int_equal(kn_qtype_row_bytes(-1, 32), 0);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_MAX, 32), 0);
+	assert_int_equal(kn_qtype_row_bytes(1000, 32), 0);
+}
+
+static void test_lookup(void **state)
+{
+	(void)state;
+	assert_null(kn_qops_get(3));
+	assert_null(kn_qops_get(-1));
+	assert_null(kn_qops_get(KN_Q_MAX));
+	assert_null(kn_qops_for(KN_ISA_COUNT, KN_Q_Q4_0));
+	assert_null(kn_qops_for((enum kn_isa)-1, KN_Q_Q4_0));
+	assert_null(kn_qops_for(KN_ISA_REF, 15)); /* q8_K */
+	for (size_t t = 0; t < N_TYPES; t++) {
+		const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, all_types[t]);
+		assert_non_null(ref);
+		assert_int_equal(ref->type, all_types[t]);
+		for (int isa = 1; isa < KN_ISA_COUNT; isa++) {
+			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, all_types[t]);
+			assert_true(q || !kn_ops_for((enum kn_isa)isa));
+			if (!q)
+				continue;
+			assert_int_equal(q->type, ref->type);
+			assert_string_equal(q->name, ref->name);
+			assert_int_equal(q->block_elems, ref->block_elems);
+			assert_int_equal(q->block_bytes, ref->block_bytes);
+		}
+	}
+	/* kn_qops_get follows kn_init's choice */
+	kn_init(KN_ISA_REF);
+	assert_ptr_equal(kn_qops_get(KN_Q_Q8_0), kn_qops_for(KN_ISA_REF, KN_Q_Q8_0));
+	const struct kn_ops *best = kn_init(KN_ISA_COUNT);
+	assert_ptr_equal(kn_qops_get(KN_Q_Q8_0), kn_qops_for(best->isa, KN_Q_Q8_0));
+	assert_string_equal(kn_qops_get(KN_Q_Q4_K)->name, "q4_K");
+}
+
+/* ---- micro-benchmark (KN_BENCH=1) --------------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* gemv on a 4096 x 2048 matrix; enough copies are cycled that the total
+ * exceeds the last-level cache (>= 256 MiB), so weights come from DRAM.
+ * Prints the best GB/s of weight bytes over the timed calls. */
+static void bench_type(int type, float *x, float *y)
+{
+	enum { ROWS = 4096, K = 2048 };
+	size_t bytes = kn_qtype_row_bytes(type, K) * ROWS;
+	size_t copies = (256u << 20) / bytes + 1;
+	uint8_t *w = malloc(bytes * copies);
+	assert_non_null(w);
+	for (size_t c = 0; c < copies; c++)
+		fill_blocks(w + c * bytes, type, bytes / (size_t)kn_qops_for(KN_ISA_REF, type)->block_bytes, 1);
+	printf("[bench] %-5s %5.1f MB", kn_qops_for(KN_ISA_REF, type)->name, (double)bytes / 1e6);
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, type);
+		if (!q) {
+			printf("  %6s    n/a", isa == 1 ? "avx2" : "avx512");
+			continue;
+		}
+		double best = INFINITY, t_all = now_s();
+		for (size_t it = 0; it < 3 * copies || now_s() - t_all < 0.3; it++) {
+			double t0 = now_s();
+			q->gemv(w + (it % copies) * bytes, bytes / ROWS, x, y, ROWS, K);
+			double dt = now_s() - t0;
+			best = dt < best ? dt : best;
+		}
+		printf("  %6s %6.2f GB/s", isa == 0 ? "ref" : isa == 1 ? "avx2" : "avx512",
+		       (double)bytes / best / 1e9);
+	}
+	printf("\n");
+	free(w);
+}
+
+static void test_bench(void **state)
+{
+	(void)state;
+	float *x = malloc(2048 * sizeof(float)), *y = malloc(4096 * sizeof(float));
+	assert_true(x && y);
+	for (size_t i = 0; i < 2048; i++)
+		x[i] = rng_uniform(-1.0f, 1.0f);
+	for (size_t t = 0; t < N_TYPES; t++)
+		bench_type(all_types[t], x, y);
+	free(x);
+	free(y);
+}
+
+int main(void)
+{
+	kn_init(KN_ISA_COUNT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ref_flat),       cmocka_unit_test(test_ref_q_0),
+		cmocka_unit_test(test_ref_k45),	       cmocka_unit_test(test_ref_q6_k),
+		cmocka_unit_test(test_dequant_vs_ref), cmocka_unit_test(test_gemv),
+		cmocka_unit_test(test_row_bytes),      cmocka_unit_test(test_lookup),
+	};
+	const struct CMUnitTest bench[] = {cmocka_unit_test(test_bench)};
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	const char *env = getenv("KN_BENCH");
+	if (env && !strcmp(env, "1"))
+		failed += cmocka_run_group_tests(bench, NULL, NULL);
+	return failed;
+}
