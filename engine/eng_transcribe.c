@@ -282,6 +282,11 @@ static int et_generate(struct et *t, const int32_t *prompt, size_t n_prompt,
 static int et_emit(struct et *t, double start, double end, const int32_t *tok, size_t n,
 		   const struct et_decoded *d)
 {
+	/* Timestamp tokens may point past the audio (the window is padded to
+	 * 30 s); a segment never does. */
+	double dur = t->out->duration_s;
+	start = start < dur ? start : dur;
+	end = end < dur ? end : dur;
 	char *text = eng_whisper_tok_text(t->tok, tok, n);
 	if (!text)
 		return -ST_NOMEM;
@@ -451,6 +456,28 @@ static int et_sot_sequence(struct et *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
+static bool et_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		size_t n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+		if (!n)
+			return false;
+		uint32_t cp = n == 1 ? *p : n == 2 ? (*p & 0x1Fu) : n == 3 ? (*p & 0x0Fu) : (*p & 0x07u);
+		for (size_t i = 1; i < n; i++) {
+			if ((p[i] & 0xC0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3Fu);
+		}
+		static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+		if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return false;
+		p += n;
+	}
+	return true;
+}
+
 static int et_check_params(const struct eng_model *m, const struct eng_transcribe_params *p,
 			   char *err, size_t errlen)
 {
@@ -468,6 +495,12 @@ static int et_check_params(const struct eng_model *m, const struct eng_transcrib
 	for (int i = 0; i < p->n_temperatures; i++)
 		if (!(p->temperatures[i] >= 0.0f && p->temperatures[i] <= 2.0f))
 			return eng__errf(-ST_INVAL, err, errlen, "temperature: expected 0..2");
+	if (p->language && !eng_whisper_tok_lang_known(m->wtok, p->language))
+		return eng__errf(-ST_INVAL, err, errlen,
+				 "language: '%.16s' is not a language code Whisper knows (ISO 639-1, e.g. en, de)",
+				 p->language);
+	if (p->prompt && !et_utf8_valid(p->prompt))
+		return eng__errf(-ST_INVAL, err, errlen, "prompt: not valid UTF-8");
 	if (p->task && strcmp(p->task, "transcribe") && strcmp(p->task, "translate"))
 		return eng__errf(-ST_INVAL, err, errlen,
 				 "task: expected \"transcribe\" or \"translate\"");

@@ -26,7 +26,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: inferd [--config FILE] [--listen HOST:PORT]\n"
 		"       inferd inspect MODEL_FILE_OR_FOLDER\n"
-		"       inferd transcribe [--model NAME|PATH] [--timestamps] FILE...\n"
+		"       inferd transcribe [--model NAME|PATH] [--timestamps | --json] [--beam-size N]\n"
+		"                         [--language L] [--prompt TEXT] [--threads N] FILE...\n"
 		"       inferd generate [--model NAME|PATH] [--chat] [--max-tokens N] PROMPT\n"
 		"       inferd --help | --version\n"
 		"\n"

@@ -105,7 +105,8 @@ static int srv_oa_f_file(struct srv_oa_form *f, const struct srv_mp_part *p, cha
 
 static int srv_oa_f_model(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
 {
-	(void)err, (void)n;
+	if (p->data.n == 0)
+		return snprintf(err, n, "'model' must name a transcription model"), -ST_INVAL;
 	f->model = p->data;
 	return 0;
 }

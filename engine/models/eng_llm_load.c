@@ -94,6 +94,21 @@ static void el_arch_defaults(struct eng_llm_hp *hp)
 	}
 }
 
+/* Keys that override the architecture's defaults: {arch}.rope.freq_base_swa
+ * and {arch}.attention.sliding_window_pattern (a UINT32 n: layer il is
+ * local when il % n < n - 1; the per-layer bool array form is refused). */
+static int el_swa_keys(struct el_ld *ld)
+{
+	struct eng_llm_hp *hp = &ld->m->hp;
+	char key[128];
+	struct eng_gguf_val v;
+	hp->rope_base_swa = el_f32(ld, "rope.freq_base_swa", hp->rope_base_swa);
+	snprintf(key, sizeof(key), "%s.attention.sliding_window_pattern", ld->arch);
+	if (eng_gguf_get_arr(ld->g, key, &v) == 0)
+		return el_fail(ld, -ST_UNSUPPORTED, "%s: per-layer arrays are not supported", key);
+	return el_u32(ld, "attention.sliding_window_pattern", hp->swa_pattern, &hp->swa_pattern);
+}
+
 static int el_hparams(struct el_ld *ld)
 {
 	struct eng_llm_hp *hp = &ld->m->hp;
@@ -128,7 +143,7 @@ static int el_hparams(struct el_ld *ld)
 	float factor = el_f32(ld, "rope.scaling.factor", 1.0f);
 	hp->rope_freq_scale = factor > 0 ? 1.0f / factor : 1.0f;
 	el_arch_defaults(hp);
-	return 0;
+	return el_swa_keys(ld);
 }
 
 /* A weight matrix "name" of n_rows x n_cols (GGUF dims [n_cols, n_rows]);

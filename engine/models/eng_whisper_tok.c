@@ -179,6 +179,20 @@ int32_t eng_whisper_tok_lang(const struct eng_whisper_tok *t, const char *code)
 	return -1;
 }
 
+bool eng_whisper_tok_lang_known(const struct eng_whisper_tok *t, const char *code)
+{
+	char s[32];
+	size_t n = strlen(code);
+	if (n < 2 || n > 3)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (code[i] < 'a' || code[i] > 'z')
+			return false;
+	snprintf(s, sizeof(s), "<|%s|>", code);
+	int32_t id = ew_id(t, s);
+	return id > t->sot && id < t->no_timestamps;
+}
+
 bool eng_whisper_tok_lang_code(const struct eng_whisper_tok *t, int32_t id, char *out,
 			       size_t cap)
 {

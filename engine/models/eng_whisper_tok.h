@@ -46,6 +46,10 @@ void eng_whisper_tok_fini(struct eng_whisper_tok *t);
 /* eng_whisper_tok_lang - the language token for a code ("en"), or -1. */
 int32_t eng_whisper_tok_lang(const struct eng_whisper_tok *t, const char *code);
 
+/* eng_whisper_tok_lang_known - code ("de") names one of the vocabulary's
+ * language tokens (English-only models have them too, unused). */
+bool eng_whisper_tok_lang_known(const struct eng_whisper_tok *t, const char *code);
+
 /* eng_whisper_tok_lang_code - the code of a language token ("en") into
  * out (cap bytes); false if id is not a language token. */
 bool eng_whisper_tok_lang_code(const struct eng_whisper_tok *t, int32_t id, char *out,

@@ -123,7 +123,7 @@ def transcribe(port, data=None, filename="jfk.wav", model=MODEL, headers=None, *
     """POST /v1/audio/transcriptions with the given file bytes and fields."""
     data = clip("jfk.wav") if data is None else data
     f = [("model", model)] if model is not None else []
-    f += [(k, str(v)) for k, v in fields.items()]
+    f += [(k, v if isinstance(v, bytes) else str(v)) for k, v in fields.items()]
     ctype, body = multipart(f, [("file", filename, data, "application/octet-stream")])
     h = {"Content-Type": ctype}
     h.update(headers or {})
@@ -369,9 +369,20 @@ def test_openai_client_errors(srv):
     ({"response_format": "xml"}, "response_format"),
     ({"timestamp_granularities[]": "word"}, "word"),
     ({"stream": "true"}, "stream"),
+    ({"language": "zz"}, "language"),
+    ({"language": "english"}, "language"),
+    ({"model": ""}, "model"),
 ])
 def test_openai_bad_params_400(srv, fields, needle):
     assert_openai_error(transcribe(srv.port, **fields), 400, needle)
+
+
+def test_invalid_utf8_prompt_400(srv):
+    r = transcribe(srv.port, prompt=b"\xff\xfe\xc3 not text")
+    assert_openai_error(r, 400, "UTF-8")
+    r = listen(srv.port, clip("jfk.wav"), query="language=zz")
+    assert_deepgram_error(r, 400, "language")
+    assert_serving(srv.port)
 
 
 def test_openai_missing_file_and_model_400(srv):

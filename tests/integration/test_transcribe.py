@@ -97,6 +97,12 @@ def test_initial_prompt_matches_faster_whisper():
     assert " ".join(ours["jfk.wav"]["text"].split()) == " ".join(ref["jfk.wav"]["text"].split())
 
 
+def test_segments_inside_the_audio(ours):
+    for clip, o in ours.items():
+        for s in o["segments"]:
+            assert 0 <= s["start"] <= s["end"] <= o["duration"] + 1e-6, (clip, s)
+
+
 def test_segment_times_match_faster_whisper(ours, reference):
     s = ours["jfk.wav"]["segments"]
     r = reference["jfk.wav"]["segments"]
