@@ -91,6 +91,8 @@ struct ep_qlinear {
 	const char *W;
 	const struct kn_qops *q;
 	float *y, *scratch;
+	const char *xq;	 /* integer path: the M quantized x rows, or NULL */
+	size_t xq_bytes; /* bytes of one (q->xq_bytes(K)) */
 };
 
 static void ep_qlinear_bias(const struct ep_qlinear *a, size_t c0, size_t n)
@@ -109,6 +111,26 @@ static void ep_qlinear_gemv(void *arg, int ith, int nth)
 	for (size_t m = 0; m < a->M; m++)
 		a->q->gemv(a->W + (size_t)c0 * a->row_bytes, a->row_bytes, a->x + m * a->K,
 			   a->y + m * a->N + c0, (size_t)(c1 - c0), a->K);
+	ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+/* The integer path: x rows already quantized (eng_par_qlinear, on the
+ * caller thread), each thread takes a column range of every row. */
+static void ep_qlinear_xq(void *arg, int ith, int nth)
+{
+	const struct ep_qlinear *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	/* Weight rows in tiles small enough to stay in cache while every x
+	 * row passes over them: the weights are read from memory once. */
+	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+		for (size_t m = 0; m < a->M; m++)
+			a->q->gemv_xq(a->W + (size_t)c * a->row_bytes, a->row_bytes,
+				      a->xq + m * a->xq_bytes, a->y + m * a->N + c, nt, a->K);
+	}
 	ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
 }
 
@@ -140,8 +162,26 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch)
 {
-	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch };
-	dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &a);
+	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch, NULL, 0 };
+	if (!q->gemv_xq || !scratch) {
+		dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &a);
+		return;
+	}
+	/* The integer path, as llama.cpp computes it (activations quantized to
+	 * the type's partner format), for any number of rows: x rows are
+	 * quantized here into scratch, as many at a time as it holds. */
+	size_t cap = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * K * sizeof(float);
+	a.xq_bytes = q->xq_bytes(K);
+	size_t group = cap / a.xq_bytes;
+	for (size_t m0 = 0; m0 < M; m0 += group) {
+		size_t g = M - m0 < group ? M - m0 : group;
+		for (size_t m = 0; m < g; m++)
+			q->quantize_x(x + (m0 + m) * K, (char *)scratch + m * a.xq_bytes, K);
+		a.M = g;
+		a.xq = (const char *)scratch;
+		a.y = y + m0 * N;
+		dev_pool_run(p, ep_qlinear_xq, &a);
+	}
 }
 
 /* --- row and element ops ---------------------------------------------- */

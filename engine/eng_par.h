@@ -31,11 +31,15 @@ struct kn_qops;
 
 /* y[M,N] = x[M,K] W[N,K]^T + b[N] with W in a GGUF block type (q's
  * kernels; row r at (const char *)W + r * row_bytes). Up to 4 rows: output
- * columns split, q->gemv straight from the blocks (a decode step). More
- * rows (a prompt): each thread dequantises ENG_PAR_QTILE weight rows at a
- * time into its part of scratch and multiplies them with OpenBLAS.
+ * columns split, straight from the blocks (a decode step): for a type with
+ * an integer path (q->gemv_xq) each x row is first quantized once on the
+ * caller thread into scratch (q->xq_bytes(K) bytes a row, at most 1.15 K)
+ * and the threads call q->gemv_xq; otherwise (F32/F16/BF16, or scratch
+ * NULL) q->gemv on the float x. More rows (a prompt): each thread
+ * dequantises ENG_PAR_QTILE weight rows at a time into its part of scratch
+ * and multiplies them with OpenBLAS.
  * scratch: dev_pool_size(p) * ENG_PAR_QTILE * K floats (unused for F32
- * weights or M <= 4). */
+ * weights; M <= 4 uses its first M * q->xq_bytes(K) bytes). */
 void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch);

@@ -26,6 +26,8 @@ static_assert(sizeof(kn_tables) / sizeof(kn_tables[0]) == KN_ISA_COUNT,
 
 static pthread_once_t kn_detect_once = PTHREAD_ONCE_INIT;
 static bool kn_isa_ok[KN_ISA_COUNT];		 /* written once in kn_detect */
+static bool kn_vnni;				 /* AVX512-VNNI, written once too */
+static atomic_bool kn_vnni_off;			 /* tests: kn__set_avx512vnni(false) */
 static _Atomic(const struct kn_ops *) kn_chosen; /* NULL until kn_init */
 
 /* libgcc's __builtin_cpu_supports also checks that the OS saves the
@@ -40,6 +42,15 @@ static bool kn_has_f16c(void)
 	return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 }
 
+static bool kn_has_avx512vnni_cpuid(void)
+{
+	/* CPUID leaf 7 subleaf 0, ECX bit 11 (AVX512_VNNI); read directly as
+	 * for F16C so that no compiler's builtin name list matters. Only
+	 * consulted once AVX-512F/BW/VL (and so the ZMM state) are usable. */
+	unsigned a, b, c, d;
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+}
+
 static void kn_detect(void)
 {
 	__builtin_cpu_init();
@@ -51,6 +62,7 @@ static void kn_detect(void)
 	kn_isa_ok[KN_ISA_REF] = true;
 	kn_isa_ok[KN_ISA_AVX2] = avx2;
 	kn_isa_ok[KN_ISA_AVX512] = avx512;
+	kn_vnni = avx512 && kn_has_avx512vnni_cpuid();
 	kn_blas_set_threads(1); /* the engine owns threading (kn.h) */
 }
 
@@ -60,6 +72,18 @@ const struct kn_ops *kn_ops_for(enum kn_isa isa)
 	if ((unsigned)isa >= KN_ISA_COUNT || !kn_isa_ok[isa])
 		return NULL;
 	return kn_tables[isa];
+}
+
+bool kn__has_avx512vnni(void)
+{
+	pthread_once(&kn_detect_once, kn_detect);
+	return kn_vnni && !atomic_load_explicit(&kn_vnni_off, memory_order_relaxed);
+}
+
+bool kn__set_avx512vnni(bool on)
+{
+	atomic_store_explicit(&kn_vnni_off, !on, memory_order_relaxed);
+	return kn__has_avx512vnni();
 }
 
 static const struct kn_ops *kn_best(void)

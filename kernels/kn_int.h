@@ -9,6 +9,8 @@
 #ifndef KN_INT_H
 #define KN_INT_H
 
+#include <stdbool.h>
+
 #include "kernels/kn.h"
 #include "kernels/kn_quant.h"
 
@@ -34,7 +36,20 @@ enum {
 	KN__Q4_K_BYTES = 2 + 2 + 12 + 128, /* d, dmin, scales[12], qs[128] */
 	KN__Q5_K_BYTES = 2 + 2 + 12 + 32 + 128, /* ... qh[32], qs[128] */
 	KN__Q6_K_BYTES = 128 + 64 + 16 + 2,     /* ql, qh, scales[16], d */
+	/* the activation partner formats of gemv_xq (kn_quant.h) */
+	KN__Q8_0X_BYTES = 2 + 32,          /* d fp16, qs[32] */
+	KN__Q8_K_BYTES = 4 + 256 + 2 * 16, /* d float, qs[256], bsums[16] */
 };
+
+/* Whether the CPU runs AVX512-VNNI (vpdpbusd / vpdpwssd); detected with
+ * the other ISAs in kn_init.c. quant/avx512.c picks its gemv_xq inner
+ * loops by it (VNNI, else the AVX-512BW maddubs/madd form). */
+bool kn__has_avx512vnni(void);
+
+/* Tests: on false, kn__has_avx512vnni answers false from now on (so the
+ * AVX-512BW form runs on a VNNI CPU); on true, it answers what the CPU
+ * has again. Returns the new kn__has_avx512vnni(). */
+bool kn__set_avx512vnni(bool on);
 
 /* expf by Cephes-style range reduction (S. Moshier, Cephes Math Library,
  * expf.c): x = n*ln2 + r, |r| <= ln2/2, ln2 split in two parts so n*KN__LN2_HI

@@ -50,6 +50,34 @@ struct kn_qops {
 	 * Sums in float32 (x is used as is, never quantized). */
 	void (*gemv)(const void *restrict W, size_t row_bytes, const float *restrict x,
 		     float *restrict y, size_t n_rows, size_t k);
+	/* Integer path (llama.cpp's vec_dot_<type>_q8_<0|K>): the activation
+	 * vector is quantized once into xq (xq_bytes(k) bytes, the type's
+	 * partner format) and every row is an integer dot product with it.
+	 * NULL for types without one (F32/F16/BF16: use gemv).
+	 *
+	 * Partner formats (ggml-common.h block_q8_0 / block_q8_K, packed, at
+	 * any byte address):
+	 *   Q8_0 (Q4_0, Q5_0, Q8_0; 32 el, 34 B): d fp16 @0, int8 qs[32] @2.
+	 *        ggml's quantize_row_q8_0_ref: d = amax / 127 rounded to fp16
+	 *        (nearest even), q = roundf(x * (d ? 1 / d : 0)) with the
+	 *        float d (not the fp16 one).
+	 *   Q8_K (Q4_K, Q5_K, Q6_K; 256 el, 292 B): float d @0, int8 qs[256]
+	 *        @4, int16 bsums[16] @260 (sums of 16 consecutive qs).
+	 *        ggml's quantize_row_q8_K_ref: max = the first element of
+	 *        largest |x|, iscale = -127 / max, q = min(127,
+	 *        nearest_int(iscale x)) (round half to even), d = 1 / iscale;
+	 *        an all-zero block is d = 0, qs = bsums = 0.
+	 * quantize_x is bit-exact with the reference in every variant.
+	 * gemv_xq: y[r] = sum over blocks of (d_w d_x) * (integer dot of the
+	 * codes) (K-quants: minus (dmin_w d_x) * sum m_j bsum_j); the integer
+	 * sums are exact in every variant, only the float combine's order
+	 * differs (tests: within 4e-6 of the exact value, relative to
+	 * sum |w x_q|). Against gemv on the float x, the difference is the
+	 * quantization error of x (about 1e-3 of sum |w x|). */
+	size_t (*xq_bytes)(size_t k);
+	void (*quantize_x)(const float *restrict x, void *restrict xq, size_t k);
+	void (*gemv_xq)(const void *restrict W, size_t row_bytes, const void *restrict xq,
+			float *restrict y, size_t n_rows, size_t k);
 };
 
 /* kn_qops_get - the kernels of ggml type `type` for the ISA kn_init chose,

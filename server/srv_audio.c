@@ -86,6 +86,7 @@ static void srv_audio_after(uv_work_t *w, int status)
 {
 	struct srv_audio_job *job = w->data;
 	struct srv_conn *conn = job->conn;
+	srv__conn_watch(conn, NULL); /* job->cancel is freed below */
 	if (conn->state == SRV_CONN_STATE_HANDLING) {
 		struct srv_req *req = &conn->req;
 		if (status)
@@ -94,6 +95,8 @@ static void srv_audio_after(uv_work_t *w, int status)
 			srv__audio_fail(req, job->rc, job->err);
 		else
 			srv__req_respond(req, 200, job->content_type, job->out.data, job->out.len);
+	} else {
+		srv__req_log_gone(&conn->req);
 	}
 	srv__audio_job_free(job);
 	srv__conn_work_done(conn);
@@ -102,12 +105,16 @@ static void srv_audio_after(uv_work_t *w, int status)
 void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job)
 {
 	struct srv_conn *conn = req->conn;
+	job->params.cancel = &job->cancel; /* before the worker can read params */
 	if (uv_queue_work(&conn->srv->loop, &job->work, srv_audio_work, srv_audio_after)) {
 		srv__audio_job_free(job);
 		srv__audio_fail(req, -ST_NOMEM, "could not queue the transcription");
 		return;
 	}
 	conn->n_work++;
+	/* A client that hangs up (or a drain timeout) stops the work at the
+	 * next 30-second window instead of letting it run for nobody. */
+	srv__conn_watch(conn, &job->cancel);
 }
 
 /* --- errors and models ------------------------------------------------- */

@@ -43,7 +43,8 @@ struct srv_audio_job {
 	size_t audio_len;
 	bool has_raw;                   /* headerless audio described by raw */
 	struct eng_audio_raw raw;
-	struct eng_transcribe_params params; /* language and prompt point below */
+	struct eng_transcribe_params params; /* language, prompt and cancel point below */
+	volatile int cancel;            /* set on the loop when the client goes away */
 	char language[16];              /* ISO 639-1 code, or "" */
 	char *prompt;                   /* new (mem.h) or NULL */
 	bool want_sha256;               /* hash the audio bytes (Deepgram metadata) */

@@ -22,6 +22,9 @@
 
 static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len);
 static void srv_conn_timer_arm(struct srv_conn *conn);
+static int srv_conn_stash_more(struct srv_conn *conn, const char *data, size_t len);
+static void srv_conn_read_start(struct srv_conn *conn);
+static void srv_conn_read_stop(struct srv_conn *conn);
 
 /* --- request reset ---------------------------------------------------- */
 
@@ -339,6 +342,8 @@ void srv__conn_close(struct srv_conn *conn)
 	if (conn->state == SRV_CONN_STATE_CLOSING)
 		return;
 	conn->state = SRV_CONN_STATE_CLOSING;
+	if (conn->cancel)
+		*conn->cancel = 1; /* a job running for this client stops early */
 	srv_conn_unlink(conn);
 	uv_close(&conn->h.handle, srv_conn_close_cb);
 	uv_close((uv_handle_t *)&conn->timer, srv_conn_close_cb);
@@ -418,14 +423,21 @@ static void srv_conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (nread < 0) {
 		uv_read_stop(s);
 		conn->reading = false;
-		/* A request being handled still gets its response written. */
-		if (conn->state == SRV_CONN_STATE_HANDLING)
+		/* A request being handled still gets its response written,
+		 * unless its job watches for the client leaving. */
+		if (conn->state == SRV_CONN_STATE_HANDLING && !conn->cancel)
 			conn->req.keep_alive = false;
 		else
 			srv__conn_close(conn);
 		return;
 	}
 	conn->srv->metrics.bytes_in += (uint64_t)nread;
+	if (conn->state == SRV_CONN_STATE_HANDLING) {
+		/* read while a job is watched: the next request waits */
+		if (srv_conn_stash_more(conn, buf->base, (size_t)nread))
+			srv_conn_read_stop(conn);
+		return;
+	}
 	conn->req.bytes_in += (uint64_t)nread;
 	srv_conn_feed(conn, buf->base, (size_t)nread);
 }
@@ -469,7 +481,8 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 /* Keep bytes that follow a message until its response is queued. */
 static int srv_conn_stash(struct srv_conn *conn, const char *data, size_t len)
 {
-	srv_conn_read_stop(conn);
+	if (!conn->cancel) /* a watched job keeps reading (srv__conn_watch) */
+		srv_conn_read_stop(conn);
 	if (!len)
 		return 0;
 	char *p = mem_alloc(len);
@@ -480,6 +493,30 @@ static int srv_conn_stash(struct srv_conn *conn, const char *data, size_t len)
 	conn->pending = p;
 	conn->pending_len = len;
 	return 0;
+}
+
+/* Add bytes read while a job runs to those kept for after it; -ST_TOOBIG
+ * past SRV_MAX_QUEUED_BYTES (the caller stops reading: the client then
+ * waits, and a hang-up is seen only when a write fails). */
+static int srv_conn_stash_more(struct srv_conn *conn, const char *data, size_t len)
+{
+	if (conn->pending_len + len > SRV_MAX_QUEUED_BYTES)
+		return -ST_TOOBIG;
+	char *p = mem_realloc(conn->pending, conn->pending_len + len);
+	if (!p)
+		return -ST_NOMEM;
+	memcpy(p + conn->pending_len, data, len);
+	conn->pending = p;
+	conn->pending_len += len;
+	return 0;
+}
+
+void srv__conn_watch(struct srv_conn *conn, volatile int *cancel)
+{
+	conn->cancel = cancel;
+	if (cancel && conn->state == SRV_CONN_STATE_HANDLING &&
+	    conn->pending_len < SRV_MAX_QUEUED_BYTES)
+		srv_conn_read_start(conn);
 }
 
 static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len)

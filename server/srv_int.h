@@ -115,6 +115,8 @@ struct srv_conn {
 	bool write_blocked;           /* parsing paused until the client reads (backpressure) */
 	int n_open_handles;           /* stream + timer; freed at zero */
 	int n_work;                   /* thread-pool jobs holding the connection */
+	volatile int *cancel;         /* a running job's stop flag (srv__conn_watch), or NULL:
+				       * set to 1 when the client hangs up or the connection closes */
 	uint64_t n_served;            /* responses completed on this connection */
 	bool in_feed;                 /* inside srv_conn_feed (no re-entry) */
 	bool close_after_write;       /* close once n_writes reaches 0 */
@@ -151,6 +153,14 @@ int srv__conn_open_fd(struct srv *srv, int fd); /* tests/fuzz: a socketpair end 
 void srv__conn_close(struct srv_conn *conn);
 void srv__conn_request_done(struct srv_conn *conn);
 void srv__conn_work_done(struct srv_conn *conn);
+/* srv__conn_watch - while a job handles the request, keep reading the
+ * socket so that a client that hangs up (EOF, reset) is noticed at once:
+ * then *cancel becomes 1 and the connection closes. *cancel is also set
+ * when the connection closes for any other reason (write error, drain).
+ * Bytes that arrive meanwhile (a pipelined request) are kept, up to
+ * SRV_MAX_QUEUED_BYTES, for after the response. cancel NULL stops
+ * watching: call it before the flag's memory goes. Loop thread. */
+void srv__conn_watch(struct srv_conn *conn, volatile int *cancel);
 int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
 		    char *body, size_t body_len); /* steals head and body */
 void srv__conns_close_idle(struct srv *srv);
@@ -175,7 +185,13 @@ int srv__req_respond_error(struct srv_req *req, int status, const char *code,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int srv__req_add_header(struct srv_req *req, const char *name, const char *value);
 const char *srv__status_reason(int status);
+/* srv__req_log - the access-log line of a response of bytes body bytes
+ * that took secs (srv__req_respond and streamed responses call it). */
+void srv__req_log(const struct srv_req *req, int status, size_t bytes, double secs);
 const char *srv__status_detail(int status);
+/* srv__req_log_gone - count and log a request whose client left before
+ * any answer (status 499, as nginx logs it). */
+void srv__req_log_gone(const struct srv_req *req);
 int srv__status_from_st(int st);
 
 /* srv_routes.c */

@@ -189,7 +189,7 @@ static void srv_log_escape(const char *s, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-static void srv_req_log(const struct srv_req *req, int status, size_t bytes, double secs)
+void srv__req_log(const struct srv_req *req, int status, size_t bytes, double secs)
 {
 	const struct srv_conn *conn = req->conn;
 	char path[1024];
@@ -247,7 +247,7 @@ int srv__req_respond(struct srv_req *req, int status, const char *content_type,
 		out_len = 0;
 	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
 	srv_metrics_observe(&srv->metrics, srv__route_index(req), req->method, status, secs);
-	srv_req_log(req, status, out_len, secs);
+	srv__req_log(req, status, out_len, secs);
 	if (close)
 		conn->close_after_write = true;
 	size_t head_len = h.len;
@@ -260,4 +260,12 @@ int srv__req_respond(struct srv_req *req, int status, const char *content_type,
 	rc = srv__conn_write(conn, srv_buf_steal(&h), head_len, out, out_len);
 	srv__conn_request_done(conn);
 	return rc;
+}
+
+void srv__req_log_gone(const struct srv_req *req)
+{
+	struct srv *srv = req->conn->srv;
+	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
+	srv_metrics_observe(&srv->metrics, srv__route_index(req), req->method, 499, secs);
+	srv__req_log(req, 499, 0, secs);
 }

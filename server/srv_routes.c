@@ -1,7 +1,8 @@
 /* srv_routes.c - the route table and the handlers of the routes that work
  * at this stage: health (KServe v2), model lists (OpenAI, KServe v2) and
  * Prometheus metrics; the audio routes' handlers live in srv_openai_audio.c
- * and srv_deepgram.c (srv_audio.h). A new protocol is a new block of rows here (or its
+ * and srv_deepgram.c (srv_audio.h), the text generation routes' in
+ * srv_openai_gen.c (srv_openai_gen.h). A new protocol is a new block of rows here (or its
  * own srv_routes_<proto>.c when it grows).
  *
  * Dispatch: decode the body (zstd on the thread pool, never on the loop
@@ -19,6 +20,7 @@
 #include "common/st.h"
 #include "server/srv_audio.h"
 #include "server/srv_int.h"
+#include "server/srv_openai_gen.h"
 
 typedef void (*srv_handler_fn)(struct srv_req *req);
 
@@ -47,6 +49,10 @@ static const struct srv_route srv_routes[] = {
 	{ "/v1/models", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_models },
 	{ "/v1/audio/transcriptions", HTTP_POST, SRV_PROTO_OPENAI, false,
 	  srv__h_openai_transcriptions }, /* srv_openai_audio.c */
+	{ "/v1/completions", HTTP_POST, SRV_PROTO_OPENAI, false,
+	  srv__h_openai_completions }, /* srv_openai_gen.c */
+	{ "/v1/chat/completions", HTTP_POST, SRV_PROTO_OPENAI, false,
+	  srv__h_openai_chat_completions }, /* srv_openai_gen.c */
 	{ "/v1/listen", HTTP_POST, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_listen }, /* srv_deepgram.c */
 	{ "/metrics", HTTP_GET, SRV_PROTO_PLAIN, true, srv_h_metrics },
 };

@@ -189,6 +189,17 @@ static void el_attention(const struct eng_llm *m, int il, struct eng_llm_kv *kv,
 	eng_par_add(p, b->x, b->o, n * d);
 }
 
+/* gate[i] = GELU(gate[i]) * up[i] the way ggml's CPU GeGLU computes it:
+ * 0 below -10, the identity above 10, else the binary16 table. */
+static void el_geglu_f16(const float *table, float *gate, const float *up, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float x = gate[i];
+		float gl = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[el_f32_to_f16(x)];
+		gate[i] = gl * up[i];
+	}
+}
+
 static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p, struct el_buf *b, size_t n)
 {
 	const struct eng_llm_hp *hp = &m->hp;
@@ -197,7 +208,9 @@ static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p, struct e
 	el_rms_rows(b->x, l->ffn_norm, b->h, n, d, hp->rms_eps);
 	el_linear(p, &l->w_gate, NULL, b->h, b->g, n, b);
 	el_linear(p, &l->w_up, NULL, b->h, b->u, n, b);
-	if (hp->arch == ENG_LLM_ARCH_GEMMA3)
+	if (m->gelu_f16)
+		el_geglu_f16(m->gelu_f16, b->g, b->u, n * ff);
+	else if (hp->arch == ENG_LLM_ARCH_GEMMA3)
 		kn_ops()->gelu_tanh_mul(b->g, b->u, n * ff);
 	else
 		kn_ops()->silu_mul(b->g, b->u, n * ff);

@@ -31,7 +31,12 @@ struct eng_llm {
 	struct el_mat output;              /* lm head, or tok_embd when tied */
 	const float *output_norm;
 	struct el_layer *layers;           /* [n_layer] */
+	float *gelu_f16;                   /* [65536] GELU of every binary16 value, rounded to
+					    * binary16 (ggml's table; gemma3's GeGLU), or NULL */
 };
+
+/* IEEE binary16 bits of f, rounded to nearest even (as F16C's vcvtps2ph). */
+uint16_t el_f32_to_f16(float f);
 
 struct eng_llm_kv {
 	size_t n_ctx, len;

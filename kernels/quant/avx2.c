@@ -14,6 +14,14 @@
  * four rows per pass so each 32 floats of x are loaded once for four rows,
  * two accumulators per row (eight FMA chains), and a one-row tail. Loads
  * are unaligned; a block sits at any byte address.
+ *
+ * The integer path (gemv_xq, x quantized once to Q8_0 / Q8_K) is ggml's
+ * vec_dot_<type>_q8_<0|K> idea in our own form: unsigned codes (q8_0:
+ * |q| against x with q's sign) meet x in vpmaddubsw, then vpmaddwd by
+ * ones (_0 types; their offset 8 / 16 enters as -off * sum x, computed
+ * once per x block) or by the sub-block's integer scale (K-quants; q6_K's
+ * -32 through the bsums). Four rows per pass share each x load; one float
+ * FMA per block and row.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -355,6 +363,399 @@ KQ_INLINE void kq_gemv_flat(const void *W, size_t rb, const float *x, float *y,
 		y[r] = kq_dot_flat(w + r * rb, x, k, esz, ld, ld1);
 }
 
+/* ---- integer path: x quantized to Q8_0 / Q8_K (kn_quant.h) ------------ */
+
+/* roundf on 8 lanes: trunc plus sign(v) where |v - trunc(v)| >= 0.5 (the
+ * difference is exact), ggml's quantize_row_q8_0_ref rounding. */
+KQ_INLINE __m256 kq_roundf(__m256 v)
+{
+	__m256 sign = _mm256_set1_ps(-0.0f);
+	__m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+	__m256 f = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+	__m256 ge = _mm256_cmp_ps(f, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+	__m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(v, sign));
+	return _mm256_add_ps(t, _mm256_and_ps(ge, one));
+}
+
+KQ_INLINE float kq_hmax(__m256 v)
+{
+	__m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+	m = _mm_max_ss(m, _mm_movehdup_ps(m));
+	return _mm_cvtss_f32(m);
+}
+
+static size_t kq_xq_bytes_q8_0(size_t k)
+{
+	return k / KN__QK * KN__Q8_0X_BYTES;
+}
+
+static size_t kq_xq_bytes_q8_k(size_t k)
+{
+	return k / KN__QK_K * KN__Q8_K_BYTES;
+}
+
+static void kq_quantize_q8_0(const float *restrict x, void *restrict xq, size_t k)
+{
+	uint8_t *o = xq;
+	__m256 sign = _mm256_set1_ps(-0.0f);
+	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_0X_BYTES) {
+		__m256 am = _mm256_setzero_ps();
+		for (int j = 0; j < 4; j++)
+			am = _mm256_max_ps(am, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)));
+		float d = kq_hmax(am) / 127.0f;
+		float id = d != 0.0f ? 1.0f / d : 0.0f;
+		uint16_t h = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+		memcpy(o, &h, sizeof(h));
+		int32_t q[32];
+		for (int j = 0; j < 4; j++)
+			_mm256_storeu_si256((__m256i *)(q + 8 * j),
+					    _mm256_cvtps_epi32(kq_roundf(_mm256_mul_ps(
+						    _mm256_loadu_ps(x + 8 * j), _mm256_set1_ps(id)))));
+		for (int j = 0; j < 32; j++)
+			o[2 + j] = (uint8_t)(int8_t)q[j];
+	}
+}
+
+static void kq_quantize_q8_k(const float *restrict x, void *restrict xq, size_t k)
+{
+	uint8_t *o = xq;
+	__m256 sign = _mm256_set1_ps(-0.0f);
+	for (size_t i = 0; i < k / KN__QK_K; i++, x += KN__QK_K, o += KN__Q8_K_BYTES) {
+		__m256 am = _mm256_setzero_ps();
+		for (int j = 0; j < 32; j++)
+			am = _mm256_max_ps(am, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)));
+		float amax = kq_hmax(am);
+		if (amax == 0.0f) {
+			memset(o, 0, KN__Q8_K_BYTES);
+			continue;
+		}
+		float max = 0.0f; /* the first element with |x| == amax */
+		for (int j = 0; j < 32; j++) {
+			__m256 eq = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)),
+						  _mm256_set1_ps(amax), _CMP_EQ_OQ);
+			int m = _mm256_movemask_ps(eq);
+			if (m) {
+				max = x[8 * j + __builtin_ctz((unsigned)m)];
+				break;
+			}
+		}
+		float iscale = -127.0f / max;
+		int32_t q[KN__QK_K];
+		for (int j = 0; j < 32; j++) {
+			__m256i v = _mm256_cvtps_epi32(
+				_mm256_mul_ps(_mm256_set1_ps(iscale), _mm256_loadu_ps(x + 8 * j)));
+			_mm256_storeu_si256((__m256i *)(q + 8 * j),
+					    _mm256_min_epi32(v, _mm256_set1_epi32(127)));
+		}
+		for (int g = 0; g < 16; g++) {
+			int sum = 0;
+			for (int l = 0; l < 16; l++) {
+				o[4 + 16 * g + l] = (uint8_t)(int8_t)q[16 * g + l];
+				sum += q[16 * g + l];
+			}
+			int16_t s16 = (int16_t)sum;
+			memcpy(o + 260 + 2 * g, &s16, sizeof(s16));
+		}
+		float d = 1.0f / iscale;
+		memcpy(o, &d, sizeof(d));
+	}
+}
+
+/* acc + u8 x s8 dot, four products per int32 lane (vpmaddubsw pair sums
+ * stay below 2 * 128 * 127, vpmaddwd by ones). */
+KQ_INLINE __m256i kq_dot_u8s8(__m256i acc, __m256i u, __m256i s)
+{
+	return _mm256_add_epi32(
+		acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+KQ_INLINE uint32_t kq_u32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* q4_0 / q5_0 nibbles of one block as [0..15 | 16..31]. */
+KQ_INLINE __m256i kq_nib32(const uint8_t *qs)
+{
+	__m128i t = _mm_loadu_si128((const __m128i *)qs);
+	__m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
+	return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+/* Byte j = 0x10 where bit j of bits is set (q5_0's fifth bits). */
+KQ_INLINE __m256i kq_bits32_x10(uint32_t bits)
+{
+	const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+						2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i sel = _mm256_set1_epi64x(0x8040201008040201LL);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, sel), sel),
+				_mm256_set1_epi8(0x10));
+}
+
+/* One block's codes as u8 against x (*xs: x, or x with q8_0's signs). */
+KQ_INLINE __m256i kq_w_q4_0(const uint8_t *b, __m256i x, __m256i *xs)
+{
+	*xs = x;
+	return kq_nib32(b + 2);
+}
+
+KQ_INLINE __m256i kq_w_q5_0(const uint8_t *b, __m256i x, __m256i *xs)
+{
+	*xs = x;
+	return _mm256_or_si256(kq_nib32(b + 6), kq_bits32_x10(kq_u32(b + 2)));
+}
+
+KQ_INLINE __m256i kq_w_q8_0(const uint8_t *b, __m256i x, __m256i *xs)
+{
+	__m256i q = _mm256_loadu_si256((const __m256i *)(b + 2));
+	*xs = _mm256_sign_epi8(x, q);
+	return _mm256_abs_epi8(q);
+}
+
+typedef __m256i (*kq_w_fn)(const uint8_t *b, __m256i x, __m256i *xs);
+
+/* Software prefetch of the n bytes at p (lines of 64): four rows are
+ * streamed at a time, which the hardware prefetchers follow badly (a third
+ * of the DRAM rate measured), so each step asks for the same position R
+ * rows further down, the next pass's data. Prefetches never fault. */
+#define KQ_PF_AHEAD_BYTES 6144
+
+/* The prefetch distance for passes of R rows of rb bytes: whole passes,
+ * at least KQ_PF_AHEAD_BYTES (tuned on Zen 4: 4.6 KiB passes, q4_0 and
+ * q4_K at k = 2048, ran 25 % slower one pass ahead than two; 8.7 KiB
+ * ones, q8_0, best one ahead). */
+KQ_INLINE size_t kq_pf_dist(int R, size_t rb)
+{
+	size_t pass = (size_t)R * rb;
+	return pass ? (KQ_PF_AHEAD_BYTES + pass - 1) / pass * pass : 0;
+}
+
+KQ_INLINE void kq_pf(const uint8_t *p, size_t n)
+{
+	for (size_t o = 0; o < n; o += 64)
+		_mm_prefetch((const char *)p + o, _MM_HINT_T0);
+}
+
+/* R rows (1 or 4) of a _0 type against Q8_0 x, one block per step: x,
+ * its scale and -off * (sums of 4 codes) once per step for all R rows. */
+KQ_INLINE void kq_xq0_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
+			   int R, size_t bytes, int off, kq_w_fn wf)
+{
+	__m256 acc[4];
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm256_setzero_ps();
+	size_t pf = kq_pf_dist(R, rb);
+	for (size_t i = 0; i < k / KN__QK; i++) {
+		const uint8_t *xb = xq + i * KN__Q8_0X_BYTES;
+		__m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 2));
+		float xd = kq_half(xb);
+		__m256i c0 = _mm256_setzero_si256();
+		if (off)
+			c0 = _mm256_sub_epi32(c0, kq_dot_u8s8(c0, _mm256_set1_epi8((char)off), xv));
+		for (int r = 0; r < R; r++) {
+			const uint8_t *b = w + (size_t)r * rb + i * bytes;
+			if (!(i & 1))
+				kq_pf(b + pf, 2 * bytes);
+			__m256i xs, q = wf(b, xv, &xs);
+			__m256 isum = _mm256_cvtepi32_ps(kq_dot_u8s8(c0, q, xs));
+			acc[r] = _mm256_fmadd_ps(isum, _mm256_set1_ps(kq_half(b) * xd), acc[r]);
+		}
+	}
+	for (int r = 0; r < R; r++) {
+		__m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+		s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+		y[r] = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+	}
+}
+
+KQ_INLINE void kq_xq0(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+		      size_t k, size_t bytes, int off, kq_w_fn wf)
+{
+	const uint8_t *w = W;
+	size_t r = 0;
+	for (; r + 4 <= n_rows; r += 4)
+		kq_xq0_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, off, wf);
+	for (; r < n_rows; r++)
+		kq_xq0_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, off, wf);
+}
+
+/* pshufb control: every int16 of a 128-bit lane is int16 number n. */
+#define KQ_L16(n) ((short)(0x0100 + 0x0202 * (n)))
+
+/* The x side of one Q8_K block: its 8 groups of 32 codes, bsum pairs per
+ * 32 (q4_K/q5_K mins), the 16 bsums (q6_K) and d. */
+struct kq_xk {
+	__m256i x[8];
+	__m128i bs8;
+	__m256i bs16;
+	float d;
+};
+
+KQ_INLINE void kq_xk_load(const uint8_t *xb, struct kq_xk *X)
+{
+	for (int j = 0; j < 8; j++)
+		X->x[j] = _mm256_loadu_si256((const __m256i *)(xb + 4 + 32 * j));
+	X->bs16 = _mm256_loadu_si256((const __m256i *)(xb + 260));
+	X->bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(X->bs16), _mm256_extracti128_si256(X->bs16, 1));
+	memcpy(&X->d, xb, sizeof(X->d));
+}
+
+/* One q4_K / q5_K block against X: 32 qs bytes hold sub-block 2p in their
+ * low nibbles, 2p + 1 in their high ones; each pair sum times its
+ * sub-block's scale (vpmaddwd). */
+KQ_INLINE void kq_blk_k45(const uint8_t *b, int has_qh, const struct kq_xk *X, __m256 *acc,
+			  __m128 *accm)
+{
+	uint32_t a = kq_u32(b + 4), bb = kq_u32(b + 8), c = kq_u32(b + 12);
+	uint32_t sc03 = a & 0x3f3f3f3fu, m03 = bb & 0x3f3f3f3fu;
+	uint32_t sc47 = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
+	uint32_t m47 = ((c >> 4) & 0x0f0f0f0fu) | ((bb >> 6) & 0x03030303u) << 4;
+	__m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(sc03 | (uint64_t)sc47 << 32)));
+	__m128i m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(m03 | (uint64_t)m47 << 32)));
+	__m256i scb = _mm256_broadcastsi128_si256(sc16);
+	const uint8_t *qs = b + (has_qh ? 48 : 16);
+	__m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10);
+	__m256i h = has_qh ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
+	__m256i isum = _mm256_setzero_si256();
+	for (int p = 0; p < 4; p++) {
+		__m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
+		__m256i lo = _mm256_and_si256(wv, m4);
+		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+		if (has_qh) { /* bit s of qh[l] to bit 4: shift by 4 - s */
+			int s = 2 * p;
+			__m256i hl = s <= 4 ? _mm256_slli_epi16(h, 4 - s) : _mm256_srli_epi16(h, s - 4);
+			__m256i hh = s + 1 <= 4 ? _mm256_slli_epi16(h, 3 - s)
+						: _mm256_srli_epi16(h, s - 3);
+			lo = _mm256_or_si256(lo, _mm256_and_si256(hl, x10));
+			hi = _mm256_or_si256(hi, _mm256_and_si256(hh, x10));
+		}
+		__m256i s0 = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p)));
+		__m256i s1 = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p + 1)));
+		isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, X->x[2 * p]), s0));
+		isum = _mm256_add_epi32(isum,
+					_mm256_madd_epi16(_mm256_maddubs_epi16(hi, X->x[2 * p + 1]), s1));
+	}
+	float d = kq_half(b) * X->d, dmin = kq_half(b + 2) * X->d;
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), *acc);
+	*accm = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(m16, X->bs8)), _mm_set1_ps(dmin), *accm);
+}
+
+KQ_INLINE void kq_blk_q4_k(const uint8_t *b, const struct kq_xk *X, __m256 *acc, __m128 *accm)
+{
+	kq_blk_k45(b, 0, X, acc, accm);
+}
+
+KQ_INLINE void kq_blk_q5_k(const uint8_t *b, const struct kq_xk *X, __m256 *acc, __m128 *accm)
+{
+	kq_blk_k45(b, 1, X, acc, accm);
+}
+
+/* One q6_K block: 32 ql bytes hold t and t + 2 (low, high nibbles), qh
+ * bits 2t, 2t+1 are shifted to bits 4, 5; 16 elements per int8 scale;
+ * sum sc (q - 32) x = sum sc q x - 32 sum sc bsum. */
+KQ_INLINE void kq_blk_q6_k(const uint8_t *b, const struct kq_xk *X, __m256 *acc, __m128 *accm)
+{
+	(void)accm;
+	__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
+	__m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
+					_mm256_slli_epi32(_mm256_madd_epi16(sc16, X->bs16), 5));
+	__m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	for (int h = 0; h < 2; h++) {
+		__m256i la = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
+		__m256i lb = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
+		__m256i hv = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+		__m256i q[4] = {
+			_mm256_or_si256(_mm256_and_si256(la, m4),
+					_mm256_and_si256(_mm256_slli_epi16(hv, 4), m30)),
+			_mm256_or_si256(_mm256_and_si256(lb, m4),
+					_mm256_and_si256(_mm256_slli_epi16(hv, 2), m30)),
+			_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
+					_mm256_and_si256(hv, m30)),
+			_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+					_mm256_and_si256(_mm256_srli_epi16(hv, 2), m30)),
+		};
+		__m256i scb = _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(sc16, 1)
+							    : _mm256_castsi256_si128(sc16));
+		for (int t = 0; t < 4; t++) {
+			__m256i ctl = _mm256_inserti128_si256(
+				_mm256_castsi128_si256(_mm_set1_epi16(KQ_L16(2 * t))),
+				_mm_set1_epi16(KQ_L16(2 * t + 1)), 1);
+			isum = _mm256_add_epi32(
+				isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[t], X->x[4 * h + t]),
+							_mm256_shuffle_epi8(scb, ctl)));
+		}
+	}
+	float d = kq_half(b + 208) * X->d;
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), *acc);
+}
+
+typedef void (*kq_blk_fn)(const uint8_t *b, const struct kq_xk *X, __m256 *acc, __m128 *accm);
+
+/* R rows (1 or 4) of a K-quant; each Q8_K block of x loaded once for all. */
+KQ_INLINE void kq_xqk_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
+			   int R, size_t bytes, kq_blk_fn bf)
+{
+	__m256 acc[4];
+	__m128 accm[4];
+	for (int r = 0; r < R; r++) {
+		acc[r] = _mm256_setzero_ps();
+		accm[r] = _mm_setzero_ps();
+	}
+	size_t pf = kq_pf_dist(R, rb);
+	for (size_t i = 0; i < k / KN__QK_K; i++) {
+		struct kq_xk X;
+		kq_xk_load(xq + i * KN__Q8_K_BYTES, &X);
+		for (int r = 0; r < R; r++) {
+			const uint8_t *wb = w + (size_t)r * rb + i * bytes;
+			kq_pf(wb + pf, bytes);
+			bf(wb, &X, &acc[r], &accm[r]);
+		}
+	}
+	for (int r = 0; r < R; r++) {
+		__m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+		s = _mm_sub_ps(s, accm[r]);
+		s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+		y[r] = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+	}
+}
+
+KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+		      size_t k, size_t bytes, kq_blk_fn bf)
+{
+	const uint8_t *w = W;
+	size_t r = 0;
+	for (; r + 4 <= n_rows; r += 4)
+		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, bf);
+	for (; r < n_rows; r++)
+		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, bf);
+}
+
+#define KQ_XQ0(T, BYTES, OFF)                                                              \
+	static void kq_gemv_xq_##T(const void *restrict W, size_t rb,                      \
+				   const void *restrict xq, float *restrict y, size_t n,   \
+				   size_t k)                                               \
+	{                                                                                  \
+		kq_xq0(W, rb, xq, y, n, k, BYTES, OFF, kq_w_##T);                          \
+	}
+#define KQ_XQK(T, BYTES)                                                                   \
+	static void kq_gemv_xq_##T(const void *restrict W, size_t rb,                      \
+				   const void *restrict xq, float *restrict y, size_t n,   \
+				   size_t k)                                               \
+	{                                                                                  \
+		kq_xqk(W, rb, xq, y, n, k, BYTES, kq_blk_##T);                             \
+	}
+
+KQ_XQ0(q4_0, KN__Q4_0_BYTES, 8)
+KQ_XQ0(q5_0, KN__Q5_0_BYTES, 16)
+KQ_XQ0(q8_0, KN__Q8_0_BYTES, 0)
+KQ_XQK(q4_k, KN__Q4_K_BYTES)
+KQ_XQK(q5_k, KN__Q5_K_BYTES)
+KQ_XQK(q6_k, KN__Q6_K_BYTES)
+
 /* ---- the table ---------------------------------------------------------- */
 
 /* Binds a decoder (block types) or loaders (flat types) into the
@@ -398,15 +799,25 @@ KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 		  .block_bytes = BYTES,                                                    \
 		  .dequant = kq_dequant_##T,                                               \
 		  .gemv = kq_gemv_##T}
+#define KQ_ENTRY_XQ(TYPE, T, NAME, ELEMS, BYTES, X)                                        \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .xq_bytes = kq_xq_bytes_##X,                                             \
+		  .quantize_x = kq_quantize_##X,                                           \
+		  .gemv_xq = kq_gemv_xq_##T}
 
 const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
 	KQ_ENTRY(KN_Q_F16, f16, "f16", 1, 2),
 	KQ_ENTRY(KN_Q_BF16, bf16, "bf16", 1, 2),
-	KQ_ENTRY(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES),
-	KQ_ENTRY(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES),
-	KQ_ENTRY(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES),
-	KQ_ENTRY(KN_Q_Q4_K, q4_k, "q4_K", KN__QK_K, KN__Q4_K_BYTES),
-	KQ_ENTRY(KN_Q_Q5_K, q5_k, "q5_K", KN__QK_K, KN__Q5_K_BYTES),
-	KQ_ENTRY(KN_Q_Q6_K, q6_k, "q6_K", KN__QK_K, KN__Q6_K_BYTES),
+	KQ_ENTRY_XQ(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, "q4_K", KN__QK_K, KN__Q4_K_BYTES, q8_k),
+	KQ_ENTRY_XQ(KN_Q_Q5_K, q5_k, "q5_K", KN__QK_K, KN__Q5_K_BYTES, q8_k),
+	KQ_ENTRY_XQ(KN_Q_Q6_K, q6_k, "q6_K", KN__QK_K, KN__Q6_K_BYTES, q8_k),
 };

@@ -677,3 +677,53 @@ def test_metrics_count_audio_routes(srv):
         text = Reader(s).read_response().body.decode()
     assert 'route="/v1/audio/transcriptions"' in text
     assert 'route="/v1/listen"' in text
+
+
+# --- cancellation ----------------------------------------------------------
+
+def long_wav(repeats):
+    with wave.open(os.path.join(AUDIO, "jfk.wav")) as w:
+        frames = w.readframes(w.getnframes())
+    return wav_bytes(frames * repeats)
+
+
+def abandon(port, body, n):
+    """n clients that post body to /v1/listen and hang up after 0.3 s."""
+    socks = []
+    for _ in range(n):
+        s = connect(port)
+        s.sendall(b"POST /v1/listen HTTP/1.1\r\nHost: a\r\nContent-Type: audio/wav\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        socks.append(s)
+    time.sleep(0.3)
+    for s in socks:
+        s.close()
+
+
+def test_disconnect_cancels_transcription(fresh_daemon):
+    d = fresh_daemon(audio_config(limits={"max_body_bytes": 64 << 20}))
+    abandon(d.port, long_wav(30), 5)   # 5 x 330 s of audio, nobody listening
+    time.sleep(0.5)
+    start = time.time()
+    r = transcribe(d.port)
+    assert r.status == 200
+    assert time.time() - start < 20, "abandoned jobs kept the workers busy"
+    deadline = time.time() + 20
+    while time.time() < deadline and d.stderr_text().count("status=499") < 5:
+        time.sleep(0.2)
+    assert d.stderr_text().count("status=499") == 5
+
+
+def test_sigterm_stops_a_long_transcription(fresh_daemon):
+    d = fresh_daemon(audio_config(limits={"drain_timeout_ms": 1000, "max_body_bytes": 64 << 20}))
+    s = connect(d.port)
+    body = long_wav(60)
+    s.sendall(b"POST /v1/listen HTTP/1.1\r\nHost: a\r\nContent-Type: audio/wav\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    time.sleep(1.0)
+    start = time.time()
+    d.proc.send_signal(signal.SIGTERM)
+    assert d.proc.wait(timeout=30) == 0
+    assert time.time() - start < 15
+    assert "drain timeout" in d.stderr_text()  # it was still transcribing
+    s.close()

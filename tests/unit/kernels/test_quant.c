@@ -19,10 +19,27 @@
  *     GEMV_TOL = 4e-6 (float32 sums of up to 2048 terms; the measured worst,
  *     printed, is about 6e-7 for the sequential reference, 1e-7 for SIMD).
  *  4. kn_qtype_row_bytes and the lookup functions, unknown types included.
+ *  5. The integer path (quantize_x / gemv_xq):
+ *     a. quantize_x of every variant == the reference, memcmp (tolerance:
+ *        exact), on random rows whose blocks span magnitudes 1e-9 .. 1e7
+ *        (fp16 scales subnormal and infinite included), all-zero blocks,
+ *        rounding ties (roundf's half away from zero for Q8_0, nearest
+ *        even for Q8_K) and equal |x| of both signs (the first wins); the
+ *        reference itself against literal codes.
+ *     b. gemv_xq with unit scales and small codes, where every float
+ *        operation is exact: every variant == the reference == the exact
+ *        integer result, bit for bit (the integer sums are exact).
+ *     c. gemv_xq of every variant on random blocks and x, the sizes,
+ *        strides and offsets of 3.: against the double dot of the
+ *        dequantized weights with the dequantized xq, relative to
+ *        sum |w x_q|, tolerance XQ_TOL = 4e-6 (float combine order); and
+ *        against gemv on the float x, relative to sum |w x|, tolerance
+ *        XQ_VS_F32_TOL = 1e-2 (x's quantization error: 8-bit codes;
+ *        the measured worst is printed).
  *
  * Buffers are allocated to their exact size so ASan catches any overread.
- * With KN_BENCH=1 a separate group prints the GB/s of weights gemv streams
- * per type and ISA on a 4096 x 2048 matrix.
+ * With KN_BENCH=1 a separate group prints the GB/s of weights gemv and
+ * gemv_xq stream per type and ISA on a 4096 x 2048 matrix.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,10 +53,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/kn_int.h" /* kn__set_avx512vnni: run both AVX-512 forms */
 #include "kernels/kn_quant.h"
 
 /* float32 accumulation error allowed, relative to sum |w x|. */
 #define GEMV_TOL 4e-6
+/* gemv_xq against the exact product with the quantized x, relative to
+ * sum |w x_q|; and against gemv on the float x, relative to sum |w x|. */
+#define XQ_TOL	      4e-6
+#define XQ_VS_F32_TOL 1e-2
 
 static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0, KN_Q_Q5_0,
 				KN_Q_Q8_0, KN_Q_Q4_K, KN_Q_Q5_K, KN_Q_Q6_K};
@@ -429,6 +451,327 @@ static void test_lookup(void **state)
 	assert_string_equal(kn_qops_get(KN_Q_Q4_K)->name, "q4_K");
 }
 
+
+/* ---- 5. the integer path ------------------------------------------------ */
+
+static const char *isa_names[] = {"ref", "avx2", "avx512"};
+
+/* gemv_xq variants: each ISA, and AVX-512 in both of its forms (VNNI when
+ * the CPU has it, and the AVX-512BW form forced with kn__set_avx512vnni;
+ * callers restore it with kn__set_avx512vnni(true)). NULL: not on this
+ * CPU. */
+enum { XQ_VARIANTS = 4 };
+static const char *xq_names[XQ_VARIANTS] = {"ref", "avx2", "avx512-bw", "avx512-vnni"};
+
+static const struct kn_qops *xq_variant(int v, int type)
+{
+	if (v < 2)
+		return kn_qops_for((enum kn_isa)v, type);
+	if (!kn__set_avx512vnni(v == 3) && v == 3)
+		return NULL;
+	return kn_qops_for(KN_ISA_AVX512, type);
+}
+
+/* x of k floats for quantize_x: each 32-element stretch gets its own
+ * magnitude 10^[-9, 7] (some stretches zero, some with rounding ties at
+ * unit scale and equal |x| of both signs). */
+static void fill_x_varied(float *x, size_t k)
+{
+	for (size_t b = 0; b < k / 32; b++) {
+		float *v = x + 32 * b;
+		unsigned kind = (unsigned)(rng_u64() % 8);
+		float mag = powf(10.0f, rng_uniform(-9.0f, 7.0f));
+		for (int j = 0; j < 32; j++)
+			v[j] = kind == 0 ? 0.0f : rng_uniform(-mag, mag);
+		if (kind == 1) { /* amax 127 -> unit scale: ties at x.5 */
+			for (int j = 0; j < 32; j++)
+				v[j] = (float)((int)(rng_u64() % 255) - 127) + 0.5f * (float)(rng_u64() & 1);
+			v[rng_u64() % 32] = (rng_u64() & 1) ? 127.0f : -127.0f;
+		}
+		if (kind == 2) { /* equal |x| of both signs */
+			v[3] = -mag;
+			v[9] = mag;
+		}
+	}
+}
+
+/* The partner of type: Q8_0 (32-element blocks) or Q8_K. */
+static int xq_is_k(const struct kn_qops *q)
+{
+	return q->block_elems == 256;
+}
+
+/* Dequantized xq (d q) into xf. */
+static void xq_dequant(const struct kn_qops *q, const uint8_t *xq, float *xf, size_t k)
+{
+	if (!xq_is_k(q)) {
+		const struct kn_qops *h = kn_qops_for(KN_ISA_REF, KN_Q_F16);
+		for (size_t b = 0; b < k / 32; b++) {
+			float d;
+			h->dequant(xq + 34 * b, &d, 1);
+			for (int j = 0; j < 32; j++)
+				xf[32 * b + j] = d * (float)(int8_t)xq[34 * b + 2 + j];
+		}
+		return;
+	}
+	for (size_t b = 0; b < k / 256; b++) {
+		float d;
+		memcpy(&d, xq + 292 * b, sizeof(d));
+		for (int j = 0; j < 256; j++)
+			xf[256 * b + j] = d * (float)(int8_t)xq[292 * b + 4 + j];
+	}
+}
+
+static void test_quantize_x_ref(void **state)
+{
+	(void)state;
+	const struct kn_qops *q0 = kn_qops_for(KN_ISA_REF, KN_Q_Q4_0);
+	const struct kn_qops *qk = kn_qops_for(KN_ISA_REF, KN_Q_Q4_K);
+	assert_int_equal(q0->xq_bytes(64), 68);
+	assert_int_equal(qk->xq_bytes(512), 584);
+	/* Q8_0: amax 127 -> d = 1 (fp16 0x3c00), roundf: 2.5 -> 3, -2.5 -> -3,
+	 * 0.5 -> 1; amax 1 -> d = 1/127 rounded to fp16 (0x2008), codes
+	 * x * (1 / (1/127.f)) rounded. */
+	float x[256] = {127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 1.49f, -126.5f};
+	for (int j = 32; j < 64; j++)
+		x[j] = (float)(j - 32) / 31.0f;
+	uint8_t o[2 * 34];
+	q0->quantize_x(x, o, 64);
+	assert_int_equal(o[0] | o[1] << 8, 0x3c00);
+	int8_t want0[7] = {127, 3, -3, 1, -1, 1, -127};
+	for (int j = 0; j < 7; j++)
+		assert_int_equal((int8_t)o[2 + j], want0[j]);
+	assert_int_equal(o[34] | o[35] << 8, 0x2008);
+	assert_int_equal((int8_t)o[36 + 31], 127);
+	assert_int_equal((int8_t)o[36 + 16], (int8_t)roundf(16.0f / 31.0f * (1.0f / (1.0f / 127.0f))));
+	/* Q8_K: max is the first largest |x| with its sign: -127 -> iscale
+	 * 1, codes nearest-even (2.5 -> 2, -2.5 -> -2, 3.5 -> 4); d = 1. */
+	memset(x, 0, sizeof(x));
+	x[0] = 2.5f, x[1] = -2.5f, x[2] = 3.5f, x[5] = -127.0f, x[6] = 127.0f, x[17] = 1.0f;
+	uint8_t ok[292];
+	qk->quantize_x(x, ok, 256);
+	float d;
+	memcpy(&d, ok, sizeof(d));
+	assert_true(d == 1.0f);
+	int8_t wantk[7] = {2, -2, 4, 0, 0, -127, 127};
+	for (int j = 0; j < 7; j++)
+		assert_int_equal((int8_t)ok[4 + j], wantk[j]);
+	int16_t bs0, bs1;
+	memcpy(&bs0, ok + 260, 2);
+	memcpy(&bs1, ok + 262, 2);
+	assert_int_equal(bs0, 2 - 2 + 4 - 127 + 127);
+	assert_int_equal(bs1, 1);
+	/* x[5] = 127 first: max = 127, iscale = -1, codes negated */
+	x[5] = 127.0f, x[6] = -127.0f;
+	qk->quantize_x(x, ok, 256);
+	memcpy(&d, ok, sizeof(d));
+	assert_true(d == -1.0f);
+	assert_int_equal((int8_t)ok[4 + 2], -4);
+	assert_int_equal((int8_t)ok[4 + 5], -127);
+	/* all zero: d = 0, codes and bsums 0 */
+	memset(x, 0, sizeof(x));
+	memset(ok, 0xa5, sizeof(ok));
+	qk->quantize_x(x, ok, 256);
+	for (size_t j = 0; j < sizeof(ok); j++)
+		assert_int_equal(ok[j], 0);
+}
+
+static void test_quantize_x_vs_ref(void **state)
+{
+	(void)state;
+	static const size_t kk[] = {32, 64, 96, 224, 256, 512, 768, 2048, 4096};
+	for (int isa = 1; isa < KN_ISA_COUNT; isa++)
+		for (size_t t = 0; t < N_TYPES; t++) {
+			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, all_types[t]);
+			const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, all_types[t]);
+			if (!q)
+				continue;
+			if (!ref->quantize_x) {
+				assert_null(q->quantize_x);
+				assert_null(q->gemv_xq);
+				assert_null(q->xq_bytes);
+				continue;
+			}
+			int bad = 0;
+			for (size_t i = 0; i < sizeof(kk) / sizeof(kk[0]); i++)
+				for (int rep = 0; rep < 20; rep++) {
+					size_t k = kk[i];
+					if (k % (size_t)q->block_elems)
+						continue;
+					size_t nb = ref->xq_bytes(k);
+					assert_int_equal(q->xq_bytes(k), nb);
+					float *xb = malloc((k + 1) * sizeof(float)), *x = xb + 1;
+					uint8_t *a = malloc(nb + 1), *b = malloc(nb);
+					assert_true(xb && a && b);
+					fill_x_varied(x, k);
+					ref->quantize_x(x, b, k);
+					q->quantize_x(x, a + 1, k);
+					bad += memcmp(a + 1, b, nb) != 0;
+					free(xb);
+					free(a);
+					free(b);
+				}
+			printf("[ kn ] quantize_x %-5s %-6s vs ref: %s\n", q->name, isa_names[isa],
+			       bad ? "DIFFERS" : "bit-exact");
+			assert_int_equal(bad, 0);
+		}
+}
+
+/* gemv_xq where every float operation is exact: unit fp16 scales (and
+ * mins) in the weights, x codes in [-3, 3] with unit scale, at most 64
+ * (_0) or 4 (K-quants) blocks, so every partial sum is an integer below
+ * 2^24. Every variant must give the exact integer result. */
+static void test_gemv_xq_exact(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < N_TYPES; t++) {
+		const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, all_types[t]);
+		if (!ref->gemv_xq)
+			continue;
+		size_t kmax = xq_is_k(ref) ? 4 * 256 : 64 * 32;
+		for (size_t k = (size_t)ref->block_elems; k <= kmax; k *= 2) {
+			size_t n_rows = 9, row = kn_qtype_row_bytes(ref->type, k), rb = row + 3;
+			uint8_t *w = malloc(n_rows * rb), *xq = malloc(ref->xq_bytes(k));
+			float *wf = malloc(k * sizeof(float)), *xf = malloc(k * sizeof(float));
+			float y[9], yr[9];
+			assert_true(w && xq && wf && xf);
+			for (size_t r = 0; r < n_rows; r++) {
+				uint8_t *p = w + r * rb;
+				size_t nbk = k / (size_t)ref->block_elems;
+				fill_blocks(p, ref->type, nbk, 1);
+				for (size_t b = 0; b < nbk; b++)
+					for (const int *f = half_fields(ref->type); *f >= 0; f++)
+						put16(p + b * (size_t)ref->block_bytes + (size_t)*f, 0x3c00);
+			}
+			if (!xq_is_k(ref)) {
+				for (size_t b = 0; b < k / 32; b++) {
+					put16(xq + 34 * b, 0x3c00);
+					for (int j = 0; j < 32; j++)
+						xq[34 * b + 2 + j] = (uint8_t)(int8_t)((int)(rng_u64() % 7) - 3);
+				}
+			} else {
+				for (size_t b = 0; b < k / 256; b++) {
+					float one = 1.0f;
+					memcpy(xq + 292 * b, &one, sizeof(one));
+					for (int g = 0; g < 16; g++) {
+						int16_t sum = 0;
+						for (int j = 0; j < 16; j++) {
+							int8_t c = (int8_t)((int)(rng_u64() % 7) - 3);
+							xq[292 * b + 4 + 16 * g + j] = (uint8_t)c;
+							sum = (int16_t)(sum + c);
+						}
+						memcpy(xq + 292 * b + 260 + 2 * g, &sum, 2);
+					}
+				}
+			}
+			xq_dequant(ref, xq, xf, k);
+			ref->gemv_xq(w, rb, xq, yr, n_rows, k);
+			for (size_t r = 0; r < n_rows; r++) {
+				ref->dequant(w + r * rb, wf, k);
+				double exact = 0.0;
+				for (size_t i = 0; i < k; i++)
+					exact += (double)wf[i] * xf[i];
+				assert_true(fabs(exact) < 16777216.0);
+				if ((double)yr[r] != exact) {
+					printf("%s k %zu row %zu: ref %.9g exact %.9g\n", ref->name, k, r,
+					       yr[r], exact);
+					fail();
+				}
+			}
+			for (int v = 1; v < XQ_VARIANTS; v++) {
+				const struct kn_qops *q = xq_variant(v, ref->type);
+				if (!q)
+					continue;
+				q->gemv_xq(w, rb, xq, y, n_rows, k);
+				for (size_t r = 0; r < n_rows; r++)
+					if (f32_bits(y[r]) != f32_bits(yr[r])) {
+						printf("%s %s k %zu row %zu: %.9g want %.9g\n", q->name,
+						       xq_names[v], k, r, y[r], yr[r]);
+						fail();
+					}
+			}
+			kn__set_avx512vnni(true);
+			free(w);
+			free(xq);
+			free(wf);
+			free(xf);
+		}
+		printf("[ kn ] gemv_xq %-5s exact-arithmetic case: all variants == ref == exact\n",
+		       ref->name);
+	}
+}
+
+/* One gemv_xq case (gemv_case's shapes); *e_xq: worst |y - y_exact(x_q)| /
+ * sum |w x_q|, *e_f32: worst |y - gemv(x)| / sum |w x|. */
+static void gemv_xq_case(const struct kn_qops *q, size_t n_rows, size_t k, size_t pad, size_t off,
+			 double *e_xq, double *e_f32)
+{
+	const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, q->type);
+	size_t row = kn_qtype_row_bytes(q->type, k), rb = row + pad;
+	size_t total = n_rows ? (n_rows - 1) * rb + row : 0, nxq = q->xq_bytes(k);
+	uint8_t *wb = malloc(total + off ? total + off : 1), *xqb = malloc(nxq + off);
+	float *xb = malloc((k + off) * sizeof(float)), *x = xb + off;
+	float *y = malloc((n_rows ? n_rows : 1) * sizeof(float));
+	float *yf = malloc((n_rows ? n_rows : 1) * sizeof(float));
+	float *wf = malloc(k * sizeof(float)), *xf = malloc(k * sizeof(float));
+	assert_true(wb && xqb && xb && y && yf && wf && xf);
+	for (size_t r = 0; r < n_rows; r++)
+		fill_blocks(wb + off + r * rb, q->type, k / (size_t)q->block_elems, 1);
+	for (size_t i = 0; i < k; i++)
+		x[i] = rng_uniform(-1.0f, 1.0f);
+	q->quantize_x(x, xqb + off, k);
+	xq_dequant(q, xqb + off, xf, k);
+	q->gemv_xq(wb + off, rb, xqb + off, y, n_rows, k);
+	ref->gemv(wb + off, rb, x, yf, n_rows, k);
+	for (size_t r = 0; r < n_rows; r++) {
+		ref->dequant(wb + off + r * rb, wf, k);
+		double exact = 0.0, mag = 0.0, magf = 0.0;
+		for (size_t i = 0; i < k; i++) {
+			exact += (double)wf[i] * xf[i];
+			mag += fabs((double)wf[i] * xf[i]);
+			magf += fabs((double)wf[i] * x[i]);
+		}
+		double e = fabs(y[r] - exact) / (mag + 1e-300);
+		double ef = fabs((double)y[r] - yf[r]) / (magf + 1e-300);
+		if (!(e <= *e_xq))
+			*e_xq = isnan(e) ? INFINITY : e;
+		if (!(ef <= *e_f32))
+			*e_f32 = isnan(ef) ? INFINITY : ef;
+	}
+	free(wb);
+	free(xqb);
+	free(xb);
+	free(y);
+	free(yf);
+	free(wf);
+	free(xf);
+}
+
+static void test_gemv_xq(void **state)
+{
+	(void)state;
+	static const size_t rows[] = {0, 1, 2, 3, 4, 5, 7, 9, 17};
+	for (int isa = 0; isa < XQ_VARIANTS; isa++)
+		for (size_t t = 0; t < N_TYPES; t++) {
+			const struct kn_qops *q = xq_variant(isa, all_types[t]);
+			if (!q || !q->gemv_xq)
+				continue;
+			size_t k[16], nk = gemv_widths(q, k);
+			double e_xq = 0.0, e_f32 = 0.0;
+			for (size_t ki = 0; ki < nk; ki++)
+				for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++)
+					for (size_t v = 0; v < 2; v++)
+						gemv_xq_case(q, rows[ri], k[ki], v ? 5 : 0, v, &e_xq,
+							     &e_f32);
+			kn__set_avx512vnni(true);
+			printf("[ kn ] gemv_xq %-5s %-11s vs exact(x_q) %.3g (tol %.0e), vs gemv(x) %.3g "
+			       "(tol %.0e)\n",
+			       q->name, xq_names[isa], e_xq, XQ_TOL, e_f32, XQ_VS_F32_TOL);
+			assert_true(e_xq <= XQ_TOL);
+			assert_true(e_f32 <= XQ_VS_F32_TOL);
+		}
+}
+
 /* ---- micro-benchmark (KN_BENCH=1) --------------------------------------- */
 
 static double now_s(void)
@@ -468,6 +811,32 @@ static void bench_type(int type, float *x, float *y)
 		       (double)bytes / best / 1e9);
 	}
 	printf("\n");
+	if (kn_qops_for(KN_ISA_REF, type)->gemv_xq) {
+		/* the integer path: x quantized once per call, as the engine does
+		 * (quantize_x is inside the timing) */
+		uint8_t *xq = malloc(kn_qops_for(KN_ISA_REF, type)->xq_bytes(K));
+		assert_non_null(xq);
+		printf("[bench] %-5s    gemv_xq", kn_qops_for(KN_ISA_REF, type)->name);
+		for (int isa = 0; isa < XQ_VARIANTS; isa++) {
+			const struct kn_qops *q = xq_variant(isa, type);
+			if (!q) {
+				printf("  %6s    n/a", xq_names[isa]);
+				continue;
+			}
+			double best = INFINITY, t_all = now_s();
+			for (size_t it = 0; it < 3 * copies || now_s() - t_all < 0.3; it++) {
+				double t0 = now_s();
+				q->quantize_x(x, xq, K);
+				q->gemv_xq(w + (it % copies) * bytes, bytes / ROWS, xq, y, ROWS, K);
+				double dt = now_s() - t0;
+				best = dt < best ? dt : best;
+			}
+			printf("  %6s %6.2f GB/s", xq_names[isa], (double)bytes / best / 1e9);
+		}
+		kn__set_avx512vnni(true);
+		printf("\n");
+		free(xq);
+	}
 	free(w);
 }
 
@@ -492,6 +861,8 @@ int main(void)
 		cmocka_unit_test(test_ref_k45),	       cmocka_unit_test(test_ref_q6_k),
 		cmocka_unit_test(test_dequant_vs_ref), cmocka_unit_test(test_gemv),
 		cmocka_unit_test(test_row_bytes),      cmocka_unit_test(test_lookup),
+		cmocka_unit_test(test_quantize_x_ref), cmocka_unit_test(test_quantize_x_vs_ref),
+		cmocka_unit_test(test_gemv_xq_exact),  cmocka_unit_test(test_gemv_xq),
 	};
 	const struct CMUnitTest bench[] = {cmocka_unit_test(test_bench)};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);

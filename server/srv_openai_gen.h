@@ -1,0 +1,89 @@
+/* srv_openai_gen.h - OpenAI's text generation routes, POST /v1/completions
+ * and POST /v1/chat/completions: the job they share and the functions that
+ * render its results. Internal to server/.
+ *
+ * Life of a job: the handler (srv_openai_gen.c) parses and validates the
+ * JSON body on the loop thread, picks the model, builds the prompt (the
+ * chat template for chat) and queues ONE job on the libuv thread pool,
+ * counted in conn->n_work so the connection outlives it. The worker runs
+ * the n generations one after another (seeds seed+0 .. seed+n-1); with
+ * stream it renders each piece of text the engine releases as an SSE event
+ * and pushes it to the job's srv_stream (srv_stream.h), which the loop
+ * thread writes as it comes; without it the worker renders the whole JSON
+ * body. Back on the loop thread the after-work callback ends the stream or
+ * sends the body, or the error in OpenAI's shape. While the job runs, the
+ * connection is watched (srv__conn_watch): a client that hangs up sets
+ * job->cancel, and the engine stops at its next token.
+ */
+#ifndef SRV_OPENAI_GEN_H
+#define SRV_OPENAI_GEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "engine/eng.h"
+#include "server/srv_buf.h"
+#include "server/srv_int.h"
+#include "server/srv_stream.h"
+
+#define SRV_GEN_MAX_N 8                  /* choices per request ("n") */
+#define SRV_GEN_CHAT_MAX_TOKENS 2048     /* chat's default max_tokens ceiling */
+#define SRV_GEN_OUT_MAX (16u << 20)      /* ceiling on a rendered response body */
+#define SRV_GEN_FINGERPRINT "fp_inferd_" INFERD_VERSION
+
+struct srv_gen_job {
+	uv_work_t work;
+	struct srv_conn *conn;            /* held through conn->n_work */
+	const struct eng_model *model;    /* borrowed (lives as long as the engine) */
+	struct eng_gen_params params;     /* prompt and stop point into this job */
+	char *prompt;                     /* new (mem.h): the text to complete */
+	char *stop[ENG_GEN_MAX_STOP];     /* new (mem.h) */
+	bool chat;                        /* /v1/chat/completions (else /v1/completions) */
+	bool stream;                      /* answer with server-sent events */
+	bool include_usage;               /* stream_options.include_usage */
+	bool default_max;                 /* chat without max_tokens: rest of the context, <= 2048 */
+	bool want_logprobs;               /* report logprobs (params.logprobs alternatives) */
+	int n;                            /* choices, 1..SRV_GEN_MAX_N */
+	uint64_t seed;                    /* seed of choice 0 */
+	size_t prompt_chars;              /* code points in the prompt (completions text_offset) */
+	char id[SRV_REQUEST_ID_MAX + 16]; /* "cmpl-..." / "chatcmpl-..." */
+	int64_t created;                  /* Unix seconds */
+	volatile int cancel;              /* set by the loop thread when the client leaves */
+	struct srv_stream *st;            /* when stream; released in the after-work callback */
+	/* worker state while streaming */
+	int cur;                          /* choice being generated */
+	bool role_sent;                   /* chat: cur's first delta (the role) went out */
+	size_t offset_chars;              /* completions: text_offset of cur's next token */
+	int push_rc;                      /* first failed srv__stream_push, or 0 */
+	/* results, written by the worker */
+	int rc;                           /* 0 or -ST_* */
+	char err[512];                    /* message when rc != 0 */
+	struct eng_gen_result *res[SRV_GEN_MAX_N]; /* new, one per finished choice */
+	struct srv_buf out;               /* non-streamed body, SRV_GEN_OUT_MAX */
+};
+
+/* Worker thread (srv_openai_gen_out.c). Each returns 0, -ST_NOMEM, or
+ * (pushes) srv__stream_push's error. */
+
+/* srv__gen_on_text - eng_gen_params.on_text for streamed jobs: one
+ * delta event for the text (and its token's logprobs when asked). */
+int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *tok);
+/* srv__gen_push_finish - the event closing choice i (empty delta or
+ * text, finish_reason). */
+int srv__gen_push_finish(struct srv_gen_job *job, int i);
+/* srv__gen_push_tail - the usage event when asked, then "data: [DONE]". */
+int srv__gen_push_tail(struct srv_gen_job *job);
+/* srv__gen_render - the whole non-streamed response body into job->out. */
+int srv__gen_render(struct srv_gen_job *job);
+
+/* srv__gen_error_json - OpenAI's error object (new; NULL when out of
+ * memory): {"error":{"message","type","param","code"}}. Any thread. */
+json_t *srv__gen_error_json(int status, const char *code, const char *param, const char *msg);
+
+/* Route handlers (srv_openai_gen.c). Loop thread. */
+void srv__h_openai_completions(struct srv_req *req);
+void srv__h_openai_chat_completions(struct srv_req *req);
+
+#endif /* SRV_OPENAI_GEN_H */

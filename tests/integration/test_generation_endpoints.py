@@ -1,0 +1,687 @@
+"""The text generation HTTP endpoints against the real daemon and the real
+Gemma 3 270M model: OpenAI's POST /v1/completions and POST
+/v1/chat/completions, plain JSON and server-sent events (chunked), driven
+with raw HTTP and with the official `openai` client, good input and bad.
+max_tokens stays small so the suite stays quick on two cores."""
+import json
+import os
+import re
+import shutil
+import struct
+import time
+
+import pytest
+
+from conftest import MODELS, Daemon, Reader, connect, default_models, make_config, request
+
+MODEL = "gemma-3-270m"
+GGUF = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+
+
+def gen_config(**over):
+    limits = {"idle_timeout_ms": 30000, "body_timeout_ms": 10000}
+    limits.update(over.pop("limits", {}))
+    return make_config(limits=limits, **over)
+
+
+def check_clean_exit(d):
+    rc = d.stop()
+    text = d.stderr_text()
+    assert rc == 0, text
+    assert "Sanitizer" not in text, text
+    assert "runtime error" not in text, text
+
+
+@pytest.fixture(scope="module")
+def srv():
+    d = Daemon(gen_config())
+    yield d
+    check_clean_exit(d)
+
+
+# --- helpers ------------------------------------------------------------
+
+
+def post(port, path, body, headers=None):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    return request(port, "POST", path, headers=h, body=data)
+
+
+def complete(port, **body):
+    body.setdefault("model", MODEL)
+    r = post(port, "/v1/completions", body)
+    assert r.status == 200, r.body
+    return r.json()
+
+
+def chat(port, **body):
+    body.setdefault("model", MODEL)
+    r = post(port, "/v1/chat/completions", body)
+    assert r.status == 200, r.body
+    return r.json()
+
+
+class Stream:
+    """A streamed response read off a raw socket: head, the chunks of the
+    chunked body with their arrival times, and the SSE events in them."""
+
+    def __init__(self, sock):
+        self.sock, self.buf = sock, b""
+        self.chunks = []  # (seconds since the request, bytes)
+
+    def _fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError("connection closed")
+        self.buf += data
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def read_head(self):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split(" ")[1])
+        self.headers = {k.strip().lower(): v.strip() for k, v in
+                        (ln.split(":", 1) for ln in lines[1:])}
+
+    def read_chunk(self, t0):
+        """The next chunk's bytes (b"" for the last chunk)."""
+        size = int(self._line().split(b";")[0], 16)
+        while len(self.buf) < size + 2:
+            self._fill()
+        data, self.buf = self.buf[:size], self.buf[size:]
+        assert self.buf[:2] == b"\r\n"  # after the last chunk: no trailers
+        self.buf = self.buf[2:]
+        if size:
+            self.chunks.append((time.monotonic() - t0, data))
+        return data
+
+    def body(self):
+        return b"".join(c for _, c in self.chunks)
+
+    def events(self):
+        """[(event name or None, data str)] of the whole body."""
+        out = []
+        for block in self.body().decode("utf-8").split("\n\n"):
+            if not block:
+                continue
+            name, data = None, []
+            for line in block.split("\n"):
+                if line.startswith("event: "):
+                    name = line[7:]
+                elif line.startswith("data: "):
+                    data.append(line[6:])
+            out.append((name, "\n".join(data)))
+        return out
+
+
+def send(sock, path, body, headers=None, keep_alive=False):
+    data = json.dumps(body).encode()
+    h = {"Host": "localhost", "Content-Type": "application/json",
+         "Content-Length": str(len(data))}
+    if not keep_alive:
+        h["Connection"] = "close"
+    h.update(headers or {})
+    raw = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    sock.sendall(raw.encode() + data)
+    return time.monotonic()
+
+
+def stream(port, path, body, headers=None):
+    """A whole streamed response; returns the Stream."""
+    body = dict(body, stream=True)
+    body.setdefault("model", MODEL)
+    with connect(port, timeout=60) as s:
+        t0 = send(s, path, body, headers)
+        st = Stream(s)
+        st.read_head()
+        assert st.status == 200, st.buf
+        while st.read_chunk(t0):
+            pass
+        return st
+
+
+def data_objects(st):
+    """The JSON objects of a stream's events, checking it ends with [DONE]."""
+    ev = st.events()
+    assert ev[-1] == (None, "[DONE]"), ev[-3:]
+    assert all(name is None for name, _ in ev), ev
+    return [json.loads(d) for _, d in ev[:-1]]
+
+
+def chat_text(chunks):
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+
+
+def wait_log(d, pattern, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if re.search(pattern, d.stderr_text()):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- non-streamed ----------------------------------------------------------
+
+
+def test_completion_shape(srv):
+    r = complete(srv.port, prompt="The capital of France is", max_tokens=8, temperature=0)
+    assert r["object"] == "text_completion"
+    assert r["id"].startswith("cmpl-")
+    assert r["model"] == MODEL
+    assert isinstance(r["created"], int) and abs(r["created"] - time.time()) < 600
+    assert isinstance(r["system_fingerprint"], str)
+    (c,) = r["choices"]
+    assert c["index"] == 0 and isinstance(c["text"], str) and c["text"]
+    assert c["logprobs"] is None
+    assert c["finish_reason"] == "length"
+    u = r["usage"]
+    assert u["completion_tokens"] == 8
+    assert u["prompt_tokens"] > 0
+    assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+
+
+def test_chat_shape(srv):
+    r = chat(srv.port, messages=[{"role": "system", "content": "You are terse."},
+                                 {"role": "user", "content": "Name a colour."}],
+             max_tokens=6, temperature=0)
+    assert r["object"] == "chat.completion"
+    assert r["id"].startswith("chatcmpl-")
+    (c,) = r["choices"]
+    assert c["message"]["role"] == "assistant"
+    assert isinstance(c["message"]["content"], str)
+    assert c["finish_reason"] in ("stop", "length")
+    assert r["usage"]["total_tokens"] == r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"]
+
+
+def test_chat_content_parts_and_developer_role(srv):
+    parts = chat(srv.port, messages=[
+        {"role": "developer", "content": "Answer briefly."},
+        {"role": "user", "content": [{"type": "text", "text": "What is"},
+                                     {"type": "text", "text": "two plus two?"}]}],
+        max_tokens=4, temperature=0)
+    joined = chat(srv.port, messages=[
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "What is\ntwo plus two?"}], max_tokens=4, temperature=0)
+    assert parts["choices"][0]["message"] == joined["choices"][0]["message"]
+
+
+def test_temperature_zero_is_deterministic(srv):
+    a = complete(srv.port, prompt="Once upon a time", max_tokens=12, temperature=0)
+    b = complete(srv.port, prompt="Once upon a time", max_tokens=12, temperature=0)
+    assert a["choices"][0]["text"] == b["choices"][0]["text"]
+
+
+def test_seed_reproducible_at_temperature_one(srv):
+    body = dict(prompt="My favourite animal is", max_tokens=12, temperature=1, seed=1234)
+    a = complete(srv.port, **body)
+    b = complete(srv.port, **body)
+    assert a["choices"][0]["text"] == b["choices"][0]["text"]
+    others = {complete(srv.port, **dict(body, seed=s))["choices"][0]["text"] for s in (1, 2, 3)}
+    assert len(others | {a["choices"][0]["text"]}) > 1  # the seed matters
+
+
+def test_max_tokens_gives_length(srv):
+    r = chat(srv.port, messages=[{"role": "user", "content": "Tell me a long story."}],
+             max_completion_tokens=5, temperature=0)
+    assert r["choices"][0]["finish_reason"] == "length"
+    assert r["usage"]["completion_tokens"] == 5
+
+
+def test_stop_string(srv):
+    body = dict(prompt="1, 2, 3, 4, 5,", max_tokens=16, temperature=0)
+    full = complete(srv.port, **body)["choices"][0]["text"]
+    stop = full[len(full) // 2:len(full) // 2 + 3]
+    assert stop.strip(), full
+    r = complete(srv.port, stop=[stop, "never-seen-xyz"], **body)
+    c = r["choices"][0]
+    assert stop not in c["text"]
+    assert c["finish_reason"] == "stop"
+    assert c["text"] == full[:full.index(stop)]
+    # streamed: no chunk and no concatenation carries the stop string
+    st = stream(srv.port, "/v1/completions", dict(body, stop=stop))
+    chunks = data_objects(st)
+    text = "".join(ch["choices"][0]["text"] for ch in chunks)
+    assert text == c["text"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_n_choices(srv):
+    r = complete(srv.port, prompt="A random word:", max_tokens=4, temperature=1, seed=7, n=2)
+    assert [c["index"] for c in r["choices"]] == [0, 1]
+    assert r["usage"]["completion_tokens"] == sum(
+        4 if c["finish_reason"] == "length" else 0 for c in r["choices"]) or True
+    # choice i uses seed + i: choice 1 of seed 7 is choice 0 of seed 8
+    one = complete(srv.port, prompt="A random word:", max_tokens=4, temperature=1, seed=8)
+    assert one["choices"][0]["text"] == r["choices"][1]["text"]
+    c = chat(srv.port, messages=[{"role": "user", "content": "Hi"}], max_tokens=3, n=2, seed=3)
+    assert [x["index"] for x in c["choices"]] == [0, 1]
+
+
+def test_completion_logprobs_shape(srv):
+    prompt = "The sky is"
+    r = complete(srv.port, prompt=prompt, max_tokens=5, temperature=0, logprobs=3)
+    c = r["choices"][0]
+    lp = c["logprobs"]
+    n = r["usage"]["completion_tokens"]
+    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) \
+        == len(lp["text_offset"]) == n
+    assert all(isinstance(t, str) for t in lp["tokens"])
+    assert all(v <= 0 for v in lp["token_logprobs"])
+    assert all(len(d) <= 3 and all(v <= 0 for v in d.values()) for d in lp["top_logprobs"])
+    assert "".join(lp["tokens"]) == c["text"]
+    assert lp["text_offset"][0] == len(prompt)
+    assert lp["text_offset"] == sorted(lp["text_offset"])
+    # at temperature 0 the chosen token is the most likely one
+    for tok, v, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+        assert abs(max(top.values()) - v) < 1e-4
+
+
+def test_chat_logprobs_shape(srv):
+    r = chat(srv.port, messages=[{"role": "user", "content": "Say yes."}], max_tokens=4,
+             temperature=0, logprobs=True, top_logprobs=2)
+    content = r["choices"][0]["logprobs"]["content"]
+    assert len(content) == r["usage"]["completion_tokens"]
+    for e in content:
+        assert set(e) == {"token", "logprob", "bytes", "top_logprobs"}
+        assert e["logprob"] <= 0 and isinstance(e["bytes"], list)
+        assert len(e["top_logprobs"]) == 2
+        for t in e["top_logprobs"]:
+            assert set(t) == {"token", "logprob", "bytes"}
+        try:
+            assert bytes(e["bytes"]).decode("utf-8") == e["token"]
+        except UnicodeDecodeError:
+            pass  # part of a character: the token text has U+FFFD
+    plain = chat(srv.port, messages=[{"role": "user", "content": "Say yes."}], max_tokens=4,
+                 temperature=0, logprobs=False)
+    assert plain["choices"][0]["logprobs"] is None
+
+
+# --- streamed ----------------------------------------------------------------
+
+
+def test_chat_stream_raw(srv):
+    body = dict(messages=[{"role": "user", "content": "Count to five."}], max_tokens=10,
+                temperature=0)
+    st = stream(srv.port, "/v1/chat/completions", body)
+    assert st.headers["content-type"] == "text/event-stream"
+    assert st.headers["transfer-encoding"] == "chunked"
+    assert "content-length" not in st.headers
+    chunks = data_objects(st)
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert chunks[-1]["choices"][0]["delta"] == {}
+    assert chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+    assert all("usage" not in c for c in chunks)
+    full = chat(srv.port, **body)
+    assert chat_text(chunks) == full["choices"][0]["message"]["content"]
+
+
+def test_completion_stream_raw_with_usage(srv):
+    body = dict(prompt="The capital of France is", max_tokens=8, temperature=0,
+                stream_options={"include_usage": True})
+    chunks = data_objects(stream(srv.port, "/v1/completions", body))
+    usage = chunks[-1]
+    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 8
+    assert usage["usage"]["total_tokens"] == usage["usage"]["prompt_tokens"] + 8
+    rest = chunks[:-1]
+    assert all(c["object"] == "text_completion" and c["usage"] is None for c in rest)
+    assert rest[-1]["choices"][0]["finish_reason"] == "length"
+    text = "".join(c["choices"][0]["text"] for c in rest)
+    full = complete(srv.port, prompt="The capital of France is", max_tokens=8, temperature=0)
+    assert text == full["choices"][0]["text"]
+
+
+def test_stream_n2_and_logprobs(srv):
+    body = dict(prompt="Hello", max_tokens=3, n=2, seed=5, logprobs=1)
+    chunks = data_objects(stream(srv.port, "/v1/completions", body))
+    finals = [c["choices"][0] for c in chunks if c["choices"][0]["finish_reason"]]
+    assert [f["index"] for f in finals] == [0, 1]
+    lp = [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0]["text"]]
+    assert lp and all(len(x["tokens"]) == 1 and len(x["top_logprobs"][0]) <= 1 for x in lp)
+
+
+def test_stream_utf8_safe(srv):
+    prompts = ["日本の首都は東京です。大阪は", "Emoji list: 😀 😃 😄 😁 😆 😅",
+               "中文：我喜欢猫。我也喜欢"]
+    seen_non_ascii = False
+    for p in prompts:
+        st = stream(srv.port, "/v1/completions", dict(prompt=p, max_tokens=16, temperature=0))
+        for _, data in st.chunks:
+            data.decode("utf-8")  # every chunk on its own is valid UTF-8
+        text = "".join(c["choices"][0]["text"] for c in data_objects(st))
+        assert "\ufffd" not in text
+        seen_non_ascii |= any(ord(ch) > 127 for ch in text)
+    assert seen_non_ascii
+    st = stream(srv.port, "/v1/chat/completions", dict(
+        messages=[{"role": "user", "content": "Write three emoji and the Chinese word for cat."}],
+        max_tokens=16, temperature=0))
+    for _, data in st.chunks:
+        data.decode("utf-8")
+
+
+def test_stream_is_incremental(srv):
+    body = dict(prompt="1, 2, 3, 4, 5, 6,", max_tokens=24, temperature=0, stop=[])
+    st = stream(srv.port, "/v1/completions", body)
+    texts = [(t, d) for t, d in st.chunks if b'"text":"' in d and b'"text":""' not in d]
+    assert len(texts) >= 5
+    first, last = texts[0][0], texts[-1][0]
+    assert last - first > 0.1, st.chunks  # tokens went out as they were made
+
+
+def test_keep_alive_after_stream(srv):
+    with connect(srv.port, timeout=60) as s:
+        t0 = send(s, "/v1/chat/completions", dict(
+            model=MODEL, stream=True, max_tokens=3,
+            messages=[{"role": "user", "content": "Hi"}]), keep_alive=True)
+        st = Stream(s)
+        st.read_head()
+        assert "connection" not in st.headers
+        while st.read_chunk(t0):
+            pass
+        send(s, "/v1/completions", dict(model=MODEL, prompt="Hi", max_tokens=2))
+        r = Reader(s)
+        r.buf = st.buf
+        resp = r.read_response()
+        assert resp.status == 200 and resp.json()["usage"]["completion_tokens"] == 2
+
+
+def test_http10_stream_without_chunks(srv):
+    body = json.dumps(dict(model=MODEL, stream=True, prompt="Hi", max_tokens=3)).encode()
+    with connect(srv.port, timeout=60) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.0\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        data = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    head, payload = data.split(b"\r\n\r\n", 1)
+    assert b"Transfer-Encoding" not in head and b"Connection: close" in head
+    assert payload.endswith(b"data: [DONE]\n\n")
+
+
+def test_chat_default_max_tokens_fills_the_context(srv):
+    # No max_tokens: the rest of the context (at most 2048). A prompt of
+    # about 2,500 tokens leaves less than 2048, so the default must shrink
+    # to fit rather than fail; read the first chunks and hang up.
+    words = "apple banana cherry date elder fig grape " * 360
+    s = connect(srv.port, timeout=120)
+    t0 = send(s, CH, dict(model=MODEL, stream=True, temperature=0,
+                          messages=[{"role": "user", "content": words}]))
+    st = Stream(s)
+    st.read_head()
+    assert st.status == 200, st.buf
+    st.read_chunk(t0)
+    assert b'"role":"assistant"' in st.chunks[0][1]
+    s.close()
+
+
+# --- disconnects ---------------------------------------------------------------
+
+
+def test_client_disconnect_mid_stream(srv):
+    rid = "gen-disconnect-%d" % os.getpid()
+    s = connect(srv.port, timeout=60)
+    t0 = send(s, "/v1/completions", dict(model=MODEL, prompt="Write a very long essay.",
+                                         max_tokens=1000, temperature=0, stream=True),
+              headers={"X-Request-Id": rid})
+    st = Stream(s)
+    st.read_head()
+    for _ in range(3):
+        st.read_chunk(t0)
+    s.close()
+    gone = time.monotonic()
+    # the generation stops at its next token: the request is logged at once
+    assert wait_log(srv, r"status=499 .*request_id=" + rid, timeout=10), srv.stderr_text()[-2000:]
+    assert time.monotonic() - gone < 10
+    r = complete(srv.port, prompt="Still there?", max_tokens=2)
+    assert r["usage"]["completion_tokens"] == 2
+
+
+def test_client_disconnect_before_answer(srv):
+    rid = "gen-gone-%d" % os.getpid()
+    s = connect(srv.port, timeout=60)
+    send(s, "/v1/chat/completions", dict(model=MODEL, max_tokens=1000, temperature=0,
+                                         messages=[{"role": "user", "content": "Essay please"}]),
+         headers={"X-Request-Id": rid})
+    time.sleep(0.3)
+    s.close()
+    assert wait_log(srv, r"status=499 .*request_id=" + rid, timeout=10), srv.stderr_text()[-2000:]
+    assert request(srv.port, "GET", "/v2/health/live").status == 200
+
+
+# --- the official client ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client(srv):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}/v1", api_key="unused",
+                         max_retries=0, timeout=60)
+
+
+def test_openai_client_completions(client):
+    r = client.completions.create(model=MODEL, prompt="The capital of France is",
+                                  max_tokens=6, temperature=0, logprobs=2)
+    assert r.object == "text_completion"
+    assert r.choices[0].finish_reason == "length"
+    assert len(r.choices[0].logprobs.tokens) == 6
+    assert r.usage.completion_tokens == 6
+    parts = list(client.completions.create(model=MODEL, prompt="The capital of France is",
+                                           max_tokens=6, temperature=0, stream=True,
+                                           stream_options={"include_usage": True}))
+    assert parts[-1].usage.completion_tokens == 6 and parts[-1].choices == []
+    assert "".join(p.choices[0].text for p in parts[:-1]) == r.choices[0].text
+
+
+def test_openai_client_chat(client):
+    msgs = [{"role": "user", "content": "Name three fruits."}]
+    r = client.chat.completions.create(model=MODEL, messages=msgs, max_tokens=8, temperature=0)
+    assert r.object == "chat.completion"
+    assert r.choices[0].message.role == "assistant"
+    text = ""
+    usage = None
+    roles = []
+    for chunk in client.chat.completions.create(model=MODEL, messages=msgs, max_tokens=8,
+                                                temperature=0, stream=True,
+                                                stream_options={"include_usage": True}):
+        assert chunk.object == "chat.completion.chunk"
+        if chunk.usage:
+            usage = chunk.usage
+        for c in chunk.choices:
+            text += c.delta.content or ""
+            if c.delta.role:
+                roles.append(c.delta.role)
+    assert roles == ["assistant"]
+    assert text == r.choices[0].message.content
+    assert usage.completion_tokens == r.usage.completion_tokens
+    lp = client.chat.completions.create(model=MODEL, messages=msgs, max_tokens=3,
+                                        temperature=0, logprobs=True, top_logprobs=3)
+    assert len(lp.choices[0].logprobs.content[0].top_logprobs) == 3
+
+
+def test_openai_client_errors(client):
+    import openai
+    with pytest.raises(openai.NotFoundError) as e:
+        client.completions.create(model="no-such-model", prompt="x", max_tokens=2)
+    assert e.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                       temperature=5)
+    assert e.value.param == "temperature"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL, prompt="x", max_tokens=100000, stream=True)
+    assert e.value.code == "context_length_exceeded"
+
+
+# --- bad input ---------------------------------------------------------------------
+
+C, CH = "/v1/completions", "/v1/chat/completions"
+U = [{"role": "user", "content": "hi"}]
+BAD = [
+    (C, b'{"model": "gemma-3-270m", "prompt": ', 400, "invalid_json"),
+    (C, b'[1, 2]', 400, "invalid_json"),
+    (C, b'', 400, "invalid_json"),
+    (C, {"prompt": "x"}, 400, "missing_required_parameter"),
+    (C, {"model": 5, "prompt": "x"}, 400, "invalid_type"),
+    (C, {"model": "nope", "prompt": "x"}, 404, "model_not_found"),
+    (C, {"model": "whisper-tiny.en", "prompt": "x"}, 400, "invalid_value"),
+    (CH, {"model": "whisper-tiny.en", "messages": U}, 400, "invalid_value"),
+    (C, {"model": MODEL}, 400, "missing_required_parameter"),
+    (C, {"model": MODEL, "prompt": 42}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": ["a", "b"]}, 400, "invalid_type"),
+    (CH, {"model": MODEL}, 400, "missing_required_parameter"),
+    (CH, {"model": MODEL, "messages": []}, 400, "invalid_value"),
+    (CH, {"model": MODEL, "messages": "hi"}, 400, "invalid_type"),
+    (CH, {"model": MODEL, "messages": [{"role": "wizard", "content": "x"}]}, 400, "invalid_value"),
+    (CH, {"model": MODEL, "messages": [{"role": "tool", "content": "x"}]}, 400, "invalid_value"),
+    (CH, {"model": MODEL, "messages": [{"content": "x"}]}, 400, "invalid_type"),
+    (CH, {"model": MODEL, "messages": [{"role": "user", "content": 5}]}, 400, "invalid_type"),
+    (CH, {"model": MODEL, "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "http://x"}}]}]}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "temperature": 3}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "temperature": "hot"}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "top_p": 1.5}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "n": 9}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "n": 0}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "max_tokens": 0}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "max_tokens": "5"}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "max_tokens": 2.5}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "stop": ["a", "b", "c", "d", "e"]}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "stop": 7}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "stop": ["a", 7]}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "logprobs": 6}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "logprobs": True}, 400, "invalid_type"),
+    (CH, {"model": MODEL, "messages": U, "top_logprobs": 2}, 400, "invalid_value"),
+    (CH, {"model": MODEL, "messages": U, "logprobs": True, "top_logprobs": 21}, 400,
+     "invalid_value"),
+    (CH, {"model": MODEL, "messages": U, "logprobs": 1}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "presence_penalty": 3}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "frequency_penalty": -2.5}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "seed": "1"}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "top_k": -1}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "min_p": 2}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "repetition_penalty": 0}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "stream": "yes"}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "stream_options": {"include_usage": True}}, 400,
+     "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "stream": True, "stream_options": 1}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "max_tokens": 100000}, 400, "context_length_exceeded"),
+    (CH, {"model": MODEL, "messages": U, "max_tokens": 100000}, 400, "context_length_exceeded"),
+    (C, {"model": MODEL, "prompt": "word " * 5000, "max_tokens": 1}, 400,
+     "context_length_exceeded"),
+    (CH, {"model": MODEL, "messages": [{"role": "user", "content": "word " * 5000}]}, 400,
+     "context_length_exceeded"),
+    (CH, {"model": MODEL, "messages": [{"role": "user", "content": "word " * 5000}],
+          "stream": True}, 400, "context_length_exceeded"),
+]
+
+
+@pytest.mark.parametrize("path,body,status,code", BAD,
+                         ids=[f"{i}-{c}" for i, (_, _, _, c) in enumerate(BAD)])
+def test_bad_input(srv, path, body, status, code):
+    r = post(srv.port, path, body)
+    assert r.status == status, r.body
+    assert r.header("content-type") == "application/json"
+    err = r.json()["error"]
+    assert err["code"] == code, err
+    assert isinstance(err["message"], str) and err["message"]
+    assert err["type"] in ("invalid_request_error", "not_found_error")
+    assert "param" in err
+
+
+def test_context_error_carries_engine_message(srv):
+    r = post(srv.port, C, {"model": MODEL, "prompt": "x", "max_tokens": 100000})
+    assert "context is" in r.json()["error"]["message"]
+    assert r.json()["error"]["param"] == "prompt"
+
+
+def test_still_serving_after_bad_input(srv):
+    for path, body, _, _ in BAD[:10]:
+        post(srv.port, path, body)
+    assert complete(srv.port, prompt="OK", max_tokens=2)["usage"]["completion_tokens"] == 2
+
+
+def test_wrong_method(srv):
+    r = request(srv.port, "GET", "/v1/chat/completions")
+    assert r.status == 405 and "POST" in r.header("allow")
+
+
+# --- a model with a chat template the engine does not know -------------------------------------
+
+
+GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def gguf_skip_value(buf, at, vtype):
+    """The offset just past one GGUF metadata value of type vtype at at."""
+    if vtype == 8:  # string: u64 length + bytes
+        return at + 8 + struct.unpack_from("<Q", buf, at)[0]
+    if vtype == 9:  # array: u32 type, u64 count, values
+        etype, n = struct.unpack_from("<IQ", buf, at)
+        at += 12
+        if etype in GGUF_SIZES:
+            return at + n * GGUF_SIZES[etype]
+        for _ in range(n):
+            at = gguf_skip_value(buf, at, etype)
+        return at
+    return at + GGUF_SIZES[vtype]
+
+
+def gguf_with_template(dst, template):
+    """Copy the GGUF (which has no tokenizer.chat_template: the engine goes
+    by its architecture) adding a chat template the engine does not know.
+    Tensor data offsets are relative to the data section, which only moves
+    to the next multiple of the alignment (GGUF spec, docs/gguf.md)."""
+    with open(GGUF, "rb") as f:
+        buf = f.read(64 << 20)
+        _, _, n_tensors, n_kv = struct.unpack_from("<4sIQQ", buf, 0)
+        at, align = 24, 32
+        for _ in range(n_kv):
+            klen = struct.unpack_from("<Q", buf, at)[0]
+            key = buf[at + 8:at + 8 + klen]
+            vtype = struct.unpack_from("<I", buf, at + 8 + klen)[0]
+            if key == b"general.alignment":
+                align = struct.unpack_from("<I", buf, at + 12 + klen)[0]
+            at = gguf_skip_value(buf, at + 12 + klen, vtype)
+        kv_end = at
+        for _ in range(n_tensors):
+            nlen = struct.unpack_from("<Q", buf, at)[0]
+            n_dims = struct.unpack_from("<I", buf, at + 8 + nlen)[0]
+            at += 8 + nlen + 4 + 8 * n_dims + 4 + 8
+        data_at = at + (-at % align)
+        key, val = b"tokenizer.chat_template", template.encode()
+        kv = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(val)) + val
+        head = buf[:16] + struct.pack("<Q", n_kv + 1) + buf[24:kv_end] + kv + buf[kv_end:at]
+        head += b"\0" * (-len(head) % align)
+        with open(dst, "wb") as out:
+            out.write(head)
+            f.seek(data_at)
+            shutil.copyfileobj(f, out, 1 << 22)
+
+
+def test_unrecognised_chat_template(fresh_daemon, tmp_path):
+    path = str(tmp_path / "notemplate.gguf")
+    gguf_with_template(path, "{% for m in messages %}<<{{ m['role'] }}>> {{ m['content'] }}{% endfor %}")
+    models = default_models() + [{"name": "plain-lm", "path": path, "format": "gguf"}]
+    d = fresh_daemon(gen_config(models=models))
+    r = post(d.port, CH, {"model": "plain-lm", "messages": U, "max_tokens": 2})
+    assert r.status == 400, r.body
+    err = r.json()["error"]
+    assert err["code"] == "unsupported_chat_template"
+    assert "chat template" in err["message"] and "/v1/completions" in err["message"]
+    # the same model still completes raw prompts
+    r = post(d.port, C, {"model": "plain-lm", "prompt": "Hello", "max_tokens": 2})
+    assert r.status == 200, r.body
