@@ -107,4 +107,9 @@ void eng__spm_work_fini(struct eng_spm_work *w);
 int eng__spm_encode(const struct eng_tok *t, struct eng_spm_work *w, const char *text, size_t len,
 		    bool prefix_space, struct eng_tok_out *o);
 
+/* Shared by eng_tok.c and eng_tok_text.c: the special-token trie's child
+ * of node for byte c (-1: none), and whether id is in the vocabulary. */
+int32_t eng__tok_trie_child(const struct eng_tok *t, int32_t node, uint8_t c);
+bool eng__tok_valid_id(const struct eng_tok *t, int32_t id);
+
 #endif /* ENG_TOK_INT_H */
