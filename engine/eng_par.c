@@ -162,6 +162,13 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch)
 {
+	if (q->round_x && scratch) {
+		float *xr = scratch;
+		for (size_t m = 0; m < M; m++)
+			q->round_x(x + m * K, xr + m * K, K);
+		x = xr;
+		scratch += M * K;
+	}
 	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch, NULL, 0 };
 	if (!q->gemv_xq || !scratch) {
 		dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &a);

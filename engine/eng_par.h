@@ -30,16 +30,19 @@ struct kn_qops;
 #define ENG_PAR_QTILE 64
 
 /* y[M,N] = x[M,K] W[N,K]^T + b[N] with W in a GGUF block type (q's
- * kernels; row r at (const char *)W + r * row_bytes). Up to 4 rows: output
- * columns split, straight from the blocks (a decode step): for a type with
- * an integer path (q->gemv_xq) each x row is first quantized once on the
- * caller thread into scratch (q->xq_bytes(K) bytes a row, at most 1.15 K)
- * and the threads call q->gemv_xq; otherwise (F32/F16/BF16, or scratch
- * NULL) q->gemv on the float x. More rows (a prompt): each thread
- * dequantises ENG_PAR_QTILE weight rows at a time into its part of scratch
- * and multiplies them with OpenBLAS.
- * scratch: dev_pool_size(p) * ENG_PAR_QTILE * K floats (unused for F32
- * weights; M <= 4 uses its first M * q->xq_bytes(K) bytes). */
+ * kernels; row r at (const char *)W + r * row_bytes), computed as
+ * llama.cpp's CPU back end does. A type with an integer path
+ * (q->gemv_xq: Q4_0 .. Q6_K) has its x rows quantized to the partner
+ * format once on the caller thread, then the threads take output columns
+ * and call q->gemv_xq in weight tiles of ENG_PAR_QTILE rows. F16/BF16
+ * weights (q->round_x) get x rounded to their precision first, like
+ * ggml's vec_dot_type. Without an integer path: up to 4 rows, q->gemv
+ * per row over output columns; more rows, each thread dequantises
+ * ENG_PAR_QTILE weight rows at a time into its part of scratch and
+ * multiplies them with OpenBLAS (F32 weights straight from W).
+ * scratch: (q->round_x ? M * K : 0) + dev_pool_size(p) * ENG_PAR_QTILE * K
+ * floats; NULL turns the integer path and the rounding off (gemv / tiles
+ * on the float x; tests). */
 void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch);

@@ -78,6 +78,13 @@ struct kn_qops {
 	void (*quantize_x)(const float *restrict x, void *restrict xq, size_t k);
 	void (*gemv_xq)(const void *restrict W, size_t row_bytes, const void *restrict xq,
 			float *restrict y, size_t n_rows, size_t k);
+	/* F16 / BF16 only (NULL otherwise): y[0..k) = x rounded to the
+	 * weight's precision and widened back, as ggml converts activations
+	 * to the vec_dot_type F16 / BF16 before a product with such weights
+	 * (round to nearest even: F16C vcvtps2ph, ggml_compute_fp32_to_bf16;
+	 * NaN stays NaN). Run gemv on y to get ggml's numbers. Bit-exact with
+	 * the reference in every variant. */
+	void (*round_x)(const float *restrict x, float *restrict y, size_t k);
 };
 
 /* kn_qops_get - the kernels of ggml type `type` for the ISA kn_init chose,

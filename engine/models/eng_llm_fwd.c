@@ -72,7 +72,7 @@ void eng_llm_kv_truncate(struct eng_llm_kv *kv, size_t len)
 struct el_buf {
 	float *x, *h, *q, *k, *v, *att, *g, *u, *o;
 	float *scores; /* nth * n * n_ctx */
-	float *tile;   /* nth * ENG_PAR_QTILE * max(n_embd, n_ff) */
+	float *tile;   /* (nth * ENG_PAR_QTILE + n) * kmax: eng_par_qlinear scratch */
 	int32_t *pos;
 	int nth;
 };
@@ -105,7 +105,8 @@ static int el_buf_alloc(const struct eng_llm_hp *hp, size_t n, size_t n_ctx, int
 	b->u = mem_alloc(n * ff * sizeof(float));
 	b->o = mem_alloc(n * d * sizeof(float));
 	b->scores = mem_alloc((size_t)nth * n * n_ctx * sizeof(float));
-	b->tile = mem_alloc((size_t)nth * ENG_PAR_QTILE * kmax * sizeof(float));
+	/* eng_par_qlinear's scratch: weight tiles, and x rounded for F16/BF16 */
+	b->tile = mem_alloc(((size_t)nth * ENG_PAR_QTILE + n) * kmax * sizeof(float));
 	b->pos = mem_alloc(n * sizeof(int32_t));
 	if (b->x && b->h && b->q && b->k && b->v && b->att && b->g && b->u && b->o && b->scores &&
 	    b->tile && b->pos)

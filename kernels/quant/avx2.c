@@ -756,6 +756,55 @@ KQ_XQK(q4_k, KN__Q4_K_BYTES)
 KQ_XQK(q5_k, KN__Q5_K_BYTES)
 KQ_XQK(q6_k, KN__Q6_K_BYTES)
 
+/* ---- activations rounded for F16 / BF16 weights (round_x) -------------- */
+
+KQ_INLINE float kq_round1_f16(float f)
+{
+	return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+KQ_INLINE float kq_round1_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		u = (u | 0x00400000u) & 0xffff0000u;
+	else
+		u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&f, &u, sizeof(u));
+	return f;
+}
+
+static void kq_round_x_f16(const float *restrict x, float *restrict y, size_t k)
+{
+	size_t i = 0;
+	for (; i + 8 <= k; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		_mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+	}
+	for (; i < k; i++)
+		y[i] = kq_round1_f16(x[i]);
+}
+
+/* Integer form of ggml_compute_fp32_to_bf16 on 8 lanes. */
+static void kq_round_x_bf16(const float *restrict x, float *restrict y, size_t k)
+{
+	const __m256i lo = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u), quiet = _mm256_set1_epi32(0x00400000);
+	size_t i = 0;
+	for (; i + 8 <= k; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		__m256i u = _mm256_castps_si256(v);
+		__m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lo, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+		__m256i q = _mm256_or_si256(u, quiet);
+		__m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+		r = _mm256_and_si256(_mm256_blendv_epi8(r, q, nan), hi);
+		_mm256_storeu_ps(y + i, _mm256_castsi256_ps(r));
+	}
+	for (; i < k; i++)
+		y[i] = kq_round1_bf16(x[i]);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 /* Binds a decoder (block types) or loaders (flat types) into the
@@ -810,10 +859,20 @@ KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 		  .quantize_x = kq_quantize_##X,                                           \
 		  .gemv_xq = kq_gemv_xq_##T}
 
+/* A flat type whose activations are rounded first (F16, BF16). */
+#define KQ_ENTRY_RX(TYPE, T, NAME, ELEMS, BYTES)                                           \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .round_x = kq_round_x_##T}
+
 const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
-	KQ_ENTRY(KN_Q_F16, f16, "f16", 1, 2),
-	KQ_ENTRY(KN_Q_BF16, bf16, "bf16", 1, 2),
+	KQ_ENTRY_RX(KN_Q_F16, f16, "f16", 1, 2),
+	KQ_ENTRY_RX(KN_Q_BF16, bf16, "bf16", 1, 2),
 	KQ_ENTRY_XQ(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),

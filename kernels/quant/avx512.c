@@ -812,6 +812,55 @@ KQ_XQK(q4_k, KN__Q4_K_BYTES, kq_xk_k45)
 KQ_XQK(q5_k, KN__Q5_K_BYTES, kq_xk_k45)
 KQ_XQK(q6_k, KN__Q6_K_BYTES, kq_xk_q6)
 
+/* ---- activations rounded for F16 / BF16 weights (round_x) -------------- */
+
+KQ_INLINE float kq_round1_f16(float f)
+{
+	return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+KQ_INLINE float kq_round1_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		u = (u | 0x00400000u) & 0xffff0000u;
+	else
+		u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&f, &u, sizeof(u));
+	return f;
+}
+
+static void kq_round_x_f16(const float *restrict x, float *restrict y, size_t k)
+{
+	size_t i = 0;
+	for (; i + 16 <= k; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		_mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+	}
+	for (; i < k; i++)
+		y[i] = kq_round1_f16(x[i]);
+}
+
+/* Integer form of ggml_compute_fp32_to_bf16 on 16 lanes. */
+static void kq_round_x_bf16(const float *restrict x, float *restrict y, size_t k)
+{
+	const __m512i lo = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u), quiet = _mm512_set1_epi32(0x00400000);
+	size_t i = 0;
+	for (; i + 16 <= k; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		__m512i u = _mm512_castps_si512(v);
+		__m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lo, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+		__m512i q = _mm512_or_si512(u, quiet);
+		__mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+		r = _mm512_and_si512(_mm512_mask_mov_epi32(r, nan, q), hi);
+		_mm512_storeu_ps(y + i, _mm512_castsi512_ps(r));
+	}
+	for (; i < k; i++)
+		y[i] = kq_round1_bf16(x[i]);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 /* Binds a decoder (block types) or loaders (flat types) into the
@@ -866,10 +915,20 @@ KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 		  .quantize_x = kq_quantize_##X,                                           \
 		  .gemv_xq = kq_gemv_xq_##T}
 
+/* A flat type whose activations are rounded first (F16, BF16). */
+#define KQ_ENTRY_RX(TYPE, T, NAME, ELEMS, BYTES)                                           \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .round_x = kq_round_x_##T}
+
 const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
 	KQ_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
-	KQ_ENTRY(KN_Q_F16, f16, "f16", 1, 2),
-	KQ_ENTRY(KN_Q_BF16, bf16, "bf16", 1, 2),
+	KQ_ENTRY_RX(KN_Q_F16, f16, "f16", 1, 2),
+	KQ_ENTRY_RX(KN_Q_BF16, bf16, "bf16", 1, 2),
 	KQ_ENTRY_XQ(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),

@@ -269,6 +269,29 @@ REF_TYPE(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 REF_TYPE(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 REF_TYPE(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 
+/* ---- activations rounded for F16 / BF16 weights ------------------------- */
+
+static void ref_round_f16(const float *restrict x, float *restrict y, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		y[i] = kq_f16(kq_to_f16(x[i]));
+}
+
+/* ggml_compute_fp32_to_bf16: NaN -> quiet NaN (bit 22 set), else round
+ * to nearest even on the top 16 bits. */
+static void ref_round_bf16(const float *restrict x, float *restrict y, size_t k)
+{
+	for (size_t i = 0; i < k; i++) {
+		uint32_t u;
+		memcpy(&u, &x[i], sizeof(u));
+		if ((u & 0x7fffffffu) > 0x7f800000u)
+			u = (u | 0x00400000u) & 0xffff0000u;
+		else
+			u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+		memcpy(&y[i], &u, sizeof(u));
+	}
+}
+
 /* ---- integer path: x quantized to Q8_0 / Q8_K ---------------------------- */
 
 static size_t ref_xq_bytes_q8_0(size_t k)
@@ -505,10 +528,20 @@ REF_XQK(q6_k, KN__Q6_K_BYTES)
 		  .quantize_x = ref_quantize_##X,                                          \
 		  .gemv_xq = ref_gemv_xq_##T}
 
+/* A flat type whose activations are rounded first (F16, BF16). */
+#define REF_ENTRY_RX(TYPE, T, NAME, ELEMS, BYTES)                                          \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = ref_dequant_##T,                                              \
+		  .gemv = ref_gemv_##T,                                                    \
+		  .round_x = ref_round_##T}
+
 const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
 	REF_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
-	REF_ENTRY(KN_Q_F16, f16, "f16", 1, 2),
-	REF_ENTRY(KN_Q_BF16, bf16, "bf16", 1, 2),
+	REF_ENTRY_RX(KN_Q_F16, f16, "f16", 1, 2),
+	REF_ENTRY_RX(KN_Q_BF16, bf16, "bf16", 1, 2),
 	REF_ENTRY_XQ(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),

@@ -33,6 +33,13 @@ Writes tests/reference/llm/gemma3_270m.json (or the path given with --out):
                             (float64 computation, rounded to 5 decimals), so
                             log-prob = logit - logsumexp
 
+    llama_cpp_without_repacking - the noise floor of any comparison with this
+                            run: llama.cpp itself with weight repacking off
+                            (use_extra_bufts = false; only the order of float
+                            operations changes), scored like inferd is: top-1
+                            agreement, max/mean |diff| over the top-10, greedy
+                            identical prefix (totals in meta)
+
 Settings: n_threads = n_threads_batch = 2, n_ctx = 512, n_batch = n_ubatch = 512,
 KV cache F32 (type_k = type_v = GGML_TYPE_F32), flash attention off, seed 1234
 (unused by greedy decoding), no GPU offload.
@@ -156,6 +163,50 @@ def load(model_path):
                  type_k=GGML_TYPE_F32, type_v=GGML_TYPE_F32, verbose=False)
 
 
+def load_without_repacking(model_path):
+    """The same model with llama.cpp's weight repacking off (model param
+    use_extra_bufts = false): Q4_K matrices then go through ggml's generic
+    vec_dot kernels instead of the interleaved Q4_Kx8 GEMM. Same file, same
+    build, same machine; only the order of float operations changes."""
+    import llama_cpp.llama as llama_mod
+    default = llama_mod.llama_cpp.llama_model_default_params
+
+    def no_repack():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+    llama_mod.llama_cpp.llama_model_default_params = no_repack
+    try:
+        return load(model_path)
+    finally:
+        llama_mod.llama_cpp.llama_model_default_params = default
+
+
+def self_consistency(llm_alt, prompts):
+    """llama.cpp against itself: the run without weight repacking compared
+    with the default run the way inferd is compared with it (top-1
+    agreement and |logit diff| on the default run's top-10 at every
+    teacher-forced position; greedy tokens identical before the first
+    divergence). This is the noise floor of the comparison."""
+    out = []
+    for pr in prompts:
+        seq = pr["seq_ids"]
+        logits = teacher_forced(llm_alt, seq)
+        agree, diffs = 0, []
+        for p in range(len(seq)):
+            agree += int(np.argmax(logits[p]) == pr["top_ids"][p][0])
+            diffs += [abs(float(logits[p][i]) - v)
+                      for i, v in zip(pr["top_ids"][p], pr["top_logits"][p])]
+        gen, _ = greedy(llm_alt, pr["prompt_ids"], N_GREEDY)
+        same = next((i for i in range(N_GREEDY) if gen[i] != pr["greedy_ids"][i]), N_GREEDY)
+        out.append({"name": pr["name"], "positions": len(seq), "top1_agree": agree,
+                    "max_abs_diff": r5(max(diffs)), "mean_abs_diff": r5(np.mean(diffs)),
+                    "greedy_identical_prefix": same})
+        print(f"self-consistency {pr['name']}: top-1 {agree}/{len(seq)}, "
+              f"greedy identical prefix {same}", file=sys.stderr)
+    return out
+
+
 def greedy(llm, prompt_ids, n):
     """returns (tokens, gaps): gaps[i] = top1 - top2 logit at greedy step i"""
     llm.reset()
@@ -234,6 +285,10 @@ def main():
         print(f"{name}: prompt {len(pids)} tokens, seq {len(seq)}, "
               f"argmax agreement {agree}/{len(seq) - len(pids)}", file=sys.stderr)
 
+    alt = self_consistency(load_without_repacking(args.model), prompts)
+    for pr, a in zip(prompts, alt):
+        pr["llama_cpp_without_repacking"] = a
+
     meta = {
         "generator": "tests/reference/make_llm_reference.py",
         "reference": "llama.cpp via llama-cpp-python",
@@ -263,6 +318,15 @@ def main():
         "cpu_flags": cpu_flags(),
         "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
         "machine": platform.machine(),
+        "llama_cpp_without_repacking": {
+            "what": "llama.cpp with model param use_extra_bufts=false (no weight "
+                    "repacking) against the default run: the comparison's noise floor",
+            "positions": sum(a["positions"] for a in alt),
+            "top1_agree": sum(a["top1_agree"] for a in alt),
+            "greedy_identical": sum(1 for a in alt if a["greedy_identical_prefix"] == N_GREEDY),
+            "max_abs_diff": max(a["max_abs_diff"] for a in alt),
+            "mean_abs_diff": r5(np.mean([a["mean_abs_diff"] for a in alt])),
+        },
     }
     out = {"meta": meta, "prompts": prompts}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

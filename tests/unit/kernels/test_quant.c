@@ -37,6 +37,12 @@
  *        XQ_VS_F32_TOL = 1e-2 (x's quantization error: 8-bit codes;
  *        the measured worst is printed).
  *
+ *  6. round_x (F16 / BF16 weights): the reference against literal
+ *     roundings (ties to even, overflow to infinity, subnormal halves,
+ *     NaN stays NaN), every variant == the reference bit for bit on
+ *     random bit patterns (NaNs and infinities included) and lengths
+ *     0..40 (vector body and scalar tail); other types have none.
+ *
  * Buffers are allocated to their exact size so ASan catches any overread.
  * With KN_BENCH=1 a separate group prints the GB/s of weights gemv and
  * gemv_xq stream per type and ISA on a 4096 x 2048 matrix.
@@ -617,6 +623,78 @@ static void test_quantize_x_vs_ref(void **state)
 		}
 }
 
+static float bits_f(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static void test_round_x(void **state)
+{
+	(void)state;
+	const struct kn_qops *h = kn_qops_for(KN_ISA_REF, KN_Q_F16);
+	const struct kn_qops *b = kn_qops_for(KN_ISA_REF, KN_Q_BF16);
+	assert_non_null(h->round_x);
+	assert_non_null(b->round_x);
+	/* binary16: 11 significant bits. */
+	const float hx[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f, 65520.0f, 0x1p-25f,
+			    3 * 0x1p-25f, -2.5f, 0x1p-24f * 1.5f};
+	const float hy[] = {1.0f, 1.0f + 0x1p-9f, 65504.0f, INFINITY, 0.0f,
+			    0x1p-23f, -2.5f, 0x1p-23f};
+	float y[8];
+	h->round_x(hx, y, 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(f32_bits(y[i]), f32_bits(hy[i]));
+	/* bfloat16: 8 significant bits. */
+	const float bx[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -1.0f - 0x1p-9f, 3.0e38f,
+			    bits_f(0x7f800001u), bits_f(0x7f7fffffu), 0x1p-130f, 1.0f};
+	const uint32_t by[] = {0x3f800000u, 0x3f820000u, 0xbf800000u, 0x7f620000u,
+			       0x7fc00000u, 0x7f800000u, 0x00080000u, 0x3f800000u};
+	b->round_x(bx, y, 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(f32_bits(y[i]), by[i]);
+	for (size_t t = 0; t < N_TYPES; t++) {
+		const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, all_types[t]);
+		if (all_types[t] != KN_Q_F16 && all_types[t] != KN_Q_BF16)
+			assert_null(ref->round_x);
+		for (int isa = 1; isa < KN_ISA_COUNT; isa++) {
+			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, all_types[t]);
+			if (!q)
+				continue;
+			if (!ref->round_x) {
+				assert_null(q->round_x);
+				continue;
+			}
+			uint32_t s = 12345u;
+			int bad = 0;
+			for (size_t k = 0; k <= 40; k++)
+				for (int rep = 0; rep < 50; rep++) {
+					float *x = malloc((k + 1) * sizeof(float));
+					float *a = malloc((k + 1) * sizeof(float));
+					float *r = malloc((k + 1) * sizeof(float));
+					assert_true(x && a && r);
+					for (size_t i = 0; i < k; i++) {
+						s = s * 1664525u + 1013904223u;
+						/* every 7th a full random pattern, else a
+						 * plausible activation */
+						x[i] = i % 7 == 3 ? bits_f(s)
+								  : (float)((int32_t)s) * 0x1p-28f;
+					}
+					ref->round_x(x, r, k);
+					q->round_x(x, a, k);
+					bad += k && memcmp(a, r, k * sizeof(float)) != 0;
+					free(x);
+					free(a);
+					free(r);
+				}
+			printf("[ kn ] round_x %-5s %-6s vs ref: %s\n", q->name, isa_names[isa],
+			       bad ? "DIFFERS" : "bit-exact");
+			assert_int_equal(bad, 0);
+		}
+	}
+}
+
 /* gemv_xq where every float operation is exact: unit fp16 scales (and
  * mins) in the weights, x codes in [-3, 3] with unit scale, at most 64
  * (_0) or 4 (K-quants) blocks, so every partial sum is an integer below
@@ -863,6 +941,7 @@ int main(void)
 		cmocka_unit_test(test_row_bytes),      cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_quantize_x_ref), cmocka_unit_test(test_quantize_x_vs_ref),
 		cmocka_unit_test(test_gemv_xq_exact),  cmocka_unit_test(test_gemv_xq),
+		cmocka_unit_test(test_round_x),
 	};
 	const struct CMUnitTest bench[] = {cmocka_unit_test(test_bench)};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
