@@ -156,6 +156,7 @@ void eng_transcript_destroy(struct eng_transcript *t);
 /* One generated token as streamed and reported with logprobs. */
 struct eng_gen_token {
 	int32_t id;
+	size_t text_start;                   /* byte offset of its text in the completion */
 	float logprob;                       /* log P(token) under the model */
 	int n_top;                           /* alternatives filled in top[] */
 	struct {
@@ -170,6 +171,8 @@ struct eng_gen_params {
 	const char *prompt;            /* text; special tokens in it are parsed */
 	size_t prompt_len;             /* bytes (0: strlen) */
 	int max_tokens;                /* 1 .. context */
+	bool max_tokens_fit;           /* max_tokens is a ceiling: cut to what the
+					* context leaves after the prompt */
 	const char *stop[ENG_GEN_MAX_STOP];
 	int n_stop;
 	float temperature;             /* 0..2; 0 is greedy */
@@ -184,10 +187,13 @@ struct eng_gen_params {
 	int n_threads;                 /* compute threads (default 1) */
 	const volatile int *cancel;    /* set: stop at the next token (-ST_CANCELED) */
 	/* on_text: text that is final (whole UTF-8 characters, past any stop
-	 * string's possible start), with the token that completed it (NULL
-	 * for the flush at the end). Return non-zero to stop (cancel). Called
-	 * on the generating thread. */
-	int (*on_text)(void *ud, const char *text, size_t len, const struct eng_gen_token *tok);
+	 * string's possible start), with the tokens whose text begins in it
+	 * that no earlier call carried (toks[n_toks]: logprobs; NULL, 0 when
+	 * logprobs < 0 - and a piece held back over several tokens carries
+	 * them all). Return non-zero to stop (cancel). Called on the
+	 * generating thread. */
+	int (*on_text)(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
+		       size_t n_toks);
 	void *ud;
 };
 

@@ -100,6 +100,7 @@ struct eg_text {
 	char *buf;
 	size_t len, cap;
 	size_t sent;          /* bytes released to on_text */
+	size_t toks_sent;     /* recorded tokens released with them */
 	size_t stop_at;       /* a stop string begins here (SIZE_MAX: none) */
 };
 
@@ -165,13 +166,21 @@ static size_t eg_final_end(const struct eng_gen_params *p, const struct eg_text 
 	return end < t->sent ? t->sent : end;
 }
 
+/* Release text up to end with the recorded tokens (r->tokens, when
+ * logprobs are kept) that begin before end and were not released yet. */
 static int eg_release(const struct eng_gen_params *p, struct eg_text *t, size_t end,
-		      const struct eng_gen_token *tok)
+		      const struct eng_gen_result *r)
 {
 	if (end <= t->sent || !p->on_text)
 		return 0;
-	int rc = p->on_text(p->ud, t->buf + t->sent, end - t->sent, tok);
+	size_t n_toks = 0, first = t->toks_sent;
+	while (r->tokens && first + n_toks < r->n_completion_tokens &&
+	       r->tokens[first + n_toks].text_start < end)
+		n_toks++;
+	int rc = p->on_text(p->ud, t->buf + t->sent, end - t->sent,
+			    n_toks ? r->tokens + first : NULL, n_toks);
 	t->sent = end;
+	t->toks_sent += n_toks;
 	return rc ? -ST_CANCELED : 0;
 }
 
@@ -188,6 +197,7 @@ struct eg {
 	float *logits;        /* [n_vocab] */
 	struct eg_text text;
 	struct eng_gen_result *res;
+	size_t max_tokens;    /* p->max_tokens, or less with p->max_tokens_fit */
 };
 
 static int eg_prompt(struct eg *g, char *err, size_t errlen)
@@ -200,11 +210,14 @@ static int eg_prompt(struct eg *g, char *err, size_t errlen)
 		return -ST_NOMEM;
 	int rc = eng_tok_encode(g->m->tok, p->prompt, len, eng_tok_add_bos(g->m->tok), true,
 				g->hist, ctx, &n);
-	if (rc == -ST_TOOBIG || (!rc && n + (size_t)p->max_tokens > ctx))
+	g->max_tokens = (size_t)p->max_tokens;
+	if (!rc && p->max_tokens_fit && n < ctx && n + g->max_tokens > ctx)
+		g->max_tokens = ctx - n;
+	if (rc == -ST_TOOBIG || (!rc && n + g->max_tokens > ctx))
 		return eng__errf(-ST_TOOBIG, err, errlen,
 				 "this model's context is %zu tokens, but the request needs %zu "
-				 "(%zu in the prompt, %d for max_tokens)",
-				 ctx, n + (size_t)p->max_tokens, n, p->max_tokens);
+				 "(%zu in the prompt, %zu for max_tokens)",
+				 ctx, n + g->max_tokens, n, g->max_tokens);
 	if (!rc && n == 0)
 		return eng__errf(-ST_INVAL, err, errlen, "the prompt is empty");
 	g->n_hist = n;
@@ -216,7 +229,7 @@ static int eg_prompt(struct eg *g, char *err, size_t errlen)
 static int eg_token(struct eg *g, int32_t id, struct eng_gen_token *t)
 {
 	const struct eng_gen_params *p = g->p;
-	*t = (struct eng_gen_token){ .id = id };
+	*t = (struct eng_gen_token){ .id = id, .text_start = g->text.len };
 	if (p->logprobs >= 0) {
 		struct eng_cand top[ENG_GEN_MAX_TOP];
 		int n_vocab = eng_llm_hp(g->m->llm)->n_vocab;
@@ -259,13 +272,13 @@ static int eg_step(struct eg *g, int32_t id, bool *done)
 	if (eg_find_stop(p, &g->text, from)) {
 		g->res->finish = ENG_FINISH_STOP;
 		*done = true;
-		return eg_release(p, &g->text, g->text.stop_at, &t);
+		return eg_release(p, &g->text, g->text.stop_at, g->res);
 	}
-	if (g->res->n_completion_tokens >= (size_t)p->max_tokens) {
+	if (g->res->n_completion_tokens >= g->max_tokens) {
 		g->res->finish = ENG_FINISH_LENGTH;
 		*done = true;
 	}
-	return eg_release(p, &g->text, eg_final_end(p, &g->text), &t);
+	return eg_release(p, &g->text, eg_final_end(p, &g->text), g->res);
 }
 
 static int eg_run(struct eg *g, char *err, size_t errlen)
@@ -296,7 +309,7 @@ static int eg_run(struct eg *g, char *err, size_t errlen)
 	/* what is left is final now: a held-back stop prefix that never
 	 * completed, or an unfinished character (kept as is) */
 	size_t end = g->text.stop_at != (size_t)-1 ? g->text.stop_at : g->text.len;
-	return eg_release(p, &g->text, end, NULL);
+	return eg_release(p, &g->text, end, g->res);
 }
 
 static int eg_setup(struct eg *g)

@@ -296,10 +296,12 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 	return 0;
 }
 
-static int gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *tok)
+static int gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
+		       size_t n_toks)
 {
 	(void)ud;
-	(void)tok;
+	(void)toks;
+	(void)n_toks;
 	fwrite(text, 1, len, stdout);
 	fflush(stdout);
 	return 0;

@@ -217,7 +217,8 @@ static int srv_gen_parse_limits(struct srv_gen_job *job, json_t *b, struct srv_g
 		rc = srv_gen_int(b, "max_completion_tokens", 1, INT32_MAX, &max, e);
 	if (rc)
 		return rc;
-	job->default_max = job->chat && max == 0;
+	/* chat without max_tokens: the rest of the context, at most 2048 */
+	job->params.max_tokens_fit = job->chat && max == 0;
 	if (max)
 		job->params.max_tokens = (int)max;
 	else if (job->chat)
@@ -475,35 +476,6 @@ static struct srv_gen_job *srv_gen_job_new(struct srv_req *req, bool chat)
 	return job;
 }
 
-/* The prompt's token count from eng_generate's -ST_TOOBIG message
- * ("... (N in the prompt, M for max_tokens)"), or 0. */
-static size_t srv_gen_prompt_tokens(const char *err)
-{
-	const char *end = strstr(err, " in the prompt");
-	const char *p = end;
-	while (p && p > err && p[-1] >= '0' && p[-1] <= '9')
-		p--;
-	return p && p < end && p > err && p[-1] == '(' ? strtoull(p, NULL, 10) : 0;
-}
-
-/* Choice i. Chat's default max_tokens is the rest of the context (at most
- * 2048): the prompt's length is only known to the engine, which states it
- * when the first try does not fit, so that try is repeated to fit. */
-static int srv_gen_one(struct srv_gen_job *job, int i)
-{
-	struct eng_gen_params *p = &job->params;
-	int rc = eng_generate(job->model, p, &job->res[i], job->err, sizeof(job->err));
-	if (rc != -ST_TOOBIG || !job->default_max)
-		return rc;
-	size_t n_prompt = srv_gen_prompt_tokens(job->err), ctx = eng_model_context(job->model);
-	if (n_prompt == 0 || n_prompt >= ctx)
-		return rc;
-	p->max_tokens = (int)(ctx - n_prompt);
-	job->default_max = false;
-	job->err[0] = '\0';
-	return eng_generate(job->model, p, &job->res[i], job->err, sizeof(job->err));
-}
-
 static void srv_gen_work(uv_work_t *w)
 {
 	struct srv_gen_job *job = w->data;
@@ -517,7 +489,7 @@ static void srv_gen_work(uv_work_t *w)
 		job->role_sent = false;
 		job->offset_chars = job->prompt_chars;
 		job->params.seed = job->seed + (uint64_t)i;
-		rc = srv_gen_one(job, i);
+		rc = eng_generate(job->model, &job->params, &job->res[i], job->err, sizeof(job->err));
 		if (!rc && job->st)
 			rc = srv__gen_push_finish(job, i);
 	}

@@ -43,7 +43,6 @@ struct srv_gen_job {
 	bool chat;                        /* /v1/chat/completions (else /v1/completions) */
 	bool stream;                      /* answer with server-sent events */
 	bool include_usage;               /* stream_options.include_usage */
-	bool default_max;                 /* chat without max_tokens: rest of the context, <= 2048 */
 	bool want_logprobs;               /* report logprobs (params.logprobs alternatives) */
 	int n;                            /* choices, 1..SRV_GEN_MAX_N */
 	uint64_t seed;                    /* seed of choice 0 */
@@ -68,8 +67,10 @@ struct srv_gen_job {
  * (pushes) srv__stream_push's error. */
 
 /* srv__gen_on_text - eng_gen_params.on_text for streamed jobs: one
- * delta event for the text (and its token's logprobs when asked). */
-int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *tok);
+ * delta event for the text (and the logprobs of the tokens in it when
+ * asked). */
+int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
+		     size_t n_toks);
 /* srv__gen_push_finish - the event closing choice i (empty delta or
  * text, finish_reason). */
 int srv__gen_push_finish(struct srv_gen_job *job, int i);

@@ -16,8 +16,8 @@
  *                      [{token: logprob}], text_offset (code points from the
  *                      start of the prompt)}; chat: {content: [{token,
  *                      logprob, bytes, top_logprobs: [{token, logprob,
- *                      bytes}]}], refusal: null}. Streamed chunks carry the
- *                      logprobs of the token that completed their text.
+ *                      bytes}]}], refusal: null}. A streamed chunk carries the
+ *                      logprobs of every token whose text begins in it.
  * Text that is not valid UTF-8 (a token's bytes can be part of a character)
  * is sent with U+FFFD in place of the bad bytes.
  */
@@ -255,7 +255,8 @@ static int srv_gen_push_role(struct srv_gen_job *job)
 		"finish_reason")));
 }
 
-int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *tok)
+int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
+		     size_t n_toks)
 {
 	struct srv_gen_job *job = ud;
 	if (job->cancel)
@@ -263,7 +264,7 @@ int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_ge
 	if (job->chat && !job->role_sent && srv_gen_push_role(job))
 		return 1;
 	size_t offset = job->offset_chars;
-	json_t *lp = srv_gen_logprobs(job, tok, tok ? 1 : 0, &offset);
+	json_t *lp = srv_gen_logprobs(job, toks, n_toks, &offset);
 	json_t *str = srv__audio_json_str(text, len);
 	json_t *c = job->chat ? json_pack("[{s:i,s:{s:o},s:o,s:n}]", "index", job->cur, "delta",
 					  "content", str, "logprobs", lp, "finish_reason")

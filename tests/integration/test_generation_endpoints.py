@@ -349,7 +349,28 @@ def test_stream_n2_and_logprobs(srv):
     finals = [c["choices"][0] for c in chunks if c["choices"][0]["finish_reason"]]
     assert [f["index"] for f in finals] == [0, 1]
     lp = [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0]["text"]]
-    assert lp and all(len(x["tokens"]) == 1 and len(x["top_logprobs"][0]) <= 1 for x in lp)
+    assert lp and all(len(x["tokens"]) >= 1 and len(x["tokens"]) == len(x["top_logprobs"])
+                      and all(len(t) <= 1 for t in x["top_logprobs"]) for x in lp)
+
+
+def test_stream_logprobs_cover_every_token(srv):
+    # A chunk carries the logprobs of every token whose text begins in it,
+    # also when UTF-8 hold-back merges several tokens into one chunk: the
+    # streamed entries, in order, are the non-streamed ones (same greedy run).
+    body = dict(model=MODEL, temperature=0, max_tokens=12, logprobs=True, top_logprobs=1,
+                messages=[{"role": "user", "content": "Reply with three emoji only."}])
+    whole = chat(srv.port, **body)["choices"][0]["logprobs"]["content"]
+    chunks = data_objects(stream(srv.port, CH, dict(body, stream=True,
+                                                   stream_options={"include_usage": True})))
+    streamed = [e for c in chunks if c["choices"] and c["choices"][0]["logprobs"]
+                for e in c["choices"][0]["logprobs"]["content"]]
+    usage = chunks[-1]["usage"]
+    assert len(streamed) == len(whole) == usage["completion_tokens"]
+    assert [e["bytes"] for e in streamed] == [e["bytes"] for e in whole]
+    assert [e["logprob"] for e in streamed] == pytest.approx([e["logprob"] for e in whole])
+    content = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks
+                      if c["choices"])
+    assert bytes(b for e in streamed for b in e["bytes"]).decode("utf-8") == content
 
 
 def test_stream_utf8_safe(srv):

@@ -201,6 +201,48 @@ static void test_inspect(void **state)
 	free(t);
 }
 
+/* eng_generate's context arithmetic on the tiny llama model
+ * (tests/reference/llm/tiny/llama_f32.gguf, context_length 256): a request
+ * that does not fit is -ST_TOOBIG with the numbers; with max_tokens_fit the
+ * same request is cut to the context and ends with "length" after exactly
+ * the tokens the context had left (greedy: this prompt never reaches the
+ * tiny model's EOS). */
+static void test_generate_context(void **state)
+{
+	(void)state;
+	char path[1024], err[256];
+	const char *root = getenv("INFERD_SOURCE_ROOT");
+	snprintf(path, sizeof(path), "%s/tests/reference/llm/tiny/llama_f32.gguf",
+		 root ? root : ".");
+	struct eng *eng;
+	const struct eng_model_spec spec = { .name = "tiny", .path = path,
+					     .format = ENG_FORMAT_AUTO, .replicas = 1 };
+	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), 0);
+	const struct eng_model *m = eng_model_find(eng, "tiny");
+	assert_int_equal(eng_model_context(m), 256);
+	struct eng_gen_params p;
+	eng_gen_params_init(&p);
+	p.prompt = "abcabc";
+	p.temperature = 0;
+	p.max_tokens = 1000;
+	struct eng_gen_result *res = NULL;
+	assert_int_equal(eng_generate(m, &p, &res, err, sizeof(err)), -ST_TOOBIG);
+	assert_null(res);
+	assert_non_null(strstr(err, "this model's context is 256 tokens"));
+	assert_non_null(strstr(err, "1000 for max_tokens"));
+	p.max_tokens_fit = true;
+	err[0] = '\0';
+	assert_int_equal(eng_generate(m, &p, &res, err, sizeof(err)), 0);
+	assert_non_null(res);
+	assert_true(res->n_prompt_tokens > 1 && res->n_prompt_tokens < 256);
+	printf("[ eng ] tiny: %zu prompt + %zu completion tokens, finish %d\n",
+	       res->n_prompt_tokens, res->n_completion_tokens, (int)res->finish);
+	assert_int_equal(res->finish, ENG_FINISH_LENGTH);
+	assert_int_equal(res->n_prompt_tokens + res->n_completion_tokens, 256);
+	eng_gen_result_destroy(res);
+	eng_destroy(eng);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_corrupt_file),
 		cmocka_unit_test(test_inspect),
+		cmocka_unit_test(test_generate_context),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
