@@ -15,6 +15,9 @@ static const char *const st_names[] = {
 	[ST_NOTFOUND] = "ST_NOTFOUND",
 	[ST_CORRUPT] = "ST_CORRUPT",
 	[ST_UNSUPPORTED] = "ST_UNSUPPORTED",
+	[ST_BUSY] = "ST_BUSY",
+	[ST_TIMEDOUT] = "ST_TIMEDOUT",
+	[ST_CLOSED] = "ST_CLOSED",
 };
 static_assert(sizeof(st_names) / sizeof(st_names[0]) == ST_COUNT,
 	      "st_names must name every status");

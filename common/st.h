@@ -20,6 +20,9 @@ enum st {
 	ST_NOTFOUND = 8, /* no such file, model, route or key */
 	ST_CORRUPT = 9,  /* a file's contents contradict its own format */
 	ST_UNSUPPORTED = 10, /* valid but not handled (version, type) */
+	ST_BUSY = 11,     /* a queue is full: retry later (HTTP 429) */
+	ST_TIMEDOUT = 12, /* a deadline passed before the work finished (504) */
+	ST_CLOSED = 13,   /* the object is shutting down; nothing new accepted */
 	ST_COUNT
 };
 

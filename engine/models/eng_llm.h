@@ -73,4 +73,35 @@ void eng_llm_kv_truncate(struct eng_llm_kv *kv, size_t len);
 int eng_llm_forward(const struct eng_llm *m, struct eng_llm_kv *kv, struct dev_pool *p,
 		    const int32_t *tokens, size_t n, bool all_logits, float *logits);
 
+/* Scratch for eng_llm_forward_batch: activations for up to rows rows,
+ * attention for caches of up to n_ctx positions, for pools of up to nth
+ * threads. One per replica, reused by every pass. -ST_INVAL, -ST_NOMEM. */
+struct eng_llm_scratch;
+int eng_llm_scratch_create(const struct eng_llm *m, size_t rows, size_t n_ctx, int nth,
+			   struct eng_llm_scratch **out);
+void eng_llm_scratch_destroy(struct eng_llm_scratch *s);
+
+/* One sequence's part of a batched pass. */
+struct eng_llm_seq {
+	struct eng_llm_kv *kv;   /* its cache: n tokens go to positions kv_len .. */
+	const int32_t *tokens;   /* [n] */
+	size_t n;                /* >= 1 */
+	float *logits;           /* NULL: none (a prefill chunk); else [n_vocab] for the
+				  * last token, or [n][n_vocab] when all_logits */
+	bool all_logits;
+};
+
+/* eng_llm_forward_batch - one forward pass over several sequences
+ * (continuous batching, llama.cpp's ubatch): their rows go through every
+ * matrix product together (one pass over each weight matrix for the whole
+ * batch), each sequence's rows attend to its own cache only, and each
+ * cache grows by its n. Rows in total <= the scratch's rows; a cache may
+ * appear once. Results per sequence equal those of separate passes (the
+ * same kernels per row; tests/unit/engine/test_llm.c checks it). Returns
+ * 0, -ST_INVAL (a token out of range, an empty part, a cache twice, a pool
+ * bigger than the scratch's), -ST_TOOBIG (a cache or the scratch full);
+ * nothing is changed on error. */
+int eng_llm_forward_batch(const struct eng_llm *m, struct dev_pool *p,
+			  struct eng_llm_scratch *s, const struct eng_llm_seq *seqs, size_t n_seqs);
+
 #endif /* ENG_LLM_H */

@@ -69,56 +69,90 @@ void eng_llm_kv_truncate(struct eng_llm_kv *kv, size_t len)
 
 /* --- scratch ------------------------------------------------------------- */
 
-struct el_buf {
-	float *x, *h, *q, *k, *v, *att, *g, *u, *o;
-	float *scores; /* nth * n * n_ctx */
-	float *tile;   /* (nth * ENG_PAR_QTILE + n) * kmax: eng_par_qlinear scratch */
-	int32_t *pos;
-	int nth;
+/* What one sequence contributes to the batch being computed. */
+struct el_seg {
+	struct eng_llm_kv *kv;
+	size_t r0, n;  /* its rows in the batch */
+	size_t pos0;   /* kv->len before the pass */
 };
 
-static void el_buf_free(struct el_buf *b)
+/* Scratch of a forward pass: activations for cap_rows rows, attention
+ * scores for rows of one sequence against up to cap_ctx positions per
+ * thread, and the logits of up to EL_OUT_ROWS rows at a time. */
+struct eng_llm_scratch {
+	size_t cap_rows, cap_ctx;
+	int nth;
+	float *x, *h, *q, *k, *v, *att, *g, *u, *o;
+	float *scores; /* nth * cap_rows * cap_ctx */
+	float *tile;   /* (nth * ENG_PAR_QTILE + cap_rows) * kmax: eng_par_qlinear scratch */
+	float *logits; /* EL_OUT_ROWS * n_vocab */
+	int32_t *pos, *tok;  /* per row */
+	struct el_seg *seg;  /* per sequence (at most cap_rows) */
+	size_t n_seg;
+};
+
+#define EL_OUT_ROWS 16 /* rows of logits computed together (one pass over the lm head) */
+
+void eng_llm_scratch_destroy(struct eng_llm_scratch *b)
 {
-	float *all[] = { b->x, b->h, b->q, b->k, b->v, b->att, b->g, b->u, b->o, b->scores, b->tile };
+	if (!b)
+		return;
+	float *all[] = { b->x, b->h, b->q, b->k, b->v, b->att, b->g, b->u, b->o, b->scores,
+			 b->tile, b->logits };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		mem_free(all[i]);
 	mem_free(b->pos);
-	memset(b, 0, sizeof(*b));
+	mem_free(b->tok);
+	mem_free(b->seg);
+	mem_free(b);
 }
 
-static int el_buf_alloc(const struct eng_llm_hp *hp, size_t n, size_t n_ctx, int nth,
-			struct el_buf *b)
+int eng_llm_scratch_create(const struct eng_llm *m, size_t rows, size_t n_ctx, int nth,
+			   struct eng_llm_scratch **out)
 {
+	const struct eng_llm_hp *hp = &m->hp;
 	size_t d = (size_t)hp->n_embd, qd = (size_t)hp->n_head * (size_t)hp->head_dim_k;
 	size_t kvd = (size_t)hp->n_head_kv * (size_t)hp->head_dim_k, ff = (size_t)hp->n_ff;
 	size_t kmax = ff > qd ? ff : qd;
 	kmax = kmax > d ? kmax : d;
-	memset(b, 0, sizeof(*b));
+	*out = NULL;
+	if (rows == 0 || n_ctx == 0 || nth < 1)
+		return -ST_INVAL;
+	struct eng_llm_scratch *b = mem_calloc(1, sizeof(*b));
+	if (!b)
+		return -ST_NOMEM;
+	b->cap_rows = rows;
+	b->cap_ctx = n_ctx;
 	b->nth = nth;
-	b->x = mem_alloc(n * d * sizeof(float));
-	b->h = mem_alloc(n * d * sizeof(float));
-	b->q = mem_alloc(n * qd * sizeof(float));
-	b->k = mem_alloc(n * kvd * sizeof(float));
-	b->v = mem_alloc(n * kvd * sizeof(float));
-	b->att = mem_alloc(n * qd * sizeof(float));
-	b->g = mem_alloc(n * ff * sizeof(float));
-	b->u = mem_alloc(n * ff * sizeof(float));
-	b->o = mem_alloc(n * d * sizeof(float));
-	b->scores = mem_alloc((size_t)nth * n * n_ctx * sizeof(float));
+	b->x = mem_alloc(rows * d * sizeof(float));
+	b->h = mem_alloc(rows * d * sizeof(float));
+	b->q = mem_alloc(rows * qd * sizeof(float));
+	b->k = mem_alloc(rows * kvd * sizeof(float));
+	b->v = mem_alloc(rows * kvd * sizeof(float));
+	b->att = mem_alloc(rows * qd * sizeof(float));
+	b->g = mem_alloc(rows * ff * sizeof(float));
+	b->u = mem_alloc(rows * ff * sizeof(float));
+	b->o = mem_alloc(rows * d * sizeof(float));
+	b->scores = mem_alloc((size_t)nth * rows * n_ctx * sizeof(float));
 	/* eng_par_qlinear's scratch: weight tiles, and x rounded for F16/BF16 */
-	b->tile = mem_alloc(((size_t)nth * ENG_PAR_QTILE + n) * kmax * sizeof(float));
-	b->pos = mem_alloc(n * sizeof(int32_t));
-	if (b->x && b->h && b->q && b->k && b->v && b->att && b->g && b->u && b->o && b->scores &&
-	    b->tile && b->pos)
-		return 0;
-	el_buf_free(b);
-	return -ST_NOMEM;
+	b->tile = mem_alloc(((size_t)nth * ENG_PAR_QTILE + rows) * kmax * sizeof(float));
+	b->logits = mem_alloc((size_t)EL_OUT_ROWS * (size_t)hp->n_vocab * sizeof(float));
+	b->pos = mem_alloc(rows * sizeof(int32_t));
+	b->tok = mem_alloc(rows * sizeof(int32_t));
+	b->seg = mem_alloc(rows * sizeof(struct el_seg));
+	if (!(b->x && b->h && b->q && b->k && b->v && b->att && b->g && b->u && b->o &&
+	      b->scores && b->tile && b->logits && b->pos && b->tok && b->seg)) {
+		eng_llm_scratch_destroy(b);
+		return -ST_NOMEM;
+	}
+	*out = b;
+	return 0;
 }
 
 /* --- pieces ------------------------------------------------------------- */
 
 static void el_linear(struct dev_pool *p, const struct el_mat *w, const float *bias,
-		      const float *x, float *y, size_t n, struct el_buf *b)
+		      const float *x, float *y, size_t n, struct eng_llm_scratch *b)
 {
 	eng_par_qlinear(p, n, (size_t)w->n_rows, (size_t)w->n_cols, x, w->data, w->row_bytes, w->q,
 			bias, y, b->tile);
@@ -134,37 +168,43 @@ static void el_rms_rows(const float *x, const float *w, float *y, size_t rows, s
 
 struct el_attn_task {
 	const struct eng_llm_hp *hp;
-	const struct el_buf *b;
-	const float *K, *V; /* this layer's cache */
-	size_t n, pos0, window;
+	const struct eng_llm_scratch *b;
+	int il;
+	size_t window;
 };
 
-/* Each thread takes whole query heads; query head h reads kv head
- * h / (n_head / n_head_kv) (grouped-query attention). */
+/* The (sequence, query head) pairs of the batch are split over the
+ * threads; query head h reads kv head h / (n_head / n_head_kv)
+ * (grouped-query attention). Each sequence's rows attend to its own cache. */
 static void el_attn_heads(void *arg, int ith, int nth)
 {
 	const struct el_attn_task *t = arg;
 	const struct eng_llm_hp *hp = t->hp;
+	const struct eng_llm_scratch *b = t->b;
 	size_t hd = (size_t)hp->head_dim_k, qd = (size_t)hp->n_head * hd;
-	size_t kvd = (size_t)hp->n_head_kv * hd, group = (size_t)(hp->n_head / hp->n_head_kv);
-	float *scores = t->b->scores + (size_t)ith * t->n * (t->pos0 + t->n);
-	long h0, h1;
-	dev_split(hp->n_head, ith, nth, 1, &h0, &h1);
-	for (long h = h0; h < h1; h++) {
-		size_t g = (size_t)h / group;
-		kn_attention_window(t->n, t->pos0 + t->n, 1, hd, t->b->q + (size_t)h * hd, qd,
-				    t->K + g * hd, kvd, t->V + g * hd, kvd, t->b->att + (size_t)h * hd,
-				    qd, t->pos0, t->window, hp->attn_scale, scores);
+	size_t group = (size_t)(hp->n_head / hp->n_head_kv);
+	float *scores = b->scores + (size_t)ith * b->cap_rows * b->cap_ctx;
+	long j0, j1;
+	dev_split((long)(b->n_seg * (size_t)hp->n_head), ith, nth, 1, &j0, &j1);
+	for (long j = j0; j < j1; j++) {
+		const struct el_seg *sg = &b->seg[(size_t)j / (size_t)hp->n_head];
+		size_t h = (size_t)j % (size_t)hp->n_head, g = h / group;
+		const struct eng_llm_kv *kv = sg->kv;
+		size_t kvd = kv->row, off = (size_t)t->il * kv->n_ctx * kvd;
+		kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, b->q + sg->r0 * qd + h * hd, qd,
+				    kv->k + off + g * hd, kvd, kv->v + off + g * hd, kvd,
+				    b->att + sg->r0 * qd + h * hd, qd, sg->pos0, t->window,
+				    hp->attn_scale, scores);
 	}
 }
 
-static void el_attention(const struct eng_llm *m, int il, struct eng_llm_kv *kv,
-			 struct dev_pool *p, struct el_buf *b, size_t n)
+static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
+			 struct eng_llm_scratch *b, size_t n)
 {
 	const struct eng_llm_hp *hp = &m->hp;
 	const struct el_layer *l = &m->layers[il];
 	size_t d = (size_t)hp->n_embd, hd = (size_t)hp->head_dim_k;
-	size_t qd = (size_t)hp->n_head * hd, kvd = kv->row, pos0 = kv->len;
+	size_t qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
 	el_rms_rows(b->x, l->attn_norm, b->h, n, d, hp->rms_eps);
 	el_linear(p, &l->wq, l->bq, b->h, b->q, n, b);
 	el_linear(p, &l->wk, l->bk, b->h, b->k, n, b);
@@ -179,10 +219,13 @@ static void el_attention(const struct eng_llm *m, int il, struct eng_llm_kv *kv,
 		hp->rope_neox);
 	kn_rope(b->k, n, kvd, (size_t)hp->n_head_kv, hd, (size_t)hp->n_rot, b->pos, base, scale,
 		hp->rope_neox);
-	float *K = kv->k + (size_t)il * kv->n_ctx * kvd, *V = kv->v + (size_t)il * kv->n_ctx * kvd;
-	memcpy(K + pos0 * kvd, b->k, n * kvd * sizeof(float));
-	memcpy(V + pos0 * kvd, b->v, n * kvd * sizeof(float));
-	struct el_attn_task t = { hp, b, K, V, n, pos0, l->swa ? (size_t)hp->n_swa : 0 };
+	for (size_t s = 0; s < b->n_seg; s++) {
+		const struct el_seg *sg = &b->seg[s];
+		size_t off = ((size_t)il * sg->kv->n_ctx + sg->pos0) * kvd;
+		memcpy(sg->kv->k + off, b->k + sg->r0 * kvd, sg->n * kvd * sizeof(float));
+		memcpy(sg->kv->v + off, b->v + sg->r0 * kvd, sg->n * kvd * sizeof(float));
+	}
+	struct el_attn_task t = { hp, b, il, l->swa ? (size_t)hp->n_swa : 0 };
 	dev_pool_run(p, el_attn_heads, &t);
 	el_linear(p, &l->wo, NULL, b->att, b->o, n, b);
 	if (l->post_attn_norm)
@@ -201,7 +244,8 @@ static void el_geglu_f16(const float *table, float *gate, const float *up, size_
 	}
 }
 
-static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p, struct el_buf *b, size_t n)
+static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p,
+		   struct eng_llm_scratch *b, size_t n)
 {
 	const struct eng_llm_hp *hp = &m->hp;
 	const struct el_layer *l = &m->layers[il];
@@ -221,43 +265,100 @@ static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p, struct e
 	eng_par_add(p, b->x, b->o, n * d);
 }
 
-static void el_embed(const struct eng_llm *m, const int32_t *tokens, size_t n, struct el_buf *b)
+static void el_embed(const struct eng_llm *m, size_t n, struct eng_llm_scratch *b)
 {
 	const struct eng_llm_hp *hp = &m->hp;
 	size_t d = (size_t)hp->n_embd;
 	const struct el_mat *e = &m->tok_embd;
 	for (size_t t = 0; t < n; t++) {
-		e->q->dequant((const char *)e->data + (size_t)tokens[t] * e->row_bytes, b->x + t * d, d);
+		e->q->dequant((const char *)e->data + (size_t)b->tok[t] * e->row_bytes, b->x + t * d, d);
 		if (hp->embd_scale != 1.0f)
 			kn_ops()->scale_add(b->x + t * d, hp->embd_scale, NULL, d);
 	}
 }
 
-/* The final norm and the lm head for `rows` rows starting at row r0. */
-static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct el_buf *b, size_t r0,
-		      size_t rows, float *logits)
+/* The final norm and the lm head for the rows the sequences want, up to
+ * EL_OUT_ROWS rows per pass over the output matrix. */
+static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_llm_scratch *b,
+		      const struct eng_llm_seq *seqs, size_t n_seqs)
 {
 	const struct eng_llm_hp *hp = &m->hp;
-	size_t d = (size_t)hp->n_embd;
-	el_rms_rows(b->x + r0 * d, m->output_norm, b->h, rows, d, hp->rms_eps);
-	el_linear(p, &m->output, NULL, b->h, logits, rows, b);
+	size_t d = (size_t)hp->n_embd, nv = (size_t)hp->n_vocab;
+	float *dst[EL_OUT_ROWS];
+	size_t k = 0;
+	for (size_t s = 0; s < n_seqs; s++) {
+		if (!seqs[s].logits)
+			continue;
+		size_t first = seqs[s].all_logits ? 0 : seqs[s].n - 1;
+		for (size_t j = first; j < seqs[s].n; j++) {
+			size_t r = b->seg[s].r0 + j;
+			kn_ops()->rms_norm(b->x + r * d, m->output_norm, b->h + k * d, d, hp->rms_eps);
+			dst[k++] = seqs[s].logits + (seqs[s].all_logits ? j * nv : 0);
+			if (k == EL_OUT_ROWS) {
+				el_linear(p, &m->output, NULL, b->h, b->logits, k, b);
+				for (size_t i = 0; i < k; i++)
+					memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
+				k = 0;
+			}
+		}
+	}
+	if (k) {
+		el_linear(p, &m->output, NULL, b->h, b->logits, k, b);
+		for (size_t i = 0; i < k; i++)
+			memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
+	}
 }
 
-static int el_chunk(const struct eng_llm *m, struct eng_llm_kv *kv, struct dev_pool *p,
-		    const int32_t *tokens, size_t n, float *logits, bool all, struct el_buf *b)
+/* --- the pass -------------------------------------------------------------- */
+
+static int el_check(const struct eng_llm *m, const struct eng_llm_scratch *b,
+		    const struct eng_llm_seq *seqs, size_t n_seqs, size_t *rows)
 {
-	for (size_t t = 0; t < n; t++)
-		b->pos[t] = (int32_t)(kv->len + t);
-	el_embed(m, tokens, n, b);
+	*rows = 0;
+	for (size_t s = 0; s < n_seqs; s++) {
+		const struct eng_llm_seq *q = &seqs[s];
+		if (q->n == 0 || !q->kv)
+			return -ST_INVAL;
+		if (q->n > q->kv->n_ctx - q->kv->len || q->kv->len + q->n > b->cap_ctx)
+			return -ST_TOOBIG;
+		for (size_t i = 0; i < q->n; i++)
+			if (q->tokens[i] < 0 || q->tokens[i] >= m->hp.n_vocab)
+				return -ST_INVAL;
+		for (size_t t = 0; t < s; t++)
+			if (seqs[t].kv == q->kv)
+				return -ST_INVAL; /* one cache, one place in the batch */
+		*rows += q->n;
+	}
+	return *rows > b->cap_rows ? -ST_TOOBIG : 0;
+}
+
+int eng_llm_forward_batch(const struct eng_llm *m, struct dev_pool *p,
+			  struct eng_llm_scratch *b, const struct eng_llm_seq *seqs, size_t n_seqs)
+{
+	size_t n;
+	int rc = el_check(m, b, seqs, n_seqs, &n);
+	if (rc || n_seqs == 0)
+		return rc;
+	if (dev_pool_size(p) > b->nth)
+		return -ST_INVAL;
+	size_t r = 0;
+	for (size_t s = 0; s < n_seqs; s++) {
+		struct el_seg *sg = &b->seg[s];
+		*sg = (struct el_seg){ seqs[s].kv, r, seqs[s].n, seqs[s].kv->len };
+		for (size_t j = 0; j < sg->n; j++, r++) {
+			b->pos[r] = (int32_t)(sg->pos0 + j);
+			b->tok[r] = seqs[s].tokens[j];
+		}
+	}
+	b->n_seg = n_seqs;
+	el_embed(m, n, b);
 	for (int il = 0; il < m->hp.n_layer; il++) {
-		el_attention(m, il, kv, p, b, n);
+		el_attention(m, il, p, b, n);
 		el_ffn(m, il, p, b, n);
 	}
-	kv->len += n;
-	if (all)
-		el_logits(m, p, b, 0, n, logits);
-	else if (logits)
-		el_logits(m, p, b, n - 1, 1, logits);
+	for (size_t s = 0; s < n_seqs; s++)
+		seqs[s].kv->len += seqs[s].n;
+	el_logits(m, p, b, seqs, n_seqs);
 	return 0;
 }
 
@@ -267,20 +368,18 @@ int eng_llm_forward(const struct eng_llm *m, struct eng_llm_kv *kv, struct dev_p
 	const struct eng_llm_hp *hp = &m->hp;
 	if (n == 0 || n > kv->n_ctx - kv->len)
 		return -ST_TOOBIG;
-	for (size_t i = 0; i < n; i++)
-		if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
-			return -ST_INVAL;
 	size_t chunk = n < EL_CHUNK ? n : EL_CHUNK;
-	struct el_buf b;
-	if (el_buf_alloc(hp, chunk, kv->n_ctx, dev_pool_size(p), &b))
-		return -ST_NOMEM;
-	int rc = 0;
+	struct eng_llm_scratch *b;
+	int rc = eng_llm_scratch_create(m, chunk, kv->n_ctx, dev_pool_size(p), &b);
 	for (size_t done = 0; !rc && done < n; done += chunk) {
 		size_t c = n - done < chunk ? n - done : chunk;
 		bool last = done + c == n;
-		float *out = all_logits ? logits + done * (size_t)hp->n_vocab : last ? logits : NULL;
-		rc = el_chunk(m, kv, p, tokens + done, c, out, all_logits, &b);
+		struct eng_llm_seq q = {
+			.kv = kv, .tokens = tokens + done, .n = c, .all_logits = all_logits,
+			.logits = all_logits ? logits + done * (size_t)hp->n_vocab : last ? logits : NULL,
+		};
+		rc = eng_llm_forward_batch(m, p, b, &q, 1);
 	}
-	el_buf_free(&b);
+	eng_llm_scratch_destroy(b);
 	return rc;
 }

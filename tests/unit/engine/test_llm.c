@@ -223,6 +223,105 @@ static void test_gemma_greedy(void **state)
 	model_close(&md);
 }
 
+/* --- batched passes ---------------------------------------------------------- */
+
+/* Logits a and b of n floats: bit for bit, or (F32 weights, whose
+ * products go through OpenBLAS's GEMM above 4 rows and its row order
+ * there) within 1e-4 of the largest |logit|. */
+static void same_logits(const float *a, const float *b, size_t n, bool exact)
+{
+	if (exact) {
+		assert_memory_equal(a, b, n * sizeof(float));
+		return;
+	}
+	double big = 0, diff = 0;
+	for (size_t i = 0; i < n; i++) {
+		big = fabs(a[i]) > big ? fabs(a[i]) : big;
+		diff = fabs(a[i] - b[i]) > diff ? fabs(a[i] - b[i]) : diff;
+	}
+	assert_true(diff <= 1e-4 * big);
+}
+
+/* eng_llm_forward_batch over three sequences at different points (one
+ * prefilling a 7-token chunk after 5 cached tokens, one decoding at
+ * position 9, one starting fresh with all logits) gives the logits of
+ * separate passes - bit for bit with quantized weights (every row is its
+ * own integer product) - and leaves each cache as separate passes would
+ * (the next decode step agrees too); the errors leave the caches alone.
+ * Run on the default model, a tiny Q8_0 qwen2 (biases) and a tiny F32. */
+static void batch_vs_single(const char *path, bool exact)
+{
+	struct model md;
+	model_open(&md, path, 64);
+	size_t nv = (size_t)md.n_vocab;
+	static const int32_t a[] = {2, 17, 33, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+	static const int32_t c[] = {2, 40, 41, 42};
+	struct eng_llm_kv *kv[6];
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(eng_llm_kv_create(md.m, 64, &kv[i]), 0);
+	float *single = malloc(7 * nv * sizeof(float)), *batch = malloc(7 * nv * sizeof(float));
+	assert_true(single && batch);
+	/* caches 0..2 go one by one, caches 3..5 together */
+	for (int base = 0; base < 6; base += 3) {
+		assert_int_equal(eng_llm_forward(md.m, kv[base], NULL, a, 5, false, single), 0);
+		assert_int_equal(eng_llm_forward(md.m, kv[base + 1], NULL, a, 9, false, single), 0);
+	}
+	assert_int_equal(eng_llm_forward(md.m, kv[0], NULL, a + 5, 7, false, single), 0);
+	assert_int_equal(eng_llm_forward(md.m, kv[1], NULL, a + 9, 1, false, single + nv), 0);
+	assert_int_equal(eng_llm_forward(md.m, kv[2], NULL, c, 4, true, single + 2 * nv), 0);
+	struct eng_llm_scratch *sc;
+	assert_int_equal(eng_llm_scratch_create(md.m, 12, 64, 1, &sc), 0);
+	struct eng_llm_seq seqs[3] = {
+		{ .kv = kv[3], .tokens = a + 5, .n = 7, .logits = batch },
+		{ .kv = kv[4], .tokens = a + 9, .n = 1, .logits = batch + nv },
+		{ .kv = kv[5], .tokens = c, .n = 4, .logits = batch + 2 * nv, .all_logits = true },
+	};
+	/* errors first: a cache twice, too many rows, a bad token */
+	struct eng_llm_seq twice[2] = { seqs[0], seqs[0] };
+	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, twice, 2), -ST_INVAL);
+	struct eng_llm_seq big = { .kv = kv[3], .tokens = a, .n = 12, .logits = NULL };
+	struct eng_llm_seq two[2] = { big, seqs[1] };
+	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, two, 2), -ST_TOOBIG);
+	int32_t bad = md.n_vocab;
+	struct eng_llm_seq badq = { .kv = kv[4], .tokens = &bad, .n = 1 };
+	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, &badq, 1), -ST_INVAL);
+	assert_int_equal(eng_llm_kv_len(kv[3]), 5);
+	assert_int_equal(eng_llm_kv_len(kv[4]), 9);
+	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, seqs, 3), 0);
+	same_logits(single, batch, 6 * nv, exact);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(eng_llm_kv_len(kv[i]), eng_llm_kv_len(kv[i + 3]));
+	/* one more decode step for every cache: still equal */
+	int32_t next = 3;
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(eng_llm_forward(md.m, kv[i], NULL, &next, 1, false,
+						 (i < 3 ? single : batch) + (size_t)(i % 3) * nv), 0);
+	same_logits(single, batch, 3 * nv, exact);
+	printf("[ llm ] batched pass == separate passes (%s, %s)\n", strrchr(path, '/') + 1,
+	       exact ? "bit for bit" : "within 1e-4");
+	eng_llm_scratch_destroy(sc);
+	for (int i = 0; i < 6; i++)
+		eng_llm_kv_destroy(kv[i]);
+	free(single);
+	free(batch);
+	model_close(&md);
+}
+
+static void test_batch_equals_single(void **state)
+{
+	(void)state;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/gemma-3-270m-q4_k_m.gguf", getenv("INFERD_MODELS"));
+	batch_vs_single(path, true);
+	const char *root = getenv("INFERD_SOURCE_ROOT");
+	snprintf(path, sizeof(path), "%s/tests/reference/llm/tiny/qwen2_q8_0.gguf",
+		 root ? root : ".");
+	batch_vs_single(path, true);
+	snprintf(path, sizeof(path), "%s/tests/reference/llm/tiny/qwen2_f32.gguf",
+		 root ? root : ".");
+	batch_vs_single(path, false);
+}
+
 /* --- tiny random models ---------------------------------------------------- */
 
 static float *b64_floats(const char *s, size_t *n)
@@ -326,6 +425,7 @@ static void test_tiny_models(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_batch_equals_single),
 		cmocka_unit_test(test_tiny_models),
 		cmocka_unit_test(test_gemma_teacher_forced),
 		cmocka_unit_test(test_gemma_greedy),
