@@ -1,9 +1,11 @@
 /* cfg.c - the configuration file: JSON (jansson) read through a declarative
  * table of knobs into a frozen struct cfg.
  *
- * Every knob is one row of cfg_knobs[] (the file's top level and "limits")
- * or cfg_model_knobs[] (one entry of "models"), in the style of nginx's
- * ngx_command_t: JSON path, type, offsetof() the field, default, range, doc.
+ * Every knob is one row of cfg_knobs[] (the file's top level and "limits"),
+ * cfg_model_knobs[] (one entry of "models") or the small tables below it
+ * ("replicas" as {"count": N}, one placement of "replicas": [...]), in the
+ * style of nginx's ngx_command_t: JSON path, type, offsetof() the field,
+ * default, range, doc.
  * A type (struct cfg_type) knows how to mark its field UNSET, read it from
  * JSON, fill in the default and check the range, so loading is:
  *
@@ -11,9 +13,12 @@
  *             -> defaults for fields still UNSET -> range checks -> frozen.
  *
  * Invariants: after a successful load no field is UNSET, every number lies
- * in its row's [min, max], model names are unique. cfg_help_print() walks
- * the same tables, so --help, README.md and the schema (kept in step by
- * hand and by tests) cannot drift from the parser silently.
+ * in its row's [min, max] (a placement's absent "threads" is 0), model names
+ * are unique, and each model has either replica_count >= 1 and no
+ * placements or replica_count 0 and 1..256 placements, each with a device.
+ * cfg_help_print() walks the same tables, so --help, README.md and the
+ * schema (kept in step by hand and by tests) cannot drift from the parser
+ * silently.
  *
  * Errors: one line "PATH: what was expected" in the caller's buffer, the
  * status as the return value. All allocation goes through common/mem.h.
@@ -38,6 +43,8 @@
 #define CFG_MAX_INPUT_BYTES (1024 * 1024) /* larger files are refused */
 #define CFG_MAX_MODELS 256                /* ceiling on "models" entries */
 #define CFG_MAX_API_KEYS 1024             /* ceiling on "api_keys" entries */
+#define CFG_MAX_REPLICAS 256              /* ceiling on listed placements */
+#define CFG_DEVICE_MAX 63                 /* device spec length in bytes */
 #define CFG_NAME_MAX 64                   /* model name length in bytes */
 #define CFG_PATH_LEN 96                   /* longest JSON path in a message */
 #define CFG_DAY_MS 86400000               /* one day, the timeout ceiling */
@@ -86,8 +93,11 @@ struct cfg_knob {
 	int64_t max;                 /* largest number, length or count */
 	const char *def_str;         /* default of other types, for --help */
 	bool required;               /* absent key is an error */
-	const struct cfg_knob *sub;  /* object / array of objects: its keys */
+	const struct cfg_knob *sub;  /* object: its keys (--help: "PATH.KEY") */
 	size_t n_sub;                /* rows in sub */
+	const struct cfg_knob *items; /* array of objects: the keys of each
+				       * entry (--help: "PATH[].KEY") */
+	size_t n_items;              /* rows in items */
 	const char *doc;             /* one line for --help */
 };
 
@@ -198,12 +208,30 @@ static int cfg_int_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 	return 0;
 }
 
+/* A required row still UNSET is a missing key; otherwise UNSET takes the
+ * default. */
 static int cfg_int_finish(struct cfg_ctx *ctx, const struct cfg_knob *k,
 			  void *base, const char *parent)
 {
 	int *p = (int *)((char *)base + k->offset);
+	if (*p == CFG_UNSET_INT && k->required)
+		return cfg_fail(ctx, -ST_INVAL, parent, "missing key \"%s\"",
+				k->path);
 	if (*p == CFG_UNSET_INT)
 		*p = (int)k->def;
+	return cfg_range_check(ctx, k, *p, parent);
+}
+
+/* An optional int whose absence is a value outside the range ("threads":
+ * absent -> 0, "one per core"): the default skips the range check. */
+static int cfg_int_opt_finish(struct cfg_ctx *ctx, const struct cfg_knob *k,
+			      void *base, const char *parent)
+{
+	int *p = (int *)((char *)base + k->offset);
+	if (*p == CFG_UNSET_INT) {
+		*p = (int)k->def;
+		return 0;
+	}
 	return cfg_range_check(ctx, k, *p, parent);
 }
 
@@ -242,6 +270,11 @@ static int cfg_bool_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 static const struct cfg_type cfg_type_int = {
 	"integer", CFG_SHOW_INT, "", cfg_int_unset, cfg_int_read,
 	cfg_int_finish,
+};
+/* --help shows the row's def_str as the default ("one per core"). */
+static const struct cfg_type cfg_type_int_opt = {
+	"integer", CFG_SHOW_TEXT, "", cfg_int_unset, cfg_int_read,
+	cfg_int_opt_finish,
 };
 static const struct cfg_type cfg_type_int64 = {
 	"integer", CFG_SHOW_INT, "", cfg_int64_unset, cfg_int64_read,
@@ -568,10 +601,114 @@ static const struct cfg_type cfg_type_section = {
 	cfg_section_finish,
 };
 
+/* ---- replicas --------------------------------------------------------- */
+
+/* "device" of a placement: a string of min..max bytes without white space.
+ * Only the shape is checked here; devices/ parses and validates the spec
+ * (and the cores it names) at start-up. */
+static int cfg_device_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
+			   void *base, json_t *v, const char *path)
+{
+	size_t len = json_string_length(v);
+	if (!json_is_string(v) || len < (size_t)k->min)
+		return cfg_fail(ctx, -ST_INVAL, path,
+				"expected a non-empty string");
+	if (len > (size_t)k->max)
+		return cfg_fail(ctx, -ST_INVAL, path,
+				"expected a non-empty string of at most %lld bytes",
+				(long long)k->max);
+	const char *s = json_string_value(v);
+	if (strcspn(s, " \t\n\v\f\r") != len)
+		return cfg_fail(ctx, -ST_INVAL, path,
+				"expected a device spec without spaces, "
+				"e.g. \"cpu:0-3\"");
+	return cfg_str_store(ctx, k, base, v);
+}
+
+static const struct cfg_type cfg_type_device = {
+	"string", CFG_SHOW_TEXT, " bytes", NULL, cfg_device_read,
+	cfg_required_finish,
+};
+
+/* cfg_placements_read - "replicas": [{"device": ..., "threads": ...}, ...]
+ * (v, an array) into m->replicas through the row's items table. */
+static int cfg_placements_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
+			       struct cfg_model *m, json_t *v, const char *path)
+{
+	size_t n = json_array_size(v);
+	if (n < 1 || n > CFG_MAX_REPLICAS)
+		return cfg_fail(ctx, -ST_INVAL, path,
+				"expected an array of 1..%d placements",
+				CFG_MAX_REPLICAS);
+	m->replicas = mem_calloc(n, sizeof(*m->replicas));
+	if (!m->replicas)
+		return cfg_nomem(ctx);
+	m->n_replicas = n; /* half-filled entries are fine for cfg_destroy */
+	m->replica_count = 0;
+	for (size_t i = 0; i < n; i++) {
+		char epath[CFG_PATH_LEN];
+		snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
+		json_t *e = json_array_get(v, i);
+		if (!json_is_object(e))
+			return cfg_fail(ctx, -ST_INVAL, epath, "expected an object");
+		struct cfg_replica *r = &m->replicas[i];
+		cfg_table_unset(k->items, k->n_items, r);
+		int rc = cfg_object_read(ctx, k->items, k->n_items, r, e, epath);
+		if (!rc)
+			rc = cfg_table_finish(ctx, k->items, k->n_items, r, epath);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* "replicas" in one of three forms: N, {"count": N} (the row's sub table,
+ * whose "count" is the same replica_count field) or a list of placements
+ * (the row's items table). An integer out of range gets the row's range
+ * message; any other type the message naming all three forms. */
+static void cfg_replicas_unset(const struct cfg_knob *k, void *base)
+{
+	struct cfg_model *m = base;
+	cfg_int_unset(k, base);
+	m->replicas = NULL;
+	m->n_replicas = 0;
+}
+
+static int cfg_replicas_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
+			     void *base, json_t *v, const char *path)
+{
+	if (json_is_integer(v))
+		return cfg_int_read(ctx, k, base, v, path); /* range: finish */
+	if (json_is_array(v))
+		return cfg_placements_read(ctx, k, base, v, path);
+	if (!json_is_object(v))
+		return cfg_fail(ctx, -ST_INVAL, path,
+				"expected an integer >= %lld, {\"count\": N} or "
+				"an array of placements", (long long)k->min);
+	int rc = cfg_object_read(ctx, k->sub, k->n_sub, base, v, path);
+	if (!rc)
+		rc = cfg_table_finish(ctx, k->sub, k->n_sub, base, path);
+	return rc;
+}
+
+static int cfg_replicas_finish(struct cfg_ctx *ctx, const struct cfg_knob *k,
+			       void *base, const char *parent)
+{
+	struct cfg_model *m = base;
+	if (m->n_replicas > 0)
+		return 0; /* placements: replica_count is 0 */
+	return cfg_int_finish(ctx, k, base, parent);
+}
+
+static const struct cfg_type cfg_type_replicas = {
+	"integer, object or array", CFG_SHOW_INT, "", cfg_replicas_unset,
+	cfg_replicas_read, cfg_replicas_finish,
+};
+
 /* ---- models ----------------------------------------------------------- */
 
 /* cfg_model_read - entry i of "models" (v) into cfg->models[i] through the
- * row's sub-table; names must differ from every earlier entry's. */
+ * row's items table; names must differ from every earlier entry's. */
 static int cfg_model_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 			  struct cfg *cfg, size_t i, json_t *v)
 {
@@ -580,10 +717,10 @@ static int cfg_model_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 	if (!json_is_object(v))
 		return cfg_fail(ctx, -ST_INVAL, path, "expected an object");
 	struct cfg_model *m = &cfg->models[i];
-	cfg_table_unset(k->sub, k->n_sub, m);
-	int rc = cfg_object_read(ctx, k->sub, k->n_sub, m, v, path);
+	cfg_table_unset(k->items, k->n_items, m);
+	int rc = cfg_object_read(ctx, k->items, k->n_items, m, v, path);
 	if (!rc)
-		rc = cfg_table_finish(ctx, k->sub, k->n_sub, m, path);
+		rc = cfg_table_finish(ctx, k->items, k->n_items, m, path);
 	if (rc)
 		return rc;
 	for (size_t j = 0; j < i; j++) {
@@ -625,6 +762,27 @@ static const struct cfg_type cfg_type_models = {
 
 /* ---- the tables ------------------------------------------------------- */
 
+/* "replicas" as an object: {"count": N}; offsets into struct cfg_model. */
+static const struct cfg_knob cfg_replicas_count_knobs[] = {
+	{ .path = "count", .type = &cfg_type_int,
+	  .offset = offsetof(struct cfg_model, replica_count), .min = 1,
+	  .max = INT_MAX, .required = true,
+	  .doc = "replicas spread over the available cores, as \"replicas\": N" },
+};
+
+/* One placement of "replicas": [...]; offsets into struct cfg_replica. */
+static const struct cfg_knob cfg_replica_knobs[] = {
+	{ .path = "device", .type = &cfg_type_device,
+	  .offset = offsetof(struct cfg_replica, device), .min = 1,
+	  .max = CFG_DEVICE_MAX, .required = true,
+	  .doc = "cores the replica runs on: \"cpu\" (all), \"cpu:N\", "
+		 "\"cpu:A-B\" or a list \"cpu:0,2-3\"; checked at start-up" },
+	{ .path = "threads", .type = &cfg_type_int_opt,
+	  .offset = offsetof(struct cfg_replica, threads), .def = 0, .min = 1,
+	  .max = 1024, .def_str = "one per core of the device",
+	  .doc = "compute threads of the replica" },
+};
+
 /* Keys of one "models" entry; offsets into struct cfg_model. */
 static const struct cfg_knob cfg_model_knobs[] = {
 	{ .path = "name", .type = &cfg_type_name,
@@ -639,9 +797,40 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	{ .path = "format", .type = &cfg_type_format,
 	  .offset = offsetof(struct cfg_model, format), .def_str = "auto",
 	  .doc = "\"gguf\" or \"ct2\"; absent: decided from the path" },
-	{ .path = "replicas", .type = &cfg_type_int,
-	  .offset = offsetof(struct cfg_model, replicas), .def = 1, .min = 1,
-	  .max = INT_MAX, .doc = "copies of the model serving in parallel" },
+	{ .path = "replicas", .type = &cfg_type_replicas,
+	  .offset = offsetof(struct cfg_model, replica_count), .def = 1,
+	  .min = 1, .max = INT_MAX, .sub = cfg_replicas_count_knobs,
+	  .n_sub = CFG_N(cfg_replicas_count_knobs), .items = cfg_replica_knobs,
+	  .n_items = CFG_N(cfg_replica_knobs),
+	  .doc = "copies of the model serving in parallel: N or {\"count\": N} "
+		 "(N replicas spread over the available cores), or a list of "
+		 "placements [{\"device\": \"cpu:0-3\", \"threads\": 4}, ...] "
+		 "(keys below); models given the same cores share them" },
+	{ .path = "max_batch_size", .type = &cfg_type_int,
+	  .offset = offsetof(struct cfg_model, max_batch_size), .def = 8,
+	  .min = 1, .max = 256,
+	  .doc = "transcription: audio windows per encoder batch and sequences "
+		 "per decoder step" },
+	{ .path = "max_queue_delay_ms", .type = &cfg_type_int,
+	  .offset = offsetof(struct cfg_model, max_queue_delay_ms), .def = 5,
+	  .min = 0, .max = 60000,
+	  .doc = "how long a batch may wait for more requests before it runs" },
+	{ .path = "max_queue_size", .type = &cfg_type_int,
+	  .offset = offsetof(struct cfg_model, max_queue_size), .def = 64,
+	  .min = 1, .max = 1000000,
+	  .doc = "requests waiting to start; past it new ones get 429" },
+	{ .path = "max_num_seqs", .type = &cfg_type_int,
+	  .offset = offsetof(struct cfg_model, max_num_seqs), .def = 16,
+	  .min = 1, .max = 256,
+	  .doc = "generation: sequences in the running batch" },
+	{ .path = "max_batch_tokens", .type = &cfg_type_int,
+	  .offset = offsetof(struct cfg_model, max_batch_tokens), .def = 512,
+	  .min = 16, .max = 65536,
+	  .doc = "generation: most tokens in one forward pass" },
+	{ .path = "timeout_ms", .type = &cfg_type_int,
+	  .offset = offsetof(struct cfg_model, timeout_ms), .def = 0, .min = 0,
+	  .max = CFG_DAY_MS,
+	  .doc = "request deadline, 504 past it; 0 = none" },
 };
 
 /* Keys of "limits"; offsets into struct cfg. */
@@ -695,8 +884,8 @@ static const struct cfg_knob cfg_knobs[] = {
 	  .doc = "resource limits and timeouts, keys below" },
 	{ .path = "models", .type = &cfg_type_models,
 	  .offset = offsetof(struct cfg, models), .min = 1,
-	  .max = CFG_MAX_MODELS, .required = true, .sub = cfg_model_knobs,
-	  .n_sub = CFG_N(cfg_model_knobs),
+	  .max = CFG_MAX_MODELS, .required = true, .items = cfg_model_knobs,
+	  .n_items = CFG_N(cfg_model_knobs),
 	  .doc = "models to load and serve, entries below" },
 };
 
@@ -840,15 +1029,20 @@ void cfg_destroy(struct cfg *cfg)
 		mem_free(cfg->api_keys[i]);
 	mem_free(cfg->api_keys);
 	for (size_t i = 0; i < cfg->n_models; i++) {
-		mem_free(cfg->models[i].name);
-		mem_free(cfg->models[i].path);
+		struct cfg_model *m = &cfg->models[i];
+		mem_free(m->name);
+		mem_free(m->path);
+		for (size_t j = 0; j < m->n_replicas; j++)
+			mem_free(m->replicas[j].device);
+		mem_free(m->replicas);
 	}
 	mem_free(cfg->models);
 	mem_free(cfg);
 }
 
-/* cfg_help_rows - one entry per row of tab, then the rows of its sub-table
- * (an object's keys, or "models[]." for each array entry). */
+/* cfg_help_rows - one entry per row of tab, then the rows of its sub table
+ * (an object's keys, "limits.KEY") and of its items table (the keys of each
+ * array entry, "models[].KEY"). */
 static void cfg_help_rows(FILE *out, const struct cfg_knob *tab, size_t n,
 			  const char *parent)
 {
@@ -876,11 +1070,13 @@ static void cfg_help_rows(FILE *out, const struct cfg_knob *tab, size_t n,
 				 (long long)k->min, (long long)k->max, unit);
 		fprintf(out, "  %s (%s%s%s)\n      %s\n", path, k->type->name,
 			def, range, k->doc);
-		if (k->sub && k->type == &cfg_type_models)
-			snprintf(path + strlen(path), sizeof(path) - strlen(path),
-				 "[]");
 		if (k->sub)
 			cfg_help_rows(out, k->sub, k->n_sub, path);
+		if (k->items) {
+			snprintf(path + strlen(path), sizeof(path) - strlen(path),
+				 "[]");
+			cfg_help_rows(out, k->items, k->n_items, path);
+		}
 	}
 }
 

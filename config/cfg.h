@@ -24,12 +24,30 @@ enum cfg_model_format {
 	CFG_MODEL_FORMAT_COUNT
 };
 
+/* One placement of "replicas": [{"device": "cpu:0-1", "threads": 2}, ...]. */
+struct cfg_replica {
+	char *device;                 /* device spec, "cpu", "cpu:N", "cpu:A-B", "cpu:0,2-3" */
+	int threads;                  /* compute threads, >= 1; 0 (absent): one per core of the device */
+};
+
 /* One entry of "models". */
 struct cfg_model {
 	char *name;                   /* unique, [A-Za-z0-9._-]{1,64} */
 	char *path;                   /* file or folder, relative to the cwd */
 	enum cfg_model_format format; /* "gguf", "ct2" or absent (auto) */
-	int replicas;                 /* >= 1, default 1 */
+	/* "replicas": an integer N or {"count": N} (N replicas spread over the
+	 * available cores), or a list of placements. Absent: {"count": 1}. */
+	int replica_count;            /* N; 0 when placements are listed */
+	struct cfg_replica *replicas; /* listed placements [n_replicas], else NULL */
+	size_t n_replicas;            /* 0..256 */
+	/* scheduling (all optional) */
+	int max_batch_size;           /* transcription: windows per encoder batch and sequences
+				       * per decoder step; default 8, 1..256 */
+	int max_queue_delay_ms;       /* wait up to this for a batch to fill; default 5, 0..60000 */
+	int max_queue_size;           /* requests waiting to start before 429; default 64, 1..1000000 */
+	int max_num_seqs;             /* generation: sequences in the running batch; default 16, 1..256 */
+	int max_batch_tokens;         /* generation: tokens per forward pass; default 512, 16..65536 */
+	int timeout_ms;               /* request deadline (504 past it); default 0 = none, 0..86400000 */
 };
 
 struct cfg {

@@ -31,12 +31,31 @@ enum eng_task {
 	ENG_TASK_COUNT
 };
 
-/* What to load; borrowed by eng_create, which copies what it keeps. */
+/* Where one replica runs: a device spec (devices/dev.h: "cpu:0-1") and
+ * its compute threads (0: one per core of the device). */
+struct eng_replica_spec {
+	const char *device;
+	int threads;
+};
+
+/* What to load; borrowed by eng_create, which copies what it keeps. Zero
+ * scheduling fields take the defaults given (config/cfg.h documents them). */
 struct eng_model_spec {
 	const char *name;       /* unique name clients use */
 	const char *path;       /* file (GGUF) or folder (CT2) */
 	enum eng_format format; /* AUTO, GGUF or CT2 */
-	int replicas;           /* >= 1 (scheduling comes in a later issue) */
+	/* replicas: the placements listed, or else replica_count replicas
+	 * spread over the cores this process may use (0: one replica on all
+	 * of them). Weights are mapped once and shared by all replicas. */
+	const struct eng_replica_spec *replicas;
+	size_t n_replicas;
+	int replica_count;
+	int max_batch_size;     /* transcription windows/sequences per batch (8) */
+	int max_queue_delay_ms; /* wait for a batch to fill (5); < 0: 0 */
+	int max_queue_size;     /* requests waiting before -ST_BUSY (64) */
+	int max_num_seqs;       /* generation: sequences in the running batch (16) */
+	int max_batch_tokens;   /* generation: tokens per forward pass (512) */
+	int timeout_ms;         /* request deadline (0: none) */
 };
 
 /* eng_create - open and validate every model in specs[0..n_specs).
@@ -87,6 +106,19 @@ const char *eng_format_str(enum eng_format f);
  * negative ST_* with err set as eng_create does. */
 int eng_inspect(const char *path, FILE *out, char *err, size_t errlen);
 
+/* --- scheduling options ---------------------------------------------- */
+
+/* How one request is scheduled. */
+enum eng_priority {
+	ENG_PRIORITY_NORMAL = 0,
+	ENG_PRIORITY_HIGH,     /* taken before every waiting normal request */
+};
+
+struct eng_req_opts {
+	enum eng_priority priority;
+	int timeout_ms;        /* deadline from submission: 0 the model's default, < 0 none */
+};
+
 /* --- transcription (Whisper models) ----------------------------------- */
 
 #include "engine/eng_audio.h" /* eng_audio_decode: bytes -> 16 kHz mono float */
@@ -109,7 +141,6 @@ struct eng_transcribe_params {
 	float log_prob_threshold;  /* -1.0; <= -1e9 disables */
 	float no_speech_threshold; /* 0.6; > 1 disables */
 	uint64_t seed;             /* sampling seed (0: a fixed default) */
-	int n_threads;             /* compute threads for this call (1..256, default 1) */
 	const volatile int *cancel; /* non-NULL and set: stop between windows (-ST_CANCELED) */
 };
 
@@ -135,14 +166,43 @@ struct eng_transcript {
 
 void eng_transcribe_params_init(struct eng_transcribe_params *p);
 
-/* eng_transcribe - transcribe samples [n_samples] (16 kHz mono float, as
- * eng_audio_decode gives) with transcription model m: log-mel features,
- * 30-second windows, encoder, decoder with the Whisper decoding rules,
- * temperature fallback, long-form seeking on the last timestamp.
- * Runs on the calling (worker) thread; never on the loop thread. m is
- * shared read-only; every buffer is the call's own. On success *out is new
- * (eng_transcript_destroy). Errors: -ST_INVAL (m not a transcription
- * model, bad parameter: err names it), -ST_CANCELED, -ST_NOMEM. */
+/* The audio of a submitted transcription: either encoded bytes (a file,
+ * or headerless samples described by raw), decoded on the replica with
+ * eng_audio_decode, or samples already decoded (16 kHz mono float).
+ * Borrowed until done. */
+struct eng_asr_input {
+	const void *data;          /* encoded bytes [len], or NULL */
+	size_t len;
+	const struct eng_audio_raw *raw; /* how to read headerless data, or NULL */
+	const float *samples;      /* when data is NULL: [n_samples] at 16 kHz */
+	size_t n_samples;
+};
+
+/* Called exactly once when a submitted transcription ends, on a replica
+ * thread: rc 0 with t (new, the callee's: eng_transcript_destroy;
+ * t->duration_s is the source's duration), or a negative ST_* with err
+ * (one line): -ST_INVAL (audio that cannot be decoded or is empty),
+ * -ST_UNSUPPORTED (an audio format not handled), -ST_TOOBIG (audio longer
+ * than the limit), -ST_CANCELED, -ST_TIMEDOUT, -ST_CLOSED, -ST_NOMEM. */
+typedef void (*eng_transcribe_done_fn)(void *ud, int rc, struct eng_transcript *t,
+				       const char *err);
+
+/* eng_transcribe_submit - queue a transcription of in with model m on its
+ * scheduler: log-mel features, 30-second windows, encoder, decoder with
+ * the Whisper decoding rules, temperature fallback, long-form seeking on
+ * the last timestamp (faster-whisper's algorithm). p is copied (its
+ * strings borrowed until done); o may be NULL. Any thread; never blocks
+ * on compute. Returns 0 (done will be called), or without calling done:
+ * -ST_INVAL (not a transcription model, bad parameter: err names it),
+ * -ST_BUSY (queue full), -ST_CLOSED, -ST_NOMEM. */
+int eng_transcribe_submit(const struct eng_model *m, const struct eng_asr_input *in,
+			  const struct eng_transcribe_params *p, const struct eng_req_opts *o,
+			  eng_transcribe_done_fn done, void *ud, char *err, size_t errlen);
+
+/* eng_transcribe - transcribe samples [n_samples] (16 kHz mono float) on
+ * m's scheduler and wait (CLI, tests). Errors as eng_transcribe_submit and
+ * its done give them; on success *out is new (eng_transcript_destroy).
+ * Not on a replica thread. */
 int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_samples,
 		   const struct eng_transcribe_params *p, struct eng_transcript **out, char *err,
 		   size_t errlen);
@@ -152,6 +212,13 @@ void eng_transcript_destroy(struct eng_transcript *t);
 
 #define ENG_GEN_MAX_STOP 4     /* stop strings per request (OpenAI's limit) */
 #define ENG_GEN_MAX_TOP 20     /* top alternatives per token (OpenAI's limit) */
+#define ENG_GEN_MAX_BIAS 300   /* logit_bias entries (OpenAI's limit) */
+
+/* One logit_bias entry: bias is added to token id's logit before sampling. */
+struct eng_logit_bias {
+	int32_t id;
+	float bias;
+};
 
 /* One generated token as streamed and reported with logprobs. */
 struct eng_gen_token {
@@ -184,7 +251,8 @@ struct eng_gen_params {
 	float frequency_penalty;       /* -2..2 */
 	uint64_t seed;                 /* sampling seed */
 	int logprobs;                  /* -1 none; 0..20 alternatives per token */
-	int n_threads;                 /* compute threads (default 1) */
+	const struct eng_logit_bias *bias; /* [n_bias], ids < n_vocab; borrowed */
+	int n_bias;                    /* 0..ENG_GEN_MAX_BIAS */
 	const volatile int *cancel;    /* set: stop at the next token (-ST_CANCELED) */
 	/* on_text: text that is final (whole UTF-8 characters, past any stop
 	 * string's possible start), with the tokens whose text begins in it
@@ -208,18 +276,38 @@ struct eng_gen_result {
 	enum eng_finish finish;
 	size_t n_prompt_tokens, n_completion_tokens;
 	struct eng_gen_token *tokens;  /* [n_completion_tokens] when logprobs >= 0, else NULL */
-	double prompt_ms, decode_ms;   /* time in prefill and in decode steps */
+	double queue_ms;               /* submitted -> admitted into a running batch */
+	double prompt_ms, decode_ms;   /* admitted -> first token -> finished */
 };
 
 void eng_gen_params_init(struct eng_gen_params *p);
 
-/* eng_generate - complete p->prompt with generation model m (tokenise,
- * prefill, decode with sampling until an end-of-generation token, a stop
- * string or max_tokens). Runs on the calling worker thread. On success
- * *out is new (eng_gen_result_destroy). Errors: -ST_INVAL (not a
- * generation model, bad parameter, empty prompt; err says which),
- * -ST_TOOBIG (prompt + max_tokens beyond the context: err gives the
- * numbers), -ST_CANCELED, -ST_NOMEM. */
+/* Called exactly once when a submitted completion ends, on a replica
+ * thread: rc 0 with res (new, the callee's: eng_gen_result_destroy), or a
+ * negative ST_* with err (one line): -ST_TOOBIG (prompt + max_tokens beyond
+ * the context), -ST_INVAL (empty prompt), -ST_CANCELED (p->cancel was set
+ * or on_text asked to stop), -ST_TIMEDOUT (the deadline passed),
+ * -ST_CLOSED (the engine shut down first), -ST_NOMEM. Text already given to
+ * on_text stays given. */
+typedef void (*eng_gen_done_fn)(void *ud, int rc, struct eng_gen_result *res, const char *err);
+
+/* eng_generate_submit - queue a completion of p->prompt on model m's
+ * scheduler (engine/eng_sched.h): a replica with room admits it into its
+ * running batch (continuous batching), tokenises the prompt, prefills it
+ * in chunks mixed with other sequences' decode steps and samples until an
+ * end-of-generation token, a stop string or max_tokens. p is copied; its
+ * strings and ud must live until done. o may be NULL (defaults). Any
+ * thread; never blocks on compute. Returns 0 (done will be called), or,
+ * without calling done: -ST_INVAL (not a generation model, bad parameter:
+ * err says which), -ST_BUSY (the queue is full: retry later), -ST_CLOSED
+ * (shutting down), -ST_NOMEM. */
+int eng_generate_submit(const struct eng_model *m, const struct eng_gen_params *p,
+			const struct eng_req_opts *o, eng_gen_done_fn done, void *ud, char *err,
+			size_t errlen);
+
+/* eng_generate - eng_generate_submit and wait for it (CLI, tests): the
+ * same errors, returned; on success *out is new (eng_gen_result_destroy).
+ * Not on a replica thread. */
 int eng_generate(const struct eng_model *m, const struct eng_gen_params *p,
 		 struct eng_gen_result **out, char *err, size_t errlen);
 void eng_gen_result_destroy(struct eng_gen_result *r);

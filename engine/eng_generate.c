@@ -8,15 +8,15 @@
  * finish_reason, logprobs) and llama.cpp's server (EOG tokens end a
  * completion; special tokens in the prompt are parsed).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "devices/dev_pool.h"
 #include "engine/eng.h"
 #include "engine/eng_int.h"
+#include "engine/eng_gen_int.h"
 #include "engine/eng_sample.h"
 #include "engine/eng_tok.h"
 #include "engine/models/eng_llm.h"
@@ -44,7 +44,7 @@ void eng_gen_params_init(struct eng_gen_params *p)
 {
 	*p = (struct eng_gen_params){
 		.max_tokens = 16, .temperature = 1.0f, .top_p = 1.0f, .repetition_penalty = 1.0f,
-		.logprobs = -1, .n_threads = 1,
+		.logprobs = -1,
 	};
 }
 
@@ -59,13 +59,6 @@ size_t eng_model_context(const struct eng_model *m)
 size_t eng_token_text(const struct eng_model *m, int32_t id, char *out, size_t cap)
 {
 	return m->tok ? eng_tok_piece(m->tok, id, true, out, cap) : 0;
-}
-
-static double eg_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static int eg_check(const struct eng_model *m, const struct eng_gen_params *p, char *err,
@@ -89,8 +82,19 @@ static int eg_check(const struct eng_model *m, const struct eng_gen_params *p, c
 	if (p->logprobs > ENG_GEN_MAX_TOP || p->n_stop < 0 || p->n_stop > ENG_GEN_MAX_STOP)
 		return eng__errf(-ST_INVAL, err, errlen, "logprobs: at most %d; stop: at most %d",
 				 ENG_GEN_MAX_TOP, ENG_GEN_MAX_STOP);
-	if (p->n_threads < 1 || p->n_threads > 256)
-		return eng__errf(-ST_INVAL, err, errlen, "threads: expected 1..256");
+	if (!p->prompt)
+		return eng__errf(-ST_INVAL, err, errlen, "the prompt is missing");
+	if (p->n_bias < 0 || p->n_bias > ENG_GEN_MAX_BIAS || (p->n_bias && !p->bias))
+		return eng__errf(-ST_INVAL, err, errlen, "logit_bias: at most %d entries",
+				 ENG_GEN_MAX_BIAS);
+	int n_vocab = eng_llm_hp(m->llm)->n_vocab;
+	for (int i = 0; i < p->n_bias; i++)
+		if (p->bias[i].id < 0 || p->bias[i].id >= n_vocab || !(p->bias[i].bias >= -100) ||
+		    !(p->bias[i].bias <= 100))
+			return eng__errf(-ST_INVAL, err, errlen,
+					 "logit_bias: token %d is not in this model's vocabulary of "
+					 "%d (or its bias is not in -100..100)", (int)p->bias[i].id,
+					 n_vocab);
 	return 0;
 }
 
@@ -186,11 +190,11 @@ static int eg_release(const struct eng_gen_params *p, struct eg_text *t, size_t 
 
 /* --- the loop ------------------------------------------------------------ */
 
-struct eg {
+/* One sequence being generated (eng_gen_int.h's struct eng__gseq). */
+struct eng__gseq {
 	const struct eng_model *m;
 	const struct eng_gen_params *p;
 	struct eng_llm_kv *kv;
-	struct dev_pool *pool;
 	struct eng_sampler s;
 	int32_t *hist;        /* prompt + generated tokens */
 	size_t n_hist;
@@ -198,9 +202,11 @@ struct eg {
 	struct eg_text text;
 	struct eng_gen_result *res;
 	size_t max_tokens;    /* p->max_tokens, or less with p->max_tokens_fit */
+	size_t n_fed;         /* hist[0..n_fed) are in the KV cache */
+	bool sampling;        /* the logits of hist[n_hist - 1] are due */
 };
 
-static int eg_prompt(struct eg *g, char *err, size_t errlen)
+static int eg_prompt(struct eng__gseq *g, char *err, size_t errlen)
 {
 	const struct eng_gen_params *p = g->p;
 	size_t len = p->prompt_len ? p->prompt_len : strlen(p->prompt);
@@ -213,6 +219,10 @@ static int eg_prompt(struct eg *g, char *err, size_t errlen)
 	g->max_tokens = (size_t)p->max_tokens;
 	if (!rc && p->max_tokens_fit && n < ctx && n + g->max_tokens > ctx)
 		g->max_tokens = ctx - n;
+	if (rc == -ST_TOOBIG && n > ctx)
+		return eng__errf(-ST_TOOBIG, err, errlen,
+				 "this model's context is %zu tokens, but the prompt alone has "
+				 "more (at least %zu)", ctx, n);
 	if (rc == -ST_TOOBIG || (!rc && n + g->max_tokens > ctx))
 		return eng__errf(-ST_TOOBIG, err, errlen,
 				 "this model's context is %zu tokens, but the request needs %zu "
@@ -226,7 +236,7 @@ static int eg_prompt(struct eg *g, char *err, size_t errlen)
 }
 
 /* Record the chosen token and its log-probabilities. */
-static int eg_token(struct eg *g, int32_t id, struct eng_gen_token *t)
+static int eg_token(struct eng__gseq *g, int32_t id, struct eng_gen_token *t)
 {
 	const struct eng_gen_params *p = g->p;
 	*t = (struct eng_gen_token){ .id = id, .text_start = g->text.len };
@@ -250,7 +260,7 @@ static int eg_token(struct eg *g, int32_t id, struct eng_gen_token *t)
 }
 
 /* One decode step's bookkeeping after sampling id; *done when finished. */
-static int eg_step(struct eg *g, int32_t id, bool *done)
+static int eg_step(struct eng__gseq *g, int32_t id, bool *done)
 {
 	const struct eng_gen_params *p = g->p;
 	struct eng_gen_token t;
@@ -281,97 +291,219 @@ static int eg_step(struct eg *g, int32_t id, bool *done)
 	return eg_release(p, &g->text, eg_final_end(p, &g->text), g->res);
 }
 
-static int eg_run(struct eg *g, char *err, size_t errlen)
+/* --- one sequence (eng_gen_int.h) ---------------------------------------- */
+
+void eng__gseq_destroy(struct eng__gseq *g)
 {
-	const struct eng_gen_params *p = g->p;
-	int rc = eg_prompt(g, err, errlen);
-	if (rc)
-		return rc;
-	double t0 = eg_ms();
-	rc = eng_llm_forward(g->m->llm, g->kv, g->pool, g->hist, g->n_hist, false, g->logits);
-	double t1 = eg_ms();
-	g->res->prompt_ms = t1 - t0;
-	bool done = false;
-	while (!rc && !done) {
-		if (p->cancel && *p->cancel) {
-			rc = -ST_CANCELED;
-			break;
-		}
-		eng_sampler_penalize(&g->s, g->logits, g->hist, g->n_hist);
-		int32_t id = eng_sampler_pick(&g->s, g->logits);
-		rc = eg_step(g, id, &done);
-		if (!rc && !done)
-			rc = eng_llm_forward(g->m->llm, g->kv, g->pool, &id, 1, false, g->logits);
-	}
-	g->res->decode_ms = eg_ms() - t1;
-	if (rc)
-		return rc;
-	/* what is left is final now: a held-back stop prefix that never
-	 * completed, or an unfinished character (kept as is) */
-	size_t end = g->text.stop_at != (size_t)-1 ? g->text.stop_at : g->text.len;
-	return eg_release(p, &g->text, end, g->res);
+	if (!g)
+		return;
+	mem_free(g->text.buf);
+	mem_free(g->hist);
+	mem_free(g->logits);
+	eng_sampler_fini(&g->s);
+	eng_llm_kv_destroy(g->kv);
+	eng_gen_result_destroy(g->res);
+	mem_free(g);
 }
 
-static int eg_setup(struct eg *g)
+int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
+		    struct eng__gseq **out, char *err, size_t errlen)
 {
-	const struct eng_gen_params *p = g->p;
-	const struct eng_llm_hp *hp = eng_llm_hp(g->m->llm);
+	const struct eng_llm_hp *hp = eng_llm_hp(m->llm);
 	struct eng_sample_params sp = {
 		.temperature = p->temperature, .top_k = p->top_k, .top_p = p->top_p,
 		.min_p = p->min_p, .repetition_penalty = p->repetition_penalty,
 		.presence_penalty = p->presence_penalty, .frequency_penalty = p->frequency_penalty,
 		.penalty_last_n = 64,
 	};
+	*out = NULL;
+	struct eng__gseq *g = mem_calloc(1, sizeof(*g));
+	if (!g)
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+	g->m = m;
+	g->p = p;
 	g->text.stop_at = (size_t)-1;
 	g->res = mem_calloc(1, sizeof(*g->res));
 	g->logits = mem_alloc((size_t)hp->n_vocab * sizeof(float));
-	if (!g->res || !g->logits)
-		return -ST_NOMEM;
-	int rc = eng_sampler_init(&g->s, &sp, hp->n_vocab, p->seed);
+	int rc = g->res && g->logits ? 0 : -ST_NOMEM;
 	if (!rc)
-		rc = eng_llm_kv_create(g->m->llm, eng_model_context(g->m), &g->kv);
-	if (!rc && p->n_threads > 1)
-		rc = dev_pool_create(p->n_threads, NULL, &g->pool);
-	return rc;
+		rc = eng_sampler_init(&g->s, &sp, hp->n_vocab, p->seed);
+	if (!rc)
+		rc = eg_prompt(g, err, errlen);
+	if (!rc)
+		rc = eng_llm_kv_create(m->llm, eng_model_context(m), &g->kv);
+	if (rc) {
+		if (err && errlen && !err[0])
+			eng__errf(rc, err, errlen, "generation failed (%s)", st_str(rc));
+		eng__gseq_destroy(g);
+		return rc;
+	}
+	*out = g;
+	return 0;
 }
 
-int eng_generate(const struct eng_model *m, const struct eng_gen_params *p,
-		 struct eng_gen_result **out, char *err, size_t errlen)
+size_t eng__gseq_next(struct eng__gseq *g, size_t max, const int32_t **tokens, float **logits)
+{
+	size_t n = g->n_hist - g->n_fed;
+	n = n < max ? n : max;
+	*tokens = g->hist + g->n_fed;
+	*logits = g->n_fed + n == g->n_hist ? g->logits : NULL;
+	return n;
+}
+
+bool eng__gseq_fed(struct eng__gseq *g, size_t n)
+{
+	g->n_fed += n;
+	g->sampling = g->n_fed == g->n_hist;
+	return g->sampling;
+}
+
+struct eng_llm_kv *eng__gseq_kv(struct eng__gseq *g)
+{
+	return g->kv;
+}
+
+size_t eng__gseq_generated(const struct eng__gseq *g)
+{
+	return g->res->n_completion_tokens;
+}
+
+size_t eng__gseq_prompt_tokens(const struct eng__gseq *g)
+{
+	return g->res->n_prompt_tokens;
+}
+
+int eng__gseq_sample(struct eng__gseq *g, bool *done)
+{
+	*done = false;
+	if (!g->sampling)
+		return -ST_INVAL;
+	g->sampling = false;
+	for (int i = 0; i < g->p->n_bias; i++)
+		g->logits[g->p->bias[i].id] += g->p->bias[i].bias;
+	eng_sampler_penalize(&g->s, g->logits, g->hist, g->n_hist);
+	int32_t id = eng_sampler_pick(&g->s, g->logits);
+	return eg_step(g, id, done);
+}
+
+int eng__gseq_end(struct eng__gseq *g, struct eng_gen_result **out)
 {
 	*out = NULL;
+	/* what is left is final now: a held-back stop prefix that never
+	 * completed, or an unfinished character (kept as is) */
+	size_t end = g->text.stop_at != (size_t)-1 ? g->text.stop_at : g->text.len;
+	int rc = eg_release(g->p, &g->text, end, g->res);
+	if (rc)
+		return rc;
+	g->res->text = g->text.buf ? g->text.buf : mem_strdup("");
+	g->text.buf = NULL;
+	if (!g->res->text)
+		return -ST_NOMEM;
+	g->res->text[end] = '\0';
+	g->res->text_len = end;
+	*out = g->res;
+	g->res = NULL;
+	return 0;
+}
+
+/* --- requests --------------------------------------------------------------- */
+
+int eng_generate_submit(const struct eng_model *m, const struct eng_gen_params *p,
+			const struct eng_req_opts *o, eng_gen_done_fn done, void *ud, char *err,
+			size_t errlen)
+{
 	if (err && errlen)
 		err[0] = '\0';
 	int rc = eg_check(m, p, err, errlen);
 	if (rc)
 		return rc;
-	struct eg g = { .m = m, .p = p };
-	rc = eg_setup(&g);
-	if (!rc)
-		rc = eg_run(&g, err, errlen);
-	if (!rc) {
-		size_t end = g.text.stop_at != (size_t)-1 ? g.text.stop_at : g.text.len;
-		g.res->text = g.text.buf ? g.text.buf : mem_strdup("");
-		g.text.buf = NULL;
-		if (!g.res->text)
-			rc = -ST_NOMEM;
-		else
-			g.res->text[end] = '\0';
-		g.res->text_len = end;
-	}
-	if (rc && err && errlen && !err[0])
-		eng__errf(rc, err, errlen, "generation failed (%s)", st_str(rc));
-	mem_free(g.text.buf);
-	mem_free(g.hist);
-	mem_free(g.logits);
-	eng_sampler_fini(&g.s);
-	eng_llm_kv_destroy(g.kv);
-	dev_pool_destroy(g.pool);
+	if (!m->sched)
+		return eng__errf(-ST_CLOSED, err, errlen, "model '%s' has no replica running",
+				 m->name);
+	struct eng__gen_req *r = mem_calloc(1, sizeof(*r));
+	if (!r)
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+	r->base.cancel = p->cancel;
+	r->base.end = eng__gen_req_end;
+	r->m = m;
+	r->p = *p;
+	r->done = done;
+	r->ud = ud;
+	rc = eng__sched_submit(m->sched, &r->base, o);
 	if (rc) {
-		eng_gen_result_destroy(g.res);
-		return rc;
+		mem_free(r);
+		return eng__errf(rc, err, errlen, rc == -ST_BUSY
+				 ? "model '%s' is busy: its queue is full, retry later"
+				 : "model '%s' is shutting down", m->name);
 	}
-	*out = g.res;
 	return 0;
+}
+
+void eng__gen_req_end(struct eng__req *base, int rc, const char *err)
+{
+	struct eng__gen_req *r = (struct eng__gen_req *)base;
+	struct eng_gen_result *res = NULL;
+	if (!rc && r->seq)
+		rc = eng__gseq_end(r->seq, &res);
+	if (rc && !err)
+		err = rc == -ST_CANCELED ? "the request was cancelled"
+		      : rc == -ST_TIMEDOUT ? "the request's deadline passed"
+		      : rc == -ST_NOMEM ? "out of memory" : st_str(rc);
+	if (res) {
+		res->queue_ms = r->t_admit - base->t_submit;
+		res->prompt_ms = r->t_first - r->t_admit;
+		res->decode_ms = eng__now_ms() - r->t_first;
+	}
+	eng__gseq_destroy(r->seq);
+	eng_gen_done_fn done = r->done;
+	void *ud = r->ud;
+	mem_free(r);
+	done(ud, rc, rc ? NULL : res, rc ? err : NULL);
+}
+
+/* eng_generate: submit, then wait on the caller's stack. */
+struct eg_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool finished;
+	int rc;
+	struct eng_gen_result *res;
+	char *err;
+	size_t errlen;
+};
+
+static void eg_wait_done(void *ud, int rc, struct eng_gen_result *res, const char *err)
+{
+	struct eg_wait *w = ud;
+	pthread_mutex_lock(&w->mu);
+	w->rc = rc;
+	w->res = res;
+	if (rc && err && w->err && w->errlen)
+		snprintf(w->err, w->errlen, "%s", err);
+	w->finished = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+int eng_generate(const struct eng_model *m, const struct eng_gen_params *p,
+		 struct eng_gen_result **out, char *err, size_t errlen)
+{
+	struct eg_wait w = { .err = err, .errlen = errlen };
+	*out = NULL;
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	int rc = eng_generate_submit(m, p, NULL, eg_wait_done, &w, err, errlen);
+	if (!rc) {
+		pthread_mutex_lock(&w.mu);
+		while (!w.finished)
+			pthread_cond_wait(&w.cv, &w.mu);
+		pthread_mutex_unlock(&w.mu);
+		rc = w.rc;
+		*out = w.res;
+	}
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.mu);
+	return rc;
 }
 
 void eng_gen_result_destroy(struct eng_gen_result *r)

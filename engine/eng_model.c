@@ -22,7 +22,10 @@
 #include "common/st.h"
 #include "engine/eng_ct2.h"
 #include "engine/eng_gguf.h"
+#include "engine/eng_asr_int.h"
+#include "engine/eng_gen_int.h"
 #include "engine/eng_int.h"
+#include "engine/eng_sched.h"
 
 #define ENG_ERR_MAX 1024 /* longest reader message kept before prefixing */
 
@@ -156,24 +159,29 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 		return eng__errf(-ST_INVAL, err, errlen, "no path given");
 	if (spec->format < 0 || spec->format >= ENG_FORMAT_COUNT)
 		return eng__errf(-ST_INVAL, err, errlen, "unknown format %d", (int)spec->format);
-	if (spec->replicas < 1)
-		return eng__errf(-ST_INVAL, err, errlen, "replicas must be >= 1 (got %d)", spec->replicas);
+	if (spec->replica_count < 0 || (spec->n_replicas && !spec->replicas))
+		return eng__errf(-ST_INVAL, err, errlen, "replicas: expected a count >= 1 or placements");
 	m->name = mem_strdup(spec->name);
 	m->path = mem_strdup(spec->path);
 	if (!m->name || !m->path)
 		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
-	m->replicas = spec->replicas;
 	m->format = spec->format;
 	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
 	if (rc)
 		return rc;
 	rc = m->format == ENG_FORMAT_GGUF ? load_gguf(m, err, errlen) : load_ct2(m, err, errlen);
 	m->created = (int64_t)time(NULL);
+	if (!rc)
+		rc = eng__sched_create(m, spec,
+				       m->task == ENG_TASK_GENERATION ? eng__gen_loop : eng__asr_loop,
+				       &m->sched, err, errlen);
 	return rc;
 }
 
 static void model_fini(struct eng_model *m)
 {
+	eng__sched_destroy(m->sched); /* no replica touches the weights after this */
+	m->sched = NULL;
 	eng__whisper_model_fini(m);
 	eng__llm_model_fini(m);
 	eng_gguf_close(m->gguf);

@@ -61,20 +61,24 @@ struct ep_linear16 {
 	float *y;
 };
 
+/* Output columns in tiles of ENG_PAR_QTILE: every row passes over a tile
+ * while it is in cache, so W is read once for all rows. gemv_f16 computes
+ * each column alone (its own accumulator, the same operations whatever
+ * the tile or the row count), so a row's result never depends on M. */
 static void ep_linear16_cols(void *arg, int ith, int nth)
 {
 	const struct ep_linear16 *a = arg;
 	const struct kn_ops *ops = kn_ops();
 	long c0, c1;
-	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
-	if (c1 <= c0)
-		return;
-	size_t n = (size_t)(c1 - c0);
-	for (size_t m = 0; m < a->M; m++) {
-		float *row = a->y + m * a->N + c0;
-		ops->gemv_f16(a->W + (size_t)c0 * a->K, a->K, a->x + m * a->K, row, n, a->K);
-		if (a->b)
-			ops->add(row, a->b + c0, n);
+	dev_split((long)a->N, ith, nth, ENG_PAR_QTILE, &c0, &c1);
+	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+		for (size_t m = 0; m < a->M; m++) {
+			float *row = a->y + m * a->N + (size_t)c;
+			ops->gemv_f16(a->W + (size_t)c * a->K, a->K, a->x + m * a->K, row, nt, a->K);
+			if (a->b)
+				ops->add(row, a->b + c, nt);
+		}
 	}
 }
 

@@ -19,15 +19,17 @@ struct dev_pool;
 void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 		    const float *W, const float *b, float *y);
 
-/* eng_par_linear with binary16 weights W16 [N,K] for a few rows (decode
- * steps): output columns split, kn gemv_f16 per row. */
+/* Rows of weights a thread handles at a time (tiles kept in cache). */
+#define ENG_PAR_QTILE 64
+
+/* eng_par_linear with binary16 weights W16 [N,K] (decode steps): output
+ * columns split in tiles of ENG_PAR_QTILE, kn gemv_f16 per row and tile,
+ * so W is read once for all M rows and each row's result is the same for
+ * any M and any thread count. */
 void eng_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 			const uint16_t *W16, const float *b, float *y);
 
 struct kn_qops;
-
-/* Rows of tile a thread dequantises at a time for eng_par_qlinear. */
-#define ENG_PAR_QTILE 64
 
 /* y[M,N] = x[M,K] W[N,K]^T + b[N] with W in a GGUF block type (q's
  * kernels; row r at (const char *)W + r * row_bytes), computed as

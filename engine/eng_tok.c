@@ -216,6 +216,8 @@ static int add_token(struct eng_tok *t, size_t id, const char *s, size_t l, uint
 	dst[l] = 0;
 	t->off[id] = at;
 	t->len[id] = (uint32_t)l;
+	if (t->len[id] > t->max_len)
+		t->max_len = t->len[id];
 	size_t slot = find_slot(t, dst, l);
 	if (t->slots[slot] >= 0)
 		return eng__errf(-ST_CORRUPT, err, errlen,

@@ -74,7 +74,9 @@ size_t eng_tok_n_vocab(const struct eng_tok *t);
  * plain text (user-defined tokens are matched either way).
  * ids: [max_ids] out; *n_ids = number of ids the text has.
  * Returns 0, -ST_TOOBIG when that number exceeds max_ids (ids holds the
- * first max_ids, *n_ids the full count), -ST_INVAL (NULL arguments, add_bos
+ * first max_ids, *n_ids the full count; or, for a text longer than max_ids
+ * times the longest token's bytes, refused before encoding: nothing in ids,
+ * *n_ids a lower bound), -ST_INVAL (NULL arguments, add_bos
  * when the model has no BOS), -ST_TOOBIG (len >= 4 GiB), -ST_NOMEM
  * (scratch memory: about 80 bytes per text byte, freed before return). */
 int eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, bool add_bos,

@@ -55,6 +55,7 @@ struct eng_tok {
 	char *pool;            /* token strings, each NUL-terminated */
 	uint32_t *off;         /* [n] offset in pool */
 	uint32_t *len;         /* [n] string bytes */
+	uint32_t max_len;      /* the longest; a token covers at most this many text bytes */
 	float *score;          /* [n] tokenizer.ggml.scores (0 when absent) */
 	uint8_t *attr;         /* [n] enum eng_tok_attr bits */
 	int32_t *slots;        /* [mask + 1] id or -1 */

@@ -179,6 +179,13 @@ int eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, bool a
 		return -ST_INVAL;
 	if (len > UINT32_MAX)
 		return -ST_TOOBIG;
+	/* No token covers more than max_len bytes of text: a text that needs
+	 * more than max_ids of them is refused before the work (and memory)
+	 * of encoding it; *n_ids is then that lower bound. */
+	if (max_ids && t->max_len && len / t->max_len > max_ids) {
+		*n_ids = len / t->max_len + (add_bos ? 1 : 0);
+		return -ST_TOOBIG;
+	}
 	if (add_bos)
 		eng__tok_emit(&e.out, t->bos);
 	rc = len ? partition(t, text, len, parse_special, &tok_at) : 0;

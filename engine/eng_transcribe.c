@@ -17,6 +17,7 @@
 #include "common/st.h"
 #include "engine/eng.h"
 #include "engine/eng_ct2.h"
+#include "engine/eng_asr_int.h"
 #include "engine/eng_int.h"
 #include "engine/models/eng_whisper.h"
 #include "engine/models/eng_whisper_gen.h"
@@ -74,7 +75,7 @@ void eng_transcribe_params_init(struct eng_transcribe_params *p)
 		.n_temperatures = 6, .beam_size = 1, .best_of = 5, .patience = 1.0f,
 		.timestamps = true, .condition_on_previous_text = true,
 		.compression_ratio_threshold = 2.4f, .log_prob_threshold = -1.0f,
-		.no_speech_threshold = 0.6f, .n_threads = 1,
+		.no_speech_threshold = 0.6f,
 	};
 }
 
@@ -112,7 +113,10 @@ struct et {
 	float *mel;            /* [n_mels][n_frames] */
 	size_t n_frames, content_frames;
 	struct eng_whisper_enc *enc;
-	struct dev_pool *pool; /* p->n_threads workers, NULL for one */
+	struct dev_pool *pool; /* the replica's compute team (NULL: this thread alone) */
+	int (*stop)(void *arg); /* non-zero ST_*: stop now (cancel, deadline); may be NULL */
+	void *stop_arg;
+	const struct eng_whisper_runner *run; /* passes handed to a batcher, or NULL */
 	int32_t sot_seq[3];
 	size_t n_sot_seq;
 	struct et_tokens all;  /* every emitted segment's tokens (prompt history) */
@@ -214,6 +218,25 @@ static int et_measure(const struct et *t, struct et_decoded *d)
 	return s ? 0 : -ST_NOMEM;
 }
 
+/* The encoder on mel frames [frame0, frame0 + n): directly or through the
+ * runner. */
+static void et_encode(struct et *t, size_t frame0, size_t n)
+{
+	if (t->run)
+		t->run->encode(t->run->ctx, t->enc, t->mel, t->n_frames, frame0, n);
+	else
+		eng_whisper_encode(t->m->whisper, t->enc, t->pool, t->mel, t->n_frames, frame0, n);
+}
+
+/* Between decoder passes: the cancel flag, then the caller's check. */
+static int et_stop(void *arg)
+{
+	const struct et *t = arg;
+	if (t->p->cancel && *t->p->cancel)
+		return -ST_CANCELED;
+	return t->stop ? t->stop(t->stop_arg) : 0;
+}
+
 /* Decode the window at temperature index i into d. */
 static int et_try(struct et *t, const int32_t *prompt, size_t n_prompt, int i,
 		  struct et_decoded *d)
@@ -225,6 +248,7 @@ static int et_try(struct et *t, const int32_t *prompt, size_t n_prompt, int i,
 		.best_of = p->best_of, .timestamps = p->timestamps,
 		.max_initial_timestamp_index = (int)lround(1.0 / ET_TIME_PRECISION),
 		.suppress_blank = true, .seed = p->seed + (uint64_t)i,
+		.stop = et_stop, .stop_arg = t, .runner = t->run,
 	};
 	memset(d, 0, sizeof(*d));
 	d->temperature = p->temperatures[i];
@@ -376,7 +400,7 @@ static int et_window(struct et *t, size_t *seek, struct et_tokens *prompt)
 	size_t segment_size = t->content_frames - *seek;
 	if (segment_size > ENG_WHISPER_N_FRAMES)
 		segment_size = ENG_WHISPER_N_FRAMES;
-	eng_whisper_encode(t->m->whisper, t->enc, t->pool, t->mel, t->n_frames, *seek, segment_size);
+	et_encode(t, *seek, segment_size);
 	int rc = et_prompt(t, prompt);
 	struct et_decoded d;
 	if (!rc)
@@ -410,8 +434,10 @@ static int et_detect_language(struct et *t, int32_t *lang, float *prob)
 		return rc;
 	}
 	size_t n = t->content_frames < ENG_WHISPER_N_FRAMES ? t->content_frames : ENG_WHISPER_N_FRAMES;
-	eng_whisper_encode(t->m->whisper, t->enc, t->pool, t->mel, t->n_frames, 0, n);
-	rc = eng_whisper_decode(t->m->whisper, t->enc, kv, t->pool, &tok->sot, 1, logits, NULL, 0);
+	et_encode(t, 0, n);
+	rc = t->run ? t->run->decode(t->run->ctx, t->enc, kv, &tok->sot, 1, logits, NULL, 0)
+		    : eng_whisper_decode(t->m->whisper, t->enc, kv, t->pool, &tok->sot, 1, logits,
+					 NULL, 0);
 	double mx = -INFINITY, sum = 0;
 	for (size_t i = 0; !rc && i < tok->n_langs; i++)
 		if (logits[tok->lang_ids[i]] > mx) {
@@ -484,8 +510,6 @@ static int et_check_params(const struct eng_model *m, const struct eng_transcrib
 	if (!m->whisper)
 		return eng__errf(-ST_INVAL, err, errlen, "model '%s' is not a transcription model",
 				 m->name);
-	if (p->n_threads < 1 || p->n_threads > 256)
-		return eng__errf(-ST_INVAL, err, errlen, "threads: expected 1..256");
 	if (p->beam_size < 1 || p->beam_size > 16)
 		return eng__errf(-ST_INVAL, err, errlen, "beam_size: expected 1..16");
 	if (p->best_of < 1 || p->best_of > 16)
@@ -554,11 +578,9 @@ static int et_run(struct et *t, const float *samples, size_t n_samples, char *er
 		  size_t errlen)
 {
 	struct et_tokens prompt = { 0 };
-	int rc = t->p->n_threads > 1 ? dev_pool_create(t->p->n_threads, NULL, &t->pool) : 0;
+	int rc = et_features(t, samples, n_samples);
 	if (!rc)
-		rc = et_features(t, samples, n_samples);
-	if (!rc)
-		rc = eng_whisper_enc_create(t->m->whisper, t->p->n_threads, &t->enc);
+		rc = eng_whisper_enc_create(t->m->whisper, dev_pool_size(t->pool), &t->enc);
 	if (!rc)
 		rc = et_sot_sequence(t, err, errlen);
 	if (!rc)
@@ -566,6 +588,8 @@ static int et_run(struct et *t, const float *samples, size_t n_samples, char *er
 	for (size_t seek = 0; !rc && seek < t->content_frames;) {
 		if (t->p->cancel && *t->p->cancel)
 			rc = -ST_CANCELED;
+		else if (t->stop && (rc = t->stop(t->stop_arg)) != 0)
+			;
 		else
 			rc = et_window(t, &seek, &prompt);
 	}
@@ -575,31 +599,39 @@ static int et_run(struct et *t, const float *samples, size_t n_samples, char *er
 	return rc;
 }
 
-int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_samples,
-		   const struct eng_transcribe_params *p, struct eng_transcript **out, char *err,
-		   size_t errlen)
+int eng__transcribe_check(const struct eng_model *m, const struct eng_transcribe_params *p,
+			  char *err, size_t errlen)
 {
-	*out = NULL;
 	if (err && errlen)
 		err[0] = '\0';
-	int rc = et_check_params(m, p, err, errlen);
-	if (rc)
-		return rc;
-	struct et t = { .m = m, .p = p, .tok = m->wtok, .hp = eng_whisper_hp(m->whisper) };
+	return et_check_params(m, p, err, errlen);
+}
+
+int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
+			size_t n_samples, const struct eng_transcribe_params *p,
+			int (*stop)(void *arg), void *stop_arg,
+			const struct eng_whisper_runner *run, struct eng_transcript **out,
+			char *err, size_t errlen)
+{
+	*out = NULL;
+	int rc = 0;
+	struct et t = { .m = m, .p = p, .tok = m->wtok, .hp = eng_whisper_hp(m->whisper),
+			.pool = pool, .stop = stop, .stop_arg = stop_arg, .run = run };
 	t.out = mem_calloc(1, sizeof(*t.out));
 	if (!t.out)
 		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
 	t.out->duration_s = (double)n_samples / ENG_WHISPER_SAMPLE_RATE;
 	rc = et_run(&t, samples, n_samples, err, errlen);
 	eng_whisper_enc_destroy(t.enc);
-	dev_pool_destroy(t.pool);
 	mem_free(t.mel);
 	mem_free(t.all.v);
 	if (rc) {
 		if (rc == -ST_NOMEM)
 			eng__errf(rc, err, errlen, "out of memory");
 		else if (rc == -ST_CANCELED)
-			eng__errf(rc, err, errlen, "cancelled");
+			eng__errf(rc, err, errlen, "the request was cancelled");
+		else if (rc == -ST_TIMEDOUT)
+			eng__errf(rc, err, errlen, "the request's deadline passed");
 		else if (err && errlen && !err[0])
 			eng__errf(rc, err, errlen, "transcription failed (%s)", st_str(rc));
 		eng_transcript_destroy(t.out);

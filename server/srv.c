@@ -50,6 +50,7 @@ static void srv_stop_loop(struct srv *srv)
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (!uv_is_closing(hs[i]))
 			uv_close(hs[i], srv_close_cb);
+	srv__post_stop(srv);
 }
 
 void srv__drain_check(struct srv *srv)
@@ -203,6 +204,16 @@ int srv__create_unbound(const struct cfg *cfg, struct eng *eng, const char *extr
 	uv_signal_init(&srv->loop, &srv->sigint);
 	uv_timer_init(&srv->loop, &srv->drain_timer);
 	uv_tcp_init(&srv->loop, &srv->listener);
+	if (srv__post_init(srv)) {
+		uv_close((uv_handle_t *)&srv->listener, NULL);
+		uv_close((uv_handle_t *)&srv->drain_timer, NULL);
+		uv_close((uv_handle_t *)&srv->sigterm, NULL);
+		uv_close((uv_handle_t *)&srv->sigint, NULL);
+		uv_run(&srv->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&srv->loop);
+		mem_free(srv);
+		return -ST_IO;
+	}
 	srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv;
 	int rc = srv_keys_init(srv, extra_api_key);
 	if (rc) {

@@ -1,8 +1,8 @@
-/* srv_audio.c - the transcription job shared by the audio routes: queueing
- * on the libuv thread pool (the pattern of the zstd body decoder in
- * srv_routes.c), decode + transcribe + format on the worker, the response
- * or the error on the loop thread, and the mapping of engine statuses to
- * each protocol's error shape.
+/* srv_audio.c - the transcription job shared by the audio routes:
+ * submission to the model's scheduler (eng_transcribe_submit: the replica
+ * decodes and transcribes), formatting on the replica thread when it ends,
+ * the response or the error on the loop thread (srv__post), and the
+ * mapping of engine statuses to each protocol's error shape.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +19,6 @@ struct srv_audio_job *srv__audio_job_new(struct srv_req *req, size_t size)
 	if (!job)
 		return NULL;
 	job->conn = req->conn;
-	job->work.data = job;
 	eng_transcribe_params_init(&job->params);
 	memcpy(job->request_id, req->request_id, sizeof(job->request_id));
 	srv_buf_init(&job->out, SRV_AUDIO_OUT_MAX);
@@ -55,43 +54,17 @@ void srv__audio_job_free(struct srv_audio_job *job)
 	mem_free(job);
 }
 
-/* --- the worker -------------------------------------------------------- */
+/* --- the job ------------------------------------------------------------- */
 
-static void srv_audio_work(uv_work_t *w)
+static void srv_audio_after(struct srv_post *post)
 {
-	struct srv_audio_job *job = w->data;
-	struct eng_audio audio = { 0 };
-	if (job->want_sha256)
-		srv__sha256(job->audio, job->audio_len, job->sha256);
-	job->rc = eng_audio_decode(job->audio, job->audio_len, job->has_raw ? &job->raw : NULL,
-				   &audio, job->err, sizeof(job->err));
-	if (job->rc == -ST_IO)
-		job->rc = -ST_INVAL; /* the decoder gave up mid-stream: bad input */
-	if (job->rc)
-		return;
-	job->duration_s = audio.duration_s;
-	job->rc = eng_transcribe(job->model, audio.samples, audio.n_samples, &job->params, &job->t,
-				 job->err, sizeof(job->err));
-	eng_audio_fini(&audio);
-	if (!job->rc)
-		job->rc = job->format(job);
-	if (job->rc == -ST_TOOBIG && job->t)
-		snprintf(job->err, sizeof(job->err), "the response would be larger than %u bytes",
-			 SRV_AUDIO_OUT_MAX);
-	else if (job->rc == -ST_NOMEM)
-		snprintf(job->err, sizeof(job->err), "out of memory for this transcription");
-}
-
-static void srv_audio_after(uv_work_t *w, int status)
-{
-	struct srv_audio_job *job = w->data;
+	struct srv_audio_job *job = (struct srv_audio_job *)post;
 	struct srv_conn *conn = job->conn;
+	struct srv *srv = conn->srv;
 	srv__conn_watch(conn, NULL); /* job->cancel is freed below */
 	if (conn->state == SRV_CONN_STATE_HANDLING) {
 		struct srv_req *req = &conn->req;
-		if (status)
-			srv__audio_fail(req, -ST_CANCELED, "the transcription was cancelled");
-		else if (job->rc)
+		if (job->rc)
 			srv__audio_fail(req, job->rc, job->err);
 		else
 			srv__req_respond(req, 200, job->content_type, job->out.data, job->out.len);
@@ -100,18 +73,49 @@ static void srv_audio_after(uv_work_t *w, int status)
 	}
 	srv__audio_job_free(job);
 	srv__conn_work_done(conn);
+	srv__jobs_end(srv);
+}
+
+/* eng_transcribe_done_fn; replica thread: render, then back to the loop. */
+static void srv_audio_done(void *ud, int rc, struct eng_transcript *t, const char *err)
+{
+	struct srv_audio_job *job = ud;
+	job->t = t;
+	if (rc) {
+		snprintf(job->err, sizeof(job->err), "%s", err ? err : "");
+	} else {
+		if (job->want_sha256)
+			srv__sha256(job->audio, job->audio_len, job->sha256);
+		job->duration_s = t->duration_s;
+		rc = job->format(job);
+		if (rc == -ST_TOOBIG)
+			snprintf(job->err, sizeof(job->err),
+				 "the response would be larger than %u bytes", SRV_AUDIO_OUT_MAX);
+		else if (rc == -ST_NOMEM)
+			snprintf(job->err, sizeof(job->err), "out of memory for this transcription");
+	}
+	job->rc = rc;
+	srv__post(job->conn->srv, &job->post, srv_audio_after);
 }
 
 void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job)
 {
 	struct srv_conn *conn = req->conn;
-	job->params.cancel = &job->cancel; /* before the worker can read params */
-	if (uv_queue_work(&conn->srv->loop, &job->work, srv_audio_work, srv_audio_after)) {
+	char err[256];
+	job->params.cancel = &job->cancel; /* before the engine can read params */
+	int rc = srv__req_sched_opts(req, &job->opts, err, sizeof(err));
+	struct eng_asr_input in = { .data = job->audio, .len = job->audio_len,
+				    .raw = job->has_raw ? &job->raw : NULL };
+	if (!rc)
+		rc = eng_transcribe_submit(job->model, &in, &job->params, &job->opts, srv_audio_done,
+					   job, err, sizeof(err));
+	if (rc) {
 		srv__audio_job_free(job);
-		srv__audio_fail(req, -ST_NOMEM, "could not queue the transcription");
+		srv__audio_fail(req, rc, err);
 		return;
 	}
 	conn->n_work++;
+	srv__jobs_begin(conn->srv);
 	/* A client that hangs up (or a drain timeout) stops the work at the
 	 * next 30-second window instead of letting it run for nobody. */
 	srv__conn_watch(conn, &job->cancel);
@@ -128,8 +132,10 @@ static const char *srv_audio_code(int status)
 	case 404: return "model_not_found";
 	case 413: return "audio_too_large";
 	case 415: return "unsupported_media_type";
+	case 429: return "rate_limit_exceeded";
 	case 499: return "cancelled";
 	case 503: return "server_overloaded";
+	case 504: return "timeout";
 	default: return "server_error";
 	}
 }
@@ -137,7 +143,7 @@ static const char *srv_audio_code(int status)
 void srv__audio_fail(struct srv_req *req, int rc, const char *msg)
 {
 	int status = srv__status_from_st(rc);
-	if (status == 503)
+	if (status == 503 || status == 429)
 		srv__req_add_header(req, "Retry-After", "1");
 	const char *code = req->proto == SRV_PROTO_DEEPGRAM ? NULL : srv_audio_code(status);
 	srv__req_respond_error(req, status, code, "%s", msg && *msg ? msg : st_str(rc));

@@ -4,13 +4,15 @@
  *
  * Life of a job: a handler validates the request on the loop thread, picks
  * the model, fills a job (srv__audio_job_new) and queues it
- * (srv__audio_job_queue). On a libuv thread-pool worker the job decodes
- * the audio (eng_audio_decode), transcribes it (eng_transcribe) and, on
- * success, calls the route's format function, which renders the response
- * body into job->out (JSON, text, SRT, VTT: cheap, but kept off the loop
- * thread with the rest). Back on the loop thread the response, or the
- * error in the route's protocol shape, is sent unless the connection has
- * closed meanwhile. The job holds the connection (conn->n_work) so the
+ * (srv__audio_job_queue) on the model's scheduler (eng_transcribe_submit:
+ * 429 with Retry-After when its queue is full). A replica decodes the
+ * audio and transcribes it; when it ends, on the replica thread, the job
+ * calls the route's format function, which renders the response body into
+ * job->out (JSON, text, SRT, VTT: cheap, but kept off the loop thread with
+ * the rest), and posts itself to the loop thread (srv__post). There the
+ * response, or the error in the route's protocol shape (504 past the
+ * request's deadline), is sent unless the connection has closed
+ * meanwhile. The job holds the connection (conn->n_work) so the
  * connection and its request body, which the job reads, outlive it.
  */
 #ifndef SRV_AUDIO_H
@@ -30,13 +32,13 @@
 struct srv_audio_job;
 
 /* Render the transcript job->t into job->out and set job->content_type.
- * Runs on the worker. Returns 0, -ST_NOMEM or -ST_TOOBIG. */
+ * Runs on the replica thread. Returns 0, -ST_NOMEM or -ST_TOOBIG. */
 typedef int (*srv_audio_format_fn)(struct srv_audio_job *job);
 
 /* One transcription. Routes embed it first in their own job struct (so a
  * pointer to theirs is a pointer to this) for protocol options. */
 struct srv_audio_job {
-	uv_work_t work;
+	struct srv_post post;           /* back to the loop thread when done */
 	struct srv_conn *conn;          /* held through conn->n_work */
 	const struct eng_model *model;  /* borrowed (lives as long as the engine) */
 	const char *audio;              /* bytes inside conn->req.body, borrowed */
@@ -44,6 +46,7 @@ struct srv_audio_job {
 	bool has_raw;                   /* headerless audio described by raw */
 	struct eng_audio_raw raw;
 	struct eng_transcribe_params params; /* language, prompt and cancel point below */
+	struct eng_req_opts opts;       /* priority, deadline (request headers) */
 	volatile int cancel;            /* set on the loop when the client goes away */
 	char language[16];              /* ISO 639-1 code, or "" */
 	char *prompt;                   /* new (mem.h) or NULL */
@@ -72,8 +75,10 @@ struct srv_audio_job *srv__audio_job_new(struct srv_req *req, size_t size);
 int srv__audio_job_set_language(struct srv_audio_job *job, const char *s, size_t n);
 int srv__audio_job_set_prompt(struct srv_audio_job *job, const char *s, size_t n);
 
-/* srv__audio_job_queue - hand job (stolen) to the thread pool. On failure
- * the job is freed and req has been answered with 503. Loop thread. */
+/* srv__audio_job_queue - hand job (stolen) to the model's scheduler. On
+ * failure the job is freed and req has been answered (400 bad scheduling
+ * headers, 429 queue full, 503 shutting down or out of memory). Loop
+ * thread. */
 void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job);
 
 /* srv__audio_job_free - free a job that was never queued; NULL is a no-op. */

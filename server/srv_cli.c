@@ -54,7 +54,7 @@ static int tx_usage(void)
 
 static int tx_parse(int argc, char **argv, struct tx_args *a)
 {
-	*a = (struct tx_args){ .config = "config/default.json", .threads = (int)sysconf(_SC_NPROCESSORS_ONLN) };
+	*a = (struct tx_args){ .config = "config/default.json" };
 	eng_transcribe_params_init(&a->params);
 	int i = 2;
 	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
@@ -93,11 +93,16 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 /* A model by path (a CT2 folder or GGUF file) or by name from the config;
  * NULL name: the config's first model of format `want`. */
 static int cli_load(const char *config, const char *model, enum cfg_model_format want,
-		    struct eng **eng, const struct eng_model **m, char *err, size_t errlen)
+		    int threads, struct eng **eng, const struct eng_model **m, char *err,
+		    size_t errlen)
 {
 	struct stat st;
 	struct cfg *cfg = NULL;
-	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = 1 };
+	/* one replica on every core this process may use, `threads` of them
+	 * computing (0: all) */
+	struct eng_replica_spec rep = { .device = "cpu", .threads = threads > 0 ? threads : 0 };
+	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = &rep,
+				       .n_replicas = 1 };
 	int rc = 0;
 	if (!model || stat(model, &st) != 0) {
 		if ((rc = cfg_load_file(config, &cfg, err, errlen)) != 0)
@@ -225,12 +230,12 @@ int srv_cli_transcribe(int argc, char **argv)
 	char err[1024];
 	if (tx_parse(argc, argv, &a))
 		return 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, &eng, &m, err, sizeof(err));
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, &eng, &m, err,
+			  sizeof(err));
 	if (rc) {
 		fprintf(stderr, "inferd: %s\n", err);
 		return 1;
 	}
-	a.params.n_threads = a.threads < 1 ? 1 : a.threads;
 	int failed = 0;
 	double t0 = tx_now(), audio_s = 0;
 	for (int i = a.first_file; i < argc; i++)
@@ -246,6 +251,7 @@ int srv_cli_transcribe(int argc, char **argv)
 struct gen_args {
 	const char *config, *model, *prompt;
 	bool chat;
+	int threads;
 	struct eng_gen_params params;
 };
 
@@ -253,7 +259,11 @@ static int gen_usage(void)
 {
 	fprintf(stderr, "usage: inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
 			"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
-			"                       [--top-k K] [--seed S] [--threads N] PROMPT\n");
+			"                       [--top-k K] [--seed S] [--threads N] PROMPT\n"
+			"Streams a completion of PROMPT to stdout without a server. --model: a\n"
+			"model name from --config (default config/default.json) or a GGUF path;\n"
+			"--chat wraps PROMPT in the model's chat template; defaults: 128 tokens,\n"
+			"temperature 1, a random seed, every core.\n");
 	return 2;
 }
 
@@ -262,7 +272,11 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 	*a = (struct gen_args){ .config = "config/default.json" };
 	eng_gen_params_init(&a->params);
 	a->params.max_tokens = 128;
-	a->params.n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	/* no --seed: a different sample every run, as the server does */
+	a->params.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	for (int k = 2; k < argc; k++)
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
+			return gen_usage();
 	int i = 2;
 	for (; i < argc - 1 && !strncmp(argv[i], "--", 2); i++) {
 		const char *o = argv[i], *v = argv[i + 1];
@@ -286,7 +300,7 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 		else if (!strcmp(o, "--seed"))
 			a->params.seed = strtoull(v, NULL, 10);
 		else if (!strcmp(o, "--threads"))
-			a->params.n_threads = (int)strtol(v, NULL, 10);
+			a->threads = (int)strtol(v, NULL, 10);
 		else
 			return gen_usage();
 	}
@@ -316,7 +330,8 @@ int srv_cli_generate(int argc, char **argv)
 	char err[1024], *chat = NULL;
 	if (gen_parse(argc, argv, &a))
 		return 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, &eng, &m, err, sizeof(err));
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, &eng, &m, err,
+			  sizeof(err));
 	if (!rc && a.chat) {
 		struct eng_chat_msg msg = { "user", a.prompt };
 		rc = eng_chat_format(m, &msg, 1, &chat, err, sizeof(err));

@@ -16,6 +16,7 @@
 #include <llhttp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <uv.h>
 
 #include "config/cfg.h"
@@ -125,8 +126,19 @@ struct srv_conn {
 	struct srv_conn *prev, *next; /* srv->conns list */
 };
 
+/* A job handed from an engine thread to the loop thread (srv_post.c). */
+struct srv_post {
+	struct srv_post *next;
+	void (*fn)(struct srv_post *p);
+};
+
 struct srv {
 	uv_loop_t loop;
+	uv_async_t post_async;        /* srv__post wakes the loop */
+	pthread_mutex_t post_mu;      /* guards post_head/tail */
+	struct srv_post *post_head, *post_tail;
+	int n_jobs;                   /* engine requests in flight (loop thread) */
+	bool post_stopping;           /* close post_async once n_jobs is 0 */
 	uv_tcp_t listener;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t drain_timer;
@@ -167,6 +179,18 @@ void srv__conns_close_idle(struct srv *srv);
 void srv__conns_close_all(struct srv *srv);
 void srv__parser_settings_init(llhttp_settings_t *s);
 
+/* srv_post.c */
+int srv__post_init(struct srv *srv);
+/* srv__post - run fn(p) on the loop thread soon; p is the caller's node,
+ * untouched until fn runs. Any thread. */
+void srv__post(struct srv *srv, struct srv_post *p, void (*fn)(struct srv_post *p));
+/* srv__jobs_begin / _end - count an engine request in flight (submitted,
+ * done not yet run on the loop). Loop thread. */
+void srv__jobs_begin(struct srv *srv);
+void srv__jobs_end(struct srv *srv);
+/* srv__post_stop - let the loop end once no engine request is in flight. */
+void srv__post_stop(struct srv *srv);
+
 /* srv.c */
 /* srv__create_unbound - srv_create without a listening socket or signal
  * handlers, for tests and the fuzz target (connections via
@@ -178,6 +202,12 @@ const char *srv__date(struct srv *srv);
 
 /* srv_resp.c */
 const char *srv__req_header(const struct srv_req *req, const char *name);
+/* srv__req_sched_opts - the scheduling options a request asks for in its
+ * headers: "Inferd-Priority: high|normal" and "Inferd-Timeout-Ms: N" (a
+ * deadline from arrival, 1..86400000; absent: the model's). 0, or
+ * -ST_INVAL with err naming the header. */
+int srv__req_sched_opts(const struct srv_req *req, struct eng_req_opts *o, char *err,
+			size_t errlen);
 int srv__req_respond(struct srv_req *req, int status, const char *content_type,
 		     const char *body, size_t len);
 int srv__req_respond_json(struct srv_req *req, int status, json_t *obj);

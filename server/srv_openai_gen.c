@@ -17,14 +17,22 @@
  *                          Default 16 (completions), the rest of the
  *                          context up to 2048 (chat)
  *   temperature 0..2, top_p 0..1, presence_/frequency_penalty -2..2,
- *   n 1..8 (sequential, seeds seed+i), stop (string or <= 4 strings),
- *   seed (integer), logprobs (completions: 0..5; chat: boolean, with
+ *   n 1..8 (run side by side in the batch, seeds seed+i), stop (string
+ *   or <= 4 strings), seed (integer; absent: a random one per request, as
+ *   OpenAI's results vary without it), logit_bias ({"token id": -100..100},
+ *   at most 300), logprobs (completions: 0..5; chat: boolean, with
  *   top_logprobs 0..20), stream, stream_options.include_usage, user
  *   (ignored); extensions top_k >= 0, min_p 0..1, repetition_penalty (0, 10]
- * A null value counts as absent; unknown fields are ignored (SDKs add
- * fields over time). Errors: 400 invalid_json / invalid_type /
- * invalid_value / missing_required_parameter / context_length_exceeded /
- * unsupported_chat_template, 404 model_not_found, 503 server_overloaded.
+ * Refused with 400 unsupported_parameter rather than ignored: echo, suffix,
+ * best_of other than n, tools / tool_choice / functions / function_call,
+ * response_format other than {"type": "text"}, audio / modalities other
+ * than text. A null value counts as absent; other unknown fields are
+ * ignored (SDKs add fields over time). Errors: 400 invalid_json /
+ * invalid_type / invalid_value / missing_required_parameter /
+ * unsupported_parameter / context_length_exceeded /
+ * unsupported_chat_template, 404 model_not_found, 429 rate_limit_exceeded
+ * (the model's queue is full; Retry-After), 503 server_overloaded, 504
+ * timeout (the Inferd-Timeout-Ms deadline or the model's timeout_ms).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,7 +44,6 @@
 #include "common/st.h"
 #include "server/srv_openai_gen.h"
 
-#define SRV_GEN_MAX_THREADS 4 /* compute threads of one generation */
 
 /* Why a request is refused: HTTP status, OpenAI code and param, message. */
 struct srv_gen_err {
@@ -64,7 +71,7 @@ static int srv_gen_bad(struct srv_gen_err *e, int status, const char *code, cons
 
 static void srv_gen_respond_err(struct srv_req *req, const struct srv_gen_err *e)
 {
-	if (e->status == 503)
+	if (e->status == 503 || e->status == 429)
 		srv__req_add_header(req, "Retry-After", "1");
 	json_t *obj = srv__gen_error_json(e->status, e->code, e->param, e->msg);
 	if (obj)
@@ -89,6 +96,15 @@ static void srv_gen_err_from_st(struct srv_gen_err *e, int rc, bool chat, const 
 		break;
 	case ST_NOMEM:
 		srv_gen_bad(e, 503, "server_overloaded", NULL, "out of memory for this request");
+		break;
+	case ST_BUSY:
+		srv_gen_bad(e, 429, "rate_limit_exceeded", NULL, "%s", m);
+		break;
+	case ST_TIMEDOUT:
+		srv_gen_bad(e, 504, "timeout", NULL, "%s", m);
+		break;
+	case ST_CLOSED:
+		srv_gen_bad(e, 503, "server_shutting_down", NULL, "%s", m);
 		break;
 	default:
 		srv_gen_bad(e, 500, "server_error", NULL, "%s", m);
@@ -176,7 +192,78 @@ static int srv_gen_parse_sampling(struct srv_gen_job *job, json_t *b, struct srv
 	p->top_k = (int)top_k;
 	job->n = (int)n;
 	job->seed = (uint64_t)seed;
+	if (!srv_gen_opt(b, "seed") && uv_random(NULL, NULL, &job->seed, sizeof(job->seed), 0, NULL))
+		job->seed = (uint64_t)uv_hrtime(); /* getrandom failed: still varies */
 	return rc;
+}
+
+/* logit_bias: {"<token id>": bias -100..100}, added to the logits before
+ * sampling (OpenAI's semantics; ids checked against the vocabulary when the
+ * model is known, in srv_gen_parse_model's caller). */
+static int srv_gen_parse_bias(struct srv_gen_job *job, json_t *b, struct srv_gen_err *e)
+{
+	json_t *v = srv_gen_opt(b, "logit_bias"), *val;
+	const char *key;
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return srv_gen_bad(e, 400, "invalid_type", "logit_bias",
+				   "'logit_bias' must be an object of token ids to numbers");
+	if (json_object_size(v) > ENG_GEN_MAX_BIAS)
+		return srv_gen_bad(e, 400, "invalid_value", "logit_bias",
+				   "'logit_bias' takes at most %d tokens", ENG_GEN_MAX_BIAS);
+	int k = 0;
+	json_object_foreach(v, key, val) {
+		char *end;
+		long long id = strtoll(key, &end, 10);
+		if (!*key || *end || id < 0 || id > INT32_MAX)
+			return srv_gen_bad(e, 400, "invalid_value", "logit_bias",
+					   "'logit_bias' keys must be token ids (got '%.32s')", key);
+		if (!json_is_number(val) || json_number_value(val) < -100 ||
+		    json_number_value(val) > 100)
+			return srv_gen_bad(e, 400, "invalid_value", "logit_bias",
+					   "'logit_bias' values must be numbers from -100 to 100");
+		job->bias[k].id = (int32_t)id;
+		job->bias[k].bias = (float)json_number_value(val);
+		k++;
+	}
+	job->params.bias = job->bias;
+	job->params.n_bias = k;
+	return 0;
+}
+
+/* Fields whose meaning we do not implement: refused, never ignored. */
+static int srv_gen_parse_unsupported(struct srv_gen_job *job, json_t *b, struct srv_gen_err *e)
+{
+	static const char *const never[] = { "tools", "tool_choice", "functions", "function_call",
+					     "audio", "prediction" };
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (srv_gen_opt(b, never[i]))
+			return srv_gen_bad(e, 400, "unsupported_parameter", never[i],
+					   "'%s' is not supported by this server", never[i]);
+	json_t *v;
+	if ((v = srv_gen_opt(b, "echo")) && !json_is_false(v))
+		return srv_gen_bad(e, 400, "unsupported_parameter", "echo",
+				   "'echo' is not supported by this server");
+	if ((v = srv_gen_opt(b, "suffix")) && !(json_is_string(v) && !json_string_length(v)))
+		return srv_gen_bad(e, 400, "unsupported_parameter", "suffix",
+				   "'suffix' (insertion) is not supported by this server");
+	if ((v = srv_gen_opt(b, "best_of")) && !(json_is_integer(v) &&
+						  json_integer_value(v) == job->n))
+		return srv_gen_bad(e, 400, "unsupported_parameter", "best_of",
+				   "'best_of' is not supported (only best_of == n); use n");
+	if ((v = srv_gen_opt(b, "response_format")) &&
+	    !(json_is_object(v) && json_is_string(json_object_get(v, "type")) &&
+	      !strcmp(json_string_value(json_object_get(v, "type")), "text")))
+		return srv_gen_bad(e, 400, "unsupported_parameter", "response_format",
+				   "only response_format {\"type\": \"text\"} is supported");
+	if ((v = srv_gen_opt(b, "modalities")) &&
+	    !(json_is_array(v) && json_array_size(v) == 1 &&
+	      json_is_string(json_array_get(v, 0)) &&
+	      !strcmp(json_string_value(json_array_get(v, 0)), "text")))
+		return srv_gen_bad(e, 400, "unsupported_parameter", "modalities",
+				   "only the \"text\" modality is supported");
+	return 0;
 }
 
 static int srv_gen_parse_stop(struct srv_gen_job *job, json_t *b, struct srv_gen_err *e)
@@ -423,6 +510,10 @@ static int srv_gen_parse(struct srv_gen_job *job, struct srv_req *req, json_t *b
 {
 	int rc = srv_gen_parse_sampling(job, b, e);
 	if (!rc)
+		rc = srv_gen_parse_unsupported(job, b, e);
+	if (!rc)
+		rc = srv_gen_parse_bias(job, b, e);
+	if (!rc)
 		rc = srv_gen_parse_limits(job, b, e);
 	if (!rc)
 		rc = srv_gen_parse_logprobs(job, b, e);
@@ -434,6 +525,9 @@ static int srv_gen_parse(struct srv_gen_job *job, struct srv_req *req, json_t *b
 		rc = srv_gen_parse_model(job, req, b, e);
 	if (!rc && job->chat)
 		rc = srv_gen_parse_messages(job, b, e);
+	char msg[128];
+	if (!rc && srv__req_sched_opts(req, &job->opts, msg, sizeof(msg)))
+		rc = srv_gen_bad(e, 400, "invalid_value", NULL, "%s", msg);
 	if (!rc) {
 		job->params.prompt = job->prompt;
 		job->prompt_chars = srv_gen_utf8_chars(job->prompt);
@@ -454,6 +548,7 @@ static void srv_gen_job_free(struct srv_gen_job *job)
 	srv__stream_destroy(job->st);
 	srv_buf_fini(&job->out);
 	mem_free(job->prompt);
+	pthread_mutex_destroy(&job->mu);
 	mem_free(job);
 }
 
@@ -462,45 +557,16 @@ static struct srv_gen_job *srv_gen_job_new(struct srv_req *req, bool chat)
 	struct srv_gen_job *job = mem_calloc(1, sizeof(*job));
 	if (!job)
 		return NULL;
+	pthread_mutex_init(&job->mu, NULL);
 	job->conn = req->conn;
-	job->work.data = job;
 	job->chat = chat;
 	job->n = 1;
 	job->created = (int64_t)time(NULL);
 	snprintf(job->id, sizeof(job->id), "%s-%s", chat ? "chatcmpl" : "cmpl", req->request_id);
 	eng_gen_params_init(&job->params);
-	unsigned threads = uv_available_parallelism();
-	job->params.n_threads = (int)(threads < SRV_GEN_MAX_THREADS ? threads : SRV_GEN_MAX_THREADS);
 	job->params.cancel = &job->cancel;
 	srv_buf_init(&job->out, SRV_GEN_OUT_MAX);
 	return job;
-}
-
-static void srv_gen_work(uv_work_t *w)
-{
-	struct srv_gen_job *job = w->data;
-	int rc = 0;
-	if (job->st) {
-		job->params.on_text = srv__gen_on_text;
-		job->params.ud = job;
-	}
-	for (int i = 0; i < job->n && !rc; i++) {
-		job->cur = i;
-		job->role_sent = false;
-		job->offset_chars = job->prompt_chars;
-		job->params.seed = job->seed + (uint64_t)i;
-		rc = eng_generate(job->model, &job->params, &job->res[i], job->err, sizeof(job->err));
-		if (!rc && job->st)
-			rc = srv__gen_push_finish(job, i);
-	}
-	if (!rc)
-		rc = job->st ? srv__gen_push_tail(job) : srv__gen_render(job);
-	if (rc == -ST_CANCELED && job->push_rc)
-		rc = job->push_rc;
-	if (rc && (rc == -ST_NOMEM || rc == -ST_TOOBIG) && !job->err[0])
-		snprintf(job->err, sizeof(job->err), rc == -ST_NOMEM ? "out of memory"
-			 : "the response is larger than the server's limit");
-	job->rc = rc;
 }
 
 /* The error event that ends a stream which has already begun. */
@@ -519,13 +585,13 @@ static void srv_gen_stream_error(struct srv_gen_job *job)
 	free(s); /* jansson's allocator */
 }
 
-static void srv_gen_after(uv_work_t *w, int status)
+/* Loop thread, once every choice has ended: answer. */
+static void srv_gen_after(struct srv_post *post)
 {
-	struct srv_gen_job *job = w->data;
+	struct srv_gen_job *job = (struct srv_gen_job *)post;
 	struct srv_conn *conn = job->conn;
+	struct srv *srv = conn->srv;
 	srv__conn_watch(conn, NULL);
-	if (status && !job->rc)
-		job->rc = -ST_CANCELED;
 	bool open = conn->state == SRV_CONN_STATE_HANDLING;
 	if (job->st && (!open || !job->rc || !srv__stream_is_empty(job->st))) {
 		if (open && job->rc)
@@ -543,24 +609,106 @@ static void srv_gen_after(uv_work_t *w, int status)
 	}
 	srv_gen_job_free(job);
 	srv__conn_work_done(conn);
+	srv__jobs_end(srv);
 }
 
+/* Replica thread (or the loop thread when submission failed part way):
+ * the last choice has ended; render and go back to the loop. */
+static void srv_gen_last(struct srv_gen_job *job)
+{
+	int rc = job->rc;
+	if (!rc)
+		rc = job->st ? srv__gen_push_tail(job) : srv__gen_render(job);
+	if (rc == -ST_CANCELED && job->push_rc)
+		rc = job->push_rc;
+	if (rc && (rc == -ST_NOMEM || rc == -ST_TOOBIG) && !job->err[0])
+		snprintf(job->err, sizeof(job->err), rc == -ST_NOMEM ? "out of memory"
+			 : "the response is larger than the server's limit");
+	job->rc = rc;
+	srv__post(job->conn->srv, &job->post, srv_gen_after);
+}
+
+/* eng_gen_done_fn of one choice; replica thread. */
+static void srv_gen_choice_done(void *ud, int rc, struct eng_gen_result *res, const char *err)
+{
+	struct srv_gen_choice *c = ud;
+	struct srv_gen_job *job = c->job;
+	pthread_mutex_lock(&job->mu);
+	job->res[c->index] = res;
+	if (rc && !job->rc) {
+		job->rc = rc;
+		snprintf(job->err, sizeof(job->err), "%s", err ? err : "");
+		job->cancel = 1; /* the other choices stop at their next step */
+	}
+	bool finish = !rc && job->st && !job->rc;
+	pthread_mutex_unlock(&job->mu);
+	if (finish && srv__gen_push_finish(c)) {
+		pthread_mutex_lock(&job->mu);
+		job->cancel = 1;
+		pthread_mutex_unlock(&job->mu);
+	}
+	pthread_mutex_lock(&job->mu);
+	bool last = --job->pending == 0;
+	pthread_mutex_unlock(&job->mu);
+	if (last)
+		srv_gen_last(job);
+}
+
+/* Submit the n choices. The first failing submission decides the answer:
+ * when it is choice 0, nothing runs and req is answered at once. */
 static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
 {
 	struct srv_conn *conn = req->conn;
 	struct srv_gen_err e;
+	char err[512] = "";
 	int rc = job->stream ? srv__stream_create(req, 200, "text/event-stream", &job->st) : 0;
-	if (!rc)
-		rc = uv_queue_work(&conn->srv->loop, &job->work, srv_gen_work, srv_gen_after)
-			     ? -ST_NOMEM : 0;
 	if (rc) {
 		srv_gen_job_free(job);
-		srv_gen_bad(&e, 503, "server_overloaded", NULL, "could not queue the generation");
+		srv_gen_bad(&e, 503, "server_overloaded", NULL, "out of memory");
+		srv_gen_respond_err(req, &e);
+		return;
+	}
+	job->pending = job->n;
+	int i = 0;
+	for (; i < job->n; i++) {
+		struct srv_gen_choice *c = &job->ch[i];
+		c->job = job;
+		c->index = i;
+		c->offset_chars = job->prompt_chars;
+		c->params = job->params;
+		c->params.seed = job->seed + (uint64_t)i;
+		if (job->st) {
+			c->params.on_text = srv__gen_on_text;
+			c->params.ud = c;
+		}
+		rc = eng_generate_submit(job->model, &c->params, &job->opts, srv_gen_choice_done, c,
+					 err, sizeof(err));
+		if (rc)
+			break;
+	}
+	if (i == 0) { /* nothing runs: answer now (the stream sent nothing yet) */
+		bool chat = job->chat;
+		srv_gen_job_free(job);
+		srv_gen_err_from_st(&e, rc, chat, err);
 		srv_gen_respond_err(req, &e);
 		return;
 	}
 	conn->n_work++;
+	srv__jobs_begin(conn->srv);
 	srv__conn_watch(conn, &job->cancel);
+	if (i < job->n) {
+		pthread_mutex_lock(&job->mu);
+		if (!job->rc) {
+			job->rc = rc;
+			snprintf(job->err, sizeof(job->err), "%s", err);
+		}
+		job->cancel = 1;
+		job->pending -= job->n - i;
+		bool last = job->pending == 0;
+		pthread_mutex_unlock(&job->mu);
+		if (last)
+			srv_gen_last(job);
+	}
 }
 
 static void srv_gen_handle(struct srv_req *req, bool chat)
@@ -571,6 +719,10 @@ static void srv_gen_handle(struct srv_req *req, bool chat)
 	if (!body || !json_is_object(body)) {
 		if (body)
 			srv_gen_bad(&e, 400, "invalid_json", NULL, "the request body must be a JSON object");
+		else if (strstr(je.text, "too big integer"))
+			srv_gen_bad(&e, 400, "invalid_value", NULL,
+				    "an integer in the request does not fit in 64 bits (line %d, "
+				    "column %d)", je.line, je.column);
 		else
 			srv_gen_bad(&e, 400, "invalid_json", NULL,
 				    "the request body is not valid JSON: %s (line %d, column %d)",

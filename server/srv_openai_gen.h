@@ -4,16 +4,20 @@
  *
  * Life of a job: the handler (srv_openai_gen.c) parses and validates the
  * JSON body on the loop thread, picks the model, builds the prompt (the
- * chat template for chat) and queues ONE job on the libuv thread pool,
- * counted in conn->n_work so the connection outlives it. The worker runs
- * the n generations one after another (seeds seed+0 .. seed+n-1); with
- * stream it renders each piece of text the engine releases as an SSE event
- * and pushes it to the job's srv_stream (srv_stream.h), which the loop
- * thread writes as it comes; without it the worker renders the whole JSON
- * body. Back on the loop thread the after-work callback ends the stream or
- * sends the body, or the error in OpenAI's shape. While the job runs, the
- * connection is watched (srv__conn_watch): a client that hangs up sets
- * job->cancel, and the engine stops at its next token.
+ * chat template for chat) and submits the n choices (seeds seed+0 ..
+ * seed+n-1) to the model's scheduler (eng_generate_submit), where they
+ * join running batches like any other sequences. The job is counted in
+ * conn->n_work so the connection outlives it. With stream, each piece of
+ * text the engine releases is rendered as an SSE event on the replica
+ * thread and pushed to the job's srv_stream (srv_stream.h), which the loop
+ * thread writes as it comes. When the last choice ends (its done callback,
+ * on a replica thread) the job renders the whole JSON body (not
+ * streaming) or the stream's tail, and posts itself to the loop thread
+ * (srv__post), which ends the stream or sends the body, or the error in
+ * OpenAI's shape (429 with Retry-After when the model's queue is full,
+ * 504 past the request's deadline). While the job runs, the connection is
+ * watched (srv__conn_watch): a client that hangs up sets job->cancel, and
+ * the engine stops at its next step.
  */
 #ifndef SRV_OPENAI_GEN_H
 #define SRV_OPENAI_GEN_H
@@ -33,8 +37,20 @@
 #define SRV_GEN_OUT_MAX (16u << 20)      /* ceiling on a rendered response body */
 #define SRV_GEN_FINGERPRINT "fp_inferd_" INFERD_VERSION
 
+struct srv_gen_job;
+
+/* One of the n choices: its own parameters (seed, streaming context). */
+struct srv_gen_choice {
+	struct srv_gen_job *job;
+	int index;
+	struct eng_gen_params params;     /* the job's, with this choice's seed and ud */
+	/* streaming state, replica thread */
+	bool role_sent;                   /* chat: the first delta (the role) went out */
+	size_t offset_chars;              /* completions: text_offset of the next token */
+};
+
 struct srv_gen_job {
-	uv_work_t work;
+	struct srv_post post;             /* back to the loop thread when every choice ended */
 	struct srv_conn *conn;            /* held through conn->n_work */
 	const struct eng_model *model;    /* borrowed (lives as long as the engine) */
 	struct eng_gen_params params;     /* prompt and stop point into this job */
@@ -50,14 +66,15 @@ struct srv_gen_job {
 	char id[SRV_REQUEST_ID_MAX + 16]; /* "cmpl-..." / "chatcmpl-..." */
 	int64_t created;                  /* Unix seconds */
 	volatile int cancel;              /* set by the loop thread when the client leaves */
-	struct srv_stream *st;            /* when stream; released in the after-work callback */
-	/* worker state while streaming */
-	int cur;                          /* choice being generated */
-	bool role_sent;                   /* chat: cur's first delta (the role) went out */
-	size_t offset_chars;              /* completions: text_offset of cur's next token */
+	struct eng_req_opts opts;         /* priority, deadline (request headers) */
+	struct eng_logit_bias bias[ENG_GEN_MAX_BIAS]; /* logit_bias, params.bias points here */
+	struct srv_stream *st;            /* when stream; released on the loop thread */
+	struct srv_gen_choice ch[SRV_GEN_MAX_N];
+	/* results, written by the replica threads under mu */
+	pthread_mutex_t mu;
+	int pending;                      /* choices submitted and not yet ended */
 	int push_rc;                      /* first failed srv__stream_push, or 0 */
-	/* results, written by the worker */
-	int rc;                           /* 0 or -ST_* */
+	int rc;                           /* 0 or the first choice's -ST_* */
 	char err[512];                    /* message when rc != 0 */
 	struct eng_gen_result *res[SRV_GEN_MAX_N]; /* new, one per finished choice */
 	struct srv_buf out;               /* non-streamed body, SRV_GEN_OUT_MAX */
@@ -66,14 +83,14 @@ struct srv_gen_job {
 /* Worker thread (srv_openai_gen_out.c). Each returns 0, -ST_NOMEM, or
  * (pushes) srv__stream_push's error. */
 
-/* srv__gen_on_text - eng_gen_params.on_text for streamed jobs: one
- * delta event for the text (and the logprobs of the tokens in it when
- * asked). */
+/* srv__gen_on_text - eng_gen_params.on_text for streamed jobs (ud: the
+ * struct srv_gen_choice): one delta event for the text (and the logprobs
+ * of the tokens in it when asked). */
 int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
 		     size_t n_toks);
-/* srv__gen_push_finish - the event closing choice i (empty delta or
+/* srv__gen_push_finish - the event closing choice c (empty delta or
  * text, finish_reason). */
-int srv__gen_push_finish(struct srv_gen_job *job, int i);
+int srv__gen_push_finish(struct srv_gen_choice *c);
 /* srv__gen_push_tail - the usage event when asked, then "data: [DONE]". */
 int srv__gen_push_tail(struct srv_gen_job *job);
 /* srv__gen_render - the whole non-streamed response body into job->out. */

@@ -35,6 +35,7 @@
 json_t *srv__gen_error_json(int status, const char *code, const char *param, const char *msg)
 {
 	const char *type = status == 404 ? "not_found_error"
+			 : status == 429 ? "rate_limit_error"
 			 : status == 503 ? "server_overloaded"
 			 : status >= 500 ? "server_error" : "invalid_request_error";
 	return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type", type, "param",
@@ -227,8 +228,12 @@ static int srv_gen_push_json(struct srv_gen_job *job, json_t *obj)
 	if (!rc)
 		rc = srv__stream_push(job->st, b.data, b.len);
 	srv_buf_fini(&b);
-	if (rc && !job->push_rc)
-		job->push_rc = rc;
+	if (rc) {
+		pthread_mutex_lock(&job->mu);
+		if (!job->push_rc)
+			job->push_rc = rc;
+		pthread_mutex_unlock(&job->mu);
+	}
 	return rc;
 }
 
@@ -246,39 +251,43 @@ static json_t *srv_gen_chunk(const struct srv_gen_job *job, json_t *choices)
 	return o;
 }
 
-/* Chat: the first delta of the current choice, {role, content: ""}. */
-static int srv_gen_push_role(struct srv_gen_job *job)
+/* Chat: the first delta of choice c, {role, content: ""}. */
+static int srv_gen_push_role(struct srv_gen_choice *c)
 {
-	job->role_sent = true;
+	struct srv_gen_job *job = c->job;
+	c->role_sent = true;
 	return srv_gen_push_json(job, srv_gen_chunk(job, json_pack("[{s:i,s:{s:s,s:s},s:n,s:n}]",
-		"index", job->cur, "delta", "role", "assistant", "content", "", "logprobs",
+		"index", c->index, "delta", "role", "assistant", "content", "", "logprobs",
 		"finish_reason")));
 }
 
 int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
 		     size_t n_toks)
 {
-	struct srv_gen_job *job = ud;
+	struct srv_gen_choice *ch = ud;
+	struct srv_gen_job *job = ch->job;
 	if (job->cancel)
 		return 1;
-	if (job->chat && !job->role_sent && srv_gen_push_role(job))
+	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
 		return 1;
-	size_t offset = job->offset_chars;
+	size_t offset = ch->offset_chars;
 	json_t *lp = srv_gen_logprobs(job, toks, n_toks, &offset);
 	json_t *str = srv__audio_json_str(text, len);
-	json_t *c = job->chat ? json_pack("[{s:i,s:{s:o},s:o,s:n}]", "index", job->cur, "delta",
+	json_t *c = job->chat ? json_pack("[{s:i,s:{s:o},s:o,s:n}]", "index", ch->index, "delta",
 					  "content", str, "logprobs", lp, "finish_reason")
-			      : json_pack("[{s:i,s:o,s:o,s:n}]", "index", job->cur, "text", str,
+			      : json_pack("[{s:i,s:o,s:o,s:n}]", "index", ch->index, "text", str,
 					  "logprobs", lp, "finish_reason");
-	job->offset_chars += srv_gen_chars(text, len);
+	ch->offset_chars += srv_gen_chars(text, len);
 	return srv_gen_push_json(job, srv_gen_chunk(job, c)) ? 1 : 0;
 }
 
-int srv__gen_push_finish(struct srv_gen_job *job, int i)
+int srv__gen_push_finish(struct srv_gen_choice *ch)
 {
+	struct srv_gen_job *job = ch->job;
+	int i = ch->index;
 	const char *fr = srv_gen_finish_str(job->res[i]->finish);
-	if (job->chat && !job->role_sent && srv_gen_push_role(job))
-		return job->push_rc;
+	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
+		return -ST_CANCELED;
 	json_t *c = job->chat ? json_pack("[{s:i,s:{},s:n,s:s}]", "index", i, "delta", "logprobs",
 					  "finish_reason", fr)
 			      : json_pack("[{s:i,s:s,s:n,s:s}]", "index", i, "text", "", "logprobs",

@@ -9,6 +9,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 #include <zstd.h>
@@ -26,6 +27,31 @@ const char *srv__req_header(const struct srv_req *req, const char *name)
 		if (!strcasecmp(req->head.data + req->hdr_off[i][0], name))
 			return req->head.data + req->hdr_off[i][1];
 	return NULL;
+}
+
+int srv__req_sched_opts(const struct srv_req *req, struct eng_req_opts *o, char *err,
+			size_t errlen)
+{
+	*o = (struct eng_req_opts){ 0 };
+	const char *p = srv__req_header(req, "Inferd-Priority");
+	if (p && !strcasecmp(p, "high"))
+		o->priority = ENG_PRIORITY_HIGH;
+	else if (p && strcasecmp(p, "normal")) {
+		snprintf(err, errlen, "Inferd-Priority: expected \"high\" or \"normal\"");
+		return -ST_INVAL;
+	}
+	const char *t = srv__req_header(req, "Inferd-Timeout-Ms");
+	if (t) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(t, &end, 10);
+		if (!*t || *end || errno || v < 1 || v > 86400000) {
+			snprintf(err, errlen, "Inferd-Timeout-Ms: expected milliseconds 1..86400000");
+			return -ST_INVAL;
+		}
+		o->timeout_ms = (int)v;
+	}
+	return 0;
 }
 
 const char *srv__status_reason(int status)
@@ -82,7 +108,10 @@ int srv__status_from_st(int st)
 	case ST_TOOBIG: return 413;
 	case ST_UNSUPPORTED: return 415;
 	case ST_AGAIN: return 429;
+	case ST_BUSY: return 429;
 	case ST_NOMEM: return 503;
+	case ST_CLOSED: return 503;
+	case ST_TIMEDOUT: return 504;
 	case ST_CANCELED: return 499;
 	default: return 500;
 	}

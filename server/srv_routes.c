@@ -20,6 +20,7 @@
 #include "common/st.h"
 #include "server/srv_audio.h"
 #include "server/srv_int.h"
+#include "server/srv_model_stats.h"
 #include "server/srv_openai_gen.h"
 
 typedef void (*srv_handler_fn)(struct srv_req *req);
@@ -39,14 +40,20 @@ static void srv_h_openai_models(struct srv_req *req);
 static void srv_h_kserve_model(struct srv_req *req);
 static void srv_h_kserve_model_ready(struct srv_req *req);
 static void srv_h_metrics(struct srv_req *req);
+static void srv_h_openai_model(struct srv_req *req);
+static void srv_h_stats(struct srv_req *req);
+static void srv_h_model_stats(struct srv_req *req);
 
 static const struct srv_route srv_routes[] = {
 	{ "/v2/health/live", HTTP_GET, SRV_PROTO_KSERVE, true, srv_h_live },
 	{ "/v2/health/ready", HTTP_GET, SRV_PROTO_KSERVE, true, srv_h_ready },
 	{ "/v2", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_server_meta },
+	{ "/v2/models/stats", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_stats }, /* before {name} */
 	{ "/v2/models/{name}", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model },
 	{ "/v2/models/{name}/ready", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model_ready },
+	{ "/v2/models/{name}/stats", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_model_stats },
 	{ "/v1/models", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_models },
+	{ "/v1/models/{name}", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_model },
 	{ "/v1/audio/transcriptions", HTTP_POST, SRV_PROTO_OPENAI, false,
 	  srv__h_openai_transcriptions }, /* srv_openai_audio.c */
 	{ "/v1/completions", HTTP_POST, SRV_PROTO_OPENAI, false,
@@ -299,17 +306,31 @@ static void srv_h_server_meta(struct srv_req *req)
 						  "version", INFERD_VERSION, "extensions"));
 }
 
+/* OpenAI's model object. */
+static json_t *srv_openai_model_json(const struct eng_model *m)
+{
+	return json_pack("{s:s,s:s,s:I,s:s}", "id", eng_model_name(m), "object", "model",
+			 "created", (json_int_t)eng_model_created(m), "owned_by", "inferd");
+}
+
 static void srv_h_openai_models(struct srv_req *req)
 {
 	const struct eng *eng = req->conn->srv->eng;
 	json_t *data = json_array();
-	for (size_t i = 0; data && i < eng_model_count(eng); i++) {
-		const struct eng_model *m = eng_model_at(eng, i);
-		json_array_append_new(data, json_pack("{s:s,s:s,s:I,s:s}", "id", eng_model_name(m),
-			"object", "model", "created", (json_int_t)eng_model_created(m),
-			"owned_by", "inferd"));
-	}
+	for (size_t i = 0; data && i < eng_model_count(eng); i++)
+		json_array_append_new(data, srv_openai_model_json(eng_model_at(eng, i)));
 	srv__req_respond_json(req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+}
+
+/* GET /v1/models/{name}: the model object, or 404 in OpenAI's shape. */
+static void srv_h_openai_model(struct srv_req *req)
+{
+	const struct eng_model *m = eng_model_find(req->conn->srv->eng, req->path_param);
+	if (m)
+		srv__req_respond_json(req, 200, srv_openai_model_json(m));
+	else
+		srv__req_respond_error(req, 404, "model_not_found",
+				       "The model '%s' does not exist", req->path_param);
 }
 
 /* KServe v2 tensor metadata for a model's task: audio bytes in, text out
@@ -377,10 +398,33 @@ static void srv_h_metrics(struct srv_req *req)
 	int rc = srv_metrics_render(&srv->metrics, &out, srv_route_name, SRV_N_ROUTES + 1);
 	if (!rc)
 		rc = srv_metrics_models(srv, &out);
+	if (!rc)
+		rc = srv__model_stats_prometheus(srv->eng, &out);
 	if (rc)
 		srv__req_respond_error(req, 503, "server_error", "could not render metrics");
 	else
 		srv__req_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data,
 				 out.len);
 	srv_buf_fini(&out);
+}
+
+static void srv_stats_respond(struct srv_req *req, const struct eng_model *only)
+{
+	json_t *o = srv__model_stats_json(req->conn->srv->eng, only);
+	if (o)
+		srv__req_respond_json(req, 200, o);
+	else
+		srv__req_respond_error(req, 503, "server_error", "could not render the statistics");
+}
+
+static void srv_h_stats(struct srv_req *req)
+{
+	srv_stats_respond(req, NULL);
+}
+
+static void srv_h_model_stats(struct srv_req *req)
+{
+	const struct eng_model *m = srv_req_model(req);
+	if (m)
+		srv_stats_respond(req, m);
 }

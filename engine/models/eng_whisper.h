@@ -95,4 +95,38 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 		       struct eng_whisper_kv *kv, struct dev_pool *p, const int32_t *tokens,
 		       size_t n, float *logits, float *logits_at, size_t at_index);
 
+/* One sequence's single-token step in a batched decoder pass. */
+struct eng_whisper_step {
+	const struct eng_whisper_enc *e; /* its window's encoder output */
+	struct eng_whisper_kv *kv;       /* its cache; grows by one */
+	int32_t token;
+	float *logits;                   /* [n_vocab] out */
+};
+
+/* eng_whisper_decode_steps - one decoder pass for n sequences, one token
+ * each (the decode steps of several transcriptions or beams together):
+ * every matrix product runs over the n rows with one read of its weights
+ * (binary16 weights, fixed column tiles), each row attends to its own
+ * cache and its own encoder output. The logits of each row are exactly
+ * those eng_whisper_decode gives for that sequence alone (the products
+ * are per row, in the same order). Returns 0, -ST_TOOBIG (a cache full),
+ * -ST_INVAL (a token out of range), -ST_NOMEM; nothing is changed on
+ * error. */
+int eng_whisper_decode_steps(const struct eng_whisper *w, struct dev_pool *p,
+			     const struct eng_whisper_step *steps, size_t n);
+
+/* How a transcription's passes run. NULL: directly on the pool given
+ * (eng_whisper_encode / eng_whisper_decode). Otherwise through these
+ * calls, which may hand the pass to a batcher that runs it together with
+ * other transcriptions' passes (engine/eng_asr_loop.c); the results are
+ * the same. */
+struct eng_whisper_runner {
+	void (*encode)(void *ctx, struct eng_whisper_enc *e, const float *mel, size_t mel_stride,
+		       size_t frame0, size_t n_frames);
+	int (*decode)(void *ctx, const struct eng_whisper_enc *e, struct eng_whisper_kv *kv,
+		      const int32_t *tokens, size_t n, float *logits, float *logits_at,
+		      size_t at_index);
+	void *ctx;
+};
+
 #endif /* ENG_WHISPER_H */

@@ -307,3 +307,93 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 	ew_dec_scratch_free(&s);
 	return 0;
 }
+
+/* --- batched decode steps ------------------------------------------------- */
+
+/* Products of step rows: binary16 weights whenever the layer has them, for
+ * any number of rows (the single-sequence decode step reads them too), so
+ * a row's result does not depend on how many others share the pass. */
+static void ew_step_linear(struct dev_pool *p, const struct ew_linear *l, const float *x,
+			   float *y, size_t rows)
+{
+	if (l->w16)
+		eng_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
+	else
+		eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
+}
+
+static void ew_step_layer(const struct eng_whisper *w, int li, struct dev_pool *p,
+			  const struct eng_whisper_step *st, size_t n, struct ew_dec_scratch *s)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	const struct ew_dec_layer *l = &w->dec[li];
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = (size_t)hp->n_audio_ctx;
+	size_t layer = (size_t)hp->n_text_ctx * d;
+	ew_layer_norm_rows(p, &l->ln_self, s->x, s->t, n, d);
+	ew_step_linear(p, &l->self_qkv, s->t, s->qkv, n);
+	for (size_t r = 0; r < n; r++) {
+		struct eng_whisper_kv *kv = st[r].kv;
+		float *K = kv->k + li * layer, *V = kv->v + li * layer;
+		memcpy(K + kv->len * d, s->qkv + r * 3 * d + d, d * sizeof(float));
+		memcpy(V + kv->len * d, s->qkv + r * 3 * d + 2 * d, d * sizeof(float));
+		eng_par_attention(p, 1, kv->len + 1, H, d / H, s->qkv + r * 3 * d, 3 * d, K, d, V, d,
+				  s->t + r * d, d, true, kv->len, s->scores);
+	}
+	ew_step_linear(p, &l->self_out, s->t, s->h, n);
+	eng_par_add(p, s->x, s->h, n * d);
+	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, n, d);
+	ew_step_linear(p, &l->cross_q, s->t, s->qkv, n);
+	for (size_t r = 0; r < n; r++) {
+		const float *ckv = st[r].e->cross_kv + (size_t)li * A * 2 * d;
+		eng_par_attention(p, 1, A, H, d / H, s->qkv + r * d, d, ckv, 2 * d, ckv + d, 2 * d,
+				  s->t + r * d, d, false, 0, s->scores);
+	}
+	ew_step_linear(p, &l->cross_out, s->t, s->h, n);
+	eng_par_add(p, s->x, s->h, n * d);
+	ew_layer_norm_rows(p, &l->ln_ffn, s->x, s->t, n, d);
+	ew_step_linear(p, &l->ffn1, s->t, s->h, n);
+	eng_par_gelu(p, s->h, n * (size_t)l->ffn1.n_out);
+	ew_step_linear(p, &l->ffn2, s->h, s->t, n);
+	eng_par_add(p, s->x, s->t, n * d);
+}
+
+int eng_whisper_decode_steps(const struct eng_whisper *w, struct dev_pool *p,
+			     const struct eng_whisper_step *steps, size_t n)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t d = (size_t)hp->d_model, nv = (size_t)hp->n_vocab;
+	for (size_t r = 0; r < n; r++) {
+		if (steps[r].kv->len + 1 > (size_t)hp->n_text_ctx)
+			return -ST_TOOBIG;
+		if (steps[r].token < 0 || steps[r].token >= hp->n_vocab)
+			return -ST_INVAL;
+	}
+	if (n == 0)
+		return 0;
+	struct ew_dec_scratch s;
+	float *logits = mem_alloc(n * nv * sizeof(float));
+	if (!logits || ew_dec_scratch_alloc(hp, n, dev_pool_size(p), &s)) {
+		mem_free(logits);
+		return -ST_NOMEM;
+	}
+	for (size_t r = 0; r < n; r++) {
+		memcpy(s.x + r * d, w->tok_emb + (size_t)steps[r].token * d, d * sizeof(float));
+		kn_ops()->add(s.x + r * d, w->dec_pos + steps[r].kv->len * d, d);
+	}
+	for (int li = 0; li < hp->dec_layers; li++)
+		ew_step_layer(w, li, p, steps, n, &s);
+	for (size_t r = 0; r < n; r++) {
+		steps[r].kv->len++;
+		kn_ops()->layer_norm(s.x + r * d, w->dec_ln.gamma, w->dec_ln.beta, s.t + r * d, d,
+				     EW_LN_EPS);
+	}
+	if (w->tok_emb16)
+		eng_par_linear_f16(p, n, nv, d, s.t, w->tok_emb16, NULL, logits);
+	else
+		eng_par_linear(p, n, nv, d, s.t, w->tok_emb, NULL, logits);
+	for (size_t r = 0; r < n; r++)
+		memcpy(steps[r].logits, logits + r * nv, nv * sizeof(float));
+	ew_dec_scratch_free(&s);
+	mem_free(logits);
+	return 0;
+}

@@ -173,6 +173,19 @@ static int ewg_hyp_alloc(const struct ewg *g, struct ewg_hyp *h)
 	return 0;
 }
 
+/* One decoder pass, unless the caller wants to stop. */
+static int ewg_decode(const struct ewg *g, struct eng_whisper_kv *kv, const int32_t *tokens,
+		      size_t n, float *logits, float *at, size_t at_index)
+{
+	int rc = g->o->stop ? g->o->stop(g->o->stop_arg) : 0;
+	if (rc)
+		return rc;
+	const struct eng_whisper_runner *run = g->o->runner;
+	if (run)
+		return run->decode(run->ctx, g->e, kv, tokens, n, logits, at, at_index);
+	return eng_whisper_decode(g->w, g->e, kv, g->pool, tokens, n, logits, at, at_index);
+}
+
 /* Run one hypothesis to EOT or max_steps, greedy or sampled. */
 static int ewg_run(struct ewg *g, struct ewg_hyp *h, float temperature)
 {
@@ -189,7 +202,7 @@ static int ewg_run(struct ewg *g, struct ewg_hyp *h, float temperature)
 		}
 		h->seq[h->len++] = id;
 		if (h->len < g->max_steps)
-			rc = eng_whisper_decode(g->w, g->e, h->kv, g->pool, &id, 1, h->logits, NULL, 0);
+			rc = ewg_decode(g, h->kv, &id, 1, h->logits, NULL, 0);
 	}
 	return rc;
 }
@@ -361,7 +374,7 @@ static int ewg_beam_select(struct ewg *g, struct ewg_beams *b, int beam, size_t 
 		h->sum_logprob = k->score;
 		h->seq[h->len++] = k->token;
 		if (h->len < g->max_steps)
-			rc = eng_whisper_decode(g->w, g->e, h->kv, g->pool, &k->token, 1, h->logits, NULL, 0);
+			rc = ewg_decode(g, h->kv, &k->token, 1, h->logits, NULL, 0);
 	}
 	for (int i = 0; i < n_next; i++) { /* swap generations */
 		struct ewg_hyp t = b->cur[i];
@@ -433,7 +446,7 @@ int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_t
 	int rc = (!at || !g.logprobs) ? -ST_NOMEM : ewg_hyp_alloc(&g, &h0);
 	if (rc)
 		goto out_free;
-	rc = eng_whisper_decode(w, e, h0.kv, pool, prompt, n_prompt, h0.logits, at, sot_at);
+	rc = ewg_decode(&g, h0.kv, prompt, n_prompt, h0.logits, at, sot_at);
 	if (rc)
 		goto out_hyp;
 	float nsp = ewg_no_speech(&g, at);

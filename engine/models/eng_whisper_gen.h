@@ -23,6 +23,7 @@ struct eng_whisper;
 struct eng_whisper_enc;
 struct eng_whisper_tok;
 struct dev_pool;
+struct eng_whisper_runner;
 
 struct eng_whisper_gen_opts {
 	int beam_size;              /* 1: greedy or sampling; > 1 beam search */
@@ -33,6 +34,13 @@ struct eng_whisper_gen_opts {
 	int max_initial_timestamp_index; /* 50 = 1.0 s */
 	bool suppress_blank;        /* suppress_ids_begin at the first step */
 	uint64_t seed;              /* sampling RNG seed */
+	/* stop - asked before every decoder pass; non-zero (a negative ST_*,
+	 * e.g. -ST_CANCELED) ends the search with that status. NULL: never. */
+	int (*stop)(void *arg);
+	void *stop_arg;
+	/* runner - how the decoder passes run (eng_whisper.h); NULL: directly
+	 * on the pool given to eng_whisper_generate. */
+	const struct eng_whisper_runner *runner;
 };
 
 struct eng_whisper_gen_result {
@@ -47,7 +55,7 @@ struct eng_whisper_gen_result {
  * prompt [n_prompt]: optional <|startofprev|> + previous tokens, then the
  * SOT sequence (+ <|notimestamps|> when !timestamps). Returns 0, or
  * -ST_NOMEM / -ST_INVAL (prompt without <|startoftranscript|>, or not
- * shorter than n_text_ctx) with res zeroed. */
+ * shorter than n_text_ctx), or what o->stop returned, with res zeroed. */
 int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_tok *tok,
 			 const struct eng_whisper_enc *e, struct dev_pool *pool,
 			 const int32_t *prompt, size_t n_prompt,

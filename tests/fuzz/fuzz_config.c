@@ -21,8 +21,26 @@ static void check(const struct cfg *cfg)
 		abort();
 	for (size_t i = 0; i < cfg->n_models; i++) {
 		const struct cfg_model *m = &cfg->models[i];
-		if (!m->name || !m->path || m->replicas < 1 ||
-		    m->format >= CFG_MODEL_FORMAT_COUNT)
+		if (!m->name || !m->path || m->format >= CFG_MODEL_FORMAT_COUNT)
+			abort();
+		/* "replicas": a count >= 1 and no placements, or 1..256 of them */
+		if (m->n_replicas == 0 ? m->replica_count < 1 || m->replicas
+				       : m->replica_count != 0 || !m->replicas ||
+					 m->n_replicas > 256)
+			abort();
+		for (size_t j = 0; j < m->n_replicas; j++) {
+			const struct cfg_replica *r = &m->replicas[j];
+			size_t len = r->device ? strlen(r->device) : 0;
+			if (len < 1 || len > 63 || strpbrk(r->device, " \t\n\v\f\r") ||
+			    r->threads < 0 || r->threads > 1024)
+				abort();
+		}
+		if (m->max_batch_size < 1 || m->max_batch_size > 256 ||
+		    m->max_queue_delay_ms < 0 || m->max_queue_delay_ms > 60000 ||
+		    m->max_queue_size < 1 || m->max_queue_size > 1000000 ||
+		    m->max_num_seqs < 1 || m->max_num_seqs > 256 ||
+		    m->max_batch_tokens < 16 || m->max_batch_tokens > 65536 ||
+		    m->timeout_ms < 0 || m->timeout_ms > 86400000)
 			abort();
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(cfg->models[j].name, m->name) == 0)

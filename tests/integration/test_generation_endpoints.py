@@ -607,6 +607,20 @@ BAD = [
      "context_length_exceeded"),
     (CH, {"model": MODEL, "messages": [{"role": "user", "content": "word " * 5000}],
           "stream": True}, 400, "context_length_exceeded"),
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "seed": 18446744073709551616}', 400,
+     "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "echo": True}, 400, "unsupported_parameter"),
+    (C, {"model": MODEL, "prompt": "x", "suffix": "end"}, 400, "unsupported_parameter"),
+    (C, {"model": MODEL, "prompt": "x", "best_of": 3}, 400, "unsupported_parameter"),
+    (CH, {"model": MODEL, "messages": U, "tools": [{"type": "function"}]}, 400,
+     "unsupported_parameter"),
+    (CH, {"model": MODEL, "messages": U, "response_format": {"type": "json_object"}}, 400,
+     "unsupported_parameter"),
+    (C, {"model": MODEL, "prompt": "x", "logit_bias": "x"}, 400, "invalid_type"),
+    (C, {"model": MODEL, "prompt": "x", "logit_bias": {"abc": 1}}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "logit_bias": {"5": 101}}, 400, "invalid_value"),
+    (C, {"model": MODEL, "prompt": "x", "logit_bias": {"999999999": 1}}, 400,
+     "invalid_value"),
 ]
 
 
@@ -621,6 +635,40 @@ def test_bad_input(srv, path, body, status, code):
     assert isinstance(err["message"], str) and err["message"]
     assert err["type"] in ("invalid_request_error", "not_found_error")
     assert "param" in err
+
+
+def test_accepted_defaults_of_refused_fields(srv):
+    # the values that mean "off" are fine: clients send them by default
+    r = complete(srv.port, prompt="Hi", max_tokens=2, echo=False, suffix="", best_of=1,
+                 response_format={"type": "text"})
+    assert r["usage"]["completion_tokens"] == 2
+
+
+def test_no_seed_gives_varied_samples(srv):
+    texts = {complete(srv.port, prompt="A random list of words:", max_tokens=12,
+                      temperature=1.5)["choices"][0]["text"] for _ in range(3)}
+    assert len(texts) > 1, texts
+
+
+def test_logit_bias(srv):
+    def run(bias=None):
+        body = dict(prompt="The capital of France is", max_tokens=3, temperature=0, logprobs=1)
+        if bias is not None:
+            body["logit_bias"] = bias
+        return complete(srv.port, **body)["choices"][0]["logprobs"]["tokens"]
+    base = run()
+    forced = run({"1000": 100})       # +100 outweighs every logit: token 1000 each time
+    assert forced[0] == forced[1] == forced[2] != base[0], (base, forced)
+    assert run({"1000": -100}) == base  # pushing an unlikely token down changes nothing
+    other = run({"1000": -100, "2000": 100})
+    assert other[0] == other[1] == other[2] not in (forced[0], base[0])
+
+
+def test_model_object_route(srv):
+    r = request(srv.port, "GET", f"/v1/models/{MODEL}")
+    assert r.status == 200 and r.json()["id"] == MODEL and r.json()["object"] == "model"
+    r = request(srv.port, "GET", "/v1/models/nope")
+    assert r.status == 404 and r.json()["error"]["code"] == "model_not_found"
 
 
 def test_context_error_carries_engine_message(srv):

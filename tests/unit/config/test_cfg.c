@@ -2,6 +2,7 @@
  *
  * Covers: config/default.json (found through INFERD_SOURCE_ROOT), defaults,
  * every knob read back, each error message word for word, the listen forms,
+ * the three forms of "replicas" and the per-model scheduling knobs,
  * JSON syntax errors and duplicate keys, the input-size ceiling, file
  * errors, --help output, agreement with config/inferd.schema.json (every
  * limit's default and bounds probed through the loader), and allocation
@@ -9,6 +10,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +26,9 @@
 #include "config/cfg.h"
 
 #define MIN_MODELS "\"models\": [{\"name\": \"m\", \"path\": \"p\"}]"
+/* One model "m" with KEYS (a JSON fragment) added to it. */
+#define MODEL_WITH(KEYS) \
+	"{\"models\": [{\"name\": \"m\", \"path\": \"p\", " KEYS "}]}"
 
 /* Every knob set away from its default. */
 static const char full_json[] =
@@ -36,9 +41,14 @@ static const char full_json[] =
 	"    \"idle_timeout_ms\": 12, \"body_timeout_ms\": 13,\n"
 	"    \"drain_timeout_ms\": 14},\n"
 	"  \"models\": [\n"
-	"    {\"name\": \"a\", \"path\": \"pa\", \"format\": \"ct2\"},\n"
+	"    {\"name\": \"a\", \"path\": \"pa\", \"format\": \"ct2\",\n"
+	"     \"replicas\": [{\"device\": \"cpu:0-1\", \"threads\": 2},\n"
+	"                  {\"device\": \"cpu:2,4-5\"}],\n"
+	"     \"max_batch_size\": 4, \"max_queue_delay_ms\": 0,\n"
+	"     \"max_queue_size\": 9, \"max_num_seqs\": 3,\n"
+	"     \"max_batch_tokens\": 16, \"timeout_ms\": 2500},\n"
 	"    {\"name\": \"b\", \"path\": \"pb\", \"format\": \"gguf\", \"replicas\": 3},\n"
-	"    {\"name\": \"c\", \"path\": \"pc\"}\n"
+	"    {\"name\": \"c\", \"path\": \"pc\", \"replicas\": {\"count\": 2}}\n"
 	"  ]\n"
 	"}\n";
 
@@ -46,6 +56,25 @@ static const char full_json[] =
 static int load(const char *json, struct cfg **out, char *err, size_t errlen)
 {
 	return cfg_load_string(json, strlen(json), out, err, errlen);
+}
+
+/* expect_sched_defaults - m's scheduling knobs are cfg.h's defaults. */
+static void expect_sched_defaults(const struct cfg_model *m)
+{
+	assert_int_equal(m->max_batch_size, 8);
+	assert_int_equal(m->max_queue_delay_ms, 5);
+	assert_int_equal(m->max_queue_size, 64);
+	assert_int_equal(m->max_num_seqs, 16);
+	assert_int_equal(m->max_batch_tokens, 512);
+	assert_int_equal(m->timeout_ms, 0);
+}
+
+/* expect_count - m has "replicas": N (or {"count": N}, or none: 1). */
+static void expect_count(const struct cfg_model *m, int n)
+{
+	assert_int_equal(m->replica_count, n);
+	assert_null(m->replicas);
+	assert_int_equal(m->n_replicas, 0);
 }
 
 /* expect_error - json must fail with rc and exactly msg. */
@@ -97,12 +126,14 @@ static void test_default_json(void **state)
 	assert_string_equal(cfg->models[0].name, "whisper-tiny.en");
 	assert_string_equal(cfg->models[0].path, "models/whisper-tiny.en");
 	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_CT2);
-	assert_int_equal(cfg->models[0].replicas, 1);
+	expect_count(&cfg->models[0], 1);
+	expect_sched_defaults(&cfg->models[0]);
 	assert_string_equal(cfg->models[1].name, "gemma-3-270m");
 	assert_string_equal(cfg->models[1].path,
 			    "models/gemma-3-270m-q4_k_m.gguf");
 	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_GGUF);
-	assert_int_equal(cfg->models[1].replicas, 1);
+	expect_count(&cfg->models[1], 1);
+	expect_sched_defaults(&cfg->models[1]);
 	cfg_destroy(cfg);
 }
 
@@ -126,7 +157,8 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg->drain_timeout_ms, 30000);
 	assert_int_equal(cfg->n_models, 1);
 	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_AUTO);
-	assert_int_equal(cfg->models[0].replicas, 1);
+	expect_count(&cfg->models[0], 1);
+	expect_sched_defaults(&cfg->models[0]);
 	cfg_destroy(cfg);
 
 	/* An empty "limits" object and empty api_keys are defaults too. */
@@ -157,11 +189,26 @@ static void test_full(void **state)
 	assert_int_equal(cfg->body_timeout_ms, 13);
 	assert_int_equal(cfg->drain_timeout_ms, 14);
 	assert_int_equal(cfg->n_models, 3);
-	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_CT2);
+	const struct cfg_model *a = &cfg->models[0];
+	assert_int_equal(a->format, CFG_MODEL_FORMAT_CT2);
+	assert_int_equal(a->replica_count, 0);
+	assert_int_equal(a->n_replicas, 2);
+	assert_string_equal(a->replicas[0].device, "cpu:0-1");
+	assert_int_equal(a->replicas[0].threads, 2);
+	assert_string_equal(a->replicas[1].device, "cpu:2,4-5");
+	assert_int_equal(a->replicas[1].threads, 0);
+	assert_int_equal(a->max_batch_size, 4);
+	assert_int_equal(a->max_queue_delay_ms, 0);
+	assert_int_equal(a->max_queue_size, 9);
+	assert_int_equal(a->max_num_seqs, 3);
+	assert_int_equal(a->max_batch_tokens, 16);
+	assert_int_equal(a->timeout_ms, 2500);
 	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_GGUF);
-	assert_int_equal(cfg->models[1].replicas, 3);
+	expect_count(&cfg->models[1], 3);
+	expect_sched_defaults(&cfg->models[1]);
 	assert_int_equal(cfg->models[2].format, CFG_MODEL_FORMAT_AUTO);
 	assert_string_equal(cfg->models[2].path, "pc");
+	expect_count(&cfg->models[2], 2);
 	cfg_destroy(cfg);
 }
 
@@ -189,12 +236,6 @@ static void test_errors_contract(void **state)
 static void test_errors_numbers(void **state)
 {
 	(void)state;
-	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
-		     "\"replicas\": \"2\"}]}",
-		     -ST_INVAL, "models[0].replicas: expected an integer >= 1");
-	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
-		     "\"replicas\": 1.0}]}",
-		     -ST_INVAL, "models[0].replicas: expected an integer >= 1");
 	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
 		     "\"replicas\": 2147483648}]}",
 		     -ST_INVAL, "models[0].replicas: expected an integer >= 1");
@@ -261,6 +302,294 @@ static void test_errors_shape(void **state)
 		     "api_keys[1]: expected a non-empty string");
 	expect_error("{\"limits\": [], " MIN_MODELS "}", -ST_INVAL,
 		     "limits: expected an object");
+}
+
+/* The three forms of "replicas", each read back. */
+static void test_replicas_forms(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load(MODEL_WITH("\"replicas\": 4"), &cfg, err,
+			      sizeof(err)), 0);
+	expect_count(&cfg->models[0], 4);
+	cfg_destroy(cfg);
+	assert_int_equal(load(MODEL_WITH("\"replicas\": 2147483647"), &cfg, err,
+			      sizeof(err)), 0);
+	expect_count(&cfg->models[0], 2147483647);
+	cfg_destroy(cfg);
+	assert_int_equal(load(MODEL_WITH("\"replicas\": {\"count\": 1}"), &cfg,
+			      err, sizeof(err)), 0);
+	expect_count(&cfg->models[0], 1);
+	cfg_destroy(cfg);
+	assert_int_equal(load(MODEL_WITH("\"replicas\": {\"count\": 6}"), &cfg,
+			      err, sizeof(err)), 0);
+	expect_count(&cfg->models[0], 6);
+	cfg_destroy(cfg);
+
+	/* One placement, threads absent: 0 ("one per core of the device"). */
+	assert_int_equal(load(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\"}]"),
+			      &cfg, err, sizeof(err)), 0);
+	const struct cfg_model *m = &cfg->models[0];
+	assert_int_equal(m->replica_count, 0);
+	assert_int_equal(m->n_replicas, 1);
+	assert_string_equal(m->replicas[0].device, "cpu");
+	assert_int_equal(m->replicas[0].threads, 0);
+	cfg_destroy(cfg);
+
+	/* Every device form; threads at both ends of 1..1024; two models on
+	 * the same cores are fine (they share them). */
+	assert_int_equal(load("{\"models\": ["
+			      "{\"name\": \"a\", \"path\": \"p\", \"replicas\": ["
+			      "{\"device\": \"cpu:0\", \"threads\": 1},"
+			      "{\"threads\": 1024, \"device\": \"cpu:1-3\"},"
+			      "{\"device\": \"cpu:0,2-3\"}]},"
+			      "{\"name\": \"b\", \"path\": \"p\", \"replicas\": ["
+			      "{\"device\": \"cpu:0\"}]}]}",
+			      &cfg, err, sizeof(err)), 0);
+	m = &cfg->models[0];
+	assert_int_equal(m->n_replicas, 3);
+	assert_string_equal(m->replicas[0].device, "cpu:0");
+	assert_int_equal(m->replicas[0].threads, 1);
+	assert_string_equal(m->replicas[1].device, "cpu:1-3");
+	assert_int_equal(m->replicas[1].threads, 1024);
+	assert_string_equal(m->replicas[2].device, "cpu:0,2-3");
+	assert_int_equal(m->replicas[2].threads, 0);
+	assert_int_equal(cfg->models[1].n_replicas, 1);
+	assert_string_equal(cfg->models[1].replicas[0].device, "cpu:0");
+	cfg_destroy(cfg);
+
+	/* A device of 63 bytes is the longest; the spec itself is not
+	 * checked here (devices/ does that at start-up). */
+	char json[256], dev[80];
+	memset(dev, 'd', 63);
+	dev[63] = '\0';
+	snprintf(json, sizeof(json),
+		 MODEL_WITH("\"replicas\": [{\"device\": \"%s\"}]"), dev);
+	assert_int_equal(load(json, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(strlen(cfg->models[0].replicas[0].device), 63);
+	cfg_destroy(cfg);
+	strcat(dev, "d");
+	snprintf(json, sizeof(json),
+		 MODEL_WITH("\"replicas\": [{\"device\": \"%s\"}]"), dev);
+	expect_error(json, -ST_INVAL, "models[0].replicas[0].device: expected a "
+		     "non-empty string of at most 63 bytes");
+}
+
+/* Each "replicas" error, word for word. */
+static void test_replicas_errors(void **state)
+{
+	(void)state;
+	const char *shape = "models[0].replicas: expected an integer >= 1, "
+			    "{\"count\": N} or an array of placements";
+	const char *range = "models[0].replicas: expected an integer >= 1";
+	const char *count = "models[0].replicas.count: expected an integer >= 1";
+	const char *nonempty = "models[0].replicas[1].device: expected a "
+			       "non-empty string";
+	const char *spaces = "models[0].replicas[0].device: expected a device "
+			     "spec without spaces, e.g. \"cpu:0-3\"";
+	const char *threads = "models[0].replicas[0].threads: expected an "
+			      "integer in 1..1024";
+	const char *items = "models[0].replicas: expected an array of 1..256 "
+			    "placements";
+	/* N */
+	expect_error(MODEL_WITH("\"replicas\": 0"), -ST_INVAL, range);
+	expect_error(MODEL_WITH("\"replicas\": -1"), -ST_INVAL, range);
+	expect_error(MODEL_WITH("\"replicas\": 2147483648"), -ST_INVAL, range);
+	expect_error(MODEL_WITH("\"replicas\": -9223372036854775808"), -ST_INVAL,
+		     range);
+	/* not one of the three forms */
+	expect_error(MODEL_WITH("\"replicas\": \"2\""), -ST_INVAL, shape);
+	expect_error(MODEL_WITH("\"replicas\": 1.0"), -ST_INVAL, shape);
+	expect_error(MODEL_WITH("\"replicas\": null"), -ST_INVAL, shape);
+	expect_error(MODEL_WITH("\"replicas\": true"), -ST_INVAL, shape);
+	/* {"count": N} */
+	expect_error(MODEL_WITH("\"replicas\": {\"count\": 0}"), -ST_INVAL, count);
+	expect_error(MODEL_WITH("\"replicas\": {\"count\": -3}"), -ST_INVAL, count);
+	expect_error(MODEL_WITH("\"replicas\": {\"count\": \"2\"}"), -ST_INVAL,
+		     count);
+	expect_error(MODEL_WITH("\"replicas\": {\"count\": 2.0}"), -ST_INVAL,
+		     count);
+	expect_error(MODEL_WITH("\"replicas\": {\"count\": null}"), -ST_INVAL,
+		     count);
+	expect_error(MODEL_WITH("\"replicas\": {\"count\": 2147483648}"),
+		     -ST_INVAL, count);
+	expect_error(MODEL_WITH("\"replicas\": {}"), -ST_INVAL,
+		     "models[0].replicas: missing key \"count\"");
+	expect_error(MODEL_WITH("\"replicas\": {\"count\": 2, \"threads\": 1}"),
+		     -ST_INVAL, "models[0].replicas: unknown key \"threads\"");
+	expect_error(MODEL_WITH("\"replicas\": {\"cuont\": 2}"), -ST_INVAL,
+		     "models[0].replicas: unknown key \"cuont\"");
+	/* [placements] */
+	expect_error(MODEL_WITH("\"replicas\": []"), -ST_INVAL, items);
+	expect_error(MODEL_WITH("\"replicas\": [\"cpu:0\"]"), -ST_INVAL,
+		     "models[0].replicas[0]: expected an object");
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\"}, 2]"),
+		     -ST_INVAL, "models[0].replicas[1]: expected an object");
+	expect_error(MODEL_WITH("\"replicas\": [{\"threads\": 2}]"), -ST_INVAL,
+		     "models[0].replicas[0]: missing key \"device\"");
+	expect_error(MODEL_WITH("\"replicas\": [{}]"), -ST_INVAL,
+		     "models[0].replicas[0]: missing key \"device\"");
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\", "
+				"\"cores\": 2}]"), -ST_INVAL,
+		     "models[0].replicas[0]: unknown key \"cores\"");
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\"}, "
+				"{\"device\": \"\"}]"), -ST_INVAL, nonempty);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\"}, "
+				"{\"device\": 0}]"), -ST_INVAL, nonempty);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\"}, "
+				"{\"device\": null}]"), -ST_INVAL, nonempty);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\"}, "
+				"{\"device\": [\"cpu\"]}]"), -ST_INVAL, nonempty);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu 0\"}]"),
+		     -ST_INVAL, spaces);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \" cpu\"}]"),
+		     -ST_INVAL, spaces);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu:0,\\t1\"}]"),
+		     -ST_INVAL, spaces);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\\n\"}]"),
+		     -ST_INVAL, spaces);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\", "
+				"\"threads\": 0}]"), -ST_INVAL, threads);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\", "
+				"\"threads\": 1025}]"), -ST_INVAL, threads);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\", "
+				"\"threads\": -1}]"), -ST_INVAL, threads);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\", "
+				"\"threads\": \"2\"}]"), -ST_INVAL, threads);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\", "
+				"\"threads\": null}]"), -ST_INVAL, threads);
+	expect_error(MODEL_WITH("\"replicas\": [{\"device\": \"cpu\", "
+				"\"threads\": 2147483648}]"), -ST_INVAL, threads);
+	/* The path names the model and the placement. */
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\"}, "
+		     "{\"name\": \"b\", \"path\": \"p\", \"replicas\": "
+		     "[{\"device\": \"cpu:0\"}, {\"device\": \"cpu:1\"}, "
+		     "{\"device\": \"cpu:2\", \"threads\": 0}]}]}", -ST_INVAL,
+		     "models[1].replicas[2].threads: expected an integer in 1..1024");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\"}, "
+		     "{\"name\": \"b\", \"path\": \"p\", \"replicas\": {\"count\": 0}}]}",
+		     -ST_INVAL, "models[1].replicas.count: expected an integer >= 1");
+	/* "count" and the placement keys only mean something inside
+	 * "replicas". */
+	expect_error(MODEL_WITH("\"count\": 2"), -ST_INVAL,
+		     "models[0]: unknown key \"count\"");
+	expect_error(MODEL_WITH("\"device\": \"cpu\""), -ST_INVAL,
+		     "models[0]: unknown key \"device\"");
+	expect_error(MODEL_WITH("\"threads\": 2"), -ST_INVAL,
+		     "models[0]: unknown key \"threads\"");
+}
+
+/* At most 256 placements. */
+static void test_replicas_ceiling(void **state)
+{
+	(void)state;
+	size_t cap = 64 * 1024;
+	char *json = malloc(cap);
+	assert_non_null(json);
+	for (int n = 256; n <= 257; n++) {
+		size_t o = (size_t)snprintf(json, cap, "{\"models\": [{\"name\": "
+					    "\"m\", \"path\": \"p\", \"replicas\": [");
+		for (int i = 0; i < n; i++)
+			o += (size_t)snprintf(json + o, cap - o,
+					      "%s{\"device\": \"cpu:%d\"}",
+					      i ? "," : "", i);
+		snprintf(json + o, cap - o, "]}]}");
+		struct cfg *cfg;
+		char err[256];
+		int rc = load(json, &cfg, err, sizeof(err));
+		if (n == 256) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(cfg->models[0].n_replicas, 256);
+			assert_string_equal(cfg->models[0].replicas[255].device,
+					    "cpu:255");
+			cfg_destroy(cfg);
+		} else {
+			assert_int_equal(rc, -ST_INVAL);
+			assert_null(cfg);
+			assert_string_equal(err, "models[0].replicas: expected an "
+					    "array of 1..256 placements");
+		}
+	}
+	free(json);
+}
+
+/* The scheduling knobs: read back, and each range's message. */
+static void test_sched_knobs(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load(MODEL_WITH("\"max_batch_size\": 256, "
+					 "\"max_queue_delay_ms\": 60000, "
+					 "\"max_queue_size\": 1000000, "
+					 "\"max_num_seqs\": 256, "
+					 "\"max_batch_tokens\": 65536, "
+					 "\"timeout_ms\": 86400000"),
+			      &cfg, err, sizeof(err)), 0);
+	const struct cfg_model *m = &cfg->models[0];
+	assert_int_equal(m->max_batch_size, 256);
+	assert_int_equal(m->max_queue_delay_ms, 60000);
+	assert_int_equal(m->max_queue_size, 1000000);
+	assert_int_equal(m->max_num_seqs, 256);
+	assert_int_equal(m->max_batch_tokens, 65536);
+	assert_int_equal(m->timeout_ms, 86400000);
+	expect_count(m, 1);
+	cfg_destroy(cfg);
+	assert_int_equal(load(MODEL_WITH("\"max_batch_size\": 1, "
+					 "\"max_queue_delay_ms\": 0, "
+					 "\"max_queue_size\": 1, "
+					 "\"max_num_seqs\": 1, "
+					 "\"max_batch_tokens\": 16, "
+					 "\"timeout_ms\": 0"),
+			      &cfg, err, sizeof(err)), 0);
+	m = &cfg->models[0];
+	assert_int_equal(m->max_batch_size, 1);
+	assert_int_equal(m->max_queue_delay_ms, 0);
+	assert_int_equal(m->max_queue_size, 1);
+	assert_int_equal(m->max_num_seqs, 1);
+	assert_int_equal(m->max_batch_tokens, 16);
+	assert_int_equal(m->timeout_ms, 0);
+	cfg_destroy(cfg);
+
+	expect_error(MODEL_WITH("\"max_batch_size\": 0"), -ST_INVAL,
+		     "models[0].max_batch_size: expected an integer in 1..256");
+	expect_error(MODEL_WITH("\"max_batch_size\": 257"), -ST_INVAL,
+		     "models[0].max_batch_size: expected an integer in 1..256");
+	expect_error(MODEL_WITH("\"max_queue_delay_ms\": -1"), -ST_INVAL,
+		     "models[0].max_queue_delay_ms: expected an integer in 0..60000");
+	expect_error(MODEL_WITH("\"max_queue_delay_ms\": 60001"), -ST_INVAL,
+		     "models[0].max_queue_delay_ms: expected an integer in 0..60000");
+	expect_error(MODEL_WITH("\"max_queue_size\": 0"), -ST_INVAL,
+		     "models[0].max_queue_size: expected an integer in 1..1000000");
+	expect_error(MODEL_WITH("\"max_queue_size\": 1000001"), -ST_INVAL,
+		     "models[0].max_queue_size: expected an integer in 1..1000000");
+	expect_error(MODEL_WITH("\"max_num_seqs\": 0"), -ST_INVAL,
+		     "models[0].max_num_seqs: expected an integer in 1..256");
+	expect_error(MODEL_WITH("\"max_num_seqs\": 257"), -ST_INVAL,
+		     "models[0].max_num_seqs: expected an integer in 1..256");
+	expect_error(MODEL_WITH("\"max_batch_tokens\": 15"), -ST_INVAL,
+		     "models[0].max_batch_tokens: expected an integer in 16..65536");
+	expect_error(MODEL_WITH("\"max_batch_tokens\": 65537"), -ST_INVAL,
+		     "models[0].max_batch_tokens: expected an integer in 16..65536");
+	expect_error(MODEL_WITH("\"timeout_ms\": -1"), -ST_INVAL,
+		     "models[0].timeout_ms: expected an integer in 0..86400000");
+	expect_error(MODEL_WITH("\"timeout_ms\": 86400001"), -ST_INVAL,
+		     "models[0].timeout_ms: expected an integer in 0..86400000");
+	/* Type errors get the same message. */
+	expect_error(MODEL_WITH("\"max_batch_size\": \"8\""), -ST_INVAL,
+		     "models[0].max_batch_size: expected an integer in 1..256");
+	expect_error(MODEL_WITH("\"timeout_ms\": 1.5"), -ST_INVAL,
+		     "models[0].timeout_ms: expected an integer in 0..86400000");
+	expect_error(MODEL_WITH("\"max_queue_size\": null"), -ST_INVAL,
+		     "models[0].max_queue_size: expected an integer in 1..1000000");
+	expect_error(MODEL_WITH("\"max_num_seqs\": 4294967297"), -ST_INVAL,
+		     "models[0].max_num_seqs: expected an integer in 1..256");
+	/* The knobs belong to a model, not to the top level or "limits". */
+	expect_error("{\"max_batch_size\": 8, " MIN_MODELS "}", -ST_INVAL,
+		     "unknown key \"max_batch_size\"");
+	expect_error("{\"limits\": {\"timeout_ms\": 8}, " MIN_MODELS "}",
+		     -ST_INVAL, "limits: unknown key \"timeout_ms\"");
 }
 
 static void test_name_lengths(void **state)
@@ -496,12 +825,31 @@ static void test_help(void **state)
 		"limits.header_timeout_ms", "limits.idle_timeout_ms",
 		"limits.body_timeout_ms", "limits.drain_timeout_ms",
 		"models[].name", "models[].path", "models[].format",
-		"models[].replicas",
+		"models[].replicas (integer, object or array, default 1, >= 1)",
+		"models[].replicas.count (integer, required, >= 1)",
+		"models[].replicas[].device (string, required, 1..63 bytes)",
+		("models[].replicas[].threads (integer, default one per core of "
+		 "the device, 1..1024)"),
+		"models[].max_batch_size (integer, default 8, 1..256)",
+		"models[].max_queue_delay_ms (integer, default 5, 0..60000)",
+		"models[].max_queue_size (integer, default 64, 1..1000000)",
+		"models[].max_num_seqs (integer, default 16, 1..256)",
+		"models[].max_batch_tokens (integer, default 512, 16..65536)",
+		"models[].timeout_ms (integer, default 0, 0..86400000)",
+		/* the replicas doc names all three forms */
+		"N or {\"count\": N}", "[{\"device\": \"cpu:0-3\", \"threads\": 4}",
+		"models given the same cores share them",
 	};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		assert_non_null(strstr(text, keys[i]));
+		if (!strstr(text, keys[i]))
+			fail_msg("--help lacks %s in:\n%s", keys[i], text);
 	assert_non_null(strstr(text, "default 16384, 1024..1048576"));
 	assert_non_null(strstr(text, "default 1, >= 1"));
+	/* Every entry is two lines: "  PATH (...)" and its doc. */
+	size_t lines = 0;
+	for (const char *p = text; *p; p++)
+		lines += *p == '\n';
+	assert_int_equal(lines, 2 * 25);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");
@@ -537,6 +885,114 @@ static int try_limit(const char *key, int64_t value, struct cfg **out)
 	snprintf(json, sizeof(json), "{\"limits\": {\"%s\": %lld}, " MIN_MODELS "}",
 		 key, (long long)value);
 	return load(json, out, NULL, 0);
+}
+
+/* model_value - the loaded value of models[0].<key>, an integer knob. */
+static int64_t model_value(const struct cfg *cfg, const char *key)
+{
+	const struct cfg_model *m = &cfg->models[0];
+	if (strcmp(key, "max_batch_size") == 0)
+		return m->max_batch_size;
+	if (strcmp(key, "max_queue_delay_ms") == 0)
+		return m->max_queue_delay_ms;
+	if (strcmp(key, "max_queue_size") == 0)
+		return m->max_queue_size;
+	if (strcmp(key, "max_num_seqs") == 0)
+		return m->max_num_seqs;
+	if (strcmp(key, "max_batch_tokens") == 0)
+		return m->max_batch_tokens;
+	if (strcmp(key, "timeout_ms") == 0)
+		return m->timeout_ms;
+	fail_msg("schema has a model integer the test does not know: %s", key);
+	return -1;
+}
+
+/* try_model - load one model with key: value; returns rc. */
+static int try_model(const char *key, int64_t value, struct cfg **out)
+{
+	char json[256];
+	snprintf(json, sizeof(json), MODEL_WITH("\"%s\": %lld"), key,
+		 (long long)value);
+	return load(json, out, NULL, 0);
+}
+
+/* check_schema_model_int - as check_schema_limit for a model's integer. */
+static void check_schema_model_int(const char *key, json_t *prop,
+				   const struct cfg *defaults)
+{
+	assert_string_equal(json_string_value(json_object_get(prop, "type")),
+			    "integer");
+	int64_t min = json_integer_value(json_object_get(prop, "minimum"));
+	int64_t max = json_integer_value(json_object_get(prop, "maximum"));
+	assert_true(json_is_integer(json_object_get(prop, "default")));
+	int64_t def = json_integer_value(json_object_get(prop, "default"));
+	assert_int_equal(model_value(defaults, key), def);
+	struct cfg *cfg;
+	assert_int_equal(try_model(key, min, &cfg), 0);
+	assert_int_equal(model_value(cfg, key), min);
+	cfg_destroy(cfg);
+	assert_int_equal(try_model(key, max, &cfg), 0);
+	assert_int_equal(model_value(cfg, key), max);
+	cfg_destroy(cfg);
+	assert_int_equal(try_model(key, min - 1, &cfg), -ST_INVAL);
+	assert_int_equal(try_model(key, max + 1, &cfg), -ST_INVAL);
+}
+
+/* check_schema_replicas - "replicas" is a oneOf of the three forms with the
+ * loader's bounds: N >= 1, {"count": N >= 1}, 1..256 placements of a
+ * device (1..63 bytes) and threads (1..1024). */
+static void check_schema_replicas(json_t *replicas)
+{
+	assert_int_equal(json_integer_value(json_object_get(replicas, "default")), 1);
+	json_t *forms = json_object_get(replicas, "oneOf");
+	assert_int_equal(json_array_size(forms), 3);
+	json_t *n = json_array_get(forms, 0);
+	assert_string_equal(json_string_value(json_object_get(n, "type")), "integer");
+	assert_int_equal(json_integer_value(json_object_get(n, "minimum")), 1);
+	assert_int_equal(json_integer_value(json_object_get(n, "maximum")), 2147483647);
+	json_t *obj = json_array_get(forms, 1);
+	assert_string_equal(json_string_value(json_object_get(obj, "type")), "object");
+	assert_true(json_is_false(json_object_get(obj, "additionalProperties")));
+	json_t *count = json_object_get(json_object_get(obj, "properties"), "count");
+	assert_int_equal(json_integer_value(json_object_get(count, "minimum")), 1);
+	assert_int_equal(json_integer_value(json_object_get(count, "maximum")), 2147483647);
+	assert_string_equal(json_string_value(json_array_get(
+		json_object_get(obj, "required"), 0)), "count");
+	json_t *arr = json_array_get(forms, 2);
+	assert_string_equal(json_string_value(json_object_get(arr, "type")), "array");
+	assert_int_equal(json_integer_value(json_object_get(arr, "minItems")), 1);
+	assert_int_equal(json_integer_value(json_object_get(arr, "maxItems")), 256);
+	json_t *item = json_object_get(arr, "items");
+	assert_true(json_is_false(json_object_get(item, "additionalProperties")));
+	assert_string_equal(json_string_value(json_array_get(
+		json_object_get(item, "required"), 0)), "device");
+	json_t *iprops = json_object_get(item, "properties");
+	assert_int_equal(json_object_size(iprops), 2);
+	json_t *device = json_object_get(iprops, "device");
+	assert_int_equal(json_integer_value(json_object_get(device, "minLength")), 1);
+	assert_int_equal(json_integer_value(json_object_get(device, "maxLength")), 63);
+	json_t *threads = json_object_get(iprops, "threads");
+	assert_int_equal(json_integer_value(json_object_get(threads, "minimum")), 1);
+	assert_int_equal(json_integer_value(json_object_get(threads, "maximum")), 1024);
+	/* The same bounds through the loader. */
+	static const struct {
+		const char *json;
+		int rc;
+	} probes[] = {
+		{ MODEL_WITH("\"replicas\": [{\"device\": \"c\", \"threads\": 1}]"), 0 },
+		{ MODEL_WITH("\"replicas\": [{\"device\": \"c\", \"threads\": 1024}]"), 0 },
+		{ MODEL_WITH("\"replicas\": [{\"device\": \"c\", \"threads\": 0}]"), -ST_INVAL },
+		{ MODEL_WITH("\"replicas\": [{\"device\": \"c\", \"threads\": 1025}]"), -ST_INVAL },
+		{ MODEL_WITH("\"replicas\": {\"count\": 1}"), 0 },
+		{ MODEL_WITH("\"replicas\": {\"count\": 0}"), -ST_INVAL },
+		{ MODEL_WITH("\"replicas\": 1"), 0 },
+		{ MODEL_WITH("\"replicas\": 0"), -ST_INVAL },
+	};
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		struct cfg *cfg;
+		assert_int_equal(load(probes[i].json, &cfg, NULL, 0), probes[i].rc);
+		cfg_destroy(cfg);
+	}
 }
 
 /* check_schema_limit - the schema's default, minimum and maximum for one
@@ -597,10 +1053,25 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
 	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
 	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
-	assert_int_equal(json_object_size(mprops), 4);
-	json_t *replicas = json_object_get(mprops, "replicas");
-	assert_int_equal(json_integer_value(json_object_get(replicas, "minimum")), 1);
-	assert_int_equal(json_integer_value(json_object_get(replicas, "default")), 1);
+	assert_int_equal(json_object_size(mprops), 10);
+	static const char *const mkeys[] = { "name", "path", "format", "replicas" };
+	for (size_t i = 0; i < 4; i++)
+		assert_non_null(json_object_get(mprops, mkeys[i]));
+	check_schema_replicas(json_object_get(mprops, "replicas"));
+	/* Every other model key is a scheduling integer: probe it. */
+	assert_int_equal(load("{" MIN_MODELS "}", &defaults, NULL, 0), 0);
+	size_t n_ints = 0;
+	json_object_foreach(mprops, key, prop) {
+		bool known = false;
+		for (size_t i = 0; i < 4; i++)
+			known = known || strcmp(key, mkeys[i]) == 0;
+		if (known)
+			continue;
+		check_schema_model_int(key, prop, defaults);
+		n_ints++;
+	}
+	assert_int_equal(n_ints, 6);
+	cfg_destroy(defaults);
 	json_decref(schema);
 }
 
@@ -686,6 +1157,10 @@ int main(void)
 		cmocka_unit_test(test_errors_contract),
 		cmocka_unit_test(test_errors_numbers),
 		cmocka_unit_test(test_errors_shape),
+		cmocka_unit_test(test_replicas_forms),
+		cmocka_unit_test(test_replicas_errors),
+		cmocka_unit_test(test_replicas_ceiling),
+		cmocka_unit_test(test_sched_knobs),
 		cmocka_unit_test(test_name_lengths),
 		cmocka_unit_test(test_unknown_keys),
 		cmocka_unit_test(test_listen),

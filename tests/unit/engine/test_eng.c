@@ -16,6 +16,8 @@
 
 #include "common/st.h"
 #include "engine/eng.h"
+#include "engine/eng_int.h"
+#include "engine/models/eng_whisper.h"
 
 static char gemma[4096], whisper[4096];
 
@@ -36,8 +38,8 @@ static void test_create_both(void **state)
 	char err[1024];
 	struct eng *eng;
 	const struct eng_model_spec specs[] = {
-		{ .name = "whisper", .path = whisper, .format = ENG_FORMAT_AUTO, .replicas = 1 },
-		{ .name = "gemma", .path = gemma, .format = ENG_FORMAT_AUTO, .replicas = 2 },
+		{ .name = "whisper", .path = whisper, .format = ENG_FORMAT_AUTO, .replica_count = 1 },
+		{ .name = "gemma", .path = gemma, .format = ENG_FORMAT_AUTO, .replica_count = 2 },
 	};
 	int64_t before = (int64_t)time(NULL);
 	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), 0);
@@ -75,7 +77,7 @@ static void test_explicit_formats(void **state)
 	(void)state;
 	char err[1024];
 	struct eng *eng;
-	struct eng_model_spec s = { .name = "g", .path = gemma, .format = ENG_FORMAT_GGUF, .replicas = 1 };
+	struct eng_model_spec s = { .name = "g", .path = gemma, .format = ENG_FORMAT_GGUF, .replica_count = 1 };
 	assert_int_equal(eng_create(&s, 1, &eng, err, sizeof(err)), 0);
 	eng_destroy(eng);
 	s.format = ENG_FORMAT_CT2; /* a GGUF file is no CT2 folder */
@@ -91,8 +93,8 @@ static void test_missing_path(void **state)
 	char err[1024];
 	struct eng *eng = (struct eng *)1;
 	const struct eng_model_spec specs[] = {
-		{ .name = "gemma", .path = gemma, .replicas = 1 },
-		{ .name = "ghost", .path = "/nonexistent/model.gguf", .replicas = 1 },
+		{ .name = "gemma", .path = gemma, .replica_count = 1 },
+		{ .name = "ghost", .path = "/nonexistent/model.gguf", .replica_count = 1 },
 	};
 	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_NOTFOUND);
 	assert_null(eng);
@@ -105,16 +107,30 @@ static void test_bad_specs(void **state)
 	char err[1024];
 	struct eng *eng;
 	struct eng_model_spec specs[] = {
-		{ .name = "a", .path = gemma, .replicas = 1 },
-		{ .name = "a", .path = whisper, .replicas = 1 },
+		{ .name = "a", .path = gemma, .replica_count = 1 },
+		{ .name = "a", .path = whisper, .replica_count = 1 },
 	};
 	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_INVAL);
 	assert_string_equal(err, "model 'a': name used twice");
 	specs[1].name = "b";
-	specs[1].replicas = 0;
+	specs[1].replica_count = -1;
 	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_INVAL);
-	assert_string_equal(err, "model 'b': replicas must be >= 1 (got 0)");
-	specs[1].replicas = 1;
+	assert_string_equal(err, "model 'b': replicas: expected a count >= 1 or placements");
+	specs[1].replica_count = 1000;
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_INVAL);
+	assert_non_null(strstr(err, "model 'b': 1000 replicas need at least 1000 cores"));
+	specs[1].replica_count = 1;
+	struct eng_replica_spec far = { .device = "cpu:1023", .threads = 1 };
+	specs[1].replicas = &far;
+	specs[1].n_replicas = 1;
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_NOTFOUND);
+	assert_non_null(strstr(err, "model 'b': replica 0:"));
+	struct eng_replica_spec many = { .device = "cpu:0", .threads = 2 };
+	specs[1].replicas = &many;
+	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_INVAL);
+	assert_non_null(strstr(err, "model 'b': replica 0 on cpu:0:"));
+	specs[1].replicas = NULL;
+	specs[1].n_replicas = 0;
 	specs[1].path = "/";
 	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_NOTFOUND);
 	assert_string_equal(err, "model 'b': /: folder has no model.bin (not a CTranslate2 model)");
@@ -150,7 +166,7 @@ static void test_corrupt_file(void **state)
 	char err[1024], want[4200], tmp[] = "/tmp/inferd-eng-XXXXXX";
 	struct eng *eng;
 	copy_prefix(gemma, 6525100, tmp); /* ends in the last tensor info (6525053..6525112) */
-	struct eng_model_spec s = { .name = "bad", .path = tmp, .replicas = 1 };
+	struct eng_model_spec s = { .name = "bad", .path = tmp, .replica_count = 1 };
 	assert_int_equal(eng_create(&s, 1, &eng, err, sizeof(err)), -ST_CORRUPT);
 	snprintf(want, sizeof(want), "model 'bad': %s: truncated at byte ", tmp);
 	if (strncmp(err, want, strlen(want)) != 0)
@@ -216,7 +232,7 @@ static void test_generate_context(void **state)
 		 root ? root : ".");
 	struct eng *eng;
 	const struct eng_model_spec spec = { .name = "tiny", .path = path,
-					     .format = ENG_FORMAT_AUTO, .replicas = 1 };
+					     .format = ENG_FORMAT_AUTO, .replica_count = 1 };
 	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), 0);
 	const struct eng_model *m = eng_model_find(eng, "tiny");
 	assert_int_equal(eng_model_context(m), 256);
@@ -243,6 +259,71 @@ static void test_generate_context(void **state)
 	eng_destroy(eng);
 }
 
+/* eng_whisper_decode_steps (the batched decode step of transcription
+ * batching) gives bit for bit the logits of eng_whisper_decode run for
+ * each sequence alone: two windows of different (random) log-mel input,
+ * three sequences (two on one window, at different cache lengths), five
+ * steps. */
+static void test_whisper_batched_steps(void **state)
+{
+	(void)state;
+	char err[512];
+	struct eng *eng;
+	const struct eng_model_spec spec = { .name = "w", .path = whisper,
+					     .format = ENG_FORMAT_AUTO, .replica_count = 1 };
+	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), 0);
+	const struct eng_whisper *w = ((const struct eng_model *)eng_model_at(eng, 0))->whisper;
+	const struct eng_whisper_hp *hp = eng_whisper_hp(w);
+	size_t nv = (size_t)hp->n_vocab, T = ENG_WHISPER_N_FRAMES, M = (size_t)hp->n_mels;
+	float *mel = malloc(M * T * sizeof(float));
+	assert_non_null(mel);
+	uint32_t r = 7;
+	struct eng_whisper_enc *enc[2];
+	for (int e = 0; e < 2; e++) {
+		for (size_t i = 0; i < M * T; i++) {
+			r = r * 1664525u + 1013904223u;
+			mel[i] = (float)(r >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+		}
+		assert_int_equal(eng_whisper_enc_create(w, 1, &enc[e]), 0);
+		eng_whisper_encode(w, enc[e], NULL, mel, T, 0, T);
+	}
+	/* caches 0..2 alone, 3..5 batched; sequence i uses window i % 2 */
+	struct eng_whisper_kv *kv[6];
+	float *alone = malloc(3 * nv * sizeof(float)), *batch = malloc(3 * nv * sizeof(float));
+	assert_true(alone && batch);
+	const int32_t prompt[] = { 50257, 50362, 400, 500, 600 };
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(eng_whisper_kv_create(w, &kv[i]), 0);
+		size_t n = (size_t)(i % 3) + 2; /* cache lengths 2, 3, 4 */
+		assert_int_equal(eng_whisper_decode(w, enc[i % 3 % 2], kv[i], NULL, prompt, n,
+						    alone, NULL, 0), 0);
+	}
+	for (int step = 0; step < 5; step++) {
+		struct eng_whisper_step st[3];
+		for (int i = 0; i < 3; i++) {
+			int32_t tok = 1000 + 37 * step + i;
+			assert_int_equal(eng_whisper_decode(w, enc[i % 2], kv[i], NULL, &tok, 1,
+							    alone + (size_t)i * nv, NULL, 0), 0);
+			st[i] = (struct eng_whisper_step){ enc[i % 2], kv[i + 3], tok,
+							   batch + (size_t)i * nv };
+		}
+		assert_int_equal(eng_whisper_decode_steps(w, NULL, st, 3), 0);
+		assert_memory_equal(alone, batch, 3 * nv * sizeof(float));
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(eng_whisper_kv_len(kv[i]), eng_whisper_kv_len(kv[i + 3]));
+	}
+	struct eng_whisper_step bad = { enc[0], kv[3], (int32_t)nv, batch };
+	assert_int_equal(eng_whisper_decode_steps(w, NULL, &bad, 1), -ST_INVAL);
+	for (int i = 0; i < 6; i++)
+		eng_whisper_kv_destroy(kv[i]);
+	eng_whisper_enc_destroy(enc[0]);
+	eng_whisper_enc_destroy(enc[1]);
+	free(mel);
+	free(alone);
+	free(batch);
+	eng_destroy(eng);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_file),
 		cmocka_unit_test(test_inspect),
 		cmocka_unit_test(test_generate_context),
+		cmocka_unit_test(test_whisper_batched_steps),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

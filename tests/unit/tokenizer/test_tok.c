@@ -414,6 +414,24 @@ static void test_toobig(void **state)
 	assert_int_equal(eng_tok_detokenize(f->tok, ids, 3, false, false, small, sizeof(small), &n),
 			 -ST_TOOBIG);
 	assert_true(n > sizeof(small));
+	/* A text far longer than max_ids tokens can cover is refused before
+	 * encoding (a 64 MiB prompt must not take a minute and gigabytes):
+	 * *n_ids is then a lower bound, above max_ids. */
+	size_t big = 64u << 20;
+	char *text = malloc(big);
+	assert_non_null(text);
+	for (size_t i = 0; i < big; i++)
+		text[i] = "hello world "[i % 12];
+	int32_t many[4096];
+	clock_t c0 = clock();
+	assert_int_equal(eng_tok_encode(f->tok, text, big, true, true, many, 4096, &n), -ST_TOOBIG);
+	double cpu_s = (double)(clock() - c0) / CLOCKS_PER_SEC;
+	assert_true(n > 4096);
+	assert_true(cpu_s < 0.5);
+	/* the same text cut to fit is encoded for real, the count exact */
+	assert_int_equal(eng_tok_encode(f->tok, text, 4000, true, true, many, 4096, &n), 0);
+	assert_true(n > 500 && n < 4096);
+	free(text);
 }
 
 /* ---- byte-level BPE: Whisper's (GPT-2's) vocabulary as a GGUF ---- */

@@ -1,0 +1,135 @@
+/* dev.h - the device interface: what engine/ may know about where its
+ * work runs. One header for every back end; engine/ never names one.
+ *
+ * A device is an execution resource with its own memory and in-order work
+ * queues. The `cpu` back end (dev_cpu.c): a device is a set of cores,
+ * "cpu:0", "cpu:0-3", "cpu:0,2,4-5", checked against the cores this
+ * process may use (hwloc's allowed cpuset, else sched_getaffinity); its
+ * memory is host memory; a queue is one host thread pinned to the first of
+ * its cores plus a team of worker threads (dev_pool.h) pinned one per
+ * remaining core, so `threads` compute threads never exceed the cores
+ * given. A `cuda` back end would be a GPU, device memory, and streams as
+ * queues (the queue's thread enqueues kernels on its stream; dev_queue_pool
+ * is NULL there): the calls below are the same.
+ *
+ * Model of use (engine/eng_sched.c): a model replica opens its device,
+ * creates one queue with its thread count and submits its scheduling loop
+ * to it as a long-running work item; compute inside the item uses
+ * dev_queue_pool(q) for parallel-for. Weights are shared (read-only host
+ * memory for the cpu back end); per-replica scratch and KV caches come
+ * from dev_alloc.
+ *
+ * Thread: dev_open/dev_close and dev_queue_create/destroy on any thread
+ * (not concurrently on the same object); dev_queue_submit/sync from any
+ * thread; dev_alloc/free/copy from any thread.
+ */
+#ifndef DEV_H
+#define DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dev;
+struct dev_queue;
+struct dev_pool;
+
+enum dev_kind {
+	DEV_KIND_CPU = 0,
+	DEV_KIND_CUDA, /* reserved: no back end yet (dev_open says so) */
+};
+
+#define DEV_MAX_CPUS 1024 /* CPU ids accepted in a spec: 0 .. DEV_MAX_CPUS-1 */
+#define DEV_NAME_MAX 128 /* caps.name with its NUL; a longer set name ends in "..." */
+
+/* What a device offers (filled by dev_open). */
+struct dev_caps {
+	enum dev_kind kind;
+	char name[DEV_NAME_MAX];  /* canonical spec: "cpu:0-3", "cpu:0,2-3" (ranges
+				   * merged, sorted); a set too fragmented to fit
+				   * ends in "..." (dev_cpu_ids has it exactly) */
+	int n_cores;              /* cores (cpu: CPU ids in the set) */
+	const char *simd;         /* kernel ISA in use when opened (kn_ops()->name):
+				   * "ref", "avx2", "avx512"; static storage */
+	uint64_t mem_bytes;       /* memory the device can address (cpu: physical RAM) */
+};
+
+/* dev_cpus_available - the CPU ids this process may run on, ascending,
+ * into cpus[0..max) (max >= 1; the first max when there are more);
+ * returns how many it stored (> 0), -ST_INVAL (cpus NULL or max < 1) or
+ * -ST_IO. The set is hwloc's binding of the process (the union over its
+ * threads) within hwloc's allowed cpuset (cgroups, offline CPUs); if hwloc
+ * fails, sched_getaffinity of the calling thread. Ids >= DEV_MAX_CPUS are
+ * left out. */
+int dev_cpus_available(int *cpus, int max);
+
+/* dev_open - the device named by spec: "cpu" (every available core),
+ * "cpu:N", "cpu:A-B", or a comma list of those ("cpu:0,2-3"). Errors:
+ * -ST_INVAL (syntax, an empty set, a CPU id out of range), -ST_NOTFOUND
+ * (a core this process may not use: err names it and lists the available
+ * ones), -ST_UNSUPPORTED (a kind without a back end, "cuda:0"),
+ * -ST_NOMEM, -ST_IO (the CPUs could not be listed); err (may be NULL when
+ * errlen is 0) says which, and is "" on success. Specs are strict: no
+ * spaces, no empty items, ids 0 .. DEV_MAX_CPUS-1, A <= B; duplicates and
+ * overlaps merge. *out is new (dev_close), NULL on error. The cpu back end
+ * also makes sure the kernels are initialised (kn_ops(): it keeps a table
+ * an earlier kn_init chose, and OpenBLAS runs 1 thread). */
+int dev_open(const char *spec, struct dev **out, char *err, size_t errlen);
+
+/* dev_close - free the device; its queues must be destroyed first. NULL
+ * is a no-op. */
+void dev_close(struct dev *d);
+
+/* dev_caps - what the device offers. Borrowed, valid until dev_close. */
+const struct dev_caps *dev_caps(const struct dev *d);
+
+/* dev_cpu_ids - the device's CPU ids ascending (cpu back end; NULL and 0
+ * for others). Borrowed. */
+const int *dev_cpu_ids(const struct dev *d, int *n);
+
+/* Memory. dev_alloc returns n bytes aligned to 64 (NULL when out of
+ * memory; n == 0 gives a unique pointer; cpu: through common/mem.h, so
+ * mem_fail_after reaches it), dev_free releases it (NULL is a no-op; only
+ * pointers from dev_alloc of the same device), dev_copy copies n bytes
+ * between any two device or host addresses (cpu: memcpy; the ranges must
+ * not overlap; n == 0 touches nothing). */
+void *dev_alloc(struct dev *d, size_t n);
+void dev_free(struct dev *d, void *p);
+void dev_copy(struct dev *d, void *dst, const void *src, size_t n);
+
+/* A work item: runs on the queue's thread; pool is the queue's compute
+ * team (dev_pool_run(pool, ...); NULL where the back end has none). */
+typedef void (*dev_work_fn)(void *arg, struct dev_pool *pool);
+
+/* dev_queue_create - an in-order work queue on d with `threads` compute
+ * threads (1 .. n_cores: the queue's own thread plus threads - 1 pool
+ * workers, pinned to the first `threads` cores of the device, one each).
+ * Errors: -ST_INVAL (threads out of range: err says the device's cores),
+ * -ST_NOMEM, -ST_IO (a thread could not start). */
+int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *err,
+		     size_t errlen);
+
+/* dev_queue_destroy - run what was submitted, then stop and join the
+ * threads. A long-running item must have been told to return first.
+ * Items still running may submit: they get -ST_CLOSED. Not from an item
+ * of the queue (it would join itself). NULL is a no-op. */
+void dev_queue_destroy(struct dev_queue *q);
+
+/* dev_queue_submit - append fn(arg, pool) to the queue; items run one
+ * after another in submission order. Returns 0, -ST_NOMEM, or -ST_CLOSED
+ * (the queue is being destroyed). */
+int dev_queue_submit(struct dev_queue *q, dev_work_fn fn, void *arg);
+
+/* dev_queue_sync - wait until every item submitted before the call has
+ * returned (items submitted meanwhile are not waited for); returns 0.
+ * Not from inside an item of the same queue (it would wait for itself):
+ * -ST_INVAL then. Never from the queue's pool workers (inside a
+ * dev_pool_run of its item): that deadlocks and is not detected. */
+int dev_queue_sync(struct dev_queue *q);
+
+/* dev_queue_threads - compute threads of the queue (its `threads`). */
+int dev_queue_threads(const struct dev_queue *q);
+
+/* dev_queue_device - the device the queue belongs to. */
+struct dev *dev_queue_device(const struct dev_queue *q);
+
+#endif /* DEV_H */

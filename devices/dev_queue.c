@@ -1,0 +1,197 @@
+/* dev_queue.c - in-order work queues of the cpu back end (dev.h).
+ *
+ * A queue is one host thread pinned to the device's first core plus a
+ * dev_pool whose workers are pinned to the next threads - 1 cores; the
+ * queue thread is the pool's ith 0 (it is the one that calls
+ * dev_pool_run inside items), so a queue has exactly `threads` compute
+ * threads and never more than the device has cores.
+ *
+ * Items are a FIFO list under mu. Tickets make sync exact: n_submitted
+ * counts items accepted, n_done items returned, and both only grow, so
+ * "everything submitted before my call" is n_done >= the n_submitted read
+ * at the call. q->thread is stored under mu before the queue thread can
+ * take mu, so comparing it with pthread_self() under mu is race free.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "devices/dev.h"
+#include "devices/dev_int.h"
+#include "devices/dev_pool.h"
+
+struct dev_item {
+	dev_work_fn fn;
+	void *arg;
+	struct dev_item *next; /* later item, NULL at the tail */
+};
+
+struct dev_queue {
+	struct dev *dev;	/* borrowed: outlives the queue */
+	int threads;		/* compute threads: the queue thread + pool workers */
+	struct dev_pool *pool;	/* threads - 1 workers; ith 0 is the queue thread */
+	pthread_t thread;	/* the queue thread, set under mu */
+	pthread_mutex_t mu;	/* guards everything below */
+	pthread_cond_t cv_work; /* an item arrived, or closing */
+	pthread_cond_t cv_done; /* n_done moved */
+	struct dev_item *head;	/* next item to run; NULL when empty */
+	struct dev_item *tail;	/* last item, where submit appends */
+	uint64_t n_submitted;	/* items accepted so far */
+	uint64_t n_done;	/* items that have returned */
+	bool closing;		/* destroy began: nothing new accepted */
+};
+
+/* Wait for the next item and unlink it; NULL when closing and drained.
+ * Called and returns with mu held. */
+static struct dev_item *dev_queue_pop(struct dev_queue *q)
+{
+	while (!q->head && !q->closing)
+		pthread_cond_wait(&q->cv_work, &q->mu);
+	struct dev_item *it = q->head;
+	if (it) {
+		q->head = it->next;
+		if (!q->head)
+			q->tail = NULL;
+	}
+	return it;
+}
+
+static void *dev_queue_main(void *arg)
+{
+	struct dev_queue *q = arg;
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		struct dev_item *it = dev_queue_pop(q);
+		if (!it)
+			break;
+		pthread_mutex_unlock(&q->mu);
+		dev_work_fn fn = it->fn;
+		void *fn_arg = it->arg;
+		mem_free(it);
+		fn(fn_arg, q->pool);
+		pthread_mutex_lock(&q->mu);
+		q->n_done++;
+		pthread_cond_broadcast(&q->cv_done);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+/* Start the queue thread pinned to cpu from its first instruction. */
+static int dev_queue_start(struct dev_queue *q, int cpu)
+{
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr))
+		return -ST_IO;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	int rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set) ? -ST_IO : 0;
+	pthread_mutex_lock(&q->mu); /* the thread first waits here for q->thread */
+	if (!rc && pthread_create(&q->thread, &attr, dev_queue_main, q))
+		rc = -ST_IO;
+	pthread_mutex_unlock(&q->mu);
+	pthread_attr_destroy(&attr);
+	return rc;
+}
+
+static void dev_queue_free(struct dev_queue *q)
+{
+	dev_pool_destroy(q->pool);
+	pthread_cond_destroy(&q->cv_done);
+	pthread_cond_destroy(&q->cv_work);
+	pthread_mutex_destroy(&q->mu);
+	mem_free(q);
+}
+
+int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	int n_cpus;
+	const int *cpus = dev_cpu_ids(d, &n_cpus);
+	if (threads < 1 || threads > n_cpus) {
+		dev__errf(err, errlen, "%d threads on %s: it has %d cores (1..%d)", threads,
+			  dev_caps(d)->name, n_cpus, n_cpus);
+		return -ST_INVAL;
+	}
+	struct dev_queue *q = mem_calloc(1, sizeof(*q));
+	if (!q) {
+		dev__errf(err, errlen, "queue on %s: out of memory", dev_caps(d)->name);
+		return -ST_NOMEM;
+	}
+	q->dev = d;
+	q->threads = threads;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv_work, NULL);
+	pthread_cond_init(&q->cv_done, NULL);
+	int rc = dev_pool_create(threads, cpus, &q->pool);
+	if (!rc)
+		rc = dev_queue_start(q, cpus[0]);
+	if (rc) {
+		dev__errf(err, errlen, "queue on %s with %d threads: %s", dev_caps(d)->name,
+			  threads, rc == -ST_NOMEM ? "out of memory" : "cannot start a thread");
+		dev_queue_free(q);
+		return rc;
+	}
+	*out = q;
+	return 0;
+}
+
+void dev_queue_destroy(struct dev_queue *q)
+{
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->mu);
+	q->closing = true;
+	pthread_cond_broadcast(&q->cv_work);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->thread, NULL); /* it drains the list before it returns */
+	dev_queue_free(q);
+}
+
+int dev_queue_submit(struct dev_queue *q, dev_work_fn fn, void *arg)
+{
+	struct dev_item *it = mem_alloc(sizeof(*it));
+	if (!it)
+		return -ST_NOMEM;
+	*it = (struct dev_item){.fn = fn, .arg = arg};
+	pthread_mutex_lock(&q->mu);
+	int rc = q->closing ? -ST_CLOSED : 0;
+	if (!rc) {
+		if (q->tail)
+			q->tail->next = it;
+		else
+			q->head = it;
+		q->tail = it;
+		q->n_submitted++;
+		pthread_cond_signal(&q->cv_work);
+	}
+	pthread_mutex_unlock(&q->mu);
+	if (rc)
+		mem_free(it);
+	return rc;
+}
+
+int dev_queue_sync(struct dev_queue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	int rc = pthread_equal(pthread_self(), q->thread) ? -ST_INVAL : 0;
+	uint64_t ticket = q->n_submitted;
+	while (!rc && q->n_done < ticket)
+		pthread_cond_wait(&q->cv_done, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+	return rc;
+}
+
+int dev_queue_threads(const struct dev_queue *q)
+{
+	return q->threads;
+}
+
+struct dev *dev_queue_device(const struct dev_queue *q)
+{
+	return q->dev;
+}

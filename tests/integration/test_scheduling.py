@@ -1,0 +1,369 @@
+"""Scheduling: replicas on their own cores, continuous batching, back-pressure,
+deadlines, priorities, cancellation and the scheduler's metrics, against the
+real daemon and the default models.
+
+Timing checks compare runs within the same test (same machine, same load) with
+generous margins; they prove overlap (two replicas work at once), not speed."""
+import json
+import os
+import re
+import struct
+import threading
+import time
+
+import pytest
+
+from conftest import MODELS, Daemon, connect, default_models, make_config, request
+from test_audio_endpoints import clip, transcribe
+
+GEMMA, WHISPER = "gemma-3-270m", "whisper-tiny.en"
+
+
+def cpus():
+    got = sorted(os.sched_getaffinity(0))
+    assert len(got) >= 2, "these tests need two cores"
+    return got[:2]
+
+
+def config(gen=None, asr=None, **over):
+    models = default_models()
+    models[0].update(asr or {})
+    models[1].update(gen or {})
+    limits = {"idle_timeout_ms": 60000, "body_timeout_ms": 30000, "max_body_bytes": 16 << 20}
+    return make_config(models=models, limits=limits, **over)
+
+
+def post_json(port, path, body, headers=None, timeout=300):
+    data = json.dumps(body).encode()
+    h = {"Host": "localhost", "Content-Type": "application/json", "Connection": "close",
+         "Content-Length": str(len(data))}
+    h.update(headers or {})
+    raw = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    from conftest import Reader
+    with connect(port, timeout=timeout) as s:
+        s.sendall(raw.encode() + data)
+        return Reader(s).read_response()
+
+
+def complete(port, prompt, max_tokens=24, headers=None, **kw):
+    body = dict(model=GEMMA, prompt=prompt, max_tokens=max_tokens, temperature=0, **kw)
+    return post_json(port, "/v1/completions", body, headers)
+
+
+def stats(port, model):
+    r = request(port, "GET", f"/v2/models/{model}/stats")
+    assert r.status == 200, r.body
+    return r.json()["model_stats"][0]
+
+
+def parallel(fns):
+    """Run the callables at once; their results (or exceptions) in order, and
+    the wall time of the whole."""
+    out = [None] * len(fns)
+
+    def run(i, f):
+        try:
+            out[i] = f()
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            out[i] = e
+    ts = [threading.Thread(target=run, args=(i, f)) for i, f in enumerate(fns)]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(600)
+    return out, time.monotonic() - t0
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def stopped_clean(d):
+    rc = d.stop()
+    text = d.stderr_text()
+    assert rc == 0, text
+    assert "Sanitizer" not in text and "runtime error" not in text, text
+
+
+@pytest.fixture(scope="module")
+def two():
+    """Both models on two single-core replicas."""
+    a, b = cpus()
+    reps = {"replicas": [{"device": f"cpu:{a}", "threads": 1},
+                         {"device": f"cpu:{b}", "threads": 1}]}
+    d = Daemon(config(gen=dict(reps), asr=dict(reps)))
+    yield d
+    stopped_clean(d)
+
+
+@pytest.fixture(scope="module")
+def one():
+    """Generation on one single-core replica with small queues: 2 sequences
+    run, 2 wait, the next is refused."""
+    a, _ = cpus()
+    d = Daemon(config(gen={"replicas": [{"device": f"cpu:{a}", "threads": 1}],
+                           "max_num_seqs": 2, "max_queue_size": 2}))
+    yield d
+    stopped_clean(d)
+
+
+PROMPT = "List the numbers from one to fifty, separated by commas: one, two,"
+
+
+# --- replicas work at the same time -------------------------------------------
+
+
+def test_two_generations_on_two_replicas_overlap(two):
+    complete(two.port, "Warm up.", max_tokens=4)
+    t0 = time.monotonic()
+    r = complete(two.port, PROMPT, max_tokens=48)
+    single = time.monotonic() - t0
+    assert r.status == 200, r.body
+    before = stats(two.port, GEMMA)["inferd"]["replicas"]
+    (a, b), both = parallel([lambda: complete(two.port, PROMPT, max_tokens=48)] * 2)
+    assert a.status == b.status == 200
+    after = stats(two.port, GEMMA)["inferd"]["replicas"]
+    print(f"one request {single:.2f} s, two at once {both:.2f} s")
+    assert both < 1.75 * single, (single, both)  # one after the other would be 2x
+    # each replica did work for the pair
+    assert all(y["batches"] > x["batches"] for x, y in zip(before, after))
+    assert [x["device"] for x in after] == [f"cpu:{c}" for c in cpus()]
+
+
+def test_two_transcriptions_on_two_replicas_overlap(two):
+    r = transcribe(two.port)
+    assert r.status == 200, r.body
+    t0 = time.monotonic()
+    r = transcribe(two.port)
+    single = time.monotonic() - t0
+    (a, b), both = parallel([lambda: transcribe(two.port)] * 2)
+    assert a.status == b.status == 200
+    assert a.json()["text"] == b.json()["text"] == r.json()["text"]
+    print(f"one transcription {single:.2f} s, two at once {both:.2f} s")
+    assert both < 1.75 * single, (single, both)  # one after the other would be 2x
+
+
+# --- continuous batching --------------------------------------------------------
+
+PROMPTS = ["The capital of France is", "Water boils at", "My favourite colour is",
+           "The quick brown fox"]
+
+
+def test_batches_form_and_match_unbatched(one):
+    alone = []
+    for p in PROMPTS[:2]:
+        r = complete(one.port, p, max_tokens=20)
+        assert r.status == 200, r.body
+        alone.append(r.json()["choices"][0]["text"])
+    before = stats(one.port, GEMMA)
+    (a, b), _ = parallel([lambda p=p: complete(one.port, p, max_tokens=20) for p in PROMPTS[:2]])
+    assert a.status == b.status == 200
+    assert [a.json()["choices"][0]["text"], b.json()["choices"][0]["text"]] == alone
+    after = stats(one.port, GEMMA)
+    two_wide = lambda s: sum(x["compute_infer"]["count"] for x in s["batch_stats"]
+                             if x["batch_size_max"] >= 2)
+    assert two_wide(after) > two_wide(before), after["batch_stats"]
+
+
+CLIPS = ["jfk.wav", "LJ001-0001.wav", "1089-134686-0000.flac", "LJ001-0004.flac"]
+
+
+def test_transcriptions_batch_and_match_unbatched(one):
+    # the default whisper replica batches up to max_batch_size (8) requests
+    alone = []
+    for c in CLIPS:
+        r = transcribe(one.port, data=clip(c), filename=c)
+        assert r.status == 200, r.body
+        alone.append(r.json()["text"])
+    before = stats(one.port, WHISPER)
+    results, _ = parallel([lambda c=c: transcribe(one.port, data=clip(c), filename=c)
+                           for c in CLIPS])
+    assert [r.json()["text"] for r in results] == alone
+    after = stats(one.port, WHISPER)
+    wide = lambda s: sum(x["compute_infer"]["count"] for x in s["batch_stats"]
+                         if x["batch_size_max"] >= 2)
+    assert wide(after) > wide(before), after["batch_stats"]
+    assert after["inferd"]["audio_seconds"] > before["inferd"]["audio_seconds"] + 20
+
+
+def test_n_choices_share_a_batch(one):
+    before = stats(one.port, GEMMA)
+    r = post_json(one.port, "/v1/completions", dict(model=GEMMA, prompt="Hello", max_tokens=8,
+                                                    n=2, temperature=0))
+    assert r.status == 200, r.body
+    texts = [c["text"] for c in r.json()["choices"]]
+    assert texts[0] == texts[1]
+    after = stats(one.port, GEMMA)
+    assert after["execution_count"] - before["execution_count"] <= 10  # together, not 2 x 9
+
+
+# --- back-pressure ------------------------------------------------------------------
+
+
+def test_overload_every_request_answered(one):
+    for _ in range(3):
+        assert complete(one.port, "Warm up.", max_tokens=8).status == 200
+    base = rss_kb(one.proc.pid)
+    n = 40  # capacity is 2 running + 2 waiting
+    results, wall = parallel([lambda i=i: complete(one.port, f"Item {i}:", max_tokens=8)
+                              for i in range(n)])
+    statuses = [r.status if not isinstance(r, Exception) else repr(r) for r in results]
+    print(f"{n} requests in {wall:.1f} s: " + ", ".join(
+        f"{s} x{statuses.count(s)}" for s in sorted(set(map(str, statuses)))))
+    assert all(s in (200, 429) for s in statuses), statuses
+    # at least the queue (2) and one running; arrivals race the admissions
+    assert statuses.count(200) >= 3 and statuses.count(429) >= 1
+    for r in results:
+        if r.status == 429:
+            assert r.header("Retry-After") == "1"
+            err = r.json()["error"]
+            assert err["code"] == "rate_limit_exceeded" and err["type"] == "rate_limit_error"
+    st = stats(one.port, GEMMA)["inferd"]
+    assert st["requests"]["rejected"] >= statuses.count(429)
+    assert st["queue_depth"] == 0
+    time.sleep(0.5)
+    grown = rss_kb(one.proc.pid) - base
+    print(f"RSS before {base} kB, growth after the burst {grown} kB")
+    assert grown < 32 * 1024, grown
+    assert complete(one.port, "Still serving?", max_tokens=4).status == 200
+
+
+# --- deadlines and priorities ----------------------------------------------------------
+
+
+def test_deadline_answers_504(one):
+    before = stats(one.port, GEMMA)["inferd"]["requests"]["timed_out"]
+    r = complete(one.port, PROMPT, max_tokens=400, stop=[],
+                 headers={"Inferd-Timeout-Ms": "300"})
+    assert r.status == 504, r.body
+    assert r.json()["error"]["code"] == "timeout"
+    assert stats(one.port, GEMMA)["inferd"]["requests"]["timed_out"] == before + 1
+
+
+def test_bad_scheduling_headers(one):
+    for h in ({"Inferd-Priority": "urgent"}, {"Inferd-Timeout-Ms": "0"},
+              {"Inferd-Timeout-Ms": "12ms"}):
+        r = complete(one.port, "Hi", max_tokens=2, headers=h)
+        assert r.status == 400, (h, r.body)
+        assert list(h)[0] in r.json()["error"]["message"]
+
+
+def test_high_priority_goes_first(one):
+    done = {}
+
+    def run(name, prio, tokens):
+        r = complete(one.port, PROMPT, max_tokens=tokens,
+                     headers={"Inferd-Priority": prio})
+        done[name] = time.monotonic()
+        return r.status
+    # two long ones fill both slots, two normal ones wait, then a high one
+    ts = [threading.Thread(target=run, args=(f"busy{i}", "normal", 40)) for i in range(2)]
+    for t in ts:
+        t.start()
+    time.sleep(0.3)
+    ts += [threading.Thread(target=run, args=("normal", "normal", 6))]
+    ts[-1].start()
+    time.sleep(0.1)
+    ts += [threading.Thread(target=run, args=("high", "high", 6))]
+    ts[-1].start()
+    for t in ts:
+        t.join(300)
+    assert done["high"] <= done["normal"], done
+
+
+# --- disconnects -------------------------------------------------------------------------
+
+
+def test_disconnect_mid_generation_stops_the_work(two):
+    before = stats(two.port, GEMMA)["inferd"]["requests"]["cancelled"]
+    body = json.dumps(dict(model=GEMMA, prompt=PROMPT, max_tokens=2000, stream=True,
+                           stop=[], temperature=0)).encode()
+    s = connect(two.port, timeout=60)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    got = b""
+    while got.count(b"data:") < 3:
+        got += s.recv(65536)
+    other = parallel([lambda: complete(two.port, "Meanwhile:", max_tokens=6)])[0][0]
+    s.close()
+    assert other.status == 200
+    deadline = time.monotonic() + 30
+    while stats(two.port, GEMMA)["inferd"]["requests"]["cancelled"] == before:
+        assert time.monotonic() < deadline, "the generation was not cancelled"
+        time.sleep(0.1)
+    running = lambda: sum(r["running"] for r in stats(two.port, GEMMA)["inferd"]["replicas"])
+    assert running() == 0
+
+
+def long_wav(seconds):
+    """jfk.wav repeated to `seconds` of 16-bit mono 16 kHz audio."""
+    data = clip("jfk.wav")
+    pcm = data[data.index(b"data") + 8:]
+    body = (pcm * (seconds * 32000 // len(pcm) + 1))[: seconds * 32000]
+    head = b"RIFF" + struct.pack("<I", 36 + len(body)) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16) + b"data" + struct.pack("<I", len(body))
+    return head + body
+
+
+def test_disconnect_mid_transcription_stops_the_work(two):
+    before = stats(two.port, WHISPER)["inferd"]["requests"]["cancelled"]
+    from test_audio_endpoints import multipart
+    ctype, body = multipart([("model", WHISPER)],
+                            [("file", "long.wav", long_wav(300), "audio/wav")])
+    s = connect(two.port, timeout=60)
+    s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+              + f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+    time.sleep(1.0)
+    s.close()
+    r = transcribe(two.port)  # the other replica (or this one, once freed) serves
+    assert r.status == 200
+    deadline = time.monotonic() + 60
+    while stats(two.port, WHISPER)["inferd"]["requests"]["cancelled"] == before:
+        assert time.monotonic() < deadline, "the transcription was not cancelled"
+        time.sleep(0.2)
+
+
+def test_transcription_deadline_answers_504(two):
+    r = transcribe(two.port, data=long_wav(120), filename="long.wav",
+                   headers={"Inferd-Timeout-Ms": "500"})
+    assert r.status == 504, r.body
+    assert r.json()["error"]["code"] == "timeout"
+
+
+# --- metrics --------------------------------------------------------------------------------
+
+
+def test_metrics_families_grouped(two):
+    text = request(two.port, "GET", "/metrics").body.decode()
+    seen, current = set(), None
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            current = line.split()[2]
+            assert current not in seen, f"{current} appears twice"
+            seen.add(current)
+        elif line and not line.startswith("#"):
+            name = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", line).group(0)
+            base = re.sub(r"_(bucket|sum|count)$", "", name)
+            assert current in (name, base), f"{name} outside its family ({current})"
+    for family in ("inferd_model_requests_total", "inferd_model_queue_depth",
+                   "inferd_model_batch_size", "inferd_replica_busy_ratio",
+                   "inferd_model_time_to_first_token_seconds",
+                   "inferd_model_inter_token_latency_seconds",
+                   "inferd_model_audio_seconds_total", "inferd_model_generated_tokens_total"):
+        assert family in seen, family
+    assert re.search(r'inferd_replica_busy_ratio\{model="gemma-3-270m",replica="1",'
+                     r'device="cpu:\d+"\} 0\.\d+', text)
+
+
+def test_stats_routes(two):
+    all_ = request(two.port, "GET", "/v2/models/stats").json()["model_stats"]
+    assert [m["name"] for m in all_] == [WHISPER, GEMMA]
+    g = all_[1]
+    assert g["inference_count"] >= 1 and g["execution_count"] >= g["inference_count"]
+    assert set(g["inference_stats"]) == {"success", "fail", "queue", "compute_infer"}
+    assert g["inferd"]["generated_tokens"] > 0 and g["inferd"]["ttft_ms"]["count"] > 0
+    w = request(two.port, "GET", f"/v2/models/{WHISPER}/stats").json()["model_stats"]
+    assert w[0]["inferd"]["audio_seconds"] > 10
+    assert request(two.port, "GET", "/v2/models/nope/stats").status == 404
