@@ -63,49 +63,25 @@ int eng_transcribe_submit(const struct eng_model *m, const struct eng_asr_input 
 	return 0;
 }
 
-/* eng_transcribe: submit, then wait on the caller's stack. */
-struct ea_wait {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool finished;
-	int rc;
-	struct eng_transcript *t;
-	char *err;
-	size_t errlen;
-};
-
 static void ea_wait_done(void *ud, int rc, struct eng_transcript *t, const char *err)
 {
-	struct ea_wait *w = ud;
-	pthread_mutex_lock(&w->mu);
-	w->rc = rc;
-	w->t = t;
-	if (rc && err && w->err && w->errlen)
-		snprintf(w->err, w->errlen, "%s", err);
-	w->finished = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
+	eng__waiter_done(ud, rc, t, err);
 }
 
 int eng_transcribe(const struct eng_model *m, const float *samples, size_t n_samples,
 		   const struct eng_transcribe_params *p, struct eng_transcript **out, char *err,
 		   size_t errlen)
 {
-	struct ea_wait w = { .err = err, .errlen = errlen };
+	struct eng__waiter w;
 	struct eng_asr_input in = { .samples = samples, .n_samples = n_samples };
+	void *t = NULL;
 	*out = NULL;
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
+	eng__waiter_init(&w, err, errlen);
 	int rc = eng_transcribe_submit(m, &in, p, NULL, ea_wait_done, &w, err, errlen);
-	if (!rc) {
-		pthread_mutex_lock(&w.mu);
-		while (!w.finished)
-			pthread_cond_wait(&w.cv, &w.mu);
-		pthread_mutex_unlock(&w.mu);
-		rc = w.rc;
-		*out = w.t;
-	}
-	pthread_cond_destroy(&w.cv);
-	pthread_mutex_destroy(&w.mu);
+	if (rc)
+		eng__waiter_fini(&w);
+	else
+		rc = eng__waiter_wait(&w, &t);
+	*out = t;
 	return rc;
 }

@@ -461,48 +461,24 @@ void eng__gen_req_end(struct eng__req *base, int rc, const char *err)
 	done(ud, rc, rc ? NULL : res, rc ? err : NULL);
 }
 
-/* eng_generate: submit, then wait on the caller's stack. */
-struct eg_wait {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool finished;
-	int rc;
-	struct eng_gen_result *res;
-	char *err;
-	size_t errlen;
-};
-
 static void eg_wait_done(void *ud, int rc, struct eng_gen_result *res, const char *err)
 {
-	struct eg_wait *w = ud;
-	pthread_mutex_lock(&w->mu);
-	w->rc = rc;
-	w->res = res;
-	if (rc && err && w->err && w->errlen)
-		snprintf(w->err, w->errlen, "%s", err);
-	w->finished = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
+	eng__waiter_done(ud, rc, res, err);
 }
 
 int eng_generate(const struct eng_model *m, const struct eng_gen_params *p,
 		 struct eng_gen_result **out, char *err, size_t errlen)
 {
-	struct eg_wait w = { .err = err, .errlen = errlen };
+	struct eng__waiter w;
+	void *res = NULL;
 	*out = NULL;
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
+	eng__waiter_init(&w, err, errlen);
 	int rc = eng_generate_submit(m, p, NULL, eg_wait_done, &w, err, errlen);
-	if (!rc) {
-		pthread_mutex_lock(&w.mu);
-		while (!w.finished)
-			pthread_cond_wait(&w.cv, &w.mu);
-		pthread_mutex_unlock(&w.mu);
-		rc = w.rc;
-		*out = w.res;
-	}
-	pthread_cond_destroy(&w.cv);
-	pthread_mutex_destroy(&w.mu);
+	if (rc)
+		eng__waiter_fini(&w);
+	else
+		rc = eng__waiter_wait(&w, &res);
+	*out = res;
 	return rc;
 }
 

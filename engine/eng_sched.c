@@ -340,3 +340,42 @@ bool eng__sched_sweep(struct eng__replica *rp)
 	}
 	return closing;
 }
+
+/* --- waiting for one request ------------------------------------------------- */
+
+void eng__waiter_init(struct eng__waiter *w, char *err, size_t errlen)
+{
+	*w = (struct eng__waiter){ .err = err, .errlen = errlen };
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+}
+
+void eng__waiter_done(struct eng__waiter *w, int rc, void *result, const char *err)
+{
+	pthread_mutex_lock(&w->mu);
+	w->rc = rc;
+	w->result = result;
+	if (rc && err && w->err && w->errlen)
+		snprintf(w->err, w->errlen, "%s", err);
+	w->finished = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+void eng__waiter_fini(struct eng__waiter *w)
+{
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+}
+
+int eng__waiter_wait(struct eng__waiter *w, void **result)
+{
+	pthread_mutex_lock(&w->mu);
+	while (!w->finished)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+	*result = w->result;
+	int rc = w->rc;
+	eng__waiter_fini(w);
+	return rc;
+}

@@ -122,6 +122,29 @@ void eng__sched_count(struct eng_sched *s, int rc, double request_ms);
 /* eng__sched_finish - the loop ended r (after r->end): one less outstanding. */
 void eng__sched_finish(struct eng__replica *rp);
 
+/* A caller waiting for one submitted request to end (the synchronous
+ * eng_generate / eng_transcribe): the done callback stores the outcome and
+ * calls eng__waiter_done; the caller blocks in eng__waiter_wait. */
+struct eng__waiter {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool finished;
+	int rc;
+	void *result;      /* the done callback's result pointer */
+	char *err;         /* the caller's message buffer [errlen] */
+	size_t errlen;
+};
+
+void eng__waiter_init(struct eng__waiter *w, char *err, size_t errlen);
+/* eng__waiter_done - from the done callback (any thread): keep rc, result
+ * and err (copied), wake the caller. */
+void eng__waiter_done(struct eng__waiter *w, int rc, void *result, const char *err);
+/* eng__waiter_wait - block until done; returns rc, *result the pointer
+ * given (NULL on error); destroys w. */
+int eng__waiter_wait(struct eng__waiter *w, void **result);
+/* eng__waiter_fini - destroy a waiter whose request was never submitted. */
+void eng__waiter_fini(struct eng__waiter *w);
+
 /* eng__now_ms - monotonic milliseconds. */
 double eng__now_ms(void);
 

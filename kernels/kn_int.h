@@ -10,6 +10,8 @@
 #define KN_INT_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels/kn.h"
 #include "kernels/kn_quant.h"
@@ -99,5 +101,20 @@ bool kn__set_avx512vnni(bool on);
 #define KN__ERF_B9    -2.666528696e-05f
 
 #define KN__SQRT1_2 0.70710678118654752f /* 1/sqrt(2) */
+
+/* kn__bf16_round - f rounded to bfloat16 and widened back, as
+ * ggml_compute_fp32_to_bf16 does: NaN -> quiet NaN (bit 22 set), else
+ * round to nearest even on the top 16 bits. Every ISA's round_x tail. */
+static inline float kn__bf16_round(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		u = (u | 0x00400000u) & 0xffff0000u;
+	else
+		u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&f, &u, sizeof(u));
+	return f;
+}
 
 #endif /* KN_INT_H */

@@ -819,18 +819,6 @@ KQ_INLINE float kq_round1_f16(float f)
 	return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-KQ_INLINE float kq_round1_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		u = (u | 0x00400000u) & 0xffff0000u;
-	else
-		u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-	memcpy(&f, &u, sizeof(u));
-	return f;
-}
-
 static void kq_round_x_f16(const float *restrict x, float *restrict y, size_t k)
 {
 	size_t i = 0;
@@ -858,7 +846,7 @@ static void kq_round_x_bf16(const float *restrict x, float *restrict y, size_t k
 		_mm512_storeu_ps(y + i, _mm512_castsi512_ps(r));
 	}
 	for (; i < k; i++)
-		y[i] = kq_round1_bf16(x[i]);
+		y[i] = kn__bf16_round(x[i]);
 }
 
 /* ---- the table ---------------------------------------------------------- */

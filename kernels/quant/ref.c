@@ -277,19 +277,10 @@ static void ref_round_f16(const float *restrict x, float *restrict y, size_t k)
 		y[i] = kq_f16(kq_to_f16(x[i]));
 }
 
-/* ggml_compute_fp32_to_bf16: NaN -> quiet NaN (bit 22 set), else round
- * to nearest even on the top 16 bits. */
 static void ref_round_bf16(const float *restrict x, float *restrict y, size_t k)
 {
-	for (size_t i = 0; i < k; i++) {
-		uint32_t u;
-		memcpy(&u, &x[i], sizeof(u));
-		if ((u & 0x7fffffffu) > 0x7f800000u)
-			u = (u | 0x00400000u) & 0xffff0000u;
-		else
-			u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-		memcpy(&y[i], &u, sizeof(u));
-	}
+	for (size_t i = 0; i < k; i++)
+		y[i] = kn__bf16_round(x[i]);
 }
 
 /* ---- integer path: x quantized to Q8_0 / Q8_K ---------------------------- */
