@@ -8,11 +8,11 @@
  * hands each pass to the replica's loop (struct eng_whisper_runner) and
  * waits. The loop runs in rounds: it lets every driver that can go on run
  * until its next pass (or its end), one driver at a time, then computes
- * what they asked for together - the encoder on each requested 30-second
- * window, and every single-token decode step of every request in ONE
- * batched decoder pass (eng_whisper_decode_steps: one read of the weights
- * for all rows; prompt passes of several tokens go one by one) - with the
- * replica's compute team, and starts the next round.
+ * what they asked for together - every requested 30-second window in ONE
+ * encoder pass over the windows stacked (eng_whisper_encode_batch), and
+ * every single-token decode step of every request in ONE decoder pass
+ * (eng_whisper_decode_steps; prompt passes of several tokens go one by
+ * one) - with the replica's compute team, and starts the next round.
  *
  * Exactly one thread runs at any time: the loop, or the one driver holding
  * the baton (a mutex and one condition variable per driver hand it over),
@@ -85,6 +85,10 @@ struct ea_loop {
 	struct eng__req **taken;    /* [cap] */
 	struct eng_whisper_step *steps; /* [cap] */
 	struct ea_driver **stepping;    /* [cap] */
+	/* [cap] the round's encoder windows */
+	struct eng_whisper_enc **encs;
+	const float **mels;
+	size_t *strides, *frame0, *n_frames;
 };
 
 /* --- the baton ------------------------------------------------------------------ */
@@ -282,18 +286,41 @@ static bool ea_admit(struct ea_loop *l)
 	return closing;
 }
 
-/* Every waiting pass of the round, computed together. */
-static void ea_compute(struct ea_loop *l)
+/* The round's encoder passes: all windows stacked in one pass
+ * (eng_whisper_encode_batch), or one by one when its scratch is not to be
+ * had. Returns how many windows. */
+static int ea_encode_all(struct ea_loop *l)
 {
-	int n_enc = 0, n_step = 0;
+	int n = 0;
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
-		if (d->state == EA_ENCODE) {
-			eng_whisper_encode(l->w, d->enc, l->pool, d->mel, d->mel_stride, d->frame0,
-					   d->n_frames);
-			d->state = EA_RUN;
-			n_enc++;
-		} else if (d->state == EA_DECODE && (d->n_tokens != 1 || d->logits_at)) {
+		if (d->state != EA_ENCODE)
+			continue;
+		l->encs[n] = d->enc;
+		l->mels[n] = d->mel;
+		l->strides[n] = d->mel_stride;
+		l->frame0[n] = d->frame0;
+		l->n_frames[n] = d->n_frames;
+		d->state = EA_RUN;
+		n++;
+	}
+	if (eng_whisper_encode_batch(l->w, l->pool, l->encs, l->mels, l->strides, l->frame0,
+				     l->n_frames, (size_t)n))
+		for (int b = 0; b < n; b++)
+			eng_whisper_encode(l->w, l->encs[b], l->pool, l->mels[b], l->strides[b],
+					   l->frame0[b], l->n_frames[b]);
+	return n;
+}
+
+/* Every waiting pass of the round, computed together: the encoder windows,
+ * prompt passes (several tokens) one by one, and every single-token step
+ * in one decoder pass. */
+static void ea_compute(struct ea_loop *l)
+{
+	int n_enc = ea_encode_all(l), n_step = 0;
+	for (int i = 0; i < l->n; i++) {
+		struct ea_driver *d = l->d[i];
+		if (d->state == EA_DECODE && (d->n_tokens != 1 || d->logits_at)) {
 			d->pass_rc = eng_whisper_decode(l->w, d->dec_enc, d->kv, l->pool, d->tokens,
 							d->n_tokens, d->logits, d->logits_at,
 							d->at_index);
@@ -361,7 +388,13 @@ static int ea_init(struct ea_loop *l, struct eng__replica *rp, struct dev_pool *
 	l->taken = mem_calloc((size_t)l->cap, sizeof(*l->taken));
 	l->steps = mem_calloc((size_t)l->cap, sizeof(*l->steps));
 	l->stepping = mem_calloc((size_t)l->cap, sizeof(*l->stepping));
-	return l->d && l->taken && l->steps && l->stepping ? 0 : -ST_NOMEM;
+	l->encs = mem_calloc((size_t)l->cap, sizeof(*l->encs));
+	l->mels = mem_calloc((size_t)l->cap, sizeof(*l->mels));
+	l->strides = mem_calloc((size_t)l->cap, sizeof(*l->strides));
+	l->frame0 = mem_calloc((size_t)l->cap, sizeof(*l->frame0));
+	l->n_frames = mem_calloc((size_t)l->cap, sizeof(*l->n_frames));
+	return l->d && l->taken && l->steps && l->stepping && l->encs && l->mels && l->strides &&
+	       l->frame0 && l->n_frames ? 0 : -ST_NOMEM;
 }
 
 static void ea_fini(struct ea_loop *l)
@@ -370,6 +403,11 @@ static void ea_fini(struct ea_loop *l)
 	mem_free(l->taken);
 	mem_free(l->steps);
 	mem_free(l->stepping);
+	mem_free(l->encs);
+	mem_free(l->mels);
+	mem_free(l->strides);
+	mem_free(l->frame0);
+	mem_free(l->n_frames);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);
 }

@@ -74,6 +74,20 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 			struct dev_pool *p, const float *mel, size_t mel_stride, size_t frame0,
 			size_t n_frames);
 
+/* eng_whisper_encode_batch - eng_whisper_encode for n windows (of
+ * different transcriptions) in one pass: the convolutions per window, then
+ * every layer's norms and matrix products over the n windows' rows stacked
+ * (n x n_audio_ctx rows: one read of each weight matrix), attention per
+ * window, and the cross-attention keys/values of all windows in one
+ * product per decoder layer. encs[b] receives window b's output exactly as
+ * eng_whisper_encode would give it (every product is per row). Needs
+ * about 16 MB of scratch per window (tiny); -ST_NOMEM when it cannot have
+ * it (nothing written then). */
+int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
+			     struct eng_whisper_enc *const *encs, const float *const *mels,
+			     const size_t *strides, const size_t *frame0, const size_t *n_frames,
+			     size_t n);
+
 /* eng_whisper_kv_create - an empty self-attention cache for n_text_ctx
  * tokens. -ST_NOMEM. eng_whisper_kv_copy copies src's first n positions
  * into dst (beam search reordering). */

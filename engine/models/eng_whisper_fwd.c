@@ -200,6 +200,77 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 		ew_linear_apply(p, &w->dec[i].cross_kv, e->x, e->cross_kv + (size_t)i * A * 2 * d, A);
 }
 
+/* --- encoder, several windows at once ------------------------------------- */
+
+/* One window of a batched encoder pass. */
+struct ew_win {
+	struct eng_whisper_enc *e;
+	const float *mel;
+	size_t stride, frame0, n_frames;
+};
+
+/* The layers over n windows' rows stacked ([n*A, d]): norms and matrix
+ * products over all rows at once, attention per window. */
+static void ew_encoder_stacked(const struct eng_whisper *w, struct dev_pool *p,
+			       const struct eng_whisper_enc *e0, float *X, float *H, float *T,
+			       float *U, size_t n)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model, H_ = (size_t)hp->n_heads;
+	size_t rows = n * A;
+	for (int i = 0; i < hp->enc_layers; i++) {
+		const struct ew_enc_layer *l = &w->enc[i];
+		ew_layer_norm_rows(p, &l->ln_attn, X, T, rows, d);
+		ew_linear_apply(p, &l->qkv, T, H, rows);
+		for (size_t b = 0; b < n; b++) {
+			const float *h = H + b * A * 3 * d;
+			eng_par_attention(p, A, A, H_, d / H_, h, 3 * d, h + d, 3 * d, h + 2 * d, 3 * d,
+					  T + b * A * d, d, false, 0, e0->scratch);
+		}
+		ew_linear_apply(p, &l->out, T, U, rows);
+		eng_par_add(p, X, U, rows * d);
+		ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, X, T, H, rows, d);
+	}
+	ew_layer_norm_rows(p, &w->enc_ln, X, X, rows, d);
+}
+
+int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
+			     struct eng_whisper_enc *const *encs, const float *const *mels,
+			     const size_t *strides, const size_t *frame0, const size_t *n_frames,
+			     size_t n)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model, rows = n * A;
+	if (n == 0)
+		return 0;
+	float *X = mem_alloc(rows * d * sizeof(float));
+	float *H = mem_alloc(rows * ew_max(3 * d, (size_t)hp->d_ffn) * sizeof(float));
+	float *T = mem_alloc(rows * d * sizeof(float));
+	float *U = mem_alloc(rows * 2 * d * sizeof(float));
+	int rc = X && H && T && U ? 0 : -ST_NOMEM;
+	for (size_t b = 0; !rc && b < n; b++) {
+		ew_encoder_front(w, encs[b], p, mels[b], strides[b], frame0[b], n_frames[b]);
+		memcpy(X + b * A * d, encs[b]->x, A * d * sizeof(float));
+	}
+	if (!rc)
+		ew_encoder_stacked(w, p, encs[0], X, H, T, U, n);
+	for (size_t b = 0; !rc && b < n; b++)
+		memcpy(encs[b]->x, X + b * A * d, A * d * sizeof(float));
+	/* cross-attention keys and values of every window, one product per
+	 * decoder layer over all rows */
+	for (int i = 0; !rc && i < hp->dec_layers; i++) {
+		ew_linear_apply(p, &w->dec[i].cross_kv, X, U, rows);
+		for (size_t b = 0; b < n; b++)
+			memcpy(encs[b]->cross_kv + (size_t)i * A * 2 * d, U + b * A * 2 * d,
+			       A * 2 * d * sizeof(float));
+	}
+	mem_free(X);
+	mem_free(H);
+	mem_free(T);
+	mem_free(U);
+	return rc;
+}
+
 /* --- decoder ------------------------------------------------------------ */
 
 /* Scratch for n decoder rows: x, t, h [n, d_ffn], qkv [n, 3d], scores. */

@@ -18,6 +18,7 @@
 #include "engine/eng.h"
 #include "engine/eng_int.h"
 #include "engine/models/eng_whisper.h"
+#include "engine/models/eng_whisper_int.h"
 
 static char gemma[4096], whisper[4096];
 
@@ -259,11 +260,12 @@ static void test_generate_context(void **state)
 	eng_destroy(eng);
 }
 
-/* eng_whisper_decode_steps (the batched decode step of transcription
- * batching) gives bit for bit the logits of eng_whisper_decode run for
- * each sequence alone: two windows of different (random) log-mel input,
- * three sequences (two on one window, at different cache lengths), five
- * steps. */
+/* Transcription batching computes what each request would alone, bit for
+ * bit: eng_whisper_encode_batch over two windows of different (random)
+ * log-mel input against eng_whisper_encode of each (output and
+ * cross-attention keys/values), and eng_whisper_decode_steps against
+ * eng_whisper_decode per sequence: three sequences (two on one window, at
+ * different cache lengths), five steps. */
 static void test_whisper_batched_steps(void **state)
 {
 	(void)state;
@@ -277,15 +279,28 @@ static void test_whisper_batched_steps(void **state)
 	size_t nv = (size_t)hp->n_vocab, T = ENG_WHISPER_N_FRAMES, M = (size_t)hp->n_mels;
 	float *mel = malloc(M * T * sizeof(float));
 	assert_non_null(mel);
+	float *mel2 = malloc(M * T * sizeof(float));
+	assert_non_null(mel2);
 	uint32_t r = 7;
-	struct eng_whisper_enc *enc[2];
+	struct eng_whisper_enc *enc[2], *benc[2];
 	for (int e = 0; e < 2; e++) {
+		float *m = e ? mel2 : mel;
 		for (size_t i = 0; i < M * T; i++) {
 			r = r * 1664525u + 1013904223u;
-			mel[i] = (float)(r >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+			m[i] = (float)(r >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
 		}
 		assert_int_equal(eng_whisper_enc_create(w, 1, &enc[e]), 0);
-		eng_whisper_encode(w, enc[e], NULL, mel, T, 0, T);
+		assert_int_equal(eng_whisper_enc_create(w, 1, &benc[e]), 0);
+		eng_whisper_encode(w, enc[e], NULL, m, T, 0, e ? T : 2000); /* window 0: 20 s */
+	}
+	const float *mels[2] = { mel, mel2 };
+	const size_t strides[2] = { T, T }, f0[2] = { 0, 0 }, nf[2] = { 2000, T };
+	assert_int_equal(eng_whisper_encode_batch(w, NULL, benc, mels, strides, f0, nf, 2), 0);
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
+	for (int e = 0; e < 2; e++) {
+		assert_memory_equal(enc[e]->x, benc[e]->x, A * d * sizeof(float));
+		assert_memory_equal(enc[e]->cross_kv, benc[e]->cross_kv,
+				    (size_t)hp->dec_layers * A * 2 * d * sizeof(float));
 	}
 	/* caches 0..2 alone, 3..5 batched; sequence i uses window i % 2 */
 	struct eng_whisper_kv *kv[6];
@@ -316,9 +331,12 @@ static void test_whisper_batched_steps(void **state)
 	assert_int_equal(eng_whisper_decode_steps(w, NULL, &bad, 1), -ST_INVAL);
 	for (int i = 0; i < 6; i++)
 		eng_whisper_kv_destroy(kv[i]);
-	eng_whisper_enc_destroy(enc[0]);
-	eng_whisper_enc_destroy(enc[1]);
+	for (int e = 0; e < 2; e++) {
+		eng_whisper_enc_destroy(enc[e]);
+		eng_whisper_enc_destroy(benc[e]);
+	}
 	free(mel);
+	free(mel2);
 	free(alone);
 	free(batch);
 	eng_destroy(eng);
