@@ -14,12 +14,13 @@
  * (eng_whisper_decode_steps; prompt passes of several tokens go one by
  * one) - with the replica's compute team, and starts the next round.
  *
- * Exactly one thread runs at any time: the loop, or the one driver holding
- * the baton (a mutex and one condition variable per driver hand it over),
- * so drivers never compete with the compute team for cores; they are
- * pinned to the replica's first core, where the loop thread sits. A
+ * Drivers run only while the compute team is idle, and at most as many at
+ * once as the replica has threads (a mutex, a count and one condition
+ * variable per driver hand out turns), pinned to the replica's cores: so
+ * compute threads plus running drivers never exceed the cores given. A
  * request's results are those it would get alone: its passes compute the
- * same numbers batched or not (eng_whisper_decode_steps says why).
+ * same numbers batched or not (eng_whisper_encode_batch and
+ * eng_whisper_decode_steps say why).
  *
  * Between rounds (and while a driver waits to be admitted) requests whose
  * client left or whose deadline passed are ended (eng__sched_sweep); a
@@ -77,9 +78,12 @@ struct ea_loop {
 	struct eng__replica *rp;
 	struct dev_pool *pool;
 	const struct eng_whisper *w;
-	int core;                   /* the replica's first CPU (drivers run there) */
+	cpu_set_t cores;            /* the replica's CPUs (drivers run there) */
+	bool pin;                   /* cores is set */
+	int width;                  /* drivers running at once at most: the replica's threads */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;          /* the loop waits here for the baton */
+	pthread_cond_t cv;          /* the loop waits here for turns to come back */
+	int active;                 /* drivers holding a turn (under mu) */
 	struct ea_driver **d;       /* [cap] admitted */
 	int n, cap;
 	struct eng__req **taken;    /* [cap] */
@@ -91,20 +95,31 @@ struct ea_loop {
 	size_t *strides, *frame0, *n_frames;
 };
 
-/* --- the baton ------------------------------------------------------------------ */
+/* --- turns ----------------------------------------------------------------------- */
 
-/* Loop side: let d run until it asks for a pass or ends. */
-static void ea_give(struct ea_loop *l, struct ea_driver *d)
+/* Loop side: let every runnable driver go on until it asks for a pass or
+ * ends, `width` of them at a time. */
+static void ea_run_drivers(struct ea_loop *l)
 {
+	int next = 0;
 	pthread_mutex_lock(&l->mu);
-	d->turn = true;
-	pthread_cond_signal(&d->cv);
-	while (d->turn)
+	for (;;) {
+		while (l->active < l->width && next < l->n) {
+			struct ea_driver *d = l->d[next++];
+			if (d->state != EA_RUN)
+				continue;
+			d->turn = true;
+			l->active++;
+			pthread_cond_signal(&d->cv);
+		}
+		if (!l->active && next >= l->n)
+			break;
 		pthread_cond_wait(&l->cv, &l->mu);
+	}
 	pthread_mutex_unlock(&l->mu);
 }
 
-/* Driver side: hand the baton back (state set) and wait for it again
+/* Driver side: give the turn back (state set) and wait for the next one
  * (unless done). */
 static void ea_yield(struct ea_driver *d, enum ea_state state)
 {
@@ -112,6 +127,7 @@ static void ea_yield(struct ea_driver *d, enum ea_state state)
 	pthread_mutex_lock(&l->mu);
 	d->state = state;
 	d->turn = false;
+	l->active--;
 	pthread_cond_signal(&l->cv);
 	while (state != EA_DONE && !d->turn)
 		pthread_cond_wait(&d->cv, &l->mu);
@@ -238,12 +254,8 @@ static struct ea_driver *ea_start(struct ea_loop *l, struct eng__req *base)
 		d->t_admit = eng__now_ms();
 		d->runner = (struct eng_whisper_runner){ ea_encode, ea_decode, d };
 		pthread_cond_init(&d->cv, NULL);
-		if (l->core >= 0) {
-			cpu_set_t set;
-			CPU_ZERO(&set);
-			CPU_SET(l->core, &set);
-			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-		}
+		if (l->pin)
+			pthread_attr_setaffinity_np(&attr, sizeof(l->cores), &l->cores);
 		ok = !pthread_create(&d->thread, &attr, ea_driver_main, d);
 		pthread_attr_destroy(&attr);
 		if (!ok)
@@ -349,9 +361,7 @@ static void ea_compute(struct ea_loop *l)
  * ones leave, then the passes are computed. */
 static void ea_round(struct ea_loop *l)
 {
-	for (int i = 0; i < l->n; i++)
-		if (l->d[i]->state == EA_RUN)
-			ea_give(l, l->d[i]);
+	ea_run_drivers(l);
 	for (int i = l->n; i-- > 0;) {
 		struct ea_driver *d = l->d[i];
 		if (d->state != EA_DONE)
@@ -381,7 +391,12 @@ static int ea_init(struct ea_loop *l, struct eng__replica *rp, struct dev_pool *
 	l->cap = rp->s->max_batch_size;
 	int n_cpus;
 	const int *cpus = dev_cpu_ids(rp->dev, &n_cpus);
-	l->core = n_cpus > 0 ? cpus[0] : -1;
+	CPU_ZERO(&l->cores);
+	for (int i = 0; i < n_cpus && i < rp->threads; i++)
+		if (cpus[i] < CPU_SETSIZE)
+			CPU_SET(cpus[i], &l->cores);
+	l->pin = CPU_COUNT(&l->cores) > 0;
+	l->width = rp->threads > 0 ? rp->threads : 1;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
 	l->d = mem_calloc((size_t)l->cap, sizeof(*l->d));
