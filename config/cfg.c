@@ -603,9 +603,9 @@ static const struct cfg_type cfg_type_section = {
 
 /* ---- replicas --------------------------------------------------------- */
 
-/* "device" of a placement: a string of min..max bytes without white space.
- * Only the shape is checked here; devices/ parses and validates the spec
- * (and the cores it names) at start-up. */
+/* "device" of a placement: a string of min..max printable ASCII bytes
+ * without white space. Only the shape is checked here; devices/ parses
+ * and validates the spec (and the cores it names) at start-up. */
 static int cfg_device_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 			   void *base, json_t *v, const char *path)
 {
@@ -618,10 +618,11 @@ static int cfg_device_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 				"expected a non-empty string of at most %lld bytes",
 				(long long)k->max);
 	const char *s = json_string_value(v);
-	if (strcspn(s, " \t\n\v\f\r") != len)
-		return cfg_fail(ctx, -ST_INVAL, path,
-				"expected a device spec without spaces, "
-				"e.g. \"cpu:0-3\"");
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return cfg_fail(ctx, -ST_INVAL, path,
+					"expected a device spec without spaces, "
+					"e.g. \"cpu:0-3\"");
 	return cfg_str_store(ctx, k, base, v);
 }
 

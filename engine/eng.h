@@ -305,6 +305,14 @@ int eng_generate_submit(const struct eng_model *m, const struct eng_gen_params *
 			const struct eng_req_opts *o, eng_gen_done_fn done, void *ud, char *err,
 			size_t errlen);
 
+/* eng_generate_submit_group - eng_generate_submit for the n completions
+ * ps[i] (the choices of one request; done gets uds[i]), queued or refused
+ * together: -ST_BUSY when all n do not fit the queue. n <= ENG_GEN_MAX_GROUP. */
+#define ENG_GEN_MAX_GROUP 16
+int eng_generate_submit_group(const struct eng_model *m, const struct eng_gen_params *const *ps,
+			      size_t n, const struct eng_req_opts *o, eng_gen_done_fn done,
+			      void *const *uds, char *err, size_t errlen);
+
 /* eng_generate - eng_generate_submit and wait for it (CLI, tests): the
  * same errors, returned; on success *out is new (eng_gen_result_destroy).
  * Not on a replica thread. */

@@ -279,9 +279,21 @@ static void ea_start_all(struct ea_loop *l, size_t k)
 	}
 }
 
+/* True when one of the admitted requests should not wait any longer. */
+static bool ea_any_expired(const struct ea_loop *l)
+{
+	double now = eng__now_ms();
+	for (int i = 0; i < l->n; i++)
+		if (eng__req_expired(&l->d[i]->r->base, now))
+			return true;
+	return false;
+}
+
 /* Admit waiting requests up to max_batch_size. Idle, wait for the first;
  * then, when batching, up to max_queue_delay_ms for more to gather
- * (Triton's dynamic batcher). Returns whether the scheduler is closing. */
+ * (Triton's dynamic batcher) - in slices of 20 ms, stopping early when an
+ * admitted request's client leaves or its deadline passes. Returns
+ * whether the scheduler is closing. */
 static bool ea_admit(struct ea_loop *l)
 {
 	struct eng_sched *s = l->rp->s;
@@ -291,9 +303,14 @@ static bool ea_admit(struct ea_loop *l)
 	if (closing || !idle || !k || s->max_queue_delay_ms <= 0)
 		return closing;
 	double until = eng__now_ms() + s->max_queue_delay_ms;
-	while (l->n < l->cap && !closing && eng__now_ms() < until) {
-		k = eng__sched_take(l->rp, l->taken, (size_t)(l->cap - l->n), true, until, &closing);
+	while (l->n < l->cap && !closing && !ea_any_expired(l)) {
+		double now = eng__now_ms();
+		if (now >= until)
+			break;
+		double slice = now + 20 < until ? now + 20 : until;
+		k = eng__sched_take(l->rp, l->taken, (size_t)(l->cap - l->n), true, slice, &closing);
 		ea_start_all(l, k);
+		closing |= eng__sched_sweep(l->rp);
 	}
 	return closing;
 }
@@ -329,7 +346,9 @@ static int ea_encode_all(struct ea_loop *l)
  * in one decoder pass. */
 static void ea_compute(struct ea_loop *l)
 {
+	double t0 = eng__now_ms();
 	int n_enc = ea_encode_all(l), n_step = 0;
+	double t1 = eng__now_ms();
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
 		if (d->state == EA_DECODE && (d->n_tokens != 1 || d->logits_at)) {
@@ -348,12 +367,11 @@ static void ea_compute(struct ea_loop *l)
 		l->stepping[i]->pass_rc = rc;
 		l->stepping[i]->state = EA_RUN;
 	}
+	double t2 = eng__now_ms();
 	struct eng_sched *s = l->rp->s;
 	pthread_mutex_lock(&s->mu);
-	if (n_enc)
-		eng_hist_add(&s->st.batch_size, n_enc);
-	if (n_step)
-		eng_hist_add(&s->st.batch_size, n_step);
+	eng_stats_batch(&s->st, n_enc, t1 - t0);
+	eng_stats_batch(&s->st, n_step, t2 - t1);
 	pthread_mutex_unlock(&s->mu);
 }
 

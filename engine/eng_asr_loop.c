@@ -53,7 +53,8 @@ int eng_transcribe_submit(const struct eng_model *m, const struct eng_asr_input 
 	r->p = *p;
 	r->done = done;
 	r->ud = ud;
-	rc = eng__sched_submit(m->sched, &r->base, o);
+	struct eng__req *base = &r->base;
+	rc = eng__sched_submit(m->sched, &base, 1, o);
 	if (rc) {
 		mem_free(r);
 		return eng__errf(rc, err, errlen, rc == -ST_BUSY

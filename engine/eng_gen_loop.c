@@ -79,18 +79,27 @@ static bool egl_admit(struct egl *l)
 	return closing;
 }
 
-/* Build this step's batch: decode tokens first, then prompt chunks. */
+/* Build this step's batch: a token for every decoding sequence first,
+ * then prompt chunks. The budget left for prompts is shared among the
+ * prefilling sequences (at least 32 tokens each, in admission order), so
+ * a short prompt that arrives behind a long one is not held back for the
+ * whole of the long one's prefill. */
 static size_t egl_batch(struct egl *l)
 {
-	size_t budget = (size_t)l->s->max_batch_tokens, n = 0;
-	for (int pass = 0; pass < 2; pass++)
+	size_t budget = (size_t)l->s->max_batch_tokens, n = 0, n_prefill = 0;
+	for (size_t i = 0; i < l->n_run; i++)
+		n_prefill += eng__gseq_generated(l->run[i]->seq) == 0;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t share = n_prefill ? budget / n_prefill : budget;
+		share = share < 32 ? 32 : share;
 		for (size_t i = 0; i < l->n_run && budget; i++) {
 			struct eng__gen_req *r = l->run[i];
 			bool decoding = eng__gseq_generated(r->seq) > 0;
 			if (decoding != (pass == 0))
 				continue;
+			size_t want = decoding ? budget : (share < budget ? share : budget);
 			struct eng_llm_seq *q = &l->seqs[n];
-			q->n = eng__gseq_next(r->seq, budget, &q->tokens, &q->logits);
+			q->n = eng__gseq_next(r->seq, want, &q->tokens, &q->logits);
 			if (!q->n)
 				continue;
 			q->kv = eng__gseq_kv(r->seq);
@@ -98,6 +107,7 @@ static size_t egl_batch(struct egl *l)
 			l->in[n++] = r;
 			budget -= q->n;
 		}
+	}
 	return n;
 }
 
@@ -142,7 +152,7 @@ static void egl_step(struct egl *l)
 	l->rp->st.busy_ms += t1 - t0;
 	l->rp->st.batches++;
 	s->st.compute_ms += t1 - t0;
-	eng_hist_add(&s->st.batch_size, (double)n);
+	eng_stats_batch(&s->st, (int)n, t1 - t0);
 	pthread_mutex_unlock(&s->mu);
 	if (!rc) {
 		egl_sample(l, n);

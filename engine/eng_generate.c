@@ -408,35 +408,58 @@ int eng__gseq_end(struct eng__gseq *g, struct eng_gen_result **out)
 
 /* --- requests --------------------------------------------------------------- */
 
+int eng_generate_submit_group(const struct eng_model *m, const struct eng_gen_params *const *ps,
+			      size_t n, const struct eng_req_opts *o, eng_gen_done_fn done,
+			      void *const *uds, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	if (n == 0 || n > ENG_GEN_MAX_GROUP)
+		return eng__errf(-ST_INVAL, err, errlen, "a group has 1..%d completions",
+				 ENG_GEN_MAX_GROUP);
+	for (size_t i = 0; i < n; i++) {
+		int rc = eg_check(m, ps[i], err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (!m->sched)
+		return eng__errf(-ST_CLOSED, err, errlen, "model '%s' has no replica running",
+				 m->name);
+	struct eng__gen_req *r[ENG_GEN_MAX_GROUP] = { 0 };
+	struct eng__req *base[ENG_GEN_MAX_GROUP];
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		r[i] = mem_calloc(1, sizeof(*r[i]));
+		if (!r[i]) {
+			rc = -ST_NOMEM;
+			break;
+		}
+		r[i]->base.cancel = ps[i]->cancel;
+		r[i]->base.end = eng__gen_req_end;
+		r[i]->m = m;
+		r[i]->p = *ps[i];
+		r[i]->done = done;
+		r[i]->ud = uds[i];
+		base[i] = &r[i]->base;
+	}
+	if (!rc)
+		rc = eng__sched_submit(m->sched, base, n, o);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			mem_free(r[i]);
+		return eng__errf(rc, err, errlen, rc == -ST_BUSY
+				 ? "model '%s' is busy: its queue is full, retry later"
+				 : rc == -ST_NOMEM ? "out of memory"
+				 : "model '%s' is shutting down", m->name);
+	}
+	return 0;
+}
+
 int eng_generate_submit(const struct eng_model *m, const struct eng_gen_params *p,
 			const struct eng_req_opts *o, eng_gen_done_fn done, void *ud, char *err,
 			size_t errlen)
 {
-	if (err && errlen)
-		err[0] = '\0';
-	int rc = eg_check(m, p, err, errlen);
-	if (rc)
-		return rc;
-	if (!m->sched)
-		return eng__errf(-ST_CLOSED, err, errlen, "model '%s' has no replica running",
-				 m->name);
-	struct eng__gen_req *r = mem_calloc(1, sizeof(*r));
-	if (!r)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
-	r->base.cancel = p->cancel;
-	r->base.end = eng__gen_req_end;
-	r->m = m;
-	r->p = *p;
-	r->done = done;
-	r->ud = ud;
-	rc = eng__sched_submit(m->sched, &r->base, o);
-	if (rc) {
-		mem_free(r);
-		return eng__errf(rc, err, errlen, rc == -ST_BUSY
-				 ? "model '%s' is busy: its queue is full, retry later"
-				 : "model '%s' is shutting down", m->name);
-	}
-	return 0;
+	return eng_generate_submit_group(m, &p, 1, o, done, &ud, err, errlen);
 }
 
 void eng__gen_req_end(struct eng__req *base, int rc, const char *err)

@@ -1,4 +1,4 @@
-/* eng_sched.c - replicas on device queues and the inboxes that feed them
+/* eng_sched.c - replicas on device queues and the queue that feeds them
  * (eng_sched.h). The task loops live in eng_gen_loop.c / eng_asr_loop.c. */
 #include "engine/eng_sched.h"
 
@@ -62,20 +62,18 @@ static int es_open_replica(struct eng_sched *s, int i, const char *spec, int thr
 	rp->index = i;
 	int rc = dev_open(spec, &rp->dev, msg, sizeof(msg));
 	if (rc)
-		return eng__errf(rc, err, errlen, "model '%s': replica %d: %s", s->m->name, i, msg);
+		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
 	const struct dev_caps *caps = dev_caps(rp->dev);
 	rp->threads = threads > 0 ? threads : caps->n_cores;
 	rc = dev_queue_create(rp->dev, rp->threads, &rp->q, msg, sizeof(msg));
 	if (rc)
-		return eng__errf(rc, err, errlen, "model '%s': replica %d on %s: %s", s->m->name, i,
-				 caps->name, msg);
+		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
 	snprintf(rp->st.device, sizeof(rp->st.device), "%s", caps->name);
 	rp->st.threads = rp->threads;
 	rp->st.started_ms = eng__now_ms();
 	rc = dev_queue_submit(rp->q, loop, rp);
 	if (rc)
-		return eng__errf(rc, err, errlen, "model '%s': replica %d: cannot start (%s)",
-				 s->m->name, i, st_str(rc));
+		return eng__errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
 	return 0;
 }
 
@@ -94,13 +92,12 @@ static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
 	int cpus[DEV_MAX_CPUS];
 	int n_cpus = dev_cpus_available(cpus, DEV_MAX_CPUS);
 	if (n_cpus < 0)
-		return eng__errf(n_cpus, err, errlen, "model '%s': cannot list the cores",
-				 s->m->name);
+		return eng__errf(n_cpus, err, errlen, "cannot list the cores");
 	if (s->n_reps > n_cpus)
 		return eng__errf(-ST_INVAL, err, errlen,
-				 "model '%s': %d replicas need at least %d cores; this process may "
-				 "use %d (a replica's threads never share a core)",
-				 s->m->name, s->n_reps, s->n_reps, n_cpus);
+				 "%d replicas need at least %d cores; this process may use %d "
+				 "(a replica's threads never share a core)",
+				 s->n_reps, s->n_reps, n_cpus);
 	for (int i = 0; i < s->n_reps; i++) {
 		char dspec[DEV_NAME_MAX * 4];
 		int rc = es_spread(i, s->n_reps, cpus, n_cpus, dspec, sizeof(dspec));
@@ -122,7 +119,7 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	int n = spec->n_replicas ? (int)spec->n_replicas : es_def(spec->replica_count, 1);
 	struct eng_sched *s = mem_calloc(1, sizeof(*s));
 	if (!s)
-		return eng__errf(-ST_NOMEM, err, errlen, "model '%s': out of memory", m->name);
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
 	s->m = m;
 	s->max_batch_size = es_def(spec->max_batch_size, ES_DEF_BATCH);
 	s->max_queue_delay_ms = spec->max_queue_delay_ms > 0 ? spec->max_queue_delay_ms
@@ -133,15 +130,13 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : 0;
 	eng_model_stats_init(&s->st);
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->stopped_cv, NULL);
+	pthread_cond_init(&s->cv, NULL);
 	s->reps = mem_calloc((size_t)n, sizeof(*s->reps));
 	if (!s->reps) {
 		eng__sched_destroy(s);
-		return eng__errf(-ST_NOMEM, err, errlen, "model '%s': out of memory", m->name);
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
 	}
 	s->n_reps = n;
-	for (int i = 0; i < n; i++)
-		pthread_cond_init(&s->reps[i].cv, NULL);
 	int rc = es_open_all(s, spec, loop, err, errlen);
 	if (rc) {
 		eng__sched_destroy(s);
@@ -155,20 +150,16 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 static struct eng__req *es_detach_waiting(struct eng_sched *s)
 {
 	struct eng__req *all = NULL;
-	for (int i = 0; i < s->n_reps; i++) {
-		struct eng__replica *rp = &s->reps[i];
-		for (int p = 1; p >= 0; p--)
-			while (rp->inbox[p]) {
-				struct eng__req *r = rp->inbox[p];
-				rp->inbox[p] = r->next;
-				r->next = all;
-				all = r;
-			}
-		rp->tail[0] = rp->tail[1] = NULL;
-		rp->outstanding -= rp->n_inbox;
-		rp->n_inbox = 0;
-	}
+	for (int p = 1; p >= 0; p--)
+		while (s->queue[p]) {
+			struct eng__req *r = s->queue[p];
+			s->queue[p] = r->next;
+			r->next = all;
+			all = r;
+		}
+	s->tail[0] = s->tail[1] = NULL;
 	s->n_waiting = 0;
+	s->n_waiting_groups = 0;
 	return all;
 }
 
@@ -179,8 +170,7 @@ void eng__sched_destroy(struct eng_sched *s)
 	pthread_mutex_lock(&s->mu);
 	s->closing = true;
 	struct eng__req *left = es_detach_waiting(s);
-	for (int i = 0; i < s->n_reps; i++)
-		pthread_cond_broadcast(&s->reps[i].cv);
+	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	while (left) {
 		struct eng__req *r = left;
@@ -190,51 +180,64 @@ void eng__sched_destroy(struct eng_sched *s)
 	for (int i = 0; s->reps && i < s->n_reps; i++) {
 		dev_queue_destroy(s->reps[i].q); /* waits for the loop to return */
 		dev_close(s->reps[i].dev);
-		pthread_cond_destroy(&s->reps[i].cv);
 	}
 	mem_free(s->reps);
-	pthread_cond_destroy(&s->stopped_cv);
+	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	mem_free(s);
 }
 
 /* --- requests ----------------------------------------------------------------- */
 
-int eng__sched_submit(struct eng_sched *s, struct eng__req *r, const struct eng_req_opts *o)
+int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
+		      const struct eng_req_opts *o)
 {
-	int timeout = o && o->timeout_ms ? o->timeout_ms : s->timeout_ms;
-	r->priority = o && o->priority == ENG_PRIORITY_HIGH ? ENG_PRIORITY_HIGH
-							    : ENG_PRIORITY_NORMAL;
-	r->t_submit = eng__now_ms();
-	r->t_deadline = timeout > 0 ? r->t_submit + timeout : 0;
-	r->next = NULL;
+	int timeout = s->timeout_ms;
+	if (o && o->timeout_ms > 0 && (!timeout || o->timeout_ms < timeout))
+		timeout = o->timeout_ms; /* a request may shorten the model's deadline */
+	double now = eng__now_ms();
+	int p = o && o->priority == ENG_PRIORITY_HIGH;
+	for (size_t i = 0; i < n; i++) {
+		rs[i]->priority = p ? ENG_PRIORITY_HIGH : ENG_PRIORITY_NORMAL;
+		rs[i]->t_submit = now;
+		rs[i]->t_deadline = timeout > 0 ? now + timeout : 0;
+		rs[i]->next = NULL;
+		rs[i]->counts = i == 0;
+	}
 	pthread_mutex_lock(&s->mu);
 	if (s->closing) {
 		pthread_mutex_unlock(&s->mu);
 		return -ST_CLOSED;
 	}
-	if (s->n_waiting >= (size_t)s->max_queue_size) {
-		s->st.rejected++;
+	if (s->n_waiting_groups + 1 > (size_t)s->max_queue_size) {
+		s->st.rejected += n;
 		pthread_mutex_unlock(&s->mu);
 		return -ST_BUSY;
 	}
-	struct eng__replica *best = &s->reps[0];
-	for (int i = 1; i < s->n_reps; i++)
-		if (s->reps[i].outstanding < best->outstanding)
-			best = &s->reps[i];
-	int p = r->priority == ENG_PRIORITY_HIGH;
-	if (best->tail[p])
-		best->tail[p]->next = r;
-	else
-		best->inbox[p] = r;
-	best->tail[p] = r;
-	best->n_inbox++;
-	best->outstanding++;
-	s->n_waiting++;
-	s->st.submitted++;
-	pthread_cond_signal(&best->cv);
+	for (size_t i = 0; i < n; i++) {
+		if (s->tail[p])
+			s->tail[p]->next = rs[i];
+		else
+			s->queue[p] = rs[i];
+		s->tail[p] = rs[i];
+	}
+	s->n_waiting += n;
+	s->n_waiting_groups++;
+	s->st.submitted += n;
+	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	return 0;
+}
+
+/* Under mu: may rp take a waiting request - is no other replica running
+ * fewer? (One with none is waiting to take it.) */
+static bool es_eligible(const struct eng__replica *rp)
+{
+	const struct eng_sched *s = rp->s;
+	for (int i = 0; i < s->n_reps; i++)
+		if (s->reps[i].running < rp->running)
+			return false;
+	return true;
 }
 
 size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max, bool block,
@@ -242,9 +245,9 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 {
 	struct eng_sched *s = rp->s;
 	pthread_mutex_lock(&s->mu);
-	while (block && !rp->n_inbox && !s->closing) {
+	while (block && max && !s->closing && !(s->n_waiting && es_eligible(rp))) {
 		if (until_ms <= 0) {
-			pthread_cond_wait(&rp->cv, &s->mu);
+			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
 		double left = until_ms - eng__now_ms();
@@ -255,22 +258,25 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 		long long ns = (long long)ts.tv_nsec + (long long)(left * 1e6);
 		ts.tv_sec += (time_t)(ns / 1000000000LL);
 		ts.tv_nsec = (long)(ns % 1000000000LL);
-		pthread_cond_timedwait(&rp->cv, &s->mu, &ts);
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 	}
 	size_t k = 0;
 	double now = eng__now_ms();
-	for (int p = 1; p >= 0; p--)
-		while (k < max && rp->inbox[p]) {
-			struct eng__req *r = rp->inbox[p];
-			rp->inbox[p] = r->next;
-			if (!rp->inbox[p])
-				rp->tail[p] = NULL;
-			r->next = NULL;
-			out[k++] = r;
-			eng_hist_add(&s->st.queue_wait_ms, now - r->t_submit);
-		}
-	rp->n_inbox -= k;
-	s->n_waiting -= k;
+	while (k < max && s->n_waiting && es_eligible(rp)) {
+		int p = s->queue[1] ? 1 : 0;
+		struct eng__req *r = s->queue[p];
+		s->queue[p] = r->next;
+		if (!s->queue[p])
+			s->tail[p] = NULL;
+		r->next = NULL;
+		out[k++] = r;
+		s->n_waiting--;
+		s->n_waiting_groups -= r->counts;
+		rp->running++;
+		eng_hist_add(&s->st.queue_wait_ms, now - r->t_submit);
+	}
+	if (s->n_waiting)
+		pthread_cond_broadcast(&s->cv); /* what this replica left, another may take */
 	*closing = s->closing;
 	pthread_mutex_unlock(&s->mu);
 	return k;
@@ -278,16 +284,22 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 
 void eng__sched_finish(struct eng__replica *rp)
 {
-	pthread_mutex_lock(&rp->s->mu);
-	rp->outstanding--;
-	pthread_mutex_unlock(&rp->s->mu);
+	struct eng_sched *s = rp->s;
+	pthread_mutex_lock(&s->mu);
+	rp->running--;
+	if (s->n_waiting)
+		pthread_cond_broadcast(&s->cv); /* the balance moved */
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* Under mu: the outcome counters. */
 static void es_count_locked(struct eng_sched *s, int rc, double request_ms)
 {
 	if (!rc) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
 		s->st.completed++;
+		s->st.last_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 		eng_hist_add(&s->st.request_ms, request_ms);
 	} else if (rc == -ST_CANCELED) {
 		s->st.cancelled++;
@@ -312,7 +324,7 @@ bool eng__sched_sweep(struct eng__replica *rp)
 	double now = eng__now_ms();
 	pthread_mutex_lock(&s->mu);
 	for (int p = 0; p < 2; p++) {
-		struct eng__req **link = &rp->inbox[p], *last = NULL;
+		struct eng__req **link = &s->queue[p], *last = NULL;
 		while (*link) {
 			struct eng__req *r = *link;
 			int rc = eng__req_expired(r, now);
@@ -324,12 +336,11 @@ bool eng__sched_sweep(struct eng__replica *rp)
 			*link = r->next;
 			r->next = gone;
 			gone = r;
-			rp->n_inbox--;
-			rp->outstanding--;
 			s->n_waiting--;
+			s->n_waiting_groups -= r->counts;
 			es_count_locked(s, rc, 0);
 		}
-		rp->tail[p] = last;
+		s->tail[p] = last;
 	}
 	bool closing = s->closing;
 	pthread_mutex_unlock(&s->mu);

@@ -4,21 +4,23 @@
  * The shape follows Triton's instance groups behind a dynamic batcher:
  * every model has one or more replicas, each bound to a device queue
  * (devices/dev.h) and owning its scratch and caches; the weights are the
- * model's, mapped once and read by all. A submitted request goes to the
- * replica with the least outstanding work (requests assigned and not yet
- * finished), into that replica's inbox (high priority first, then
- * arrival order). Each replica runs one long work item on its queue, the
- * task's loop (eng_gen_loop.c for generation, eng_asr_loop.c for
- * transcription), which takes requests from its inbox when it has room,
- * runs them batched, and reports each one's end.
+ * model's, mapped once and read by all. Submitted requests wait in the
+ * model's queue (high priority first, then arrival order). Each replica
+ * runs one long work item on its device queue, the task's loop
+ * (eng_gen_loop.c for generation, eng_asr_batch.c for transcription),
+ * which takes requests when it has room and runs them batched. Work goes
+ * to the replica with the least outstanding work: a replica takes a
+ * waiting request only while no other replica has fewer running (one that
+ * has none is waiting in eng__sched_take and takes it at once), so no
+ * replica idles while requests wait and none runs ahead of the others.
  *
- * Back-pressure: at most max_queue_size requests wait un-admitted across
- * the model's inboxes; one more is -ST_BUSY at submission. Deadlines are
- * absolute (monotonic ms) and checked by the loops between steps, as are
- * cancel flags.
+ * Back-pressure: at most max_queue_size client requests wait un-admitted
+ * (the n choices of one request are a group: one request, queued or
+ * refused whole); more are -ST_BUSY at submission. Deadlines are absolute (monotonic ms) and
+ * checked by the loops between steps, as are cancel flags.
  *
  * Thread: submit from any thread; the loops on their queue threads; one
- * mutex per model guards the inboxes and counters.
+ * mutex per model guards the queue and counters.
  */
 #ifndef ENG_SCHED_H
 #define ENG_SCHED_H
@@ -37,13 +39,14 @@ struct dev_pool;
 struct eng_model;
 struct eng_sched;
 
-/* One request in an inbox. Task code embeds it first in its own struct. */
+/* One request in the queue. Task code embeds it first in its own struct. */
 struct eng__req {
 	struct eng__req *next;
 	enum eng_priority priority;
 	double t_submit;            /* monotonic ms */
 	double t_deadline;          /* monotonic ms; 0: none */
 	const volatile int *cancel; /* the caller's flag, or NULL */
+	bool counts;                /* first of its group: counts against max_queue_size */
 	/* end - report the end (rc, err) to the caller and free the request;
 	 * called once by the loop (or by the scheduler when it shuts down
 	 * with the request still waiting: -ST_CLOSED). */
@@ -56,22 +59,20 @@ struct eng__replica {
 	struct dev *dev;
 	struct dev_queue *q;
 	int threads;
-	pthread_cond_t cv;          /* the loop waits here for work (with s->mu) */
-	struct eng__req *inbox[2];  /* [priority] FIFO heads */
-	struct eng__req *tail[2];
-	size_t n_inbox;             /* waiting in this inbox */
-	size_t outstanding;         /* n_inbox + running here */
-	bool stopped;               /* the loop returned */
+	size_t running;             /* taken and not yet finished */
 	struct eng_replica_stats st; /* under s->mu */
 };
 
 struct eng_sched {
 	struct eng_model *m;
 	pthread_mutex_t mu;
-	pthread_cond_t stopped_cv;  /* signalled when a loop returns */
+	pthread_cond_t cv;          /* loops wait here for work (with mu) */
 	struct eng__replica *reps;
 	int n_reps;
-	size_t n_waiting;           /* across inboxes */
+	struct eng__req *queue[2];  /* [priority] FIFO heads */
+	struct eng__req *tail[2];
+	size_t n_waiting;           /* requests in the queue */
+	size_t n_waiting_groups;    /* groups among them (what max_queue_size limits) */
 	bool closing;
 	/* settings, resolved from the spec */
 	int max_batch_size, max_queue_delay_ms, max_queue_size;
@@ -93,33 +94,35 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
  * NULL is a no-op. */
 void eng__sched_destroy(struct eng_sched *s);
 
-/* eng__sched_submit - put r in the inbox of the replica with the least
- * outstanding work (ties: the lowest index) and wake it. r->t_submit and
- * r->t_deadline are set here from opts (timeout 0: the model's). Returns
- * 0, -ST_BUSY (max_queue_size waiting), -ST_CLOSED; on error r is not
- * queued (the caller still owns it). */
-int eng__sched_submit(struct eng_sched *s, struct eng__req *r, const struct eng_req_opts *o);
+/* eng__sched_submit - queue the n requests rs[] (a group: all or none)
+ * and wake the replicas. t_submit and t_deadline are set here from opts
+ * (the deadline: the model's timeout_ms, or the request's when shorter;
+ * timeout_ms < 0 in opts: none beyond the model's). Returns 0, -ST_BUSY
+ * (max_queue_size groups wait already), -ST_CLOSED; on error nothing is
+ * queued (the caller still owns them). */
+int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
+		      const struct eng_req_opts *o);
 
-/* eng__sched_take - for a replica's loop: move up to max requests from
- * its inbox to out (high priority first). When none is waiting and block
- * is true, wait until one arrives, the absolute time until_ms passes
- * (0: no limit) or the scheduler closes. Returns how many were taken;
- * *closing is set when the loop should finish its running work and
- * return. */
+/* eng__sched_take - for a replica's loop: move up to max waiting requests
+ * to out (high priority first), one at a time while no other replica
+ * runs fewer (see above). When it can take none and block is true, wait
+ * until it can, the absolute time until_ms passes (0: no limit) or the
+ * scheduler closes. Returns how many were taken; *closing is set when the
+ * loop should finish its running work and return. */
 size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max, bool block,
 		       double until_ms, bool *closing);
 
-/* eng__sched_sweep - end the requests waiting in rp's inbox whose client
- * left or whose deadline passed (-ST_CANCELED / -ST_TIMEDOUT, counted in
- * the stats), so they do not wait for a busy loop to notice. Returns
- * whether the scheduler is closing. For the loops, between steps. */
+/* eng__sched_sweep - end the waiting requests whose client left or whose
+ * deadline passed (-ST_CANCELED / -ST_TIMEDOUT, counted in the stats), so
+ * they do not wait for a busy loop to notice. Returns whether the
+ * scheduler is closing. For the loops, between steps. */
 bool eng__sched_sweep(struct eng__replica *rp);
 
 /* eng__sched_count - add an ended request's outcome (rc) to the stats;
  * request_ms is counted for successes. */
 void eng__sched_count(struct eng_sched *s, int rc, double request_ms);
 
-/* eng__sched_finish - the loop ended r (after r->end): one less outstanding. */
+/* eng__sched_finish - the loop ended a request it took (after r->end). */
 void eng__sched_finish(struct eng__replica *rp);
 
 /* A caller waiting for one submitted request to end (the synchronous

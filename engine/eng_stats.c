@@ -40,6 +40,16 @@ void eng_model_stats_init(struct eng_model_stats *s)
 	eng_hist_init(&s->batch_size, batch, (int)(sizeof(batch) / sizeof(batch[0])));
 }
 
+void eng_stats_batch(struct eng_model_stats *s, int size, double ms)
+{
+	if (size < 1)
+		return;
+	int slot = size < ENG_STATS_MAX_BATCH ? size : ENG_STATS_MAX_BATCH;
+	eng_hist_add(&s->batch_size, (double)size);
+	s->batch_count[slot]++;
+	s->batch_ms[slot] += ms;
+}
+
 int eng_model_stats_get(const struct eng_model *m, struct eng_stats *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -59,8 +69,7 @@ int eng_model_stats_get(const struct eng_model *m, struct eng_stats *out)
 	for (int i = 0; i < s->n_reps; i++) {
 		const struct eng__replica *rp = &s->reps[i];
 		out->replicas[i] = rp->st;
-		out->replicas[i].waiting = rp->n_inbox;
-		out->replicas[i].running = rp->outstanding - rp->n_inbox;
+		out->replicas[i].running = rp->running;
 	}
 	pthread_mutex_unlock(&s->mu);
 	out->now_ms = eng__now_ms();

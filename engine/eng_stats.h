@@ -17,6 +17,7 @@
 #include "devices/dev.h"
 
 #define ENG_HIST_MAX 16 /* finite bucket bounds per histogram */
+#define ENG_STATS_MAX_BATCH 256
 
 struct eng_hist {
 	int n_bounds;
@@ -38,8 +39,7 @@ struct eng_replica_stats {
 	double started_ms;     /* monotonic ms when its loop began */
 	double busy_ms;        /* time spent in batched compute steps */
 	uint64_t batches;      /* steps run */
-	uint64_t running;      /* requests admitted and not finished (gauge) */
-	uint64_t waiting;      /* requests in its inbox (gauge) */
+	uint64_t running;      /* requests taken and not finished (gauge) */
 };
 
 /* One model (all replicas). */
@@ -58,7 +58,16 @@ struct eng_model_stats {
 	struct eng_hist ttft_ms;       /* submit -> first generated token */
 	struct eng_hist itl_ms;        /* between consecutive generated tokens */
 	struct eng_hist request_ms;    /* submit -> end, successful requests */
+	/* exact batch sizes (Triton's batch_stats): steps and their compute
+	 * time per size 1..ENG_STATS_MAX_BATCH (larger ones in the last) */
+	uint64_t batch_count[ENG_STATS_MAX_BATCH + 1];
+	double batch_ms[ENG_STATS_MAX_BATCH + 1];
+	double last_ms;                /* Unix ms of the last successful end (0: none) */
 };
+
+/* eng_stats_batch - one compute step of `size` sequences or windows that
+ * took ms: the histogram and the exact per-size counts. */
+void eng_stats_batch(struct eng_model_stats *s, int size, double ms);
 
 /* eng_model_stats_init - zero counters, the histograms' standard bounds. */
 void eng_model_stats_init(struct eng_model_stats *s);
@@ -68,7 +77,7 @@ struct eng_model;
 /* A consistent copy of one model's stats. */
 struct eng_stats {
 	struct eng_model_stats model;
-	uint64_t queue_depth;              /* waiting across the replicas' inboxes */
+	uint64_t queue_depth;              /* waiting in the model's queue */
 	int n_replicas;
 	struct eng_replica_stats *replicas; /* [n_replicas], new (eng_stats_fini) */
 	double now_ms;                     /* monotonic ms of the copy (busy ratios) */

@@ -7,6 +7,7 @@
  * limits.drain_timeout_ms passes, whichever comes first. A second signal
  * closes everything at once.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +51,11 @@ static void srv_stop_loop(struct srv *srv)
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (!uv_is_closing(hs[i]))
 			uv_close(hs[i], srv_close_cb);
+	/* Closing the watchers gave SIGTERM/SIGINT their default action back;
+	 * one more (`timeout` signals the whole group) must not kill the
+	 * process while the engine winds down. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
 	srv__post_stop(srv);
 }
 

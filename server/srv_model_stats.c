@@ -222,22 +222,23 @@ static json_t *srv_json_replicas(const struct eng_stats *s)
 	for (int r = 0; a && r < s->n_replicas; r++) {
 		const struct eng_replica_stats *rp = &s->replicas[r];
 		double up = s->now_ms - rp->started_ms;
-		json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:I,s:f,s:f,s:I,s:I}", "replica", r,
+		json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:I,s:f,s:f,s:I}", "replica", r,
 			"device", rp->device, "threads", rp->threads, "batches",
 			(json_int_t)rp->batches, "busy_seconds", rp->busy_ms / 1e3, "busy_ratio",
-			up > 0 ? rp->busy_ms / up : 0.0, "running", (json_int_t)rp->running,
-			"waiting", (json_int_t)rp->waiting));
+			up > 0 ? rp->busy_ms / up : 0.0, "running", (json_int_t)rp->running));
 	}
 	return a;
 }
 
-static json_t *srv_json_batches(const struct eng_hist *h)
+/* Triton's batch_stats: one entry per batch size seen, with its steps
+ * and their compute time. */
+static json_t *srv_json_batches(const struct eng_model_stats *st)
 {
 	json_t *a = json_array();
-	for (int b = 0; a && b < h->n_bounds; b++)
-		if (h->counts[b])
-			json_array_append_new(a, json_pack("{s:f,s:{s:I}}", "batch_size_max",
-				h->bounds[b], "compute_infer", "count", (json_int_t)h->counts[b]));
+	for (int b = 1; a && b <= ENG_STATS_MAX_BATCH; b++)
+		if (st->batch_count[b])
+			json_array_append_new(a, json_pack("{s:i,s:o}", "batch_size", b,
+				"compute_infer", srv_json_dur(st->batch_count[b], st->batch_ms[b])));
 	return a;
 }
 
@@ -259,13 +260,14 @@ static json_t *srv_json_model(const struct eng_model *m, const struct eng_stats 
 	uint64_t batches = 0;
 	for (int r = 0; r < s->n_replicas; r++)
 		batches += s->replicas[r].batches;
-	return json_pack("{s:s,s:s,s:I,s:I,s:{s:o,s:o,s:o,s:o},s:o,s:o}", "name",
-		eng_model_name(m), "version", "1", "inference_count", (json_int_t)st->completed,
-		"execution_count", (json_int_t)batches, "inference_stats", "success",
+	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:o,s:o,s:o,s:o},s:o,s:o}", "name",
+		eng_model_name(m), "version", "1", "last_inference", (json_int_t)st->last_ms,
+		"inference_count", (json_int_t)st->completed, "execution_count",
+		(json_int_t)batches, "inference_stats", "success",
 		srv_json_dur(st->completed, st->request_ms.sum), "fail", srv_json_dur(failed, 0),
 		"queue", srv_json_dur(st->queue_wait_ms.count, st->queue_wait_ms.sum),
 		"compute_infer", srv_json_dur(batches, st->compute_ms), "batch_stats",
-		srv_json_batches(&st->batch_size), "inferd", inferd);
+		srv_json_batches(st), "inferd", inferd);
 }
 
 json_t *srv__model_stats_json(const struct eng *eng, const struct eng_model *only)

@@ -654,13 +654,15 @@ static void srv_gen_choice_done(void *ud, int rc, struct eng_gen_result *res, co
 		srv_gen_last(job);
 }
 
-/* Submit the n choices. The first failing submission decides the answer:
- * when it is choice 0, nothing runs and req is answered at once. */
+/* Submit the n choices together (queued or refused as a whole); on
+ * refusal nothing runs and req is answered at once. */
 static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
 {
 	struct srv_conn *conn = req->conn;
 	struct srv_gen_err e;
 	char err[512] = "";
+	const struct eng_gen_params *ps[SRV_GEN_MAX_N];
+	void *uds[SRV_GEN_MAX_N];
 	int rc = job->stream ? srv__stream_create(req, 200, "text/event-stream", &job->st) : 0;
 	if (rc) {
 		srv_gen_job_free(job);
@@ -668,9 +670,7 @@ static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
 		srv_gen_respond_err(req, &e);
 		return;
 	}
-	job->pending = job->n;
-	int i = 0;
-	for (; i < job->n; i++) {
+	for (int i = 0; i < job->n; i++) {
 		struct srv_gen_choice *c = &job->ch[i];
 		c->job = job;
 		c->index = i;
@@ -681,12 +681,13 @@ static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
 			c->params.on_text = srv__gen_on_text;
 			c->params.ud = c;
 		}
-		rc = eng_generate_submit(job->model, &c->params, &job->opts, srv_gen_choice_done, c,
-					 err, sizeof(err));
-		if (rc)
-			break;
+		ps[i] = &c->params;
+		uds[i] = c;
 	}
-	if (i == 0) { /* nothing runs: answer now (the stream sent nothing yet) */
+	job->pending = job->n;
+	rc = eng_generate_submit_group(job->model, ps, (size_t)job->n, &job->opts,
+				       srv_gen_choice_done, uds, err, sizeof(err));
+	if (rc) { /* nothing runs: answer now (the stream sent nothing yet) */
 		bool chat = job->chat;
 		srv_gen_job_free(job);
 		srv_gen_err_from_st(&e, rc, chat, err);
@@ -696,19 +697,6 @@ static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
 	conn->n_work++;
 	srv__jobs_begin(conn->srv);
 	srv__conn_watch(conn, &job->cancel);
-	if (i < job->n) {
-		pthread_mutex_lock(&job->mu);
-		if (!job->rc) {
-			job->rc = rc;
-			snprintf(job->err, sizeof(job->err), "%s", err);
-		}
-		job->cancel = 1;
-		job->pending -= job->n - i;
-		bool last = job->pending == 0;
-		pthread_mutex_unlock(&job->mu);
-		if (last)
-			srv_gen_last(job);
-	}
 }
 
 static void srv_gen_handle(struct srv_req *req, bool chat)

@@ -128,7 +128,9 @@ static const char *srv_error_type(int status)
 		return "authentication_error";
 	if (status == 404)
 		return "not_found_error";
-	if (status == 429 || status == 503)
+	if (status == 429)
+		return "rate_limit_error";
+	if (status == 503)
 		return "server_overloaded";
 	return status >= 500 ? "server_error" : "invalid_request_error";
 }

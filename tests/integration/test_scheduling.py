@@ -109,6 +109,17 @@ def one():
     stopped_clean(d)
 
 
+@pytest.fixture(scope="module")
+def single_slots():
+    """Two replicas per model, each running one request at a time."""
+    a, b = cpus()
+    reps = [{"device": f"cpu:{a}", "threads": 1}, {"device": f"cpu:{b}", "threads": 1}]
+    d = Daemon(config(gen={"replicas": reps, "max_num_seqs": 1},
+                      asr={"replicas": reps, "max_batch_size": 1}))
+    yield d
+    stopped_clean(d)
+
+
 PROMPT = "List the numbers from one to fifty, separated by commas: one, two,"
 
 
@@ -163,7 +174,7 @@ def test_batches_form_and_match_unbatched(one):
     assert [a.json()["choices"][0]["text"], b.json()["choices"][0]["text"]] == alone
     after = stats(one.port, GEMMA)
     two_wide = lambda s: sum(x["compute_infer"]["count"] for x in s["batch_stats"]
-                             if x["batch_size_max"] >= 2)
+                             if x["batch_size"] >= 2)
     assert two_wide(after) > two_wide(before), after["batch_stats"]
 
 
@@ -183,7 +194,7 @@ def test_transcriptions_batch_and_match_unbatched(one):
     assert [r.json()["text"] for r in results] == alone
     after = stats(one.port, WHISPER)
     wide = lambda s: sum(x["compute_infer"]["count"] for x in s["batch_stats"]
-                         if x["batch_size_max"] >= 2)
+                         if x["batch_size"] >= 2)
     assert wide(after) > wide(before), after["batch_stats"]
     assert after["inferd"]["audio_seconds"] > before["inferd"]["audio_seconds"] + 20
 
@@ -228,6 +239,33 @@ def test_overload_every_request_answered(one):
     print(f"RSS before {base} kB, growth after the burst {grown} kB")
     assert grown < 32 * 1024, grown
     assert complete(one.port, "Still serving?", max_tokens=4).status == 200
+
+
+def test_no_request_waits_behind_a_busy_replica(single_slots):
+    # A long request holds one replica; B takes the other; C, queued behind
+    # both, goes to whichever frees first (B's) - not after A.
+    done = {}
+
+    def run(name, tokens):
+        r = complete(single_slots.port, PROMPT, max_tokens=tokens, stop=[])
+        done[name] = time.monotonic()
+        assert r.status == 200, r.body
+    ts = []
+    for name, tokens, pause in (("A", 240, 0.2), ("B", 24, 0.1), ("C", 4, 0)):
+        ts.append(threading.Thread(target=run, args=(name, tokens)))
+        ts[-1].start()
+        time.sleep(pause)
+    for t in ts:
+        t.join(300)
+    assert done["C"] < done["A"], done
+
+
+def test_a_request_with_n_choices_queues_as_one(one):
+    # max_queue_size is 2: the 8 choices of one request are one request
+    r = post_json(one.port, "/v1/completions", dict(model=GEMMA, prompt="Hi", max_tokens=4,
+                                                    n=8, temperature=1, seed=3))
+    assert r.status == 200, r.body
+    assert sorted(c["index"] for c in r.json()["choices"]) == list(range(8))
 
 
 # --- deadlines and priorities ----------------------------------------------------------

@@ -129,7 +129,7 @@ static void test_bad_specs(void **state)
 	struct eng_replica_spec many = { .device = "cpu:0", .threads = 2 };
 	specs[1].replicas = &many;
 	assert_int_equal(eng_create(specs, 2, &eng, err, sizeof(err)), -ST_INVAL);
-	assert_non_null(strstr(err, "model 'b': replica 0 on cpu:0:"));
+	assert_non_null(strstr(err, "model 'b': replica 0: 2 threads on cpu:0"));
 	specs[1].replicas = NULL;
 	specs[1].n_replicas = 0;
 	specs[1].path = "/";
