@@ -815,11 +815,11 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	{ .path = "max_queue_delay_ms", .type = &cfg_type_int,
 	  .offset = offsetof(struct cfg_model, max_queue_delay_ms), .def = 5,
 	  .min = 0, .max = 60000,
-	  .doc = "how long a batch may wait for more requests before it runs" },
+	  .doc = "transcription: how long an idle replica waits for a batch to fill" },
 	{ .path = "max_queue_size", .type = &cfg_type_int,
 	  .offset = offsetof(struct cfg_model, max_queue_size), .def = 64,
 	  .min = 1, .max = 1000000,
-	  .doc = "requests waiting to start; past it new ones get 429" },
+	  .doc = "client requests waiting to start (n choices count once); past it 429" },
 	{ .path = "max_num_seqs", .type = &cfg_type_int,
 	  .offset = offsetof(struct cfg_model, max_num_seqs), .def = 16,
 	  .min = 1, .max = 256,
@@ -831,7 +831,7 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	{ .path = "timeout_ms", .type = &cfg_type_int,
 	  .offset = offsetof(struct cfg_model, timeout_ms), .def = 0, .min = 0,
 	  .max = CFG_DAY_MS,
-	  .doc = "request deadline, 504 past it; 0 = none" },
+	  .doc = "request deadline, 504 past it; 0 = none; Inferd-Timeout-Ms may shorten it" },
 };
 
 /* Keys of "limits"; offsets into struct cfg. */

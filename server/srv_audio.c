@@ -116,8 +116,8 @@ void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job)
 	}
 	conn->n_work++;
 	srv__jobs_begin(conn->srv);
-	/* A client that hangs up (or a drain timeout) stops the work at the
-	 * next 30-second window instead of letting it run for nobody. */
+	/* A client that hangs up (or a drain timeout) stops the work at its
+	 * next encoder or decoder pass instead of letting it run for nobody. */
 	srv__conn_watch(conn, &job->cancel);
 }
 
