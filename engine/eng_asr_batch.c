@@ -10,9 +10,10 @@
  * until its next pass (or its end), one driver at a time, then computes
  * what they asked for together - every requested 30-second window in ONE
  * encoder pass over the windows stacked (eng_whisper_encode_batch), and
- * every single-token decode step of every request in ONE decoder pass
- * (eng_whisper_decode_steps; prompt passes of several tokens go one by
- * one) - with the replica's compute team, and starts the next round.
+ * every decode step and short prompt of every request in ONE decoder pass
+ * (eng_whisper_decode_steps; prompts longer than ENG_WHISPER_STEP_MAX
+ * tokens go one by one) - with the replica's compute team, and starts the
+ * next round.
  *
  * Drivers run only while the compute team is idle, and at most as many at
  * once as the replica has threads (a mutex, a count and one condition
@@ -342,8 +343,9 @@ static int ea_encode_all(struct ea_loop *l)
 }
 
 /* Every waiting pass of the round, computed together: the encoder windows,
- * prompt passes (several tokens) one by one, and every single-token step
- * in one decoder pass. */
+ * then every decode step and short prompt (up to ENG_WHISPER_STEP_MAX
+ * tokens) in one decoder pass; longer prompts (with previous text) one by
+ * one. */
 static void ea_compute(struct ea_loop *l)
 {
 	double t0 = eng__now_ms();
@@ -351,14 +353,15 @@ static void ea_compute(struct ea_loop *l)
 	double t1 = eng__now_ms();
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
-		if (d->state == EA_DECODE && (d->n_tokens != 1 || d->logits_at)) {
+		if (d->state == EA_DECODE && d->n_tokens > ENG_WHISPER_STEP_MAX) {
 			d->pass_rc = eng_whisper_decode(l->w, d->dec_enc, d->kv, l->pool, d->tokens,
 							d->n_tokens, d->logits, d->logits_at,
 							d->at_index);
 			d->state = EA_RUN;
 		} else if (d->state == EA_DECODE) {
-			l->steps[n_step] = (struct eng_whisper_step){ d->dec_enc, d->kv, d->tokens[0],
-								      d->logits };
+			l->steps[n_step] = (struct eng_whisper_step){
+				d->dec_enc, d->kv, d->tokens, d->n_tokens, d->logits, d->logits_at,
+				d->at_index };
 			l->stepping[n_step++] = d;
 		}
 	}

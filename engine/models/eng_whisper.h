@@ -109,23 +109,29 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 		       struct eng_whisper_kv *kv, struct dev_pool *p, const int32_t *tokens,
 		       size_t n, float *logits, float *logits_at, size_t at_index);
 
-/* One sequence's single-token step in a batched decoder pass. */
+/* One sequence's part of a batched decoder pass: a decode step (n = 1) or
+ * a short prompt (n <= ENG_WHISPER_STEP_MAX, the rows eng_whisper_decode
+ * computes with the binary16 weights). */
+#define ENG_WHISPER_STEP_MAX 4
 struct eng_whisper_step {
 	const struct eng_whisper_enc *e; /* its window's encoder output */
-	struct eng_whisper_kv *kv;       /* its cache; grows by one */
-	int32_t token;
-	float *logits;                   /* [n_vocab] out */
+	struct eng_whisper_kv *kv;       /* its cache; grows by n */
+	const int32_t *tokens;           /* [n] */
+	size_t n;
+	float *logits;                   /* [n_vocab] out: the last token's */
+	float *logits_at;                /* [n_vocab] out for token at_index, or NULL */
+	size_t at_index;
 };
 
-/* eng_whisper_decode_steps - one decoder pass for n sequences, one token
- * each (the decode steps of several transcriptions or beams together):
- * every matrix product runs over the n rows with one read of its weights
- * (binary16 weights, fixed column tiles), each row attends to its own
- * cache and its own encoder output. The logits of each row are exactly
- * those eng_whisper_decode gives for that sequence alone (the products
- * are per row, in the same order). Returns 0, -ST_TOOBIG (a cache full),
- * -ST_INVAL (a token out of range), -ST_NOMEM; nothing is changed on
- * error. */
+/* eng_whisper_decode_steps - one decoder pass for n sequences, a few tokens
+ * each (the decode steps and short prompts of several transcriptions
+ * together): every matrix product runs over all rows with one read of its
+ * weights (binary16 weights, fixed column tiles), each sequence's rows
+ * attend to its own cache and its own encoder output. Each sequence's
+ * logits are exactly those eng_whisper_decode gives for it alone (the
+ * products are per row, in the same order). Returns 0, -ST_TOOBIG (a cache
+ * full), -ST_INVAL (a token out of range, n outside 1..STEP_MAX), -ST_NOMEM;
+ * the caches grow only on success. */
 int eng_whisper_decode_steps(const struct eng_whisper *w, struct dev_pool *p,
 			     const struct eng_whisper_step *steps, size_t n);
 

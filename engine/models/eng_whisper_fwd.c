@@ -126,7 +126,7 @@ static void ew_layer_norm_rows(struct dev_pool *p, const struct ew_norm *n, cons
 
 /* Rows at or below which binary16 weights are read instead of float32:
  * a matrix-vector product is bound by the bytes of W it reads. */
-#define EW_F16_MAX_ROWS 4
+#define EW_F16_MAX_ROWS ENG_WHISPER_STEP_MAX /* eng_whisper_decode_steps' rows */
 
 static void ew_linear_apply(struct dev_pool *p, const struct ew_linear *l, const float *x,
 			    float *y, size_t rows)
@@ -393,78 +393,130 @@ static void ew_step_linear(struct dev_pool *p, const struct ew_linear *l, const 
 		eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
 }
 
+/* Where each sequence's rows sit in the batch. */
+static size_t ew_step_rows(const struct eng_whisper_step *st, size_t n, size_t *r0)
+{
+	size_t rows = 0;
+	for (size_t i = 0; i < n; i++) {
+		r0[i] = rows;
+		rows += st[i].n;
+	}
+	return rows;
+}
+
 static void ew_step_layer(const struct eng_whisper *w, int li, struct dev_pool *p,
-			  const struct eng_whisper_step *st, size_t n, struct ew_dec_scratch *s)
+			  const struct eng_whisper_step *st, size_t n, const size_t *r0,
+			  size_t rows, struct ew_dec_scratch *s)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	const struct ew_dec_layer *l = &w->dec[li];
 	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = (size_t)hp->n_audio_ctx;
 	size_t layer = (size_t)hp->n_text_ctx * d;
-	ew_layer_norm_rows(p, &l->ln_self, s->x, s->t, n, d);
-	ew_step_linear(p, &l->self_qkv, s->t, s->qkv, n);
-	for (size_t r = 0; r < n; r++) {
-		struct eng_whisper_kv *kv = st[r].kv;
+	ew_layer_norm_rows(p, &l->ln_self, s->x, s->t, rows, d);
+	ew_step_linear(p, &l->self_qkv, s->t, s->qkv, rows);
+	for (size_t i = 0; i < n; i++) {
+		struct eng_whisper_kv *kv = st[i].kv;
 		float *K = kv->k + li * layer, *V = kv->v + li * layer;
-		memcpy(K + kv->len * d, s->qkv + r * 3 * d + d, d * sizeof(float));
-		memcpy(V + kv->len * d, s->qkv + r * 3 * d + 2 * d, d * sizeof(float));
-		eng_par_attention(p, 1, kv->len + 1, H, d / H, s->qkv + r * 3 * d, 3 * d, K, d, V, d,
-				  s->t + r * d, d, true, kv->len, s->scores);
+		const float *q = s->qkv + r0[i] * 3 * d;
+		for (size_t j = 0; j < st[i].n; j++) {
+			memcpy(K + (kv->len + j) * d, q + j * 3 * d + d, d * sizeof(float));
+			memcpy(V + (kv->len + j) * d, q + j * 3 * d + 2 * d, d * sizeof(float));
+		}
+		eng_par_attention(p, st[i].n, kv->len + st[i].n, H, d / H, q, 3 * d, K, d, V, d,
+				  s->t + r0[i] * d, d, true, kv->len, s->scores);
 	}
-	ew_step_linear(p, &l->self_out, s->t, s->h, n);
-	eng_par_add(p, s->x, s->h, n * d);
-	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, n, d);
-	ew_step_linear(p, &l->cross_q, s->t, s->qkv, n);
-	for (size_t r = 0; r < n; r++) {
-		const float *ckv = st[r].e->cross_kv + (size_t)li * A * 2 * d;
-		eng_par_attention(p, 1, A, H, d / H, s->qkv + r * d, d, ckv, 2 * d, ckv + d, 2 * d,
-				  s->t + r * d, d, false, 0, s->scores);
+	ew_step_linear(p, &l->self_out, s->t, s->h, rows);
+	eng_par_add(p, s->x, s->h, rows * d);
+	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, rows, d);
+	ew_step_linear(p, &l->cross_q, s->t, s->qkv, rows);
+	for (size_t i = 0; i < n; i++) {
+		const float *ckv = st[i].e->cross_kv + (size_t)li * A * 2 * d;
+		eng_par_attention(p, st[i].n, A, H, d / H, s->qkv + r0[i] * d, d, ckv, 2 * d,
+				  ckv + d, 2 * d, s->t + r0[i] * d, d, false, 0, s->scores);
 	}
-	ew_step_linear(p, &l->cross_out, s->t, s->h, n);
-	eng_par_add(p, s->x, s->h, n * d);
-	ew_layer_norm_rows(p, &l->ln_ffn, s->x, s->t, n, d);
-	ew_step_linear(p, &l->ffn1, s->t, s->h, n);
-	eng_par_gelu(p, s->h, n * (size_t)l->ffn1.n_out);
-	ew_step_linear(p, &l->ffn2, s->h, s->t, n);
-	eng_par_add(p, s->x, s->t, n * d);
+	ew_step_linear(p, &l->cross_out, s->t, s->h, rows);
+	eng_par_add(p, s->x, s->h, rows * d);
+	ew_layer_norm_rows(p, &l->ln_ffn, s->x, s->t, rows, d);
+	ew_step_linear(p, &l->ffn1, s->t, s->h, rows);
+	eng_par_gelu(p, s->h, rows * (size_t)l->ffn1.n_out);
+	ew_step_linear(p, &l->ffn2, s->h, s->t, rows);
+	eng_par_add(p, s->x, s->t, rows * d);
+}
+
+/* The logits each sequence wants (its last row, and its at_index row when
+ * logits_at is set), all in one product with the token embeddings. */
+static int ew_step_logits(const struct eng_whisper *w, struct dev_pool *p,
+			  const struct eng_whisper_step *st, size_t n, const size_t *r0,
+			  struct ew_dec_scratch *s)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t d = (size_t)hp->d_model, nv = (size_t)hp->n_vocab, k = 0;
+	float *logits = mem_alloc(2 * n * nv * sizeof(float));
+	float **dst = mem_alloc(2 * n * sizeof(float *));
+	if (!logits || !dst) {
+		mem_free(logits);
+		mem_free(dst);
+		return -ST_NOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		for (int which = 0; which < 2; which++) {
+			float *out = which ? st[i].logits_at : st[i].logits;
+			if (!out)
+				continue;
+			size_t row = r0[i] + (which ? st[i].at_index : st[i].n - 1);
+			kn_ops()->layer_norm(s->x + row * d, w->dec_ln.gamma, w->dec_ln.beta,
+					     s->h + k * d, d, EW_LN_EPS);
+			dst[k++] = out;
+		}
+	if (w->tok_emb16)
+		eng_par_linear_f16(p, k, nv, d, s->h, w->tok_emb16, NULL, logits);
+	else
+		eng_par_linear(p, k, nv, d, s->h, w->tok_emb, NULL, logits);
+	for (size_t i = 0; i < k; i++)
+		memcpy(dst[i], logits + i * nv, nv * sizeof(float));
+	mem_free(logits);
+	mem_free(dst);
+	return 0;
 }
 
 int eng_whisper_decode_steps(const struct eng_whisper *w, struct dev_pool *p,
 			     const struct eng_whisper_step *steps, size_t n)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t d = (size_t)hp->d_model, nv = (size_t)hp->n_vocab;
-	for (size_t r = 0; r < n; r++) {
-		if (steps[r].kv->len + 1 > (size_t)hp->n_text_ctx)
-			return -ST_TOOBIG;
-		if (steps[r].token < 0 || steps[r].token >= hp->n_vocab)
+	size_t d = (size_t)hp->d_model;
+	for (size_t i = 0; i < n; i++) {
+		const struct eng_whisper_step *q = &steps[i];
+		if (q->n < 1 || q->n > ENG_WHISPER_STEP_MAX || !q->logits ||
+		    (q->logits_at && q->at_index >= q->n))
 			return -ST_INVAL;
+		if (q->kv->len + q->n > (size_t)hp->n_text_ctx)
+			return -ST_TOOBIG;
+		for (size_t j = 0; j < q->n; j++)
+			if (q->tokens[j] < 0 || q->tokens[j] >= hp->n_vocab)
+				return -ST_INVAL;
 	}
 	if (n == 0)
 		return 0;
+	size_t *r0 = mem_alloc(n * sizeof(size_t));
 	struct ew_dec_scratch s;
-	float *logits = mem_alloc(n * nv * sizeof(float));
-	if (!logits || ew_dec_scratch_alloc(hp, n, dev_pool_size(p), &s)) {
-		mem_free(logits);
+	size_t rows = r0 ? ew_step_rows(steps, n, r0) : 0;
+	if (!r0 || ew_dec_scratch_alloc(hp, rows > 2 * n ? rows : 2 * n, dev_pool_size(p), &s)) {
+		mem_free(r0);
 		return -ST_NOMEM;
 	}
-	for (size_t r = 0; r < n; r++) {
-		memcpy(s.x + r * d, w->tok_emb + (size_t)steps[r].token * d, d * sizeof(float));
-		kn_ops()->add(s.x + r * d, w->dec_pos + steps[r].kv->len * d, d);
-	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < steps[i].n; j++) {
+			float *x = s.x + (r0[i] + j) * d;
+			memcpy(x, w->tok_emb + (size_t)steps[i].tokens[j] * d, d * sizeof(float));
+			kn_ops()->add(x, w->dec_pos + (steps[i].kv->len + j) * d, d);
+		}
 	for (int li = 0; li < hp->dec_layers; li++)
-		ew_step_layer(w, li, p, steps, n, &s);
-	for (size_t r = 0; r < n; r++) {
-		steps[r].kv->len++;
-		kn_ops()->layer_norm(s.x + r * d, w->dec_ln.gamma, w->dec_ln.beta, s.t + r * d, d,
-				     EW_LN_EPS);
-	}
-	if (w->tok_emb16)
-		eng_par_linear_f16(p, n, nv, d, s.t, w->tok_emb16, NULL, logits);
-	else
-		eng_par_linear(p, n, nv, d, s.t, w->tok_emb, NULL, logits);
-	for (size_t r = 0; r < n; r++)
-		memcpy(steps[r].logits, logits + r * nv, nv * sizeof(float));
+		ew_step_layer(w, li, p, steps, n, r0, rows, &s);
+	int rc = ew_step_logits(w, p, steps, n, r0, &s);
+	if (!rc)
+		for (size_t i = 0; i < n; i++)
+			steps[i].kv->len += steps[i].n;
 	ew_dec_scratch_free(&s);
-	mem_free(logits);
-	return 0;
+	mem_free(r0);
+	return rc;
 }

@@ -315,20 +315,44 @@ static void test_whisper_batched_steps(void **state)
 	}
 	for (int step = 0; step < 5; step++) {
 		struct eng_whisper_step st[3];
+		int32_t tok[3];
 		for (int i = 0; i < 3; i++) {
-			int32_t tok = 1000 + 37 * step + i;
-			assert_int_equal(eng_whisper_decode(w, enc[i % 2], kv[i], NULL, &tok, 1,
+			tok[i] = 1000 + 37 * step + i;
+			assert_int_equal(eng_whisper_decode(w, enc[i % 2], kv[i], NULL, &tok[i], 1,
 							    alone + (size_t)i * nv, NULL, 0), 0);
-			st[i] = (struct eng_whisper_step){ enc[i % 2], kv[i + 3], tok,
-							   batch + (size_t)i * nv };
+			st[i] = (struct eng_whisper_step){ enc[i % 2], kv[i + 3], &tok[i], 1,
+							   batch + (size_t)i * nv, NULL, 0 };
 		}
 		assert_int_equal(eng_whisper_decode_steps(w, NULL, st, 3), 0);
 		assert_memory_equal(alone, batch, 3 * nv * sizeof(float));
 		for (int i = 0; i < 3; i++)
 			assert_int_equal(eng_whisper_kv_len(kv[i]), eng_whisper_kv_len(kv[i + 3]));
 	}
-	struct eng_whisper_step bad = { enc[0], kv[3], (int32_t)nv, batch };
+	int32_t badtok = (int32_t)nv;
+	struct eng_whisper_step bad = { enc[0], kv[3], &badtok, 1, batch, NULL, 0 };
 	assert_int_equal(eng_whisper_decode_steps(w, NULL, &bad, 1), -ST_INVAL);
+	/* short prompts (2..4 tokens, one with the logits of its first token
+	 * too) in one pass, against eng_whisper_decode alone */
+	struct eng_whisper_kv *pk[4];
+	float *at_a = malloc(nv * sizeof(float)), *at_b = malloc(nv * sizeof(float));
+	assert_true(at_a && at_b);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(eng_whisper_kv_create(w, &pk[i]), 0);
+	assert_int_equal(eng_whisper_decode(w, enc[0], pk[0], NULL, prompt, 4, alone, at_a, 0), 0);
+	assert_int_equal(eng_whisper_decode(w, enc[1], pk[1], NULL, prompt + 1, 2, alone + nv,
+					    NULL, 0), 0);
+	struct eng_whisper_step ps[2] = {
+		{ enc[0], pk[2], prompt, 4, batch, at_b, 0 },
+		{ enc[1], pk[3], prompt + 1, 2, batch + nv, NULL, 0 },
+	};
+	assert_int_equal(eng_whisper_decode_steps(w, NULL, ps, 2), 0);
+	assert_memory_equal(alone, batch, 2 * nv * sizeof(float));
+	assert_memory_equal(at_a, at_b, nv * sizeof(float));
+	assert_int_equal(eng_whisper_kv_len(pk[2]), 4);
+	for (int i = 0; i < 4; i++)
+		eng_whisper_kv_destroy(pk[i]);
+	free(at_a);
+	free(at_b);
 	for (int i = 0; i < 6; i++)
 		eng_whisper_kv_destroy(kv[i]);
 	for (int e = 0; e < 2; e++) {
