@@ -131,9 +131,14 @@ static void ep_qlinear_xq(void *arg, int ith, int nth)
 	 * row passes over them: the weights are read from memory once. */
 	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
 		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
-		for (size_t m = 0; m < a->M; m++)
-			a->q->gemv_xq(a->W + (size_t)c * a->row_bytes, a->row_bytes,
-				      a->xq + m * a->xq_bytes, a->y + m * a->N + c, nt, a->K);
+		const char *w = a->W + (size_t)c * a->row_bytes;
+		if (a->q->gemm_xq) /* the tile's blocks unpacked once for 4 rows of x */
+			a->q->gemm_xq(w, a->row_bytes, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
+				      a->K);
+		else
+			for (size_t m = 0; m < a->M; m++)
+				a->q->gemv_xq(w, a->row_bytes, a->xq + m * a->xq_bytes,
+					      a->y + m * a->N + c, nt, a->K);
 	}
 	ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
 }

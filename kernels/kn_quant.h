@@ -85,6 +85,16 @@ struct kn_qops {
 	 * NaN stays NaN). Run gemv on y to get ggml's numbers. Bit-exact with
 	 * the reference in every variant. */
 	void (*round_x)(const float *restrict x, float *restrict y, size_t k);
+	/* gemm_xq - gemv_xq for n_x quantized x rows at once (row j at
+	 * (const char *)xq + j * xq_stride; its results at y + j * ldy), each
+	 * weight block read and unpacked once for up to four x rows. For every
+	 * (weight row, x row) pair the arithmetic is this ISA's gemv_xq's, so
+	 * the results are the same bit for bit as gemv_xq row by row (a row's
+	 * result never depends on how many share the call). NULL where the
+	 * ISA has no such kernel (call gemv_xq per row). */
+	void (*gemm_xq)(const void *restrict W, size_t row_bytes, const void *restrict xq,
+			size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,
+			size_t n_rows, size_t k);
 };
 
 /* kn_qops_get - the kernels of ggml type `type` for the ISA kn_init chose,

@@ -591,6 +591,86 @@ KQ_INLINE void kq_xq0(const void *W, size_t rb, const void *xq, float *y, size_t
 		kq_xq0_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, off, wf, vnni);
 }
 
+/* gemm_xq for the _0 types: one step of R weight rows against NX x rows
+ * (blocks i, i + 1 when b_ok). Per (row, x) pair the operations of
+ * kq_xq0_step exactly; the weights' scales and codes are read once for
+ * the NX x rows. */
+KQ_INLINE void kq_xq0_step_nx(const uint8_t *w, size_t rb, size_t pf, const uint8_t *xq,
+			      size_t xs, size_t i, int b_ok, __m512 acc[4][4], int R, int NX,
+			      size_t bytes, int off, kq_w2_fn wf, int vnni)
+{
+	__m512i xv[4], c0[4];
+	__m512 xd[4];
+	for (int j = 0; j < NX; j++) {
+		const uint8_t *xa = xq + (size_t)j * xs + i * KN__Q8_0X_BYTES;
+		const uint8_t *xb = xa + KN__Q8_0X_BYTES;
+		xv[j] = kq_ld2x32(xa + 2, xb + 2, b_ok);
+		xd[j] = kq_d2(xa, xb, b_ok);
+		c0[j] = _mm512_setzero_si512();
+		if (off)
+			c0[j] = _mm512_sub_epi32(c0[j], kq_dot_u8s8(c0[j], _mm512_set1_epi8((char)off),
+								  xv[j], vnni));
+	}
+	for (int r = 0; r < R; r++) {
+		const uint8_t *wb = w + (size_t)r * rb + i * bytes;
+		kq_pf(wb + pf, 2 * bytes);
+		__m512 dw = kq_d2(wb, wb + bytes, b_ok);
+		for (int j = 0; j < NX; j++) {
+			__m512i xsv, q = wf(wb, b_ok, xv[j], &xsv);
+			__m512i isum = kq_dot_u8s8(c0[j], q, xsv, vnni);
+			acc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, xd[j]),
+						    acc[r][j]);
+		}
+	}
+}
+
+KQ_INLINE void kq_xq0_rows_nx(const uint8_t *w, size_t rb, const uint8_t *xq, size_t xs,
+			      float *y, size_t ldy, size_t k, int R, int NX, size_t bytes, int off,
+			      kq_w2_fn wf, int vnni)
+{
+	__m512 acc[4][4];
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < NX; j++)
+			acc[r][j] = _mm512_setzero_ps();
+	size_t nb = k / KN__QK, i = 0, pf = kq_pf_dist(R, rb);
+	for (; i + 2 <= nb; i += 2)
+		kq_xq0_step_nx(w, rb, pf, xq, xs, i, 1, acc, R, NX, bytes, off, wf, vnni);
+	if (i < nb)
+		kq_xq0_step_nx(w, rb, pf, xq, xs, i, 0, acc, R, NX, bytes, off, wf, vnni);
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < NX; j++)
+			y[(size_t)j * ldy + r] = _mm512_reduce_add_ps(acc[r][j]);
+}
+
+/* NX x rows (1..4, a constant in each branch) against every weight row. */
+KQ_INLINE void kq_gemm0_nx(const uint8_t *w, size_t rb, const uint8_t *xq, size_t xs, int NX,
+			   float *y, size_t ldy, size_t n_rows, size_t k, size_t bytes, int off,
+			   kq_w2_fn wf, int vnni)
+{
+	size_t r = 0;
+	for (; r + 4 <= n_rows; r += 4)
+		kq_xq0_rows_nx(w + r * rb, rb, xq, xs, y + r, ldy, k, 4, NX, bytes, off, wf, vnni);
+	for (; r < n_rows; r++)
+		kq_xq0_rows_nx(w + r * rb, rb, xq, xs, y + r, ldy, k, 1, NX, bytes, off, wf, vnni);
+}
+
+KQ_INLINE void kq_gemm0(const void *W, size_t rb, const void *xq, size_t xs, size_t n_x,
+			float *y, size_t ldy, size_t n_rows, size_t k, size_t bytes, int off,
+			kq_w2_fn wf, int vnni)
+{
+	const uint8_t *w = W, *x = xq;
+	for (size_t j = 0; j < n_x; j += 4) {
+		const uint8_t *xj = x + j * xs;
+		float *yj = y + j * ldy;
+		switch (n_x - j >= 4 ? 4 : (int)(n_x - j)) {
+		case 4: kq_gemm0_nx(w, rb, xj, xs, 4, yj, ldy, n_rows, k, bytes, off, wf, vnni); break;
+		case 3: kq_gemm0_nx(w, rb, xj, xs, 3, yj, ldy, n_rows, k, bytes, off, wf, vnni); break;
+		case 2: kq_gemm0_nx(w, rb, xj, xs, 2, yj, ldy, n_rows, k, bytes, off, wf, vnni); break;
+		default: kq_gemm0_nx(w, rb, xj, xs, 1, yj, ldy, n_rows, k, bytes, off, wf, vnni); break;
+		}
+	}
+}
+
 /* pshufb control: in 128-bit lane L (0..3) every int16 is int16 number
  * n_L of that lane (a scale vector broadcast to all four lanes). */
 #define KQ_L16(n) (long long)(0x0100010001000100ULL + 0x0202020202020202ULL * (unsigned)(n))
@@ -786,6 +866,23 @@ KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t
 				   size_t k)                                               \
 	{                                                                                  \
 		(kn__has_avx512vnni() ? kq_xq_##T##_vnni : kq_xq_##T##_bw)(W, rb, xq, y, n, k); \
+	}                                                                                  \
+	static void kq_mm_##T##_vnni(const void *W, size_t rb, const void *xq, size_t xs,  \
+				     size_t nx, float *y, size_t ldy, size_t n, size_t k)  \
+	{                                                                                  \
+		kq_gemm0(W, rb, xq, xs, nx, y, ldy, n, k, BYTES, OFF, kq_w2_##T, 1);       \
+	}                                                                                  \
+	static void kq_mm_##T##_bw(const void *W, size_t rb, const void *xq, size_t xs,    \
+				   size_t nx, float *y, size_t ldy, size_t n, size_t k)    \
+	{                                                                                  \
+		kq_gemm0(W, rb, xq, xs, nx, y, ldy, n, k, BYTES, OFF, kq_w2_##T, 0);       \
+	}                                                                                  \
+	static void kq_gemm_xq_##T(const void *restrict W, size_t rb,                      \
+				   const void *restrict xq, size_t xs, size_t nx,          \
+				   float *restrict y, size_t ldy, size_t n, size_t k)      \
+	{                                                                                  \
+		(kn__has_avx512vnni() ? kq_mm_##T##_vnni : kq_mm_##T##_bw)(W, rb, xq, xs, nx, y, \
+									   ldy, n, k);     \
 	}
 #define KQ_XQK(T, BYTES, XF)                                                               \
 	static void kq_xq_##T##_vnni(const void *W, size_t rb, const void *xq, float *y,   \
@@ -913,13 +1010,26 @@ KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 		  .gemv = kq_gemv_##T,                                                     \
 		  .round_x = kq_round_x_##T}
 
+/* A _0 type with the multi-row integer kernel too. */
+#define KQ_ENTRY_MM(TYPE, T, NAME, ELEMS, BYTES, X)                                        \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .xq_bytes = kq_xq_bytes_##X,                                             \
+		  .quantize_x = kq_quantize_##X,                                           \
+		  .gemv_xq = kq_gemv_xq_##T,                                               \
+		  .gemm_xq = kq_gemm_xq_##T}
+
 const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
 	KQ_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
 	KQ_ENTRY_RX(KN_Q_F16, f16, "f16", 1, 2),
 	KQ_ENTRY_RX(KN_Q_BF16, bf16, "bf16", 1, 2),
-	KQ_ENTRY_XQ(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
-	KQ_ENTRY_XQ(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
-	KQ_ENTRY_XQ(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, "q4_K", KN__QK_K, KN__Q4_K_BYTES, q8_k),
 	KQ_ENTRY_XQ(KN_Q_Q5_K, q5_k, "q5_K", KN__QK_K, KN__Q5_K_BYTES, q8_k),
 	KQ_ENTRY_XQ(KN_Q_Q6_K, q6_k, "q6_K", KN__QK_K, KN__Q6_K_BYTES, q8_k),

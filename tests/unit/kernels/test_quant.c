@@ -695,6 +695,69 @@ static void test_round_x(void **state)
 	}
 }
 
+/* gemm_xq (several x rows at once), where an ISA has it, equals that
+ * ISA's gemv_xq row by row bit for bit: row counts 0..9 and 64 (passes of
+ * four and tails), 1..6 x rows (groups of four and a remainder), widths of
+ * an odd block count and Gemma's 640, padded row strides. Types without
+ * it leave the field NULL in every ISA that lacks it (the reference has
+ * none). */
+static void test_gemm_xq(void **state)
+{
+	(void)state;
+	static const size_t rows[] = { 0, 1, 3, 4, 5, 9, 64 }, ks[] = { 32, 96, 640 };
+	int tested = 0;
+	/* every ISA, and AVX-512 once more in its AVX-512BW form */
+	for (int pass = 0; pass < KN_ISA_COUNT + 1; pass++)
+		for (size_t t = 0; t < N_TYPES; t++) {
+			int isa = pass < KN_ISA_COUNT ? pass : KN_ISA_AVX512;
+			kn__set_avx512vnni(pass < KN_ISA_COUNT);
+			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, all_types[t]);
+			if (!q || !q->gemm_xq) {
+				if (q && isa == KN_ISA_REF)
+					assert_null(q->gemm_xq);
+				continue;
+			}
+			for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
+				size_t k = ks[ki];
+				if (k % (size_t)q->block_elems)
+					continue;
+				size_t rb = kn_qtype_row_bytes(q->type, k) + 5, nxb = q->xq_bytes(k);
+				for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++)
+					for (size_t nx = 1; nx <= 6; nx++) {
+						size_t n = rows[ri];
+						uint8_t *W = malloc(n * rb + 1);
+						uint8_t *xq = malloc(nx * nxb);
+						float *x = malloc(k * sizeof(float));
+						float *a = malloc((nx * n + 1) * sizeof(float));
+						float *b = malloc((nx * n + 1) * sizeof(float));
+						assert_true(W && xq && x && a && b);
+						for (size_t r = 0; r < n; r++)
+							fill_blocks(W + r * rb, q->type,
+								    k / (size_t)q->block_elems, 0);
+						for (size_t j = 0; j < nx; j++) {
+							fill_x_varied(x, k);
+							q->quantize_x(x, xq + j * nxb, k);
+							q->gemv_xq(W, rb, xq + j * nxb, b + j * n, n, k);
+						}
+						q->gemm_xq(W, rb, xq, nxb, nx, a, n, n, k);
+						if (n)
+							assert_memory_equal(a, b, nx * n * sizeof(float));
+						free(W);
+						free(xq);
+						free(x);
+						free(a);
+						free(b);
+					}
+			}
+			printf("[ kn ] gemm_xq %-5s %-6s%s == gemv_xq row by row: bit-exact\n", q->name,
+			       isa_names[isa], pass < KN_ISA_COUNT ? "" : " (bw)");
+			tested++;
+		}
+	kn__set_avx512vnni(true);
+	if (kn_qops_for(KN_ISA_AVX512, KN_Q_Q8_0))
+		assert_true(tested >= 3);
+}
+
 /* gemv_xq where every float operation is exact: unit fp16 scales (and
  * mins) in the weights, x codes in [-3, 3] with unit scale, at most 64
  * (_0) or 4 (K-quants) blocks, so every partial sum is an integer below
@@ -941,7 +1004,7 @@ int main(void)
 		cmocka_unit_test(test_row_bytes),      cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_quantize_x_ref), cmocka_unit_test(test_quantize_x_vs_ref),
 		cmocka_unit_test(test_gemv_xq_exact),  cmocka_unit_test(test_gemv_xq),
-		cmocka_unit_test(test_round_x),
+		cmocka_unit_test(test_round_x),       cmocka_unit_test(test_gemm_xq),
 	};
 	const struct CMUnitTest bench[] = {cmocka_unit_test(test_bench)};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
