@@ -698,13 +698,14 @@ static void test_round_x(void **state)
 /* gemm_xq (several x rows at once), where an ISA has it, equals that
  * ISA's gemv_xq row by row bit for bit: row counts 0..9 and 64 (passes of
  * four and tails), 1..6 x rows (groups of four and a remainder), widths of
- * an odd block count and Gemma's 640, padded row strides. Types without
+ * one and of an odd number of blocks (32 / 96; 256 / 768 for the K-quants)
+ * and Gemma's 640, padded row strides. Types without
  * it leave the field NULL in every ISA that lacks it (the reference has
  * none). */
 static void test_gemm_xq(void **state)
 {
 	(void)state;
-	static const size_t rows[] = { 0, 1, 3, 4, 5, 9, 64 }, ks[] = { 32, 96, 640 };
+	static const size_t rows[] = { 0, 1, 3, 4, 5, 9, 64 }, ks[] = { 32, 96, 256, 640, 768 };
 	int tested = 0;
 	/* every ISA, and AVX-512 once more in its AVX-512BW form */
 	for (int pass = 0; pass < KN_ISA_COUNT + 1; pass++)
@@ -717,10 +718,12 @@ static void test_gemm_xq(void **state)
 					assert_null(q->gemm_xq);
 				continue;
 			}
+			int widths = 0;
 			for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
 				size_t k = ks[ki];
 				if (k % (size_t)q->block_elems)
 					continue;
+				widths++;
 				size_t rb = kn_qtype_row_bytes(q->type, k) + 5, nxb = q->xq_bytes(k);
 				for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++)
 					for (size_t nx = 1; nx <= 6; nx++) {
@@ -749,6 +752,7 @@ static void test_gemm_xq(void **state)
 						free(b);
 					}
 			}
+			assert_true(widths >= 2);
 			printf("[ kn ] gemm_xq %-5s %-6s%s == gemv_xq row by row: bit-exact\n", q->name,
 			       isa_names[isa], pass < KN_ISA_COUNT ? "" : " (bw)");
 			tested++;
