@@ -132,7 +132,10 @@ static void ep_qlinear_xq(void *arg, int ith, int nth)
 	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
 		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
 		const char *w = a->W + (size_t)c * a->row_bytes;
-		if (a->q->gemm_xq) /* the tile's blocks unpacked once for 4 rows of x */
+		/* several rows: the tile's blocks unpacked once for 4 rows of x
+		 * (the same results as gemv_xq, which one row keeps: it is faster
+		 * alone) */
+		if (a->q->gemm_xq && a->M > 1)
 			a->q->gemm_xq(w, a->row_bytes, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
 				      a->K);
 		else
