@@ -57,7 +57,7 @@ struct ea_driver {
 	bool turn;                  /* it holds the baton */
 	enum ea_state state;
 	struct eng_whisper_runner runner;
-	double next_sweep;          /* ms: when its stop check sweeps the inbox again */
+	double next_sweep;          /* ms: when its stop check sweeps the queue again */
 	/* the pass asked for */
 	struct eng_whisper_enc *enc;
 	const struct eng_whisper_enc *dec_enc;
@@ -72,7 +72,7 @@ struct ea_driver {
 	int rc;
 	char err[512];
 	struct eng_transcript *t;
-	double audio_s, t_admit;
+	double audio_s;
 };
 
 struct ea_loop {
@@ -166,7 +166,7 @@ static int ea_decode(void *ctx, const struct eng_whisper_enc *e, struct eng_whis
 }
 
 /* Asked before every pass: the request's deadline and cancel flag,
- * shutdown; and at most every 20 ms the requests waiting in the inbox
+ * shutdown; and at most every 20 ms the requests waiting in the queue
  * that were cancelled or expired meanwhile are ended. */
 static int ea_stop(void *arg)
 {
@@ -252,7 +252,6 @@ static struct ea_driver *ea_start(struct ea_loop *l, struct eng__req *base)
 	if (ok) {
 		d->l = l;
 		d->r = (struct eng__asr_req *)base;
-		d->t_admit = eng__now_ms();
 		d->runner = (struct eng_whisper_runner){ ea_encode, ea_decode, d };
 		pthread_cond_init(&d->cv, NULL);
 		if (l->pin)

@@ -141,9 +141,7 @@ static void egl_sample(struct egl *l, size_t n_batch)
 
 static void egl_step(struct egl *l)
 {
-	size_t n = egl_batch(l), rows = 0;
-	for (size_t b = 0; b < n; b++)
-		rows += l->seqs[b].n;
+	size_t n = egl_batch(l);
 	double t0 = eng__now_ms();
 	int rc = eng_llm_forward_batch(l->s->m->llm, l->pool, l->scratch, l->seqs, n);
 	double t1 = eng__now_ms();
@@ -165,7 +163,6 @@ static void egl_step(struct egl *l)
 				egl_end(l, i, rc, NULL);
 				break;
 			}
-	(void)rows;
 }
 
 static void egl_expire(struct egl *l, bool closing)

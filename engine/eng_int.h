@@ -100,7 +100,7 @@ struct eng_model {
 	char *arch;             /* general.architecture or the CT2 spec name */
 	int64_t created;        /* Unix seconds when loading finished */
 	uint64_t size_bytes;    /* tensor / variable data bytes */
-	struct eng_sched *sched; /* replicas and their inboxes (eng_sched.h) */
+	struct eng_sched *sched; /* replicas and their queue (eng_sched.h) */
 	struct eng_gguf *gguf;  /* open reader when format is GGUF */
 	struct eng_ct2 *ct2;    /* open reader when format is CT2 */
 	/* transcription models (eng_transcribe.c) */

@@ -85,7 +85,7 @@ static int srv_prom_outcomes(struct srv_buf *out, const struct srv_prom_all *a)
 	return rc;
 }
 
-/* One sample per model: value(stats) with printf format fmt. */
+/* One sample per model: value(stats). */
 static int srv_prom_scalar(struct srv_buf *out, const struct srv_prom_all *a, const char *name,
 			   const char *type, const char *help,
 			   double (*value)(const struct eng_stats *s))
