@@ -117,4 +117,25 @@ static inline float kn__bf16_round(float f)
 	return f;
 }
 
+/* kn__sgemm_* - C[M,N] = alpha * A[M,K] * op(B) + beta * C, the kn_gemm
+ * contract of kn_blas.h (op(B) = B[K,N], or B[N,K]^T when trans_b), with
+ * one fixed order of operations per element, so that a row's result never
+ * depends on M or on the tile or thread computing it: K in blocks of
+ * KN__SGEMM_KC; per block acc = fmaf(A[i][k], op(B)[k][j], acc) from 0 for
+ * k in order; then C = alpha * acc (first block, beta 0: C is not read),
+ * fmaf(alpha, acc, beta * C) (first block) or fmaf(alpha, acc, C) (later
+ * blocks). The scalar reference (ref/sgemm.c) and the AVX-512 kernel
+ * (x86/sgemm_avx512.c) agree bit for bit. pack: KN__SGEMM_PACK floats of
+ * scratch (the AVX-512 kernel's packed op(B) block; the reference ignores
+ * it); no alignment needed. M, N, K >= 1. */
+#define KN__SGEMM_KC   256
+#define KN__SGEMM_NC   512
+#define KN__SGEMM_PACK (KN__SGEMM_KC * KN__SGEMM_NC)
+void kn__sgemm_ref(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
+		   size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
+		   float *pack);
+void kn__sgemm_avx512(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
+		      size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
+		      float *pack);
+
 #endif /* KN_INT_H */

@@ -1,5 +1,13 @@
-/* kernels/blas/blas.c - kn_gemm / kn_linear over OpenBLAS's cblas_sgemm
- * (row-major), the contract in kernels/kn_blas.h.
+/* kernels/blas/blas.c - kn_gemm / kn_linear, the contract in
+ * kernels/kn_blas.h: our AVX-512 kernel (x86/sgemm_avx512.c) when the
+ * chosen kn_ops table is AVX-512 and A has several rows, else OpenBLAS's
+ * cblas_sgemm / cblas_sgemv (row-major).
+ *
+ * The AVX-512 kernel needs a packing buffer per thread: allocated on the
+ * thread's first product, kept in a pthread key, freed at thread exit (if
+ * it cannot be allocated the product goes to OpenBLAS). Every row of two
+ * or more goes to the same kernel, so a row's result never depends on the
+ * rows batched with it (see kn__sgemm in kn_int.h); one row keeps sgemv.
  *
  * Degenerate shapes are handled here rather than passed on: OpenBLAS's
  * argument checker (xerbla) prints to stderr for M or N = 0 with ld = 0,
@@ -8,9 +16,38 @@
 #include <assert.h>
 #include <cblas.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kn_blas.h"
+#include "kernels/kn_int.h"
+
+static pthread_once_t kn_pack_once = PTHREAD_ONCE_INIT;
+static pthread_key_t kn_pack_key;
+static bool kn_pack_key_ok;
+
+static void kn_pack_key_make(void)
+{
+	kn_pack_key_ok = pthread_key_create(&kn_pack_key, free) == 0;
+}
+
+/* This thread's packing buffer for kn__sgemm_avx512, or NULL. */
+static float *kn_pack_buf(void)
+{
+	pthread_once(&kn_pack_once, kn_pack_key_make);
+	if (!kn_pack_key_ok)
+		return NULL;
+	float *p = pthread_getspecific(kn_pack_key);
+	if (p)
+		return p;
+	p = malloc(KN__SGEMM_PACK * sizeof(float));
+	if (p && pthread_setspecific(kn_pack_key, p) != 0) {
+		free(p);
+		p = NULL;
+	}
+	return p;
+}
 
 /* C[M,N] = beta * C when there is nothing to multiply (K = 0). BLAS reads
  * no C when beta is 0, so neither do we (C may hold NaN garbage). */
@@ -43,6 +80,11 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 		else
 			cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)N, alpha, B, (int)ldb, A, 1,
 				    beta, C, 1);
+		return;
+	}
+	float *pack;
+	if (kn_ops()->isa == KN_ISA_AVX512 && (pack = kn_pack_buf())) {
+		kn__sgemm_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
 		return;
 	}
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
