@@ -1,0 +1,380 @@
+/* ib_conn.c - one HTTP/1.1 client connection of inferd-bench on the libuv
+ * loop: connect, write a prebuilt request, parse the response with llhttp,
+ * read an event stream (text/event-stream, the WHATWG HTML "server-sent
+ * events" format: lines, "data:" fields, a blank line ends an event) and
+ * time its text events, enforce the request timeout, and report the
+ * outcome to ib_load.c. No pipelining: one request at a time per
+ * connection, kept alive unless the server says otherwise.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ib_int.h"
+
+#define IB_LINE_MAX (1u << 20) /* longest event-stream line kept */
+
+static void ib_conn_free_bufs(struct ib_conn *c)
+{
+	free(c->body);
+	free(c->line);
+	free(c->data);
+	c->body = c->line = c->data = NULL;
+	c->body_cap = c->line_cap = c->data_cap = 0;
+}
+
+static void ib_conn_on_close(uv_handle_t *h)
+{
+	struct ib_conn *c = h->data;
+	if (h == (uv_handle_t *)&c->timer)
+		c->timer_closed = true;
+	else
+		c->tcp_closed = true;
+	if (!c->timer_closed || !c->tcp_closed)
+		return;
+	ib_load_on_closed(c);
+	ib_conn_free_bufs(c);
+	free(c);
+}
+
+void ib_conn_close(struct ib_conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->timer, ib_conn_on_close);
+	uv_close((uv_handle_t *)&c->tcp, ib_conn_on_close);
+}
+
+static bool ib_grow(char **p, size_t *cap, size_t need, size_t max)
+{
+	if (need <= *cap)
+		return true;
+	if (need > max)
+		return false;
+	size_t n = *cap ? *cap : 4096;
+	while (n < need)
+		n *= 2;
+	if (n > max)
+		n = max;
+	char *q = realloc(*p, n);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
+/* The request in flight ends as kind; the connection is reused only for a
+ * complete response the server lets us keep. */
+static void ib_conn_finish(struct ib_conn *c, enum ib_kind kind, bool reusable)
+{
+	struct ib_run *run = c->run;
+	struct ib_rec *r = &run->recs[c->rec];
+	uv_timer_stop(&c->timer);
+	r->t_end = ib_now(run);
+	r->kind = kind;
+	c->busy = false;
+	if (!reusable)
+		ib_conn_close(c);
+	ib_load_on_done(c, c->rec, reusable && !c->closing);
+}
+
+/* --- event stream ------------------------------------------------------ */
+
+static void ib_sse_dispatch(struct ib_conn *c)
+{
+	if (!c->data_len)
+		return;
+	bool text, done;
+	struct ib_run *run = c->run;
+	if (!ib_work_event(c->ep, c->data, c->data_len, &text, &done, &c->usage_tokens)) {
+		c->sse_bad = true;
+	} else if (done) {
+		c->sse_done = true;
+	} else if (text) {
+		double t = ib_now(run);
+		struct ib_rec *r = &run->recs[c->rec];
+		if (c->n_events_text == 0)
+			r->ttft = t - r->t_start;
+		else
+			ib_rec_add_itl(run, c->rec, t - c->t_last_tok);
+		c->t_last_tok = t;
+		c->n_events_text++;
+	}
+	c->data_len = 0;
+}
+
+static void ib_sse_line(struct ib_conn *c)
+{
+	const char *l = c->line;
+	size_t n = c->line_len;
+	c->line_len = 0;
+	if (n == 0) {
+		ib_sse_dispatch(c);
+		return;
+	}
+	if (n < 5 || memcmp(l, "data:", 5) != 0)
+		return; /* comments (":"), event:, id:, retry: */
+	l += 5;
+	n -= 5;
+	if (n && *l == ' ') {
+		l++;
+		n--;
+	}
+	if (c->data_len && ib_grow(&c->data, &c->data_cap, c->data_len + 1, IB_MAX_BODY))
+		c->data[c->data_len++] = '\n';
+	if (!ib_grow(&c->data, &c->data_cap, c->data_len + n + 1, IB_MAX_BODY)) {
+		c->sse_bad = true;
+		return;
+	}
+	memcpy(c->data + c->data_len, l, n);
+	c->data_len += n;
+}
+
+static void ib_sse_feed(struct ib_conn *c, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n && !c->sse_bad; i++) {
+		char ch = p[i];
+		if (ch == '\n' && c->last_cr) {
+			c->last_cr = false; /* the LF of a CRLF */
+			continue;
+		}
+		c->last_cr = ch == '\r';
+		if (ch == '\r' || ch == '\n') {
+			ib_sse_line(c);
+			continue;
+		}
+		if (!ib_grow(&c->line, &c->line_cap, c->line_len + 1, IB_LINE_MAX)) {
+			c->sse_bad = true;
+			return;
+		}
+		c->line[c->line_len++] = ch;
+	}
+}
+
+/* --- llhttp callbacks -------------------------------------------------- */
+
+static int ib_on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+	struct ib_conn *c = p->data;
+	if (c->hstate != 2) { /* a new field begins */
+		c->hname_len = 0;
+		c->hstate = 2;
+	}
+	size_t room = sizeof(c->hname) - 1 - c->hname_len;
+	size_t k = len < room ? len : room;
+	memcpy(c->hname + c->hname_len, at, k);
+	c->hname_len += k;
+	c->hname[c->hname_len] = '\0';
+	return 0;
+}
+
+static int ib_on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+	struct ib_conn *c = p->data;
+	if (c->hstate == 2)
+		c->hstate = strcasecmp(c->hname, "content-type") ? 0 : 1;
+	if (c->hstate == 1) {
+		size_t room = sizeof(c->ctype) - 1 - c->ctype_len;
+		size_t k = len < room ? len : room;
+		memcpy(c->ctype + c->ctype_len, at, k);
+		c->ctype_len += k;
+		c->ctype[c->ctype_len] = '\0';
+	}
+	return 0;
+}
+
+static int ib_on_headers_complete(llhttp_t *p)
+{
+	struct ib_conn *c = p->data;
+	struct ib_rec *r = &c->run->recs[c->rec];
+	r->status = llhttp_get_status_code(p);
+	c->headers_done = true;
+	c->sse = r->status >= 200 && r->status < 300 &&
+		 !strncasecmp(c->ctype, "text/event-stream", 17);
+	return 0;
+}
+
+static int ib_on_body(llhttp_t *p, const char *at, size_t len)
+{
+	struct ib_conn *c = p->data;
+	if (c->sse) {
+		ib_sse_feed(c, at, len);
+		return 0;
+	}
+	if (!ib_grow(&c->body, &c->body_cap, c->body_len + len + 1, IB_MAX_BODY)) {
+		c->sse_bad = true; /* too long to check: reported as protocol */
+		return 0;
+	}
+	memcpy(c->body + c->body_len, at, len);
+	c->body_len += len;
+	return 0;
+}
+
+static int ib_on_message_complete(llhttp_t *p)
+{
+	struct ib_conn *c = p->data;
+	c->complete = true;
+	return HPE_PAUSED; /* one response per request: stop here */
+}
+
+static const llhttp_settings_t ib_settings = {
+	.on_header_field = ib_on_header_field,
+	.on_header_value = ib_on_header_value,
+	.on_headers_complete = ib_on_headers_complete,
+	.on_body = ib_on_body,
+	.on_message_complete = ib_on_message_complete,
+};
+
+/* A complete response: check it, count its work, end the request. */
+static void ib_conn_complete(struct ib_conn *c, bool extra_bytes)
+{
+	struct ib_run *run = c->run;
+	struct ib_rec *r = &run->recs[c->rec];
+	bool keep = llhttp_should_keep_alive(&c->parser) && !extra_bytes;
+	enum ib_kind kind = IB_KIND_OK;
+	if (r->status >= 400) {
+		kind = IB_KIND_HTTP;
+	} else if (r->status < 200 || extra_bytes || c->sse_bad) {
+		kind = IB_KIND_PROTOCOL;
+	} else if (c->sse) {
+		if (c->line_len)
+			ib_sse_line(c); /* a last line without its newline */
+		ib_sse_dispatch(c);
+		if (c->sse_bad)
+			kind = IB_KIND_PROTOCOL;
+		r->tokens = c->usage_tokens >= 0 ? c->usage_tokens : c->n_events_text;
+	} else {
+		long tokens;
+		if (!ib_work_check_body(c->ep, c->body, c->body_len, &tokens))
+			kind = IB_KIND_PROTOCOL;
+		r->tokens = tokens >= 0 ? tokens : 0;
+	}
+	if (kind == IB_KIND_OK)
+		r->audio_s = c->tmpl->audio_s;
+	ib_conn_finish(c, kind, keep);
+}
+
+/* --- libuv callbacks --------------------------------------------------- */
+
+static void ib_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	(void)h;
+	(void)suggested;
+	static char slab[65536]; /* one thread, read callbacks never nest */
+	buf->base = slab;
+	buf->len = sizeof(slab);
+}
+
+static void ib_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct ib_conn *c = s->data;
+	if (n == 0)
+		return;
+	if (!c->busy) { /* bytes or EOF while idle: the server closed or misbehaved */
+		ib_conn_close(c);
+		return;
+	}
+	struct ib_rec *r = &c->run->recs[c->rec];
+	if (n < 0) {
+		if (n == UV_EOF && c->got_bytes && llhttp_finish(&c->parser) == HPE_OK &&
+		    c->complete) {
+			ib_conn_complete(c, false); /* a body delimited by the close */
+			return;
+		}
+		ib_conn_finish(c, c->got_bytes ? IB_KIND_PROTOCOL : IB_KIND_CONNECT, false);
+		return;
+	}
+	c->got_bytes = true;
+	r->bytes_recv += (uint64_t)n;
+	llhttp_errno_t e = llhttp_execute(&c->parser, buf->base, (size_t)n);
+	if (e == HPE_PAUSED && c->complete) {
+		const char *stop = llhttp_get_error_pos(&c->parser);
+		ib_conn_complete(c, stop && stop < buf->base + n);
+		return;
+	}
+	if (e != HPE_OK)
+		ib_conn_finish(c, IB_KIND_PROTOCOL, false);
+}
+
+static void ib_on_write(uv_write_t *w, int status)
+{
+	struct ib_conn *c = w->data;
+	if (status < 0 && c->busy && !c->closing)
+		ib_conn_finish(c, c->got_bytes ? IB_KIND_PROTOCOL : IB_KIND_CONNECT, false);
+}
+
+static void ib_on_timeout(uv_timer_t *t)
+{
+	struct ib_conn *c = t->data;
+	if (c->busy)
+		ib_conn_finish(c, IB_KIND_TIMEOUT, false);
+}
+
+static void ib_on_connect(uv_connect_t *req, int status)
+{
+	struct ib_conn *c = req->data;
+	if (c->closing)
+		return;
+	if (status == 0) {
+		c->connected = true;
+		uv_tcp_nodelay(&c->tcp, 1);
+		if (uv_read_start((uv_stream_t *)&c->tcp, ib_alloc, ib_on_read) != 0)
+			status = UV_EIO;
+	}
+	if (status != 0)
+		ib_conn_close(c);
+	ib_load_on_connected(c, status);
+}
+
+static void ib_on_connect_error(uv_timer_t *t)
+{
+	struct ib_conn *c = t->data;
+	ib_conn_close(c);
+	ib_load_on_connected(c, UV_ECONNREFUSED);
+}
+
+struct ib_conn *ib_conn_open(struct ib_run *run, int client)
+{
+	struct ib_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->run = run;
+	c->client = client;
+	c->usage_tokens = -1;
+	uv_tcp_init(run->loop, &c->tcp);
+	uv_timer_init(run->loop, &c->timer);
+	c->tcp.data = c->timer.data = c->connect_req.data = c->write_req.data = c;
+	c->t_connect = ib_now(run);
+	int rc = uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&run->addr,
+				ib_on_connect);
+	if (rc != 0) /* (too many open files...) reported from the next loop turn */
+		uv_timer_start(&c->timer, ib_on_connect_error, 0, 0);
+	return c;
+}
+
+void ib_conn_send(struct ib_conn *c, const struct ib_tmpl *tmpl, enum ib_endpoint ep, size_t rec)
+{
+	struct ib_run *run = c->run;
+	c->busy = true;
+	c->rec = rec;
+	c->tmpl = tmpl;
+	c->ep = ep;
+	c->got_bytes = c->headers_done = c->complete = c->sse = false;
+	c->sse_bad = c->sse_done = c->last_cr = false;
+	c->hname_len = c->ctype_len = 0;
+	c->hstate = 0;
+	c->ctype[0] = '\0';
+	c->body_len = c->line_len = c->data_len = 0;
+	c->n_events_text = 0;
+	c->usage_tokens = -1;
+	llhttp_init(&c->parser, HTTP_RESPONSE, &ib_settings);
+	c->parser.data = c;
+	run->recs[rec].bytes_sent = tmpl->len;
+	uv_timer_start(&c->timer, ib_on_timeout, (uint64_t)(run->o->timeout_s * 1000.0 + 0.5), 0);
+	uv_buf_t b = uv_buf_init(tmpl->bytes, (unsigned)tmpl->len);
+	if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, ib_on_write) != 0)
+		ib_conn_finish(c, IB_KIND_CONNECT, false);
+}

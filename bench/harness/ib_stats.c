@@ -1,0 +1,383 @@
+/* ib_stats.c - inferd-bench's figures: a stage's summary, latency CDF,
+ * 1-second time series and TTFT / ITL histograms as the JSON of
+ * docs/bench.md; the final table; the progress line; the per-request CSV.
+ *
+ * Percentiles are nearest-rank (the value at rank ceil(p/100 * n) of the
+ * sorted sample), the definition wrk and most load testers print. A stage
+ * counts the requests that ended inside its window (phase 1).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ib_int.h"
+
+#define IB_CDF_POINTS 200
+#define IB_HIST_BINS  30
+
+static int ib_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted x[n] (n >= 1). */
+static double ib_pct(const double *x, size_t n, double p)
+{
+	size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+	return x[rank ? rank - 1 : 0];
+}
+
+static json_t *ib_dist(const double *x, size_t n)
+{
+	if (!n)
+		return json_null();
+	double sum = 0.0;
+	for (size_t i = 0; i < n; i++)
+		sum += x[i];
+	return json_pack("{s:f, s:f, s:f, s:f, s:f}", "mean", sum / (double)n, "p50",
+			 ib_pct(x, n, 50), "p90", ib_pct(x, n, 90), "p99", ib_pct(x, n, 99), "max",
+			 x[n - 1]);
+}
+
+static json_t *ib_cdf(const double *x, size_t n)
+{
+	json_t *a = json_array();
+	size_t m = n < IB_CDF_POINTS ? n : IB_CDF_POINTS;
+	for (size_t k = 0; k < m; k++) {
+		size_t i = m == 1 ? n - 1 : (size_t)llround((double)k * (double)(n - 1) / (double)(m - 1));
+		json_array_append_new(a, json_pack("[f, f]", x[i], (double)(i + 1) / (double)n));
+	}
+	return a;
+}
+
+/* Histogram of sorted x[n] over [0, max] in IB_HIST_BINS bins. */
+static json_t *ib_hist(const double *x, size_t n)
+{
+	if (!n)
+		return json_null();
+	double hi = x[n - 1] > 0 ? x[n - 1] : 1e-3;
+	json_t *edges = json_array(), *counts = json_array();
+	long c[IB_HIST_BINS] = {0};
+	for (size_t i = 0; i < n; i++) {
+		int b = (int)(x[i] / hi * IB_HIST_BINS);
+		c[b < 0 ? 0 : b >= IB_HIST_BINS ? IB_HIST_BINS - 1 : b]++;
+	}
+	for (int b = 0; b <= IB_HIST_BINS; b++)
+		json_array_append_new(edges, json_real(hi * b / IB_HIST_BINS));
+	for (int b = 0; b < IB_HIST_BINS; b++)
+		json_array_append_new(counts, json_integer(c[b]));
+	return json_pack("{s:o, s:o}", "edges", edges, "counts", counts);
+}
+
+static bool ib_counted(const struct ib_rec *r, int stage)
+{
+	return r->stage == stage && r->phase == 1;
+}
+
+/* Per-second series over the window, by the time each request ended. */
+static json_t *ib_timeseries(const struct ib_run *run, int stage, double w0, double w1)
+{
+	/* whole seconds; the last bucket takes the window's remainder */
+	size_t nb = (size_t)floor(w1 - w0);
+	if (nb == 0)
+		nb = 1;
+	json_t *t = json_array(), *rps = json_array(), *rtfx = json_array(), *tps = json_array();
+	json_t *p50 = json_array(), *p99 = json_array(), *status = json_object();
+	double *lat = malloc(run->n_recs * sizeof(*lat) + 1);
+	for (size_t b = 0; b < nb; b++) {
+		double b0 = w0 + (double)b, b1 = b + 1 == nb ? w1 : b0 + 1.0;
+		double width = b1 - b0 > 1e-3 ? b1 - b0 : 1e-3;
+		size_t n = 0;
+		double audio = 0.0;
+		long tokens = 0;
+		for (size_t i = 0; i < run->n_recs; i++) {
+			const struct ib_rec *r = &run->recs[i];
+			if (!ib_counted(r, stage) || r->t_end < b0 || r->t_end >= b1 + (b + 1 == nb))
+				continue;
+			if (lat && r->kind == IB_KIND_OK)
+				lat[n++] = r->t_end - r->t_start;
+			audio += r->audio_s;
+			tokens += r->tokens;
+			char key[16];
+			if (r->kind == IB_KIND_OK || r->kind == IB_KIND_HTTP)
+				snprintf(key, sizeof(key), "%d", r->status);
+			else
+				snprintf(key, sizeof(key), "error");
+			json_t *arr = json_object_get(status, key);
+			if (!arr) {
+				arr = json_array();
+				for (size_t k = 0; k < nb; k++)
+					json_array_append_new(arr, json_integer(0));
+				json_object_set_new(status, key, arr);
+			}
+			json_array_set_new(arr, b,
+					   json_integer(json_integer_value(json_array_get(arr, b)) + 1));
+		}
+		long all = 0;
+		const char *k;
+		json_t *v;
+		json_object_foreach(status, k, v)
+		all += (long)json_integer_value(json_array_get(v, b));
+		json_array_append_new(t, json_real(b0 - w0));
+		json_array_append_new(rps, json_real((double)all / width));
+		json_array_append_new(rtfx, json_real(audio / width));
+		json_array_append_new(tps, json_real((double)tokens / width));
+		if (n) {
+			qsort(lat, n, sizeof(*lat), ib_cmp_double);
+			json_array_append_new(p50, json_real(ib_pct(lat, n, 50)));
+			json_array_append_new(p99, json_real(ib_pct(lat, n, 99)));
+		} else {
+			json_array_append_new(p50, json_null());
+			json_array_append_new(p99, json_null());
+		}
+	}
+	free(lat);
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "t", t, "rps", rps, "rtfx", rtfx,
+			 "tokens_per_s", tps, "latency_p50", p50, "latency_p99", p99, "status",
+			 status);
+}
+
+json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
+{
+	const struct ib_opts *o = run->o;
+	double window = run->w1 - run->w0;
+	size_t n = 0, n_ok = 0, n_ttft = 0, n_itl = 0;
+	long kinds[IB_KIND_COUNT] = {0}, tokens = 0;
+	double audio = 0.0;
+	uint64_t sent = 0, recv = 0;
+	json_t *by_status = json_object();
+	for (size_t i = 0; i < run->n_recs; i++) {
+		const struct ib_rec *r = &run->recs[i];
+		if (!ib_counted(r, stage))
+			continue;
+		n++;
+		kinds[r->kind]++;
+		sent += r->bytes_sent;
+		recv += r->bytes_recv;
+		if (r->kind == IB_KIND_OK) {
+			n_ok++;
+			audio += r->audio_s;
+			tokens += r->tokens;
+			n_ttft += r->ttft >= 0;
+			n_itl += r->n_itl;
+		}
+		if (r->kind == IB_KIND_HTTP) {
+			char key[16];
+			snprintf(key, sizeof(key), "%d", r->status);
+			json_t *c = json_object_get(by_status, key);
+			json_object_set_new(by_status, key,
+					    json_integer(c ? json_integer_value(c) + 1 : 1));
+		}
+	}
+	double *lat = malloc((n_ok + 1) * sizeof(*lat));
+	double *ttft = malloc((n_ttft + 1) * sizeof(*ttft));
+	double *itl = malloc((n_itl + 1) * sizeof(*itl));
+	if (!lat || !ttft || !itl) {
+		free(lat);
+		free(ttft);
+		free(itl);
+		json_decref(by_status);
+		return NULL;
+	}
+	size_t a = 0, b = 0, c = 0;
+	for (size_t i = 0; i < run->n_recs; i++) {
+		const struct ib_rec *r = &run->recs[i];
+		if (!ib_counted(r, stage) || r->kind != IB_KIND_OK)
+			continue;
+		lat[a++] = r->t_end - r->t_start;
+		if (r->ttft >= 0)
+			ttft[b++] = r->ttft;
+		for (size_t k = 0; k < r->n_itl; k++)
+			itl[c++] = run->itl[r->itl0 + k];
+	}
+	qsort(lat, a, sizeof(*lat), ib_cmp_double);
+	qsort(ttft, b, sizeof(*ttft), ib_cmp_double);
+	qsort(itl, c, sizeof(*itl), ib_cmp_double);
+	double w = window > 1e-9 ? window : 1e-9;
+	double rtfx = audio / w, tps = (double)tokens / w;
+	json_t *cost = json_null();
+	if (o->price_per_hour > 0)
+		cost = json_pack("{s:f, s:o, s:o}", "price_per_hour", o->price_per_hour,
+				 "per_audio_hour",
+				 rtfx > 0 ? json_real(o->price_per_hour / rtfx) : json_null(),
+				 "per_million_tokens",
+				 tps > 0 ? json_real(o->price_per_hour / 3600.0 / tps * 1e6)
+					 : json_null());
+	json_t *summary = json_pack(
+		"{s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:f, s:f, s:f, s:I, s:f, s:I, s:I,"
+		" s:o, s:o, s:o, s:o}",
+		"requests", (json_int_t)n, "ok", (json_int_t)n_ok, "errors", (json_int_t)(n - n_ok),
+		"errors_by_status", by_status, "errors_by_kind", "connect",
+		(json_int_t)kinds[IB_KIND_CONNECT], "timeout", (json_int_t)kinds[IB_KIND_TIMEOUT],
+		"protocol", (json_int_t)kinds[IB_KIND_PROTOCOL], "http",
+		(json_int_t)kinds[IB_KIND_HTTP], "rps", (double)n / w, "audio_s", audio, "rtfx",
+		rtfx, "output_tokens", (json_int_t)tokens, "tokens_per_s", tps, "bytes_sent",
+		(json_int_t)sent, "bytes_received", (json_int_t)recv, "latency_s", ib_dist(lat, a),
+		"ttft_s", ib_dist(ttft, b), "itl_s", ib_dist(itl, c), "cost", cost);
+	json_t *st = json_pack("{s:s, s:s, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "name", name,
+			       "mode", run->open_loop ? "open" : "closed", "load", run->load,
+			       "window_s", window, "summary", summary, "latency_cdf", ib_cdf(lat, a),
+			       "timeseries", ib_timeseries(run, stage, run->w0, run->w1),
+			       "ttft_hist", ib_hist(ttft, b), "itl_hist", ib_hist(itl, c));
+	free(lat);
+	free(ttft);
+	free(itl);
+	return st;
+}
+
+/* --- the table, the progress line, the CSV ------------------------------ */
+
+static double ib_num(json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+/* "123.4ms" / "1.23s" / "-" of a number of seconds in o[k] (or absent). */
+static const char *ib_dur(json_t *o, const char *k, char *buf, size_t n)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_number(v)) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	double s = json_number_value(v);
+	if (s < 1.0)
+		snprintf(buf, n, "%.1fms", s * 1e3);
+	else
+		snprintf(buf, n, "%.2fs", s);
+	return buf;
+}
+
+void ib_stats_table(FILE *f, json_t *run_json)
+{
+	json_t *stages = json_object_get(run_json, "stages");
+	bool audio = false, tokens = false, ttft = false, cost = false;
+	size_t i;
+	json_t *st;
+	json_array_foreach(stages, i, st)
+	{
+		json_t *s = json_object_get(st, "summary");
+		audio |= ib_num(s, "audio_s") > 0;
+		tokens |= ib_num(s, "output_tokens") > 0;
+		ttft |= json_is_object(json_object_get(s, "ttft_s"));
+		cost |= json_is_object(json_object_get(s, "cost"));
+	}
+	fprintf(f, "\n%-16s %8s %7s %9s", "stage", "requests", "errors", "req/s");
+	if (audio)
+		fprintf(f, " %8s", "RTFx");
+	if (tokens)
+		fprintf(f, " %9s", "tok/s");
+	fprintf(f, " %9s %9s %9s %9s", "p50", "p90", "p99", "max");
+	if (ttft)
+		fprintf(f, " %9s %9s %9s", "TTFT p50", "TTFT p99", "ITL p50");
+	if (cost)
+		fprintf(f, " %12s", audio ? "$/audio-h" : "$/M tok");
+	fputc('\n', f);
+	json_array_foreach(stages, i, st)
+	{
+		json_t *s = json_object_get(st, "summary");
+		json_t *lat = json_object_get(s, "latency_s");
+		char b1[32], b2[32], b3[32], b4[32];
+		fprintf(f, "%-16s %8lld %7lld %9.2f", json_string_value(json_object_get(st, "name")),
+			(long long)json_integer_value(json_object_get(s, "requests")),
+			(long long)json_integer_value(json_object_get(s, "errors")), ib_num(s, "rps"));
+		if (audio)
+			fprintf(f, " %8.2f", ib_num(s, "rtfx"));
+		if (tokens)
+			fprintf(f, " %9.1f", ib_num(s, "tokens_per_s"));
+		fprintf(f, " %9s %9s %9s %9s", ib_dur(lat, "p50", b1, 32), ib_dur(lat, "p90", b2, 32),
+			ib_dur(lat, "p99", b3, 32), ib_dur(lat, "max", b4, 32));
+		if (ttft) {
+			json_t *t = json_object_get(s, "ttft_s"), *it = json_object_get(s, "itl_s");
+			fprintf(f, " %9s %9s %9s", ib_dur(t, "p50", b1, 32), ib_dur(t, "p99", b2, 32),
+				ib_dur(it, "p50", b3, 32));
+		}
+		if (cost) {
+			json_t *c = json_object_get(s, "cost");
+			json_t *v = json_object_get(c, audio ? "per_audio_hour" : "per_million_tokens");
+			if (json_is_number(v))
+				fprintf(f, " %12.4f", json_number_value(v));
+			else
+				fprintf(f, " %12s", "-");
+		}
+		fputc('\n', f);
+		json_t *bk = json_object_get(s, "errors_by_kind"), *bs = json_object_get(s, "errors_by_status");
+		if (json_integer_value(json_object_get(s, "errors")) > 0) {
+			const char *k;
+			json_t *v;
+			fprintf(f, "%16s errors:", "");
+			json_object_foreach(bk, k, v)
+			if (json_integer_value(v))
+				fprintf(f, " %s %lld", k, (long long)json_integer_value(v));
+			json_object_foreach(bs, k, v)
+			fprintf(f, " [%s] %lld", k, (long long)json_integer_value(v));
+			fputc('\n', f);
+		}
+	}
+}
+
+void ib_stats_progress(const struct ib_run *run, char *buf, size_t len)
+{
+	static const char *const phases[] = {"warm-up", "window", "drain", "done"};
+	double now = ib_now(run);
+	double t = run->phase == 0 ? now - (run->w0 - run->o->warmup_s) : now - run->w0;
+	long errors = 0;
+	double audio = 0.0;
+	long tokens = 0;
+	/* the last records only: the window's running totals */
+	for (size_t i = run->n_recs; i-- > 0;) {
+		const struct ib_rec *r = &run->recs[i];
+		if (r->stage != run->stage)
+			break;
+		if (r->phase != 1 || r->t_end <= 0)
+			continue;
+		errors += r->kind != IB_KIND_OK;
+		audio += r->audio_s;
+		tokens += r->tokens;
+	}
+	double w = t > 1e-3 ? t : 1e-3;
+	int n = snprintf(buf, len, "[stage %d %s %g] %s %5.1fs  answered %ld (%.1f/s)  errors %ld  "
+			 "in flight %ld",
+			 run->stage + 1, run->open_loop ? "rate" : "concurrency", run->load,
+			 phases[run->phase < 4 ? run->phase : 3], t, run->answered_in_window,
+			 run->phase == 1 ? (double)run->answered_in_window / w : 0.0, errors,
+			 run->in_flight);
+	if (n > 0 && (size_t)n < len && run->phase == 1 && audio > 0)
+		n += snprintf(buf + n, len - (size_t)n, "  RTFx %.1f", audio / w);
+	if (n > 0 && (size_t)n < len && run->phase == 1 && tokens > 0)
+		snprintf(buf + n, len - (size_t)n, "  tok/s %.1f", (double)tokens / w);
+}
+
+void ib_stats_csv_header(FILE *f)
+{
+	fprintf(f, "stage,phase,endpoint,input,start_s,latency_s,ttft_s,status,kind,bytes_sent,"
+		   "bytes_received,audio_s,tokens\n");
+}
+
+void ib_stats_csv_row(FILE *f, const struct ib_run *run, const struct ib_rec *r)
+{
+	static const char *const phases[] = {"warmup", "window", "drain"};
+	const struct ib_entry *e = &run->entries[r->entry];
+	const char *input = "";
+	char num[32];
+	if (e->ep == IB_EP_HTTP_GET) {
+		input = "";
+	} else if (ib_endpoint_is_audio(e->ep) || e->audio_dir) {
+		const char *p = run->audio[r->input].path, *s = strrchr(p, '/');
+		input = s ? s + 1 : p;
+	} else {
+		snprintf(num, sizeof(num), "prompt %d", r->input);
+		input = num;
+	}
+	fprintf(f, "%d,%s,%s,\"", r->stage, phases[r->phase >= 0 && r->phase < 3 ? r->phase : 2],
+		ib_endpoint_name(e->ep));
+	for (const char *s = input; *s; s++)
+		fputs(*s == '"' ? "\"\"" : (char[2]){*s, 0}, f);
+	fprintf(f, "\",%.6f,%.6f,", r->t_start, r->t_end - r->t_start);
+	if (r->ttft >= 0)
+		fprintf(f, "%.6f", r->ttft);
+	fprintf(f, ",%d,%s,%llu,%llu,%.3f,%ld\n", r->status, ib_kind_name(r->kind),
+		(unsigned long long)r->bytes_sent, (unsigned long long)r->bytes_recv, r->audio_s,
+		r->tokens);
+}
