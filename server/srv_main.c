@@ -40,7 +40,8 @@ static void usage(FILE *out)
 		"  inspect PATH        print a GGUF file's or CTranslate2 folder's metadata\n"
 		"                      and tensor table, then exit\n"
 		"\n"
-		"Environment: INFERD_API_KEY adds one accepted API key.\n"
+		"Environment: INFERD_CONFIG and INFERD_LISTEN set --config and --listen\n"
+		"(the flags win); INFERD_API_KEY adds one accepted API key.\n"
 		"\n"
 		"Configuration keys (config/README.md has the details):\n");
 	cfg_help_print(out);
@@ -130,8 +131,14 @@ out_free:
 
 int main(int argc, char **argv)
 {
-	const char *config_path = DEFAULT_CONFIG;
-	const char *listen = NULL;
+	/* Flags win over the environment, which wins over the defaults (a
+	 * container sets the environment, a person the flags). */
+	const char *config_path = getenv("INFERD_CONFIG");
+	const char *listen = getenv("INFERD_LISTEN");
+	if (!config_path || !*config_path)
+		config_path = DEFAULT_CONFIG;
+	if (listen && !*listen)
+		listen = NULL;
 	/* A client that hangs up mid-write must cost an EPIPE, not the process. */
 	signal(SIGPIPE, SIG_IGN);
 	if (argc > 1 && !strcmp(argv[1], "inspect"))

@@ -50,6 +50,24 @@ def test_config_error_names_json_path():
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_config_and_listen_from_environment():
+    """INFERD_CONFIG / INFERD_LISTEN stand in for --config / --listen (the
+    container image sets them); the flags win over them."""
+    bad = write_config({"listen": "127.0.0.1:0", "models": [{"name": "g", "path": "/nonexistent/env.gguf"}]})
+    env = dict(os.environ, INFERD_CONFIG=bad)
+    r = run(env=env)
+    assert r.returncode == 1 and "/nonexistent/env.gguf" in r.stderr, r.stderr
+    good = write_config(make_config(models=[default_models()[0]]))
+    r = run("--config", good, "--listen", "256.0.0.1:1", env=env)  # --config wins over INFERD_CONFIG
+    assert r.returncode != 0 and "/nonexistent/env.gguf" not in r.stderr, r.stderr
+    assert "256.0.0.1" in r.stderr, r.stderr
+    env = dict(os.environ, INFERD_CONFIG=good, INFERD_LISTEN="256.0.0.2:1")
+    r = run(env=env)  # INFERD_LISTEN is used
+    assert r.returncode != 0 and "256.0.0.2" in r.stderr, r.stderr
+    r = run("--listen", "256.0.0.3:1", env=env)  # --listen wins over INFERD_LISTEN
+    assert r.returncode != 0 and "256.0.0.3" in r.stderr and "256.0.0.2" not in r.stderr, r.stderr
+
+
 def test_missing_model_file_stops_startup():
     cfg = make_config(models=[{"name": "g", "path": "/nonexistent/x.gguf", "format": "gguf"}])
     r = run("--config", write_config(cfg))
