@@ -3,6 +3,8 @@
 #                run the daemon on 127.0.0.1:8080 with config/default.json
 #   make test    the same set-up, then every test suite: the release build,
 #                the AddressSanitizer+UBSan build, and bounded fuzz runs
+#   make container-smoke   build the Dockerfile with buildah (no Docker
+#                engine) and check the image serves both models (root)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,7 +12,7 @@ CONFIG     ?= config/default.json
 LISTEN     ?= 127.0.0.1:8080
 FUZZ_SECONDS ?= 20
 
-.PHONY: serve test deps models build
+.PHONY: serve test deps models build container-smoke
 
 serve: deps models build
 	$(BUILD)/inferd --config $(CONFIG) --listen $(LISTEN)
@@ -34,3 +36,6 @@ models:
 build:
 	@test -d $(BUILD) || meson setup $(BUILD)
 	ninja -C $(BUILD)
+
+container-smoke: deps models
+	scripts/container-smoke
