@@ -19,8 +19,10 @@ static void ib_conn_free_bufs(struct ib_conn *c)
 	free(c->body);
 	free(c->line);
 	free(c->data);
+	free(c->gaps);
 	c->body = c->line = c->data = NULL;
-	c->body_cap = c->line_cap = c->data_cap = 0;
+	c->gaps = NULL;
+	c->body_cap = c->line_cap = c->data_cap = c->cap_gaps = 0;
 }
 
 static void ib_conn_on_close(uv_handle_t *h)
@@ -75,6 +77,9 @@ static void ib_conn_finish(struct ib_conn *c, enum ib_kind kind, bool reusable)
 	uv_timer_stop(&c->timer);
 	r->t_end = ib_now(run);
 	r->kind = kind;
+	if (c->n_gaps)
+		ib_rec_set_itl(run, c->rec, c->gaps, c->n_gaps);
+	c->n_gaps = 0;
 	c->busy = false;
 	if (!reusable)
 		ib_conn_close(c);
@@ -82,6 +87,21 @@ static void ib_conn_finish(struct ib_conn *c, enum ib_kind kind, bool reusable)
 }
 
 /* --- event stream ------------------------------------------------------ */
+
+/* One inter-token gap of the request in flight (one lost when out of
+ * memory). */
+static void ib_conn_add_gap(struct ib_conn *c, double gap_s)
+{
+	if (c->n_gaps == c->cap_gaps) {
+		size_t cap = c->cap_gaps ? c->cap_gaps * 2 : 256;
+		float *g = realloc(c->gaps, cap * sizeof(*g));
+		if (!g)
+			return;
+		c->gaps = g;
+		c->cap_gaps = cap;
+	}
+	c->gaps[c->n_gaps++] = (float)gap_s;
+}
 
 static void ib_sse_dispatch(struct ib_conn *c)
 {
@@ -99,7 +119,7 @@ static void ib_sse_dispatch(struct ib_conn *c)
 		if (c->n_events_text == 0)
 			r->ttft = t - r->t_start;
 		else
-			ib_rec_add_itl(run, c->rec, t - c->t_last_tok);
+			ib_conn_add_gap(c, t - c->t_last_tok);
 		c->t_last_tok = t;
 		c->n_events_text++;
 	}
@@ -279,9 +299,11 @@ static void ib_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	struct ib_rec *r = &c->run->recs[c->rec];
 	if (n < 0) {
-		if (n == UV_EOF && c->got_bytes && llhttp_finish(&c->parser) == HPE_OK &&
-		    c->complete) {
-			ib_conn_complete(c, false); /* a body delimited by the close */
+		/* a body delimited by the close: llhttp_finish runs
+		 * on_message_complete, whose pause it returns */
+		llhttp_errno_t e = n == UV_EOF && c->got_bytes ? llhttp_finish(&c->parser) : HPE_OK;
+		if ((e == HPE_OK || e == HPE_PAUSED) && c->complete) {
+			ib_conn_complete(c, false);
 			return;
 		}
 		ib_conn_finish(c, c->got_bytes ? IB_KIND_PROTOCOL : IB_KIND_CONNECT, false);
@@ -369,6 +391,7 @@ void ib_conn_send(struct ib_conn *c, const struct ib_tmpl *tmpl, enum ib_endpoin
 	c->ctype[0] = '\0';
 	c->body_len = c->line_len = c->data_len = 0;
 	c->n_events_text = 0;
+	c->n_gaps = 0;
 	c->usage_tokens = -1;
 	llhttp_init(&c->parser, HTTP_RESPONSE, &ib_settings);
 	c->parser.data = c;

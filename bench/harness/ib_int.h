@@ -152,6 +152,8 @@ struct ib_conn {
 	double t_last_tok;
 	long n_events_text;
 	long usage_tokens; /* from a usage object, or -1 */
+	float *gaps;	   /* the request's inter-token gaps, until it ends */
+	size_t n_gaps, cap_gaps;
 };
 
 /* The run: options, workload, loop, records, the stage in progress. */
@@ -185,6 +187,7 @@ struct ib_run {
 	struct ib_conn **idle; /* open loop: idle connections */
 	size_t n_idle;
 	int n_conns; /* open */
+	int n_connecting; /* open loop: asked for, not connected yet */
 	double t_next;	 /* open loop: the next arrival */
 	double *pending; /* open loop: arrival times waiting for a connection */
 	size_t n_pending, cap_pending;
@@ -265,7 +268,9 @@ double ib_now(const struct ib_run *run);
 
 /* ib_rec_new - a fresh record (index); aborts when out of memory. */
 size_t ib_rec_new(struct ib_run *run);
-void ib_rec_add_itl(struct ib_run *run, size_t rec, double gap_s);
+/* ib_rec_set_itl - the n inter-token gaps of record rec, copied into the
+ * run's itl array as one block. */
+void ib_rec_set_itl(struct ib_run *run, size_t rec, const float *gaps, size_t n);
 
 /* --- ib_stats.c: summaries and outputs --------------------------------- */
 

@@ -50,19 +50,22 @@ size_t ib_rec_new(struct ib_run *run)
 	return run->n_recs++;
 }
 
-void ib_rec_add_itl(struct ib_run *run, size_t rec, double gap_s)
+/* Streams side by side interleave their events, so a request's gaps are
+ * kept by its connection and copied here in one block when it ends. */
+void ib_rec_set_itl(struct ib_run *run, size_t rec, const float *gaps, size_t n)
 {
 	struct ib_rec *r = &run->recs[rec];
-	if (r->n_itl == 0)
-		r->itl0 = run->n_itl;
-	else if (r->itl0 + r->n_itl != run->n_itl)
-		return; /* not contiguous (never: one request appends at a time per... ) */
-	if (run->n_itl == run->cap_itl) {
-		run->cap_itl = run->cap_itl ? run->cap_itl * 2 : 65536;
-		run->itl = ib_xrealloc(run->itl, run->cap_itl * sizeof(*run->itl));
+	if (run->n_itl + n > run->cap_itl) {
+		size_t cap = run->cap_itl ? run->cap_itl : 65536;
+		while (cap < run->n_itl + n)
+			cap *= 2;
+		run->itl = ib_xrealloc(run->itl, cap * sizeof(*run->itl));
+		run->cap_itl = cap;
 	}
-	run->itl[run->n_itl++] = (float)gap_s;
-	r->n_itl++;
+	memcpy(run->itl + run->n_itl, gaps, n * sizeof(*gaps));
+	r->itl0 = run->n_itl;
+	r->n_itl = n;
+	run->n_itl += n;
 }
 
 /* --- phases ------------------------------------------------------------- */
@@ -229,6 +232,19 @@ static double ib_next_gap(struct ib_run *run)
 	return -log(1.0 - ib_rng_unit(&run->rng)) / run->load;
 }
 
+/* One more connection for the waiting arrivals, unless each of them has
+ * one coming already or --max-connections are open. */
+static void ib_open_more(struct ib_run *run)
+{
+	if (run->n_conns >= run->o->max_connections || (size_t)run->n_connecting >= run->n_pending)
+		return;
+	struct ib_conn *c = ib_conn_open(run, -1);
+	if (c) {
+		run->n_conns++;
+		run->n_connecting++;
+	}
+}
+
 static void ib_open_dispatch(struct ib_run *run, double t_arrival)
 {
 	if (run->n_idle > 0) {
@@ -240,11 +256,7 @@ static void ib_open_dispatch(struct ib_run *run, double t_arrival)
 		run->pending = ib_xrealloc(run->pending, run->cap_pending * sizeof(*run->pending));
 	}
 	run->pending[run->n_pending++] = t_arrival;
-	if (run->n_conns < run->o->max_connections) {
-		struct ib_conn *c = ib_conn_open(run, -1);
-		if (c)
-			run->n_conns++;
-	}
+	ib_open_more(run);
 }
 
 static double ib_pending_pop(struct ib_run *run)
@@ -290,6 +302,7 @@ void ib_load_on_connected(struct ib_conn *c, int status)
 			ib_client_next(cl);
 		return;
 	}
+	run->n_connecting--;
 	if (status != 0) {
 		if (run->n_pending > 0) {
 			ib_pending_pop(run);
@@ -334,6 +347,9 @@ void ib_load_on_closed(struct ib_conn *c)
 		}
 	if (c->client >= 0 && run->clients && run->clients[c->client].conn == c)
 		run->clients[c->client].conn = NULL;
+	/* a connection the server closed: the waiting arrivals need another */
+	if (c->client < 0 && run->n_pending > 0 && ib_may_send(run))
+		ib_open_more(run);
 	ib_stage_maybe_done(run);
 }
 
@@ -378,7 +394,7 @@ int ib_load_stage(struct ib_run *run, int i, double load)
 	run->phase = 0;
 	run->sent_in_window = run->answered_in_window = run->in_flight = 0;
 	run->n_idle = run->n_pending = 0;
-	run->n_conns = run->n_handles = 0;
+	run->n_conns = run->n_connecting = run->n_handles = 0;
 	run->last_plain = ib_now(run);
 	run->open_loop = o->sweep_rate || (o->rate > 0 && !o->n_sweep);
 	run->idle = ib_xrealloc(run->idle, (size_t)o->max_connections * sizeof(*run->idle));
