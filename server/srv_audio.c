@@ -51,10 +51,21 @@ void srv__audio_job_free(struct srv_audio_job *job)
 	eng_transcript_destroy(job->t);
 	srv_buf_fini(&job->out);
 	mem_free(job->prompt);
+	mem_free(job->owned_audio);
 	mem_free(job);
 }
 
 /* --- the job ------------------------------------------------------------- */
+
+static void srv_audio_respond(struct srv_req *req, struct srv_audio_job *job)
+{
+	if (job->infer_header_len) {
+		char n[32];
+		snprintf(n, sizeof(n), "%zu", job->infer_header_len);
+		srv__req_add_header(req, "Inference-Header-Content-Length", n);
+	}
+	srv__req_respond(req, 200, job->content_type, job->out.data, job->out.len);
+}
 
 static void srv_audio_after(struct srv_post *post)
 {
@@ -67,7 +78,7 @@ static void srv_audio_after(struct srv_post *post)
 		if (job->rc)
 			srv__audio_fail(req, job->rc, job->err);
 		else
-			srv__req_respond(req, 200, job->content_type, job->out.data, job->out.len);
+			srv_audio_respond(req, job);
 	} else {
 		srv__req_log_gone(&conn->req);
 	}

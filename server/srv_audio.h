@@ -54,6 +54,8 @@ struct srv_audio_job {
 	unsigned char sha256[32];
 	char request_id[SRV_REQUEST_ID_MAX + 1]; /* copied for the worker's formatter */
 	srv_audio_format_fn format;
+	void *owned_audio;              /* new (mem.h) or NULL: bytes `audio` points into
+	                                 * when the route made them (KServe JSON samples) */
 	/* results, written by the worker */
 	int rc;                         /* 0 or -ST_* */
 	char err[512];                  /* message when rc != 0 */
@@ -61,6 +63,8 @@ struct srv_audio_job {
 	double duration_s;              /* source seconds */
 	struct srv_buf out;             /* rendered body, SRV_AUDIO_OUT_MAX */
 	const char *content_type;       /* static string set by format */
+	size_t infer_header_len;        /* > 0: the JSON part of out (KServe binary tensor
+	                                 * data), sent as Inference-Header-Content-Length */
 };
 
 /* srv__audio_job_new - a zeroed job of size bytes (>= sizeof(struct
@@ -113,8 +117,11 @@ json_t *srv__audio_json_str(const char *s, size_t n);
 /* srv__sha256 - FIPS 180-4 SHA-256 of data [len] into out. Any thread. */
 void srv__sha256(const void *data, size_t len, unsigned char out[32]);
 
-/* Route handlers (srv_openai_audio.c, srv_deepgram.c). */
+/* Route handlers (srv_openai_audio.c, srv_deepgram.c, srv_kserve.c). */
 void srv__h_openai_transcriptions(struct srv_req *req);
 void srv__h_deepgram_listen(struct srv_req *req);
+void srv__h_kserve_infer(struct srv_req *req);
+void srv__h_kserve_generate(struct srv_req *req);
+void srv__h_kserve_generate_stream(struct srv_req *req);
 
 #endif /* SRV_AUDIO_H */

@@ -73,6 +73,10 @@ static void srv_gen_respond_err(struct srv_req *req, const struct srv_gen_err *e
 {
 	if (e->status == 503 || e->status == 429)
 		srv__req_add_header(req, "Retry-After", "1");
+	if (req->proto != SRV_PROTO_OPENAI) { /* KServe routes: their own error shape */
+		srv__req_respond_error(req, e->status, e->code, "%s", e->msg);
+		return;
+	}
 	json_t *obj = srv__gen_error_json(e->status, e->code, e->param, e->msg);
 	if (obj)
 		srv__req_respond_json(req, e->status, obj);
@@ -537,7 +541,7 @@ static int srv_gen_parse(struct srv_gen_job *job, struct srv_req *req, json_t *b
 
 /* --- the job ------------------------------------------------------------ */
 
-static void srv_gen_job_free(struct srv_gen_job *job)
+void srv__gen_job_free(struct srv_gen_job *job)
 {
 	if (!job)
 		return;
@@ -552,13 +556,15 @@ static void srv_gen_job_free(struct srv_gen_job *job)
 	mem_free(job);
 }
 
-static struct srv_gen_job *srv_gen_job_new(struct srv_req *req, bool chat)
+static struct srv_gen_job *srv_gen_job_new(struct srv_req *req, enum srv_gen_kind kind)
 {
 	struct srv_gen_job *job = mem_calloc(1, sizeof(*job));
 	if (!job)
 		return NULL;
+	bool chat = kind == SRV_GEN_KIND_CHAT;
 	pthread_mutex_init(&job->mu, NULL);
 	job->conn = req->conn;
+	job->kind = kind;
 	job->chat = chat;
 	job->n = 1;
 	job->created = (int64_t)time(NULL);
@@ -574,6 +580,10 @@ static void srv_gen_stream_error(struct srv_gen_job *job)
 {
 	struct srv_gen_err e;
 	srv_gen_err_from_st(&e, job->rc, job->chat, job->err);
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER) {
+		srv__ks_gen_error_event(job, e.msg);
+		return;
+	}
 	json_t *obj = srv__gen_error_json(e.status, e.code, e.param, e.msg);
 	char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	json_decref(obj);
@@ -603,11 +613,18 @@ static void srv_gen_after(struct srv_post *post)
 		srv_gen_err_from_st(&e, job->rc, job->chat, job->err);
 		srv_gen_respond_err(&conn->req, &e);
 	} else if (open) {
-		srv__req_respond(&conn->req, 200, "application/json", job->out.data, job->out.len);
+		char n[32];
+		if (job->ks_header_len) {
+			snprintf(n, sizeof(n), "%zu", job->ks_header_len);
+			srv__req_add_header(&conn->req, "Inference-Header-Content-Length", n);
+		}
+		srv__req_respond(&conn->req, 200,
+				 job->ks_header_len ? "application/octet-stream" : "application/json",
+				 job->out.data, job->out.len);
 	} else {
 		srv__req_log_gone(&conn->req);
 	}
-	srv_gen_job_free(job);
+	srv__gen_job_free(job);
 	srv__conn_work_done(conn);
 	srv__jobs_end(srv);
 }
@@ -656,7 +673,7 @@ static void srv_gen_choice_done(void *ud, int rc, struct eng_gen_result *res, co
 
 /* Submit the n choices together (queued or refused as a whole); on
  * refusal nothing runs and req is answered at once. */
-static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
+void srv__gen_queue(struct srv_req *req, struct srv_gen_job *job)
 {
 	struct srv_conn *conn = req->conn;
 	struct srv_gen_err e;
@@ -665,7 +682,7 @@ static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
 	void *uds[SRV_GEN_MAX_N];
 	int rc = job->stream ? srv__stream_create(req, 200, "text/event-stream", &job->st) : 0;
 	if (rc) {
-		srv_gen_job_free(job);
+		srv__gen_job_free(job);
 		srv_gen_bad(&e, 503, "server_overloaded", NULL, "out of memory");
 		srv_gen_respond_err(req, &e);
 		return;
@@ -689,7 +706,7 @@ static void srv_gen_queue(struct srv_req *req, struct srv_gen_job *job)
 				       srv_gen_choice_done, uds, err, sizeof(err));
 	if (rc) { /* nothing runs: answer now (the stream sent nothing yet) */
 		bool chat = job->chat;
-		srv_gen_job_free(job);
+		srv__gen_job_free(job);
 		srv_gen_err_from_st(&e, rc, chat, err);
 		srv_gen_respond_err(req, &e);
 		return;
@@ -719,16 +736,32 @@ static void srv_gen_handle(struct srv_req *req, bool chat)
 		srv_gen_respond_err(req, &e);
 		return;
 	}
-	struct srv_gen_job *job = srv_gen_job_new(req, chat);
+	struct srv_gen_job *job = srv_gen_job_new(req, chat ? SRV_GEN_KIND_CHAT
+							     : SRV_GEN_KIND_COMPLETIONS);
 	int rc = job ? srv_gen_parse(job, req, body, &e)
 		     : srv_gen_bad(&e, 503, "server_overloaded", NULL, "out of memory");
 	json_decref(body);
 	if (rc) {
-		srv_gen_job_free(job);
+		srv__gen_job_free(job);
 		srv_gen_respond_err(req, &e);
 		return;
 	}
-	srv_gen_queue(req, job);
+	srv__gen_queue(req, job);
+}
+
+struct srv_gen_job *srv__gen_prepare(struct srv_req *req, enum srv_gen_kind kind, json_t *body,
+				     int *status, char *msg, size_t n)
+{
+	struct srv_gen_err e = { 0 };
+	struct srv_gen_job *job = srv_gen_job_new(req, kind);
+	int rc = job ? srv_gen_parse(job, req, body, &e)
+		     : srv_gen_bad(&e, 503, "server_overloaded", NULL, "out of memory");
+	if (!rc)
+		return job;
+	srv__gen_job_free(job);
+	*status = e.status;
+	snprintf(msg, n, "%s", e.msg);
+	return NULL;
 }
 
 void srv__h_openai_completions(struct srv_req *req)

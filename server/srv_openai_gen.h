@@ -39,6 +39,17 @@
 
 struct srv_gen_job;
 
+/* Which API a job answers: OpenAI's two, or KServe v2 / Triton's (their
+ * bodies are translated to a completions body and parsed by the same
+ * code; srv_kserve_gen.c renders their answers). */
+enum srv_gen_kind {
+	SRV_GEN_KIND_COMPLETIONS = 0,
+	SRV_GEN_KIND_CHAT,
+	SRV_GEN_KIND_KSERVE_INFER,	/* POST /v2/models/{name}/infer, TEXT_INPUT -> TEXT_OUTPUT */
+	SRV_GEN_KIND_TRITON_GENERATE,	/* POST /v2/models/{name}/generate[_stream] */
+	SRV_GEN_KIND_COUNT
+};
+
 /* One of the n choices: its own parameters (seed, streaming context). */
 struct srv_gen_choice {
 	struct srv_gen_job *job;
@@ -56,7 +67,11 @@ struct srv_gen_job {
 	struct eng_gen_params params;     /* prompt and stop point into this job */
 	char *prompt;                     /* new (mem.h): the text to complete */
 	char *stop[ENG_GEN_MAX_STOP];     /* new (mem.h) */
-	bool chat;                        /* /v1/chat/completions (else /v1/completions) */
+	enum srv_gen_kind kind;
+	bool chat;                        /* kind == SRV_GEN_KIND_CHAT */
+	bool ks_binary;                   /* KServe: TEXT_OUTPUT as binary tensor data */
+	size_t ks_header_len;             /* > 0: Inference-Header-Content-Length of out */
+	char ks_id[128];                  /* KServe: the request's "id", echoed */
 	bool stream;                      /* answer with server-sent events */
 	bool include_usage;               /* stream_options.include_usage */
 	bool want_logprobs;               /* report logprobs (params.logprobs alternatives) */
@@ -99,6 +114,25 @@ int srv__gen_render(struct srv_gen_job *job);
 /* srv__gen_error_json - OpenAI's error object (new; NULL when out of
  * memory): {"error":{"message","type","param","code"}}. Any thread. */
 json_t *srv__gen_error_json(int status, const char *code, const char *param, const char *msg);
+
+/* srv__gen_prepare - a job of kind for req from body, a JSON object of
+ * the /v1/completions shape (borrowed), parsed and validated as that route
+ * does. Returns the job (new), or NULL with *status (HTTP) and msg set.
+ * Loop thread. */
+struct srv_gen_job *srv__gen_prepare(struct srv_req *req, enum srv_gen_kind kind, json_t *body,
+				     int *status, char *msg, size_t n);
+/* srv__gen_queue - submit job (stolen); on refusal req is answered in
+ * the job's protocol. Loop thread. */
+void srv__gen_queue(struct srv_req *req, struct srv_gen_job *job);
+/* srv__gen_job_free - free a job that was never queued; NULL is a no-op. */
+void srv__gen_job_free(struct srv_gen_job *job);
+
+/* KServe / Triton renderers (srv_kserve_gen.c), worker thread: the whole
+ * body, and one streamed piece of text (generate_stream). */
+int srv__ks_gen_render(struct srv_gen_job *job);
+int srv__ks_gen_on_text(struct srv_gen_choice *c, const char *text, size_t len);
+/* srv__ks_gen_error_event - the event ending a KServe stream in error. */
+int srv__ks_gen_error_event(struct srv_gen_job *job, const char *msg);
 
 /* Route handlers (srv_openai_gen.c). Loop thread. */
 void srv__h_openai_completions(struct srv_req *req);

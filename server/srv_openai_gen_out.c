@@ -192,6 +192,8 @@ static int srv_gen_dump_cb(const char *buf, size_t size, void *data)
 
 int srv__gen_render(struct srv_gen_job *job)
 {
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return srv__ks_gen_render(job);
 	json_t *choices = json_array();
 	for (int i = 0; choices && i < job->n; i++)
 		if (json_array_append_new(choices, srv_gen_choice(job, i))) {
@@ -268,6 +270,8 @@ int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_ge
 	struct srv_gen_job *job = ch->job;
 	if (job->cancel)
 		return 1;
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return srv__ks_gen_on_text(ch, text, len) ? 1 : 0;
 	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
 		return 1;
 	size_t offset = ch->offset_chars;
@@ -285,6 +289,8 @@ int srv__gen_push_finish(struct srv_gen_choice *ch)
 {
 	struct srv_gen_job *job = ch->job;
 	int i = ch->index;
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return 0; /* Triton's stream has no closing event */
 	const char *fr = srv_gen_finish_str(job->res[i]->finish);
 	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
 		return -ST_CANCELED;
@@ -298,6 +304,8 @@ int srv__gen_push_finish(struct srv_gen_choice *ch)
 int srv__gen_push_tail(struct srv_gen_job *job)
 {
 	int rc = 0;
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return 0;
 	if (job->include_usage) {
 		json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:[],s:o}", "id", job->id, "object",
 				      job->chat ? "chat.completion.chunk" : "text_completion",

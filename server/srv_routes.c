@@ -52,6 +52,17 @@ static const struct srv_route srv_routes[] = {
 	{ "/v2/models/{name}", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model },
 	{ "/v2/models/{name}/ready", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model_ready },
 	{ "/v2/models/{name}/stats", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_model_stats },
+	{ "/v2/models/{name}/versions/1", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model },
+	{ "/v2/models/{name}/versions/1/ready", HTTP_GET, SRV_PROTO_KSERVE, false,
+	  srv_h_kserve_model_ready },
+	{ "/v2/models/{name}/infer", HTTP_POST, SRV_PROTO_KSERVE, false,
+	  srv__h_kserve_infer }, /* srv_kserve.c */
+	{ "/v2/models/{name}/versions/1/infer", HTTP_POST, SRV_PROTO_KSERVE, false,
+	  srv__h_kserve_infer },
+	{ "/v2/models/{name}/generate", HTTP_POST, SRV_PROTO_KSERVE, false,
+	  srv__h_kserve_generate },
+	{ "/v2/models/{name}/generate_stream", HTTP_POST, SRV_PROTO_KSERVE, false,
+	  srv__h_kserve_generate_stream },
 	{ "/v1/models", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_models },
 	{ "/v1/models/{name}", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_model },
 	{ "/v1/audio/transcriptions", HTTP_POST, SRV_PROTO_OPENAI, false,
@@ -302,8 +313,9 @@ static void srv_h_ready(struct srv_req *req)
 
 static void srv_h_server_meta(struct srv_req *req)
 {
-	srv__req_respond_json(req, 200, json_pack("{s:s,s:s,s:[]}", "name", "inferd",
-						  "version", INFERD_VERSION, "extensions"));
+	srv__req_respond_json(req, 200, json_pack("{s:s,s:s,s:[sss]}", "name", "inferd",
+						  "version", INFERD_VERSION, "extensions",
+						  "binary_tensor_data", "statistics", "generate"));
 }
 
 /* OpenAI's model object. */
@@ -333,14 +345,20 @@ static void srv_h_openai_model(struct srv_req *req)
 				       "The model '%s' does not exist", req->path_param);
 }
 
-/* KServe v2 tensor metadata for a model's task: audio bytes in, text out
- * for transcription; text in, text out for generation (the names Triton's
- * LLM back ends use). */
+/* KServe v2 tensor metadata for a model's task (srv_kserve.c and
+ * docs/kserve.md): AUDIO in, TRANSCRIPT and SEGMENTS out for
+ * transcription; TEXT_INPUT in, TEXT_OUTPUT out for generation (the names
+ * Triton's LLM back ends use). */
 static json_t *srv_kserve_io(enum eng_task task, bool input)
 {
-	const char *name = input ? (task == ENG_TASK_TRANSCRIPTION ? "audio" : "text_input")
-				 : (task == ENG_TASK_TRANSCRIPTION ? "text" : "text_output");
-	return json_pack("[{s:s,s:s,s:[i]}]", "name", name, "datatype", "BYTES", "shape", -1);
+	if (task == ENG_TASK_TRANSCRIPTION)
+		return input ? json_pack("[{s:s,s:s,s:[i]}]", "name", "AUDIO", "datatype", "BYTES",
+					 "shape", 1)
+			     : json_pack("[{s:s,s:s,s:[i]},{s:s,s:s,s:[i]}]", "name", "TRANSCRIPT",
+					 "datatype", "BYTES", "shape", 1, "name", "SEGMENTS",
+					 "datatype", "BYTES", "shape", 1);
+	return json_pack("[{s:s,s:s,s:[i]}]", "name", input ? "TEXT_INPUT" : "TEXT_OUTPUT",
+			 "datatype", "BYTES", "shape", 1);
 }
 
 static const struct eng_model *srv_req_model(struct srv_req *req)

@@ -38,12 +38,16 @@ def test_kserve_model_metadata_from_real_files(daemon):
     assert m["versions"] == ["1"]
     # general.architecture of the GGUF file
     assert m["platform"] == "inferd_gguf_gemma3"
-    assert m["inputs"] == [{"name": "text_input", "datatype": "BYTES", "shape": [-1]}]
+    assert m["inputs"] == [{"name": "TEXT_INPUT", "datatype": "BYTES", "shape": [1]}]
+    assert m["outputs"] == [{"name": "TEXT_OUTPUT", "datatype": "BYTES", "shape": [1]}]
     r = request(daemon.port, "GET", "/v2/models/whisper-tiny.en")
     assert r.status == 200
     m = r.json()
     assert m["platform"] == "inferd_ct2_WhisperSpec"
-    assert m["inputs"][0]["name"] == "audio"
+    assert m["inputs"] == [{"name": "AUDIO", "datatype": "BYTES", "shape": [1]}]
+    assert [o["name"] for o in m["outputs"]] == ["TRANSCRIPT", "SEGMENTS"]
+    assert request(daemon.port, "GET", "/v2/models/whisper-tiny.en/versions/1").json() == m
+    assert request(daemon.port, "GET", "/v2/models/whisper-tiny.en/versions/2").status == 404
 
 
 def test_kserve_model_ready(daemon):

@@ -1,0 +1,32 @@
+/* srv_kserve.h - KServe v2 response pieces shared by the infer handlers
+ * (srv_kserve.c) and the generation renderers (srv_kserve_gen.c). Internal
+ * to server/. Any thread (they only build buffers).
+ */
+#ifndef SRV_KSERVE_H
+#define SRV_KSERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "server/srv_buf.h"
+
+/* srv__ks_output - append the output tensor name, BYTES [1] holding s [n],
+ * to outputs: in JSON, or (binary) as parameters.binary_data_size with
+ * its 4-byte little-endian length and bytes appended to bin. Returns 0,
+ * -ST_NOMEM or -ST_TOOBIG. */
+int srv__ks_output(json_t *outputs, struct srv_buf *bin, const char *name, const char *s,
+		   size_t n, bool binary);
+
+/* srv__ks_response - {"model_name", "model_version": "1", "id" (when id is
+ * not empty), "outputs"} around outputs (stolen); new, NULL when out of
+ * memory. */
+json_t *srv__ks_response(const char *model, const char *id, json_t *outputs);
+
+/* srv__ks_finish - out = the JSON of resp (stolen; NULL: out of memory),
+ * then bin; *header_len = the JSON's length when bin has binary tensor
+ * data (the Inference-Header-Content-Length to send), else 0. Returns 0,
+ * -ST_NOMEM or -ST_TOOBIG. */
+int srv__ks_finish(json_t *resp, struct srv_buf *bin, struct srv_buf *out, size_t *header_len);
+
+#endif /* SRV_KSERVE_H */
