@@ -41,34 +41,11 @@ int srv__ks_gen_render(struct srv_gen_job *job)
 	return rc;
 }
 
-/* Send obj (stolen) as one event; the first failure is kept in push_rc. */
-static int srv_ks_push(struct srv_gen_job *job, json_t *obj)
-{
-	char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-	json_decref(obj);
-	if (!s)
-		return -ST_NOMEM;
-	struct srv_buf b;
-	srv_buf_init(&b, SRV_GEN_OUT_MAX);
-	int rc = srv_buf_printf(&b, "data: %s\n\n", s);
-	free(s); /* jansson's allocator */
-	if (!rc)
-		rc = srv__stream_push(job->st, b.data, b.len);
-	srv_buf_fini(&b);
-	if (rc) {
-		pthread_mutex_lock(&job->mu);
-		if (!job->push_rc)
-			job->push_rc = rc;
-		pthread_mutex_unlock(&job->mu);
-	}
-	return rc;
-}
-
 int srv__ks_gen_on_text(struct srv_gen_choice *c, const char *text, size_t len)
 {
 	struct srv_gen_job *job = c->job;
 	json_t *str = srv__audio_json_str(text, len);
-	return srv_ks_push(job, str ? json_pack("{s:s,s:s,s:o}", "model_name",
+	return srv__gen_push_json(job, str ? json_pack("{s:s,s:s,s:o}", "model_name",
 						eng_model_name(job->model), "model_version", "1",
 						"text_output", str)
 				    : NULL);
@@ -76,5 +53,5 @@ int srv__ks_gen_on_text(struct srv_gen_choice *c, const char *text, size_t len)
 
 int srv__ks_gen_error_event(struct srv_gen_job *job, const char *msg)
 {
-	return srv_ks_push(job, json_pack("{s:s}", "error", msg));
+	return srv__gen_push_json(job, json_pack("{s:s}", "error", msg));
 }

@@ -108,6 +108,9 @@ int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_ge
 int srv__gen_push_finish(struct srv_gen_choice *c);
 /* srv__gen_push_tail - the usage event when asked, then "data: [DONE]". */
 int srv__gen_push_tail(struct srv_gen_job *job);
+/* srv__gen_push_json - send obj (stolen; NULL: out of memory) as one event
+ * "data: <json>\n\n" on job->st; the first failure is kept in push_rc. */
+int srv__gen_push_json(struct srv_gen_job *job, json_t *obj);
 /* srv__gen_render - the whole non-streamed response body into job->out. */
 int srv__gen_render(struct srv_gen_job *job);
 

@@ -216,8 +216,7 @@ int srv__gen_render(struct srv_gen_job *job)
 
 /* --- streamed chunks -------------------------------------------------------- */
 
-/* Send obj (stolen) as one event "data: <json>\n\n". */
-static int srv_gen_push_json(struct srv_gen_job *job, json_t *obj)
+int srv__gen_push_json(struct srv_gen_job *job, json_t *obj)
 {
 	char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	json_decref(obj);
@@ -258,7 +257,7 @@ static int srv_gen_push_role(struct srv_gen_choice *c)
 {
 	struct srv_gen_job *job = c->job;
 	c->role_sent = true;
-	return srv_gen_push_json(job, srv_gen_chunk(job, json_pack("[{s:i,s:{s:s,s:s},s:n,s:n}]",
+	return srv__gen_push_json(job, srv_gen_chunk(job, json_pack("[{s:i,s:{s:s,s:s},s:n,s:n}]",
 		"index", c->index, "delta", "role", "assistant", "content", "", "logprobs",
 		"finish_reason")));
 }
@@ -282,7 +281,7 @@ int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_ge
 			      : json_pack("[{s:i,s:o,s:o,s:n}]", "index", ch->index, "text", str,
 					  "logprobs", lp, "finish_reason");
 	ch->offset_chars += srv_gen_chars(text, len);
-	return srv_gen_push_json(job, srv_gen_chunk(job, c)) ? 1 : 0;
+	return srv__gen_push_json(job, srv_gen_chunk(job, c)) ? 1 : 0;
 }
 
 int srv__gen_push_finish(struct srv_gen_choice *ch)
@@ -298,7 +297,7 @@ int srv__gen_push_finish(struct srv_gen_choice *ch)
 					  "finish_reason", fr)
 			      : json_pack("[{s:i,s:s,s:n,s:s}]", "index", i, "text", "", "logprobs",
 					  "finish_reason", fr);
-	return srv_gen_push_json(job, srv_gen_chunk(job, c));
+	return srv__gen_push_json(job, srv_gen_chunk(job, c));
 }
 
 int srv__gen_push_tail(struct srv_gen_job *job)
@@ -312,7 +311,7 @@ int srv__gen_push_tail(struct srv_gen_job *job)
 				      "created", (json_int_t)job->created, "model",
 				      eng_model_name(job->model), "system_fingerprint",
 				      SRV_GEN_FINGERPRINT, "choices", "usage", srv_gen_usage(job));
-		rc = srv_gen_push_json(job, o);
+		rc = srv__gen_push_json(job, o);
 	}
 	if (!rc)
 		rc = srv__stream_push(job->st, "data: [DONE]\n\n", 14);

@@ -176,6 +176,17 @@ static void ib_sse_feed(struct ib_conn *c, const char *p, size_t n)
 
 /* --- llhttp callbacks -------------------------------------------------- */
 
+/* Append at [len] to the NUL-terminated buf [cap] holding *n bytes; what
+ * does not fit is dropped (header names and content types are short). */
+static void ib_append_cut(char *buf, size_t cap, size_t *n, const char *at, size_t len)
+{
+	size_t room = cap - 1 - *n;
+	size_t k = len < room ? len : room;
+	memcpy(buf + *n, at, k);
+	*n += k;
+	buf[*n] = '\0';
+}
+
 static int ib_on_header_field(llhttp_t *p, const char *at, size_t len)
 {
 	struct ib_conn *c = p->data;
@@ -183,11 +194,7 @@ static int ib_on_header_field(llhttp_t *p, const char *at, size_t len)
 		c->hname_len = 0;
 		c->hstate = 2;
 	}
-	size_t room = sizeof(c->hname) - 1 - c->hname_len;
-	size_t k = len < room ? len : room;
-	memcpy(c->hname + c->hname_len, at, k);
-	c->hname_len += k;
-	c->hname[c->hname_len] = '\0';
+	ib_append_cut(c->hname, sizeof(c->hname), &c->hname_len, at, len);
 	return 0;
 }
 
@@ -196,13 +203,8 @@ static int ib_on_header_value(llhttp_t *p, const char *at, size_t len)
 	struct ib_conn *c = p->data;
 	if (c->hstate == 2)
 		c->hstate = strcasecmp(c->hname, "content-type") ? 0 : 1;
-	if (c->hstate == 1) {
-		size_t room = sizeof(c->ctype) - 1 - c->ctype_len;
-		size_t k = len < room ? len : room;
-		memcpy(c->ctype + c->ctype_len, at, k);
-		c->ctype_len += k;
-		c->ctype[c->ctype_len] = '\0';
-	}
+	if (c->hstate == 1)
+		ib_append_cut(c->ctype, sizeof(c->ctype), &c->ctype_len, at, len);
 	return 0;
 }
 

@@ -112,6 +112,16 @@ def fresh_daemon():
         assert "runtime error" not in text, text
 
 
+def read_to_close(s):
+    """Every byte the peer sends until it closes."""
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return data
+        data += b
+
+
 def connect(port, timeout=10):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

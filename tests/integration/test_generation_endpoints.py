@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import MODELS, Daemon, Reader, connect, default_models, make_config, request
+from conftest import MODELS, Daemon, Reader, connect, default_models, make_config, request, read_to_close
 
 MODEL = "gemma-3-270m"
 GGUF = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
@@ -422,12 +422,7 @@ def test_http10_stream_without_chunks(srv):
     body = json.dumps(dict(model=MODEL, stream=True, prompt="Hi", max_tokens=3)).encode()
     with connect(srv.port, timeout=60) as s:
         s.sendall(b"POST /v1/completions HTTP/1.0\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-        data = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
+        data = read_to_close(s)
     head, payload = data.split(b"\r\n\r\n", 1)
     assert b"Transfer-Encoding" not in head and b"Connection: close" in head
     assert payload.endswith(b"data: [DONE]\n\n")

@@ -10,7 +10,7 @@ import wave
 
 import pytest
 
-from conftest import ROOT, Daemon, connect, make_config, request
+from conftest import ROOT, Daemon, connect, make_config, read_to_close, request
 
 np = pytest.importorskip("numpy", reason="numpy comes with tritonclient in the test venv "
                                          "(scripts/install-deps)")
@@ -142,12 +142,7 @@ def sse_events(port, path, body):
            "Connection: close\r\n\r\n" % (path, len(data))).encode() + data
     with connect(port, timeout=60) as s:
         s.sendall(raw)
-        buf = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            buf += d
+        buf = read_to_close(s)
     head, _, body = buf.partition(b"\r\n\r\n")
     assert b" 200 " in head.split(b"\r\n")[0] and b"text/event-stream" in head.lower()
     # de-chunk
