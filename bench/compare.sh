@@ -64,7 +64,8 @@ wait_http() { # URL SECONDS
 }
 
 port=$(free_port)
-"$bin" --config "$top/config/default.json" --listen "127.0.0.1:$port" 2>"$out/inferd.log" &
+INFERD_GRPC_LISTEN= "$bin" --config "$top/config/default.json" --listen "127.0.0.1:$port" \
+	2>"$out/inferd.log" &
 pids+=($!)
 wait_http "http://127.0.0.1:$port/v2/health/ready" 120
 echo "compare.sh: inferd on port $port" >&2

@@ -430,7 +430,7 @@ static long cfg_port_parse(const char *s)
 /* cfg_listen_parse - split "HOST:PORT" (HOST a numeric IPv4 address, or
  * "localhost" meaning 127.0.0.1) or "[IPv6]:PORT" into a new host string
  * without brackets and a port. No DNS: start-up must not block on it. */
-static int cfg_listen_parse(struct cfg_ctx *ctx, struct cfg *cfg,
+static int cfg_listen_parse(struct cfg_ctx *ctx, char **host_out, int *port_out,
 			    const char *s, const char *path)
 {
 	bool v6 = s[0] == '[';
@@ -453,10 +453,10 @@ static int cfg_listen_parse(struct cfg_ctx *ctx, struct cfg *cfg,
 	if (port < 0)
 		return cfg_fail(ctx, -ST_INVAL, path,
 				"expected \"HOST:PORT\" with PORT in 0..65535");
-	cfg->listen_host = mem_strdup(buf);
-	if (!cfg->listen_host)
+	*host_out = mem_strdup(buf);
+	if (!*host_out)
 		return cfg_nomem(ctx);
-	cfg->listen_port = (int)port;
+	*port_out = (int)port;
 	return 0;
 }
 
@@ -464,9 +464,11 @@ static int cfg_listen_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 			   void *base, json_t *v, const char *path)
 {
 	(void)k;
+	struct cfg *cfg = base;
 	if (!json_is_string(v))
 		return cfg_fail(ctx, -ST_INVAL, path, "expected \"HOST:PORT\"");
-	return cfg_listen_parse(ctx, base, json_string_value(v), path);
+	return cfg_listen_parse(ctx, &cfg->listen_host, &cfg->listen_port, json_string_value(v),
+				path);
 }
 
 static int cfg_listen_finish(struct cfg_ctx *ctx, const struct cfg_knob *k,
@@ -477,12 +479,47 @@ static int cfg_listen_finish(struct cfg_ctx *ctx, const struct cfg_knob *k,
 		return 0;
 	char path[CFG_PATH_LEN];
 	cfg_join(path, sizeof(path), parent, k->path);
-	return cfg_listen_parse(ctx, cfg, k->def_str, path);
+	return cfg_listen_parse(ctx, &cfg->listen_host, &cfg->listen_port, k->def_str, path);
 }
 
 static const struct cfg_type cfg_type_listen = {
 	"string", CFG_SHOW_TEXT, NULL, NULL, cfg_listen_read,
 	cfg_listen_finish,
+};
+
+/* grpc_listen: the same forms, or "" (no gRPC port; the default). */
+static int cfg_grpc_listen_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
+				void *base, json_t *v, const char *path)
+{
+	(void)k;
+	struct cfg *cfg = base;
+	if (!json_is_string(v))
+		return cfg_fail(ctx, -ST_INVAL, path, "expected \"HOST:PORT\" or \"\"");
+	if (!json_string_length(v))
+		return 0;
+	return cfg_listen_parse(ctx, &cfg->grpc_host, &cfg->grpc_port, json_string_value(v), path);
+}
+
+int cfg_set_grpc_listen(struct cfg *cfg, const char *s, char *err, size_t errlen)
+{
+	struct cfg_ctx ctx = { 0 };
+	ctx.err = err;
+	ctx.errlen = errlen;
+	char *host = NULL;
+	int port = 0;
+	if (*s) {
+		int rc = cfg_listen_parse(&ctx, &host, &port, s, "INFERD_GRPC_LISTEN");
+		if (rc)
+			return rc;
+	}
+	mem_free(cfg->grpc_host);
+	cfg->grpc_host = host;
+	cfg->grpc_port = port;
+	return 0;
+}
+
+static const struct cfg_type cfg_type_grpc_listen = {
+	"string", CFG_SHOW_TEXT, NULL, NULL, cfg_grpc_listen_read, NULL,
 };
 
 /* ---- api_keys --------------------------------------------------------- */
@@ -873,6 +910,11 @@ static const struct cfg_knob cfg_knobs[] = {
 	  .def_str = "127.0.0.1:8080",
 	  .doc = "address to serve on: IPV4:PORT, localhost:PORT or [IPV6]:PORT; "
 		 "port 0 = any free port" },
+	{ .path = "grpc_listen", .type = &cfg_type_grpc_listen,
+	  .offset = offsetof(struct cfg, grpc_host),
+	  .def_str = "\"\"",
+	  .doc = "address of the gRPC (KServe v2 GRPCInferenceService, h2c) port, same "
+		 "forms as listen; \"\" = none" },
 	{ .path = "api_keys", .type = &cfg_type_keys,
 	  .offset = offsetof(struct cfg, api_keys), .max = CFG_MAX_API_KEYS,
 	  .def_str = "[]",
@@ -1026,6 +1068,7 @@ void cfg_destroy(struct cfg *cfg)
 	if (!cfg)
 		return;
 	mem_free(cfg->listen_host);
+	mem_free(cfg->grpc_host);
 	for (size_t i = 0; i < cfg->n_api_keys; i++)
 		mem_free(cfg->api_keys[i]);
 	mem_free(cfg->api_keys);

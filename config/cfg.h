@@ -54,6 +54,9 @@ struct cfg {
 	char *listen_host;         /* "listen": "HOST:PORT", "[v6]:PORT"; default 127.0.0.1:8080.
 				    * A numeric address without brackets ("::1"); "localhost" -> 127.0.0.1 */
 	int listen_port;           /* 1..65535 (0 allowed: pick a free port) */
+	char *grpc_host;           /* "grpc_listen": the gRPC (KServe v2) port, same forms as
+				    * listen; NULL when "" (the default): no gRPC */
+	int grpc_port;             /* 0..65535 */
 	char **api_keys;           /* "api_keys": accepted bearer/token keys; NULL when none */
 	size_t n_api_keys;         /* entries in api_keys, 0..1024 */
 	int access_log;            /* "access_log": bool, default true */
@@ -76,6 +79,11 @@ struct cfg {
  * one line like "config/x.json: models[1].replicas: expected an integer >= 1".
  * Any thread; no global state. */
 int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen);
+
+/* cfg_set_grpc_listen - replace cfg's grpc_listen with s ("HOST:PORT" as
+ * the config takes it, or "" for none), as INFERD_GRPC_LISTEN does after
+ * loading. 0, or -ST_INVAL / -ST_NOMEM with err. Before the cfg is shared. */
+int cfg_set_grpc_listen(struct cfg *cfg, const char *s, char *err, size_t errlen);
 
 /* cfg_load_string - as cfg_load_file on len bytes of JSON text (need not be
  * NUL-terminated); the error line has no file name prefix. */

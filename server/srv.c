@@ -14,6 +14,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "server/srv_grpc.h"
 #include "server/srv_int.h"
 
 const char *srv__date(struct srv *srv)
@@ -56,20 +57,23 @@ static void srv_stop_loop(struct srv *srv)
 	 * process while the engine winds down. */
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
+	srv__grpc_close_all(srv);
 	srv__post_stop(srv);
 }
 
 void srv__drain_check(struct srv *srv)
 {
-	if (srv->draining && srv->n_conns == 0)
+	if (srv->draining && srv->n_conns == 0 && srv->n_grpc_conns == 0)
 		srv_stop_loop(srv);
 }
 
 static void srv_drain_timeout_cb(uv_timer_t *t)
 {
 	struct srv *srv = t->data;
-	fprintf(stderr, "inferd: drain timeout: closing %d connection(s)\n", srv->n_conns);
+	fprintf(stderr, "inferd: drain timeout: closing %d connection(s)\n",
+		srv->n_conns + srv->n_grpc_conns);
 	srv__conns_close_all(srv);
+	srv__grpc_close_all(srv);
 	srv_stop_loop(srv);
 }
 
@@ -79,6 +83,7 @@ static void srv_on_signal(uv_signal_t *s, int signum)
 	if (srv->draining) {
 		fprintf(stderr, "inferd: second signal: closing now\n");
 		srv__conns_close_all(srv);
+		srv__grpc_close_all(srv);
 		srv_stop_loop(srv);
 		return;
 	}
@@ -88,6 +93,7 @@ static void srv_on_signal(uv_signal_t *s, int signum)
 	uv_timer_start(&srv->drain_timer, srv_drain_timeout_cb,
 		       (uint64_t)srv->cfg->drain_timeout_ms, 0);
 	srv__conns_close_idle(srv);
+	srv__grpc_drain(srv);
 	srv__drain_check(srv);
 }
 
@@ -247,6 +253,8 @@ int srv_create(const struct cfg *cfg, struct eng *eng, const char *listen_overri
 		snprintf(addr, sizeof(addr), strchr(cfg->listen_host, ':') ? "[%s]:%d" : "%s:%d",
 			 cfg->listen_host, cfg->listen_port);
 	rc = srv_listen(srv, addr, err, errlen);
+	if (!rc)
+		rc = srv__grpc_listen(srv, err, errlen);
 	if (rc) {
 		srv_destroy(srv);
 		return rc;
@@ -276,6 +284,7 @@ void srv_destroy(struct srv *srv)
 	if (!srv)
 		return;
 	srv__conns_close_all(srv);
+	srv__grpc_close_all(srv);
 	srv_stop_loop(srv);
 	uv_run(&srv->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&srv->loop))

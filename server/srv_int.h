@@ -149,6 +149,10 @@ struct srv {
 	size_t n_api_keys;
 	struct srv_conn *conns;       /* every open connection */
 	int n_conns;
+	uv_tcp_t grpc_listener;       /* cfg grpc_listen (srv_grpc.c), when grpc_on */
+	bool grpc_on;
+	struct srv_grpc_conn *grpc_conns; /* every open gRPC connection */
+	int n_grpc_conns;
 	bool draining;                /* a stop signal arrived */
 	uint64_t next_request_id;     /* counter part of generated ids */
 	uint32_t request_id_salt;     /* random part, chosen at start */

@@ -41,7 +41,8 @@ static void usage(FILE *out)
 		"                      and tensor table, then exit\n"
 		"\n"
 		"Environment: INFERD_CONFIG and INFERD_LISTEN set --config and --listen\n"
-		"(the flags win); INFERD_API_KEY adds one accepted API key.\n"
+		"(the flags win); INFERD_GRPC_LISTEN replaces grpc_listen (\"\" = no gRPC\n"
+		"port); INFERD_API_KEY adds one accepted API key.\n"
 		"\n"
 		"Configuration keys (config/README.md has the details):\n");
 	cfg_help_print(out);
@@ -93,6 +94,9 @@ static int serve(const char *config_path, const char *listen)
 	struct srv *srv = NULL;
 	struct eng_model_spec *specs = NULL;
 	int rc = cfg_load_file(config_path, &cfg, err, sizeof(err));
+	const char *grpc = getenv("INFERD_GRPC_LISTEN");
+	if (!rc && grpc)
+		rc = cfg_set_grpc_listen(cfg, grpc, err, sizeof(err));
 	if (rc)
 		goto out_report;
 	specs = specs_from_cfg(cfg);

@@ -39,7 +39,8 @@ class Daemon:
         self.err_path = os.path.join(self.dir, "stderr.log")
         self.err = open(self.err_path, "w+")
         e = dict(os.environ)
-        e.pop("INFERD_API_KEY", None)
+        for k in ("INFERD_API_KEY", "INFERD_CONFIG", "INFERD_LISTEN", "INFERD_GRPC_LISTEN"):
+            e.pop(k, None)
         e.update(env or {})
         cmd = [BIN, "--config", self.config_path, *args]
         if "--listen" not in args:

@@ -105,6 +105,8 @@ def local_config(cfg):
         assert mo["path"].startswith("/models/"), mo["path"]
         mo["path"] = os.path.join(MODELS, mo["path"][len("/models/"):])
     cfg["listen"] = "127.0.0.1:0"
+    if cfg.get("grpc_listen"):
+        cfg["grpc_listen"] = "127.0.0.1:0"
     return cfg
 
 

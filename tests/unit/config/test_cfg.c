@@ -34,6 +34,7 @@
 static const char full_json[] =
 	"{\n"
 	"  \"listen\": \"[::1]:9090\",\n"
+	"  \"grpc_listen\": \"127.0.0.1:9091\",\n"
 	"  \"api_keys\": [\"k1\", \"k2\"],\n"
 	"  \"access_log\": false,\n"
 	"  \"limits\": {\"max_connections\": 7, \"max_header_bytes\": 2048,\n"
@@ -145,6 +146,7 @@ static void test_defaults(void **state)
 	assert_int_equal(load("{" MIN_MODELS "}", &cfg, err, sizeof(err)), 0);
 	assert_string_equal(cfg->listen_host, "127.0.0.1");
 	assert_int_equal(cfg->listen_port, 8080);
+	assert_null(cfg->grpc_host); /* no gRPC port unless asked */
 	assert_null(cfg->api_keys);
 	assert_int_equal(cfg->n_api_keys, 0);
 	assert_int_equal(cfg->access_log, 1);
@@ -177,6 +179,8 @@ static void test_full(void **state)
 	assert_int_equal(load(full_json, &cfg, err, sizeof(err)), 0);
 	assert_string_equal(cfg->listen_host, "::1");
 	assert_int_equal(cfg->listen_port, 9090);
+	assert_string_equal(cfg->grpc_host, "127.0.0.1");
+	assert_int_equal(cfg->grpc_port, 9091);
 	assert_int_equal(cfg->n_api_keys, 2);
 	assert_string_equal(cfg->api_keys[0], "k1");
 	assert_string_equal(cfg->api_keys[1], "k2");
@@ -222,6 +226,10 @@ static void test_errors_contract(void **state)
 	expect_error("{\"limits\": {\"max_header_bytes\": 1023}, " MIN_MODELS "}",
 		     -ST_INVAL,
 		     "limits.max_header_bytes: expected an integer in 1024..1048576");
+	expect_error("{\"grpc_listen\": \"nowhere\", " MIN_MODELS "}", -ST_INVAL,
+		     "grpc_listen: expected \"HOST:PORT\"");
+	expect_error("{\"grpc_listen\": 8081, " MIN_MODELS "}", -ST_INVAL,
+		     "grpc_listen: expected \"HOST:PORT\" or \"\"");
 	expect_error("{\"listen\": \"localhost\", " MIN_MODELS "}", -ST_INVAL,
 		     "listen: expected \"HOST:PORT\"");
 	expect_error("{\"models\": [{\"nmae\": \"a\", \"path\": \"p\"}]}",
@@ -849,7 +857,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 25);
+	assert_int_equal(lines, 2 * 26);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");
@@ -1025,11 +1033,13 @@ static void test_schema_agrees(void **state)
 		fail_msg("%s: %s", path, jerr.text);
 	json_t *props = json_object_get(schema, "properties");
 	/* The same top-level keys as the loader knows (and no more). */
-	assert_int_equal(json_object_size(props), 5);
-	static const char *const top[] = { "listen", "api_keys", "access_log",
+	assert_int_equal(json_object_size(props), 6);
+	static const char *const top[] = { "listen", "grpc_listen", "api_keys", "access_log",
 					   "limits", "models" };
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < 6; i++)
 		assert_non_null(json_object_get(props, top[i]));
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(props, "grpc_listen"), "default")), "");
 	struct cfg *defaults;
 	assert_int_equal(load("{" MIN_MODELS "}", &defaults, NULL, 0), 0);
 	json_t *listen = json_object_get(json_object_get(props, "listen"), "default");

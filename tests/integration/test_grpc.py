@@ -1,0 +1,210 @@
+"""The gRPC-lite front end (KServe v2 GRPCInferenceService over h2c) driven
+by the unmodified tritonclient.grpc from PyPI: health, metadata, ModelInfer
+for both default models (typed and raw contents, FP32 samples, gzip), the
+status codes of errors, message size limits, deadlines, and malformed
+HTTP/2 and gRPC bytes on the wire (the daemon keeps serving)."""
+import json
+import os
+import socket
+import wave
+
+import pytest
+
+from conftest import ROOT, Daemon, default_models, make_config, request
+
+np = pytest.importorskip("numpy", reason="numpy comes with tritonclient in the test venv")
+tg = pytest.importorskip("tritonclient.grpc", reason="tritonclient[grpc] is in the test venv "
+                                                     "(scripts/install-deps)")
+from tritonclient.utils import InferenceServerException  # noqa: E402
+
+JFK = os.path.join(ROOT, "tests", "data", "audio", "jfk.wav")
+PROMPT = "The capital of France is"
+LIMIT = 2 << 20
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    port = free_port()
+    d = Daemon(make_config(grpc_listen="127.0.0.1:%d" % port,
+                           limits={"max_body_bytes": LIMIT, "body_timeout_ms": 20000,
+                                   "idle_timeout_ms": 20000}))
+    d.grpc_port = port
+    yield d
+    assert d.stop() == 0, d.stderr_text()
+    assert "Sanitizer" not in d.stderr_text() and "runtime error" not in d.stderr_text()
+
+
+@pytest.fixture(scope="module")
+def client(daemon):
+    c = tg.InferenceServerClient("127.0.0.1:%d" % daemon.grpc_port)
+    yield c
+    c.close()
+
+
+def text_of(x):
+    return x.decode() if isinstance(x, bytes) else x
+
+
+def status_of(fn):
+    with pytest.raises(InferenceServerException) as e:
+        fn()
+    return e.value.status(), e.value.message()
+
+
+def test_health_and_metadata(client, daemon):
+    assert "gRPC (KServe v2, h2c) port 127.0.0.1:%d" % daemon.grpc_port in daemon.stderr_text()
+    assert client.is_server_live() and client.is_server_ready()
+    assert client.is_model_ready("whisper-tiny.en") and client.is_model_ready("gemma-3-270m", "1")
+    meta = client.get_server_metadata(as_json=True)
+    assert meta["name"] == "inferd" and "binary_tensor_data" in meta["extensions"]
+    m = client.get_model_metadata("whisper-tiny.en", as_json=True)
+    assert [i["name"] for i in m["inputs"]] == ["AUDIO"]
+    assert [o["name"] for o in m["outputs"]] == ["TRANSCRIPT", "SEGMENTS"]
+    m = client.get_model_metadata("gemma-3-270m", as_json=True)
+    assert m["inputs"][0] == {"name": "TEXT_INPUT", "datatype": "BYTES", "shape": ["1"]}
+    assert status_of(lambda: client.is_model_ready("nope"))[0] == "StatusCode.NOT_FOUND"
+    assert status_of(lambda: client.get_model_metadata("gemma-3-270m", "2"))[0] == \
+        "StatusCode.NOT_FOUND"
+
+
+def http_transcript(port, data):
+    boundary = "grpctest"
+    body = (("--%s\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-tiny.en\r\n"
+             "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n"
+             "Content-Type: audio/wav\r\n\r\n") % (boundary, boundary)).encode() + data + \
+        ("\r\n--%s--\r\n" % boundary).encode()
+    r = request(port, "POST", "/v1/audio/transcriptions",
+                headers={"Content-Type": "multipart/form-data; boundary=" + boundary}, body=body)
+    assert r.status == 200, r.body
+    return r.json()["text"]
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_transcription(client, daemon, compression):
+    data = open(JFK, "rb").read()
+    inp = tg.InferInput("AUDIO", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([data], dtype=np.object_))
+    r = client.infer("whisper-tiny.en", [inp], request_id="g-1", compression_algorithm=compression)
+    text = text_of(r.as_numpy("TRANSCRIPT")[0])
+    assert text == http_transcript(daemon.port, data)  # the same answer as the REST route
+    segs = json.loads(text_of(r.as_numpy("SEGMENTS")[0]))
+    assert segs and "".join(s["text"] for s in segs).strip() == text
+    assert r.get_response().id == "g-1"
+
+
+def test_transcription_fp32_samples_and_requested_output(client, daemon):
+    with wave.open(JFK) as w:
+        rate = w.getframerate()
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float32) / 32768.0
+    inp = tg.InferInput("AUDIO", [len(x)], "FP32")
+    inp.set_data_from_numpy(x)
+    r = client.infer("whisper-tiny.en", [inp], parameters={"sample_rate": rate},
+                     outputs=[tg.InferRequestedOutput("TRANSCRIPT")])
+    assert text_of(r.as_numpy("TRANSCRIPT")[0]) == http_transcript(daemon.port, open(JFK, "rb").read())
+    assert r.as_numpy("SEGMENTS") is None
+
+
+def test_generation_matches_rest_infer(client, daemon):
+    inp = tg.InferInput("TEXT_INPUT", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([PROMPT], dtype=np.object_))
+    r = client.infer("gemma-3-270m", [inp], parameters={"max_tokens": 12, "temperature": 0})
+    out = text_of(r.as_numpy("TEXT_OUTPUT")[0])
+    body = json.dumps({"inputs": [{"name": "TEXT_INPUT", "datatype": "BYTES", "shape": [1],
+                                   "data": [PROMPT]}],
+                       "parameters": {"max_tokens": 12, "temperature": 0}}).encode()
+    rest = request(daemon.port, "POST", "/v2/models/gemma-3-270m/infer",
+                   headers={"Content-Type": "application/json"}, body=body)
+    assert rest.status == 200
+    assert out == rest.json()["outputs"][0]["data"][0] and out.strip()
+
+
+def test_error_status_codes(client):
+    text = tg.InferInput("TEXT_INPUT", [1], "BYTES")
+    text.set_data_from_numpy(np.array(["hi"], dtype=np.object_))
+    assert status_of(lambda: client.infer("nope", [text]))[0] == "StatusCode.NOT_FOUND"
+    code, msg = status_of(lambda: client.infer("whisper-tiny.en", [text]))
+    assert code == "StatusCode.INVALID_ARGUMENT" and "AUDIO" in msg
+    two = tg.InferInput("TEXT_INPUT", [2], "BYTES")
+    two.set_data_from_numpy(np.array(["a", "b"], dtype=np.object_))
+    assert status_of(lambda: client.infer("gemma-3-270m", [two]))[0] == "StatusCode.INVALID_ARGUMENT"
+    code, msg = status_of(lambda: client.infer("gemma-3-270m", [text], parameters={"temperature": 5}))
+    assert code == "StatusCode.INVALID_ARGUMENT" and "temperature" in msg
+    assert status_of(lambda: client.infer("gemma-3-270m", [text],
+                                          outputs=[tg.InferRequestedOutput("LOGITS")]))[0] == \
+        "StatusCode.INVALID_ARGUMENT"
+    x = tg.InferInput("AUDIO", [16000], "FP32")
+    x.set_data_from_numpy(np.zeros(16000, dtype=np.float32))
+    code, msg = status_of(lambda: client.infer("whisper-tiny.en", [x]))
+    assert code == "StatusCode.INVALID_ARGUMENT" and "sample_rate" in msg
+    junk = tg.InferInput("AUDIO", [1], "BYTES")
+    junk.set_data_from_numpy(np.array([b"not audio" * 10], dtype=np.object_))
+    assert status_of(lambda: client.infer("whisper-tiny.en", [junk]))[0] == \
+        "StatusCode.INVALID_ARGUMENT"
+    big = tg.InferInput("AUDIO", [1], "BYTES")
+    big.set_data_from_numpy(np.array([b"\0" * (LIMIT + 10)], dtype=np.object_))
+    assert status_of(lambda: client.infer("whisper-tiny.en", [big]))[0] == \
+        "StatusCode.RESOURCE_EXHAUSTED"
+
+
+def test_deadline_exceeded(client):
+    text = tg.InferInput("TEXT_INPUT", [1], "BYTES")
+    text.set_data_from_numpy(np.array([PROMPT], dtype=np.object_))
+    code, _ = status_of(lambda: client.infer("gemma-3-270m", [text], client_timeout=0.05,
+                                             parameters={"max_tokens": 400}))
+    assert code == "StatusCode.DEADLINE_EXCEEDED"
+    # and the server still answers
+    assert client.is_server_live()
+
+
+def h2_frame(ftype, flags, stream, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def raw_exchange(port, data):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+        except OSError:
+            pass
+    return out
+
+
+def test_malformed_http2_and_grpc_bytes(client, daemon):
+    pre = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0)
+    cases = [
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",          # HTTP/1.1 on the gRPC port
+        b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",           # a broken preface
+        pre + h2_frame(0, 1, 1, b"\0\0\0\0\5abc"),    # DATA on an idle stream
+        pre + b"\xff" * 64,                             # frame garbage
+        pre + h2_frame(1, 4, 1, b"\x88\x82"),         # HEADERS with junk HPACK
+        os.urandom(4096),
+    ]
+    for data in cases:
+        out = raw_exchange(daemon.grpc_port, data)
+        assert len(out) < 1 << 20
+    assert client.is_server_live()
+    text = tg.InferInput("TEXT_INPUT", [1], "BYTES")
+    text.set_data_from_numpy(np.array([PROMPT], dtype=np.object_))
+    r = client.infer("gemma-3-270m", [text], parameters={"max_tokens": 3, "temperature": 0})
+    assert text_of(r.as_numpy("TEXT_OUTPUT")[0])
+
+
+def test_no_grpc_port_by_default():
+    d = Daemon(make_config(models=[default_models()[0]]))
+    try:
+        assert "gRPC" not in d.stderr_text()
+    finally:
+        assert d.stop() == 0
