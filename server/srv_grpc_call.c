@@ -24,6 +24,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "kserve_v2.pb-c.h"
+#include "engine/eng_stats.h"
 #include "server/srv_grpc.h"
 
 #define SRV_GRPC_MAX_SAMPLES (16000u * 60u * 60u)
@@ -183,6 +184,155 @@ static void srv_grpc_model_metadata(struct srv_grpc_stream *s, const uint8_t *ms
 	out.n_outputs = asr ? 2 : 1;
 	out.outputs = outs;
 	srv_grpc_send(s, &out.base);
+}
+
+/* ModelConfig (Triton's extension): max_batch_size 0 (requests are not
+ * batched along a tensor dimension; the scheduler batches them), the
+ * tensors of ModelMetadata as TYPE_STRING [1]. */
+static void srv_grpc_model_config(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
+{
+	Inference__ModelConfigRequest *r = SRV_GRPC_UNPACK(
+		Inference__ModelConfigRequest, inference__model_config_request__descriptor, s, msg, n);
+	if (!r)
+		return;
+	const struct eng_model *m = srv_grpc_model(s, r->name, r->version);
+	inference__model_config_request__free_unpacked(r, NULL);
+	if (!m)
+		return;
+	bool asr = eng_model_task(m) == ENG_TASK_TRANSCRIPTION;
+	static int64_t one[] = { 1 };
+	Inference__ModelInput in = INFERENCE__MODEL_INPUT__INIT, *ins[1] = { &in };
+	Inference__ModelOutput o[2], *outs[2] = { &o[0], &o[1] };
+	in.name = asr ? "AUDIO" : "TEXT_INPUT";
+	in.data_type = INFERENCE__DATA_TYPE__TYPE_STRING;
+	in.n_dims = 1;
+	in.dims = one;
+	const char *onames[2] = { asr ? "TRANSCRIPT" : "TEXT_OUTPUT", "SEGMENTS" };
+	for (int i = 0; i < 2; i++) {
+		inference__model_output__init(&o[i]);
+		o[i].name = (char *)onames[i];
+		o[i].data_type = INFERENCE__DATA_TYPE__TYPE_STRING;
+		o[i].n_dims = 1;
+		o[i].dims = one;
+	}
+	char platform[96];
+	snprintf(platform, sizeof(platform), "inferd_%s_%s", eng_format_str(eng_model_format(m)),
+		 eng_model_arch(m));
+	Inference__ModelConfig cfg = INFERENCE__MODEL_CONFIG__INIT;
+	cfg.name = (char *)eng_model_name(m);
+	cfg.platform = platform;
+	cfg.backend = "inferd";
+	cfg.n_input = 1;
+	cfg.input = ins;
+	cfg.n_output = asr ? 2 : 1;
+	cfg.output = outs;
+	Inference__ModelConfigResponse out = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
+	out.config = &cfg;
+	srv_grpc_send(s, &out.base);
+}
+
+/* ModelStatistics (Triton's extension): the figures of
+ * /v2/models/{name}/stats, for one model or (name "") every model. */
+struct srv_grpc_stats_one {
+	Inference__ModelStatistics ms;
+	Inference__InferStatistics is;
+	Inference__StatisticDuration d[6]; /* success, fail, queue, compute_infer, _input, _output */
+	Inference__InferBatchStatistics b[ENG_STATS_MAX_BATCH];
+	Inference__StatisticDuration bd[ENG_STATS_MAX_BATCH];
+	Inference__InferBatchStatistics *bp[ENG_STATS_MAX_BATCH];
+};
+
+static void srv_grpc_dur(Inference__StatisticDuration *d, uint64_t count, double ms)
+{
+	inference__statistic_duration__init(d);
+	d->count = count;
+	d->ns = (uint64_t)(ms * 1e6);
+}
+
+static void srv_grpc_stats_fill(struct srv_grpc_stats_one *o, const struct eng_model *m,
+				const struct eng_stats *s)
+{
+	const struct eng_model_stats *st = &s->model;
+	uint64_t batches = 0;
+	for (int r = 0; r < s->n_replicas; r++)
+		batches += s->replicas[r].batches;
+	inference__model_statistics__init(&o->ms);
+	inference__infer_statistics__init(&o->is);
+	o->ms.name = (char *)eng_model_name(m);
+	o->ms.version = "1";
+	o->ms.last_inference = (uint64_t)st->last_ms;
+	o->ms.inference_count = st->completed;
+	o->ms.execution_count = batches;
+	srv_grpc_dur(&o->d[0], st->completed, st->request_ms.sum);
+	srv_grpc_dur(&o->d[1], st->failed + st->cancelled + st->timed_out, 0);
+	srv_grpc_dur(&o->d[2], st->queue_wait_ms.count, st->queue_wait_ms.sum);
+	srv_grpc_dur(&o->d[3], batches, st->compute_ms);
+	/* input and output handling are inside the passes: zero time, the
+	 * same count (clients check the three counts agree) */
+	srv_grpc_dur(&o->d[4], batches, 0);
+	srv_grpc_dur(&o->d[5], batches, 0);
+	o->is.compute_input = &o->d[4];
+	o->is.compute_output = &o->d[5];
+	o->is.success = &o->d[0];
+	o->is.fail = &o->d[1];
+	o->is.queue = &o->d[2];
+	o->is.compute_infer = &o->d[3];
+	o->ms.inference_stats = &o->is;
+	for (int b = 1; b <= ENG_STATS_MAX_BATCH; b++) {
+		if (!st->batch_count[b])
+			continue;
+		Inference__InferBatchStatistics *e = &o->b[o->ms.n_batch_stats];
+		inference__infer_batch_statistics__init(e);
+		e->batch_size = (uint64_t)b;
+		srv_grpc_dur(&o->bd[o->ms.n_batch_stats], st->batch_count[b], st->batch_ms[b]);
+		e->compute_infer = &o->bd[o->ms.n_batch_stats];
+		o->bp[o->ms.n_batch_stats++] = e;
+	}
+	o->ms.batch_stats = o->bp;
+}
+
+static void srv_grpc_model_statistics(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
+{
+	Inference__ModelStatisticsRequest *r =
+		SRV_GRPC_UNPACK(Inference__ModelStatisticsRequest,
+				inference__model_statistics_request__descriptor, s, msg, n);
+	if (!r)
+		return;
+	const struct eng *eng = srv_grpc_srv(s)->eng;
+	const struct eng_model *only = r->name && *r->name ? srv_grpc_model(s, r->name, r->version)
+							   : NULL;
+	bool bad = r->name && *r->name && !only;
+	inference__model_statistics_request__free_unpacked(r, NULL);
+	if (bad)
+		return;
+	size_t cnt = eng_model_count(eng);
+	struct srv_grpc_stats_one *o = mem_calloc(cnt ? cnt : 1, sizeof(*o));
+	Inference__ModelStatistics **list = mem_calloc(cnt ? cnt : 1, sizeof(*list));
+	size_t k = 0;
+	int rc = o && list ? 0 : -ST_NOMEM;
+	for (size_t i = 0; !rc && i < cnt; i++) {
+		const struct eng_model *m = eng_model_at(eng, i);
+		struct eng_stats st;
+		if (only && m != only)
+			continue;
+		rc = eng_model_stats_get(m, &st);
+		if (rc)
+			break;
+		srv_grpc_stats_fill(&o[k], m, &st);
+		eng_stats_fini(&st);
+		list[k] = &o[k].ms;
+		k++;
+	}
+	if (rc) {
+		srv__grpc_respond(s, SRV_GRPC_UNAVAILABLE, NULL, 0, "out of memory");
+	} else {
+		Inference__ModelStatisticsResponse out = INFERENCE__MODEL_STATISTICS_RESPONSE__INIT;
+		out.n_model_stats = k;
+		out.model_stats = list;
+		srv_grpc_send(s, &out.base);
+	}
+	mem_free(list);
+	mem_free(o);
 }
 
 /* --- ModelInfer ----------------------------------------------------------------- */
@@ -637,6 +787,8 @@ static const struct {
 	{ "ModelReady", srv_grpc_model_ready },
 	{ "ServerMetadata", srv_grpc_server_metadata },
 	{ "ModelMetadata", srv_grpc_model_metadata },
+	{ "ModelConfig", srv_grpc_model_config },
+	{ "ModelStatistics", srv_grpc_model_statistics },
 	{ "ModelInfer", srv_grpc_model_infer },
 };
 

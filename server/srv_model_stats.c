@@ -260,14 +260,17 @@ static json_t *srv_json_model(const struct eng_model *m, const struct eng_stats 
 	uint64_t batches = 0;
 	for (int r = 0; r < s->n_replicas; r++)
 		batches += s->replicas[r].batches;
-	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:o,s:o,s:o,s:o},s:o,s:o}", "name",
+	/* compute_input / _output: inside the passes (zero time, the same
+	 * count as compute_infer: Triton's clients check the counts agree) */
+	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:o,s:o,s:o,s:o,s:o,s:o},s:o,s:o}", "name",
 		eng_model_name(m), "version", "1", "last_inference", (json_int_t)st->last_ms,
 		"inference_count", (json_int_t)st->completed, "execution_count",
 		(json_int_t)batches, "inference_stats", "success",
 		srv_json_dur(st->completed, st->request_ms.sum), "fail", srv_json_dur(failed, 0),
 		"queue", srv_json_dur(st->queue_wait_ms.count, st->queue_wait_ms.sum),
-		"compute_infer", srv_json_dur(batches, st->compute_ms), "batch_stats",
-		srv_json_batches(st), "inferd", inferd);
+		"compute_input", srv_json_dur(batches, 0), "compute_infer",
+		srv_json_dur(batches, st->compute_ms), "compute_output", srv_json_dur(batches, 0),
+		"batch_stats", srv_json_batches(st), "inferd", inferd);
 }
 
 json_t *srv__model_stats_json(const struct eng *eng, const struct eng_model *only)

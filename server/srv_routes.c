@@ -39,6 +39,7 @@ static void srv_h_server_meta(struct srv_req *req);
 static void srv_h_openai_models(struct srv_req *req);
 static void srv_h_kserve_model(struct srv_req *req);
 static void srv_h_kserve_model_ready(struct srv_req *req);
+static void srv_h_kserve_config(struct srv_req *req);
 static void srv_h_metrics(struct srv_req *req);
 static void srv_h_openai_model(struct srv_req *req);
 static void srv_h_stats(struct srv_req *req);
@@ -52,6 +53,7 @@ static const struct srv_route srv_routes[] = {
 	{ "/v2/models/{name}", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model },
 	{ "/v2/models/{name}/ready", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model_ready },
 	{ "/v2/models/{name}/stats", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_model_stats },
+	{ "/v2/models/{name}/config", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_config },
 	{ "/v2/models/{name}/versions/1", HTTP_GET, SRV_PROTO_KSERVE, false, srv_h_kserve_model },
 	{ "/v2/models/{name}/versions/1/ready", HTTP_GET, SRV_PROTO_KSERVE, false,
 	  srv_h_kserve_model_ready },
@@ -382,6 +384,29 @@ static void srv_h_kserve_model(struct srv_req *req)
 		eng_model_name(m), "versions", "1", "platform", platform,
 		"inputs", srv_kserve_io(eng_model_task(m), true),
 		"outputs", srv_kserve_io(eng_model_task(m), false)));
+}
+
+/* Triton's model configuration (GET /v2/models/{name}/config), the part
+ * clients read: max_batch_size 0 (no batch dimension in the tensors; the
+ * scheduler batches requests), the tensors as TYPE_STRING [1]. */
+static void srv_h_kserve_config(struct srv_req *req)
+{
+	const struct eng_model *m = srv_req_model(req);
+	if (!m)
+		return;
+	bool asr = eng_model_task(m) == ENG_TASK_TRANSCRIPTION;
+	char platform[96];
+	snprintf(platform, sizeof(platform), "inferd_%s_%s", eng_format_str(eng_model_format(m)),
+		 eng_model_arch(m));
+	json_t *out = json_pack("[{s:s,s:s,s:[i]}]", "name", asr ? "TRANSCRIPT" : "TEXT_OUTPUT",
+				"data_type", "TYPE_STRING", "dims", 1);
+	if (asr && out)
+		json_array_append_new(out, json_pack("{s:s,s:s,s:[i]}", "name", "SEGMENTS",
+						     "data_type", "TYPE_STRING", "dims", 1));
+	srv__req_respond_json(req, 200, json_pack("{s:s,s:s,s:s,s:i,s:[{s:s,s:s,s:[i]}],s:o}",
+		"name", eng_model_name(m), "platform", platform, "backend", "inferd",
+		"max_batch_size", 0, "input", "name", asr ? "AUDIO" : "TEXT_INPUT", "data_type",
+		"TYPE_STRING", "dims", 1, "output", out));
 }
 
 static void srv_h_kserve_model_ready(struct srv_req *req)

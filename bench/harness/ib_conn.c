@@ -208,6 +208,16 @@ static int ib_on_header_value(llhttp_t *p, const char *at, size_t len)
 	return 0;
 }
 
+/* An interim response (RFC 9110 15.2: 100 Continue, 102, 103 Early Hints),
+ * which a client reads and skips, whether it asked for one or not; 101
+ * switches protocols and is final. */
+static bool ib_interim(int status)
+{
+	return status >= 100 && status < 200 && status != 101;
+}
+
+/* 1xx, 204 and 304 responses have no body, whatever Content-Length says
+ * (RFC 9112 6.3): returning 1 tells llhttp so. */
 static int ib_on_headers_complete(llhttp_t *p)
 {
 	struct ib_conn *c = p->data;
@@ -216,7 +226,7 @@ static int ib_on_headers_complete(llhttp_t *p)
 	c->headers_done = true;
 	c->sse = r->status >= 200 && r->status < 300 &&
 		 !strncasecmp(c->ctype, "text/event-stream", 17);
-	return 0;
+	return r->status < 200 || r->status == 204 || r->status == 304;
 }
 
 static int ib_on_body(llhttp_t *p, const char *at, size_t len)
@@ -238,6 +248,13 @@ static int ib_on_body(llhttp_t *p, const char *at, size_t len)
 static int ib_on_message_complete(llhttp_t *p)
 {
 	struct ib_conn *c = p->data;
+	if (ib_interim(c->run->recs[c->rec].status)) { /* the final response follows */
+		c->headers_done = false;
+		c->hstate = 0;
+		c->hname_len = c->ctype_len = 0;
+		c->ctype[0] = '\0';
+		return 0;
+	}
 	c->complete = true;
 	return HPE_PAUSED; /* one response per request: stop here */
 }
@@ -250,12 +267,22 @@ static const llhttp_settings_t ib_settings = {
 	.on_message_complete = ib_on_message_complete,
 };
 
-/* A complete response: check it, count its work, end the request. */
+/* Whether ep's event stream ends with "data: [DONE]" (OpenAI's do): one
+ * without it was cut short. */
+static bool ib_sse_wants_done(enum ib_endpoint ep)
+{
+	return ep == IB_EP_OPENAI_COMPLETIONS || ep == IB_EP_OPENAI_CHAT;
+}
+
+/* A complete response: check it, count its work, end the request. A
+ * response that came before the request was all written (write_req.data
+ * is set while a write is in progress) leaves the connection in an unknown
+ * state and its write request busy: it is not reused. */
 static void ib_conn_complete(struct ib_conn *c, bool extra_bytes)
 {
 	struct ib_run *run = c->run;
 	struct ib_rec *r = &run->recs[c->rec];
-	bool keep = llhttp_should_keep_alive(&c->parser) && !extra_bytes;
+	bool keep = llhttp_should_keep_alive(&c->parser) && !extra_bytes && !c->write_req.data;
 	enum ib_kind kind = IB_KIND_OK;
 	if (r->status >= 400) {
 		kind = IB_KIND_HTTP;
@@ -265,7 +292,7 @@ static void ib_conn_complete(struct ib_conn *c, bool extra_bytes)
 		if (c->line_len)
 			ib_sse_line(c); /* a last line without its newline */
 		ib_sse_dispatch(c);
-		if (c->sse_bad)
+		if (c->sse_bad || (ib_sse_wants_done(c->ep) && !c->sse_done))
 			kind = IB_KIND_PROTOCOL;
 		r->tokens = c->usage_tokens >= 0 ? c->usage_tokens : c->n_events_text;
 	} else {
@@ -326,6 +353,7 @@ static void ib_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void ib_on_write(uv_write_t *w, int status)
 {
 	struct ib_conn *c = w->data;
+	w->data = NULL; /* no write in progress */
 	if (status < 0 && c->busy && !c->closing)
 		ib_conn_finish(c, c->got_bytes ? IB_KIND_PROTOCOL : IB_KIND_CONNECT, false);
 }
@@ -337,11 +365,17 @@ static void ib_on_timeout(uv_timer_t *t)
 		ib_conn_finish(c, IB_KIND_TIMEOUT, false);
 }
 
+static uint64_t ib_timeout_ms(const struct ib_run *run)
+{
+	return (uint64_t)(run->o->timeout_s * 1000.0 + 0.5);
+}
+
 static void ib_on_connect(uv_connect_t *req, int status)
 {
 	struct ib_conn *c = req->data;
 	if (c->closing)
 		return;
+	uv_timer_stop(&c->timer);
 	if (status == 0) {
 		c->connected = true;
 		uv_tcp_nodelay(&c->tcp, 1);
@@ -360,6 +394,16 @@ static void ib_on_connect_error(uv_timer_t *t)
 	ib_load_on_connected(c, UV_ECONNREFUSED);
 }
 
+/* No connection within --timeout (a full accept queue, a host that drops
+ * the SYNs): given up like a refused one; the connect callback then comes
+ * with UV_ECANCELED to a closing connection. */
+static void ib_on_connect_timeout(uv_timer_t *t)
+{
+	struct ib_conn *c = t->data;
+	ib_conn_close(c);
+	ib_load_on_connected(c, UV_ETIMEDOUT);
+}
+
 struct ib_conn *ib_conn_open(struct ib_run *run, int client)
 {
 	struct ib_conn *c = calloc(1, sizeof(*c));
@@ -370,12 +414,14 @@ struct ib_conn *ib_conn_open(struct ib_run *run, int client)
 	c->usage_tokens = -1;
 	uv_tcp_init(run->loop, &c->tcp);
 	uv_timer_init(run->loop, &c->timer);
-	c->tcp.data = c->timer.data = c->connect_req.data = c->write_req.data = c;
+	c->tcp.data = c->timer.data = c->connect_req.data = c;
 	c->t_connect = ib_now(run);
 	int rc = uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&run->addr,
 				ib_on_connect);
 	if (rc != 0) /* (too many open files...) reported from the next loop turn */
 		uv_timer_start(&c->timer, ib_on_connect_error, 0, 0);
+	else
+		uv_timer_start(&c->timer, ib_on_connect_timeout, ib_timeout_ms(run), 0);
 	return c;
 }
 
@@ -398,8 +444,11 @@ void ib_conn_send(struct ib_conn *c, const struct ib_tmpl *tmpl, enum ib_endpoin
 	llhttp_init(&c->parser, HTTP_RESPONSE, &ib_settings);
 	c->parser.data = c;
 	run->recs[rec].bytes_sent = tmpl->len;
-	uv_timer_start(&c->timer, ib_on_timeout, (uint64_t)(run->o->timeout_s * 1000.0 + 0.5), 0);
+	uv_timer_start(&c->timer, ib_on_timeout, ib_timeout_ms(run), 0);
 	uv_buf_t b = uv_buf_init(tmpl->bytes, (unsigned)tmpl->len);
-	if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, ib_on_write) != 0)
+	c->write_req.data = c;
+	if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, ib_on_write) != 0) {
+		c->write_req.data = NULL;
 		ib_conn_finish(c, IB_KIND_CONNECT, false);
+	}
 }

@@ -21,6 +21,11 @@
 
 #define IB_RETRY_MS 100
 
+/* The open loop's FIFO of arrivals waiting for a connection is
+ * run->pending[ib_pending_head ...], run->n_pending of them: popping moves
+ * the head, so an overloaded server's long queue costs O(1) a request. */
+static size_t ib_pending_head;
+
 double ib_now(const struct ib_run *run)
 {
 	return (double)(uv_hrtime() - run->t0_ns) * 1e-9;
@@ -181,16 +186,23 @@ static void ib_rec_end(struct ib_run *run, size_t rec)
 	}
 }
 
-/* A request that never got a connection: recorded as kind connect. */
-static void ib_connect_failed(struct ib_run *run, double t_start)
+/* A request that never got a connection, started at t_start and given up
+ * at t_end: recorded as kind. */
+static void ib_unsent(struct ib_run *run, double t_start, double t_end, enum ib_kind kind)
 {
 	int entry;
 	const struct ib_tmpl *tmpl = ib_work_pick(run, &entry);
 	size_t rec = ib_start_rec(run, t_start, tmpl, entry);
 	struct ib_rec *r = &run->recs[rec];
-	r->t_end = ib_now(run);
-	r->kind = IB_KIND_CONNECT;
+	r->t_end = t_end;
+	r->kind = kind;
 	ib_rec_end(run, rec);
+}
+
+/* A request whose connection could not be made: kind connect. */
+static void ib_connect_failed(struct ib_run *run, double t_start)
+{
+	ib_unsent(run, t_start, ib_now(run), IB_KIND_CONNECT);
 }
 
 /* --- closed loop -------------------------------------------------------- */
@@ -245,32 +257,58 @@ static void ib_open_more(struct ib_run *run)
 	}
 }
 
+/* Room at the FIFO's tail: the waiting arrivals moved to the front when
+ * the head has passed half the array, else a bigger array. */
+static void ib_pending_room(struct ib_run *run)
+{
+	if (ib_pending_head + run->n_pending < run->cap_pending)
+		return;
+	if (ib_pending_head > 0 && ib_pending_head >= run->cap_pending / 2) {
+		memmove(run->pending, run->pending + ib_pending_head,
+			run->n_pending * sizeof(*run->pending));
+		ib_pending_head = 0;
+		return;
+	}
+	run->cap_pending = run->cap_pending ? run->cap_pending * 2 : 256;
+	run->pending = ib_xrealloc(run->pending, run->cap_pending * sizeof(*run->pending));
+}
+
 static void ib_open_dispatch(struct ib_run *run, double t_arrival)
 {
 	if (run->n_idle > 0) {
 		ib_send(run, run->idle[--run->n_idle], t_arrival);
 		return;
 	}
-	if (run->n_pending == run->cap_pending) {
-		run->cap_pending = run->cap_pending ? run->cap_pending * 2 : 256;
-		run->pending = ib_xrealloc(run->pending, run->cap_pending * sizeof(*run->pending));
-	}
-	run->pending[run->n_pending++] = t_arrival;
+	ib_pending_room(run);
+	run->pending[ib_pending_head + run->n_pending++] = t_arrival;
 	ib_open_more(run);
 }
 
 static double ib_pending_pop(struct ib_run *run)
 {
-	double t = run->pending[0];
-	memmove(run->pending, run->pending + 1, (run->n_pending - 1) * sizeof(*run->pending));
-	run->n_pending--;
+	double t = run->pending[ib_pending_head++];
+	if (--run->n_pending == 0)
+		ib_pending_head = 0;
 	return t;
+}
+
+/* Arrivals that have waited --timeout for a connection (every one busy
+ * with a server that does not answer): kind timeout, at their deadline. */
+static void ib_pending_expire(struct ib_run *run, double now)
+{
+	double timeout = run->o->timeout_s;
+	while (run->n_pending > 0 && ib_may_send(run) &&
+	       now - run->pending[ib_pending_head] >= timeout) {
+		double t = ib_pending_pop(run);
+		ib_unsent(run, t, t + timeout, IB_KIND_TIMEOUT);
+	}
 }
 
 static void ib_on_arrival(uv_timer_t *t)
 {
 	struct ib_run *run = t->data;
 	double now = ib_now(run);
+	ib_pending_expire(run, now);
 	while (run->t_next <= now && ib_may_send(run)) {
 		ib_open_dispatch(run, run->t_next);
 		run->t_next += ib_next_gap(run);
@@ -304,12 +342,11 @@ void ib_load_on_connected(struct ib_conn *c, int status)
 	}
 	run->n_connecting--;
 	if (status != 0) {
-		if (run->n_pending > 0) {
-			ib_pending_pop(run);
-			ib_connect_failed(run, c->t_connect);
-		}
+		if (run->n_pending > 0) /* the oldest arrival fails, from its arrival */
+			ib_connect_failed(run, ib_pending_pop(run));
 		return;
 	}
+	ib_pending_expire(run, ib_now(run));
 	if (run->n_pending > 0 && ib_may_send(run))
 		ib_send(run, c, ib_pending_pop(run));
 	else if (ib_may_send(run))
@@ -328,6 +365,7 @@ void ib_load_on_done(struct ib_conn *c, size_t rec, bool reusable)
 			cl->conn = NULL;
 		ib_client_next(cl);
 	} else if (reusable) {
+		ib_pending_expire(run, ib_now(run));
 		if (run->n_pending > 0 && ib_may_send(run))
 			ib_send(run, c, ib_pending_pop(run));
 		else
@@ -394,9 +432,13 @@ int ib_load_stage(struct ib_run *run, int i, double load)
 	run->phase = 0;
 	run->sent_in_window = run->answered_in_window = run->in_flight = 0;
 	run->n_idle = run->n_pending = 0;
+	ib_pending_head = 0;
 	run->n_conns = run->n_connecting = run->n_handles = 0;
 	run->last_plain = ib_now(run);
 	run->open_loop = o->sweep_rate || (o->rate > 0 && !o->n_sweep);
+	/* the loop's clock stood still while the inputs loaded or the last
+	 * stage's figures were computed: timers started now would be short */
+	uv_update_time(run->loop);
 	run->idle = ib_xrealloc(run->idle, (size_t)o->max_connections * sizeof(*run->idle));
 	run->w0 = run->w1 = ib_now(run) + o->warmup_s;
 

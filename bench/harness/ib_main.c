@@ -99,6 +99,14 @@ static const struct option ib_long_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* Whether s is valid UTF-8 (what goes into the JSON must be). */
+static bool ib_utf8(const char *s)
+{
+	json_t *j = json_string(s);
+	json_decref(j);
+	return j != NULL;
+}
+
 static int ib_bad(const char *opt, const char *val, const char *want)
 {
 	fprintf(stderr, "inferd-bench: --%s '%s': expected %s\n", opt, val, want);
@@ -166,21 +174,42 @@ static int ib_order_arg(const char *opt, const char *val, bool *random)
 	return ib_bad(opt, val, "rr or random");
 }
 
+/* Whether s is printable ASCII (no control bytes; spaces only if sp). */
+static bool ib_printable(const char *s, bool sp)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < (sp ? ' ' : '!') || (unsigned char)*s >= 0x7f)
+			return false;
+	return true;
+}
+
 /* http://host[:port][/prefix] into o->host, o->port, o->prefix. */
 static int ib_url_parse(struct ib_opts *o)
 {
 	const char *u = o->url;
 	if (strncmp(u, "http://", 7) != 0)
 		return ib_bad("url", u, "http://host[:port][/prefix] (no TLS: put a proxy in front)");
+	if (!ib_printable(u, false) || strpbrk(u, "?#"))
+		return ib_bad("url", u, "http://host[:port][/prefix] without spaces, control or "
+					"non-ASCII bytes, query or fragment");
 	u += 7;
 	const char *slash = strchr(u, '/');
 	size_t hp = slash ? (size_t)(slash - u) : strlen(u);
 	char *hostport = strndup(u, hp);
 	if (!hostport)
 		return -1;
-	char *colon = hostport[0] == '[' ? strstr(hostport, "]:") : strrchr(hostport, ':');
-	if (colon && hostport[0] == '[')
+	if (strchr(hostport, '@')) {
+		free(hostport);
+		return ib_bad("url", o->url, "http://host[:port][/prefix] (no user)");
+	}
+	bool v6 = hostport[0] == '[';
+	char *colon = v6 ? strstr(hostport, "]:") : strrchr(hostport, ':');
+	if (colon && v6)
 		colon++;
+	if (v6 && !strchr(hostport, ']')) {
+		free(hostport);
+		return ib_bad("url", o->url, "http://[IPv6 address]:port (a closing ])");
+	}
 	if (colon) {
 		*colon = '\0';
 		o->port = strdup(colon + 1);
@@ -194,10 +223,10 @@ static int ib_url_parse(struct ib_opts *o)
 	o->prefix = strdup(slash ? slash : "");
 	if (o->prefix && o->prefix[0] && o->prefix[strlen(o->prefix) - 1] == '/')
 		o->prefix[strlen(o->prefix) - 1] = '\0';
-	long port;
-	if (!o->host || !o->port || !o->prefix || !o->host[0] ||
-	    ib_int_arg("url", o->port, 1, 65535, &port) != 0)
-		return ib_bad("url", o->url, "http://host[:port][/prefix]");
+	char *end = NULL;
+	long port = o->port && o->port[0] ? strtol(o->port, &end, 10) : 0;
+	if (!o->host || !o->prefix || !o->host[0] || !end || *end || port < 1 || port > 65535)
+		return ib_bad("url", o->url, "http://host[:port][/prefix], a port in [1, 65535]");
 	return 0;
 }
 
@@ -227,6 +256,7 @@ static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 	long l;
 	double d;
 	bool concurrency_set = false;
+	int sweeps = 0; /* 1: --sweep given, 2: --sweep-rate */
 	while ((c = getopt_long(argc, argv, "", ib_long_opts, NULL)) != -1) {
 		const char *name = NULL;
 		for (const struct option *op = ib_long_opts; op->name; op++)
@@ -242,14 +272,22 @@ static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 			o->proto.ep = (enum ib_endpoint)rc;
 			rc = 0;
 			break;
-		case OPT_WORKLOAD: o->workload_file = optarg; break;
+		case OPT_WORKLOAD:
+			if (!ib_utf8(optarg))
+				return ib_bad(name, optarg, "a UTF-8 file name");
+			o->workload_file = optarg;
+			break;
 		case OPT_MODEL: o->proto.model = optarg; break;
 		case OPT_PATH:
 			if (optarg[0] != '/')
 				return ib_bad(name, optarg, "a path starting with /");
 			o->proto.path = optarg;
 			break;
-		case OPT_API_KEY: o->api_key = optarg; break;
+		case OPT_API_KEY:
+			if (!optarg[0] || !ib_printable(optarg, true))
+				return ib_bad(name, optarg, "a key of printable ASCII characters");
+			o->api_key = optarg;
+			break;
 		case OPT_HEADER: {
 			const char *colon = strchr(optarg, ':');
 			if (!colon || colon == optarg || strpbrk(optarg, "\r\n"))
@@ -261,7 +299,11 @@ static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 			o->headers[o->n_headers++] = optarg;
 			break;
 		}
-		case OPT_LABEL: o->label = optarg; break;
+		case OPT_LABEL:
+			if (!ib_utf8(optarg))
+				return ib_bad(name, optarg, "UTF-8 text");
+			o->label = optarg;
+			break;
 		case OPT_CONCURRENCY:
 			rc = ib_int_arg(name, optarg, 1, 100000, &l);
 			o->concurrency = (int)l;
@@ -271,10 +313,12 @@ static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 		case OPT_SWEEP:
 			rc = ib_list_arg(name, optarg, true, o);
 			o->sweep_rate = false;
+			sweeps |= 1;
 			break;
 		case OPT_SWEEP_RATE:
 			rc = ib_list_arg(name, optarg, false, o);
 			o->sweep_rate = true;
+			sweeps |= 2;
 			break;
 		case OPT_DURATION: rc = ib_num_arg(name, optarg, 0.1, 1e6, &o->duration_s); break;
 		case OPT_WARMUP: rc = ib_num_arg(name, optarg, 0, 1e6, &o->warmup_s); break;
@@ -327,7 +371,7 @@ static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 		fprintf(stderr, "inferd-bench: --endpoint and --workload exclude each other\n");
 		return -1;
 	}
-	if ((o->rate > 0) + concurrency_set + (o->n_sweep > 0) > 1) {
+	if ((o->rate > 0) + concurrency_set + (o->n_sweep > 0) > 1 || sweeps == 3) {
 		fprintf(stderr, "inferd-bench: give one of --concurrency, --rate, --sweep, "
 				"--sweep-rate\n");
 		return -1;
@@ -374,21 +418,32 @@ static json_t *ib_opts_json(const struct ib_opts *o, const struct ib_run *run)
 			 o->max_connections, "price_per_hour", o->price_per_hour);
 }
 
+/* The report goes to FILE.tmp, renamed to FILE once whole: runs of the
+ * wrong schema or a full disk leave an existing FILE as it was. */
 static int ib_write_html(const char *file, json_t *const *runs, size_t n)
 {
-	FILE *f = fopen(file, "w");
+	size_t len = strlen(file) + 5;
+	char *tmp = malloc(len), err[256] = "";
+	FILE *f = tmp ? (snprintf(tmp, len, "%s.tmp", file), fopen(tmp, "w")) : NULL;
 	if (!f) {
-		fprintf(stderr, "inferd-bench: %s: %s\n", file, strerror(errno));
+		fprintf(stderr, "inferd-bench: %s: %s\n", tmp ? tmp : file, strerror(errno));
+		free(tmp);
 		return -1;
 	}
-	char err[256] = "";
 	int rc = ib_html_write(f, runs, n, err, sizeof(err));
 	if (fclose(f) != 0 && rc == 0) {
 		snprintf(err, sizeof(err), "%s", strerror(errno));
 		rc = -1;
 	}
-	if (rc)
+	if (rc == 0 && rename(tmp, file) != 0) {
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+		rc = -1;
+	}
+	if (rc) {
 		fprintf(stderr, "inferd-bench: %s: %s\n", file, err);
+		unlink(tmp);
+	}
+	free(tmp);
 	return rc;
 }
 
@@ -412,10 +467,12 @@ static int ib_report_main(int argc, char **argv)
 	for (size_t k = 0; k < n; k++) {
 		json_error_t e;
 		runs[k] = json_load_file(argv[i + (int)k], 0, &e);
-		if (!runs[k]) {
+		if (!runs[k] && e.line > 0)
 			fprintf(stderr, "inferd-bench: %s:%d: %s\n", argv[i + (int)k], e.line, e.text);
+		else if (!runs[k])
+			fprintf(stderr, "inferd-bench: %s\n", e.text);
+		if (!runs[k])
 			goto out;
-		}
 	}
 	rc = ib_write_html(html, runs, n) ? 1 : 0;
 	if (!rc)
@@ -477,10 +534,9 @@ int main(int argc, char **argv)
 	uv_signal_init(run.loop, &run.sigint);
 	run.arrival.data = run.phase_timer.data = run.progress.data = run.sigint.data = &run;
 	uv_signal_start(&run.sigint, ib_load_on_sigint, SIGINT);
-	char label[300], started[32];
-	snprintf(label, sizeof(label), "%s", o.label ? o.label : "");
-	if (!o.label)
-		snprintf(label, sizeof(label), "%s:%s", o.host, o.port);
+	char host_port[300], started[32];
+	snprintf(host_port, sizeof(host_port), "%s:%s", o.host, o.port);
+	const char *label = o.label ? o.label : host_port;
 	ib_iso_now(started, sizeof(started));
 	run.stages = json_array();
 	run.t0_ns = uv_hrtime();
@@ -509,9 +565,14 @@ int main(int argc, char **argv)
 				     "inferd-bench", "schema", 1, "version", IB_VERSION, "label", label,
 				     "url", o.url, "started", started, "options", ib_opts_json(&o, &run),
 				     "stages", run.stages);
-	ib_stats_table(stdout, run_json);
-	if (ib_write_outputs(&o, run_json) != 0)
+	if (!run_json) {
+		fprintf(stderr, "inferd-bench: out of memory\n");
 		rc = 1;
+	} else {
+		ib_stats_table(stdout, run_json);
+		if (ib_write_outputs(&o, run_json) != 0)
+			rc = 1;
+	}
 	json_decref(run_json);
 	if (run.csv && fclose(run.csv) != 0) {
 		fprintf(stderr, "inferd-bench: cannot write %s\n", o.csv_file);

@@ -75,7 +75,74 @@ static bool ib_counted(const struct ib_rec *r, int stage)
 	return r->stage == stage && r->phase == 1;
 }
 
-/* Per-second series over the window, by the time each request ended. */
+/* One second of the window: its requests, and where its OK latencies go
+ * in the series' latency array. */
+struct ib_sec {
+	size_t n, n_ok, at, fill;
+	double audio;
+	long tokens;
+};
+
+/* The second of end time t of a window [w0, w1] of nb seconds, or -1: the
+ * last second takes the window's remainder (up to a second past w1). */
+static long ib_sec_of(double t, double w0, double w1, size_t nb)
+{
+	if (t < w0)
+		return -1;
+	double b = floor(t - w0);
+	if (b < (double)(nb - 1))
+		return (long)b;
+	return t < w1 + 1.0 ? (long)(nb - 1) : -1;
+}
+
+/* One more request of status key (its status, or "error") in second b. */
+static void ib_status_add(json_t *status, const struct ib_rec *r, size_t b, size_t nb)
+{
+	char key[16];
+	if (r->kind == IB_KIND_OK || r->kind == IB_KIND_HTTP)
+		snprintf(key, sizeof(key), "%d", r->status);
+	else
+		snprintf(key, sizeof(key), "error");
+	json_t *arr = json_object_get(status, key);
+	if (!arr) {
+		arr = json_array();
+		for (size_t k = 0; k < nb; k++)
+			json_array_append_new(arr, json_integer(0));
+		json_object_set_new(status, key, arr);
+	}
+	json_array_set_new(arr, b, json_integer(json_integer_value(json_array_get(arr, b)) + 1));
+}
+
+/* The OK latencies of the window's records into lat, grouped by second
+ * (sec[b].at onwards); counts and sums per second; the status series. */
+static void ib_secs_fill(const struct ib_run *run, int stage, double w0, double w1,
+			 struct ib_sec *sec, size_t nb, double *lat, json_t *status)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < run->n_recs; i++) {
+			const struct ib_rec *r = &run->recs[i];
+			long b = ib_counted(r, stage) ? ib_sec_of(r->t_end, w0, w1, nb) : -1;
+			if (b < 0)
+				continue;
+			struct ib_sec *s = &sec[b];
+			if (pass == 1) {
+				if (r->kind == IB_KIND_OK)
+					lat[s->at + s->fill++] = r->t_end - r->t_start;
+				continue;
+			}
+			s->n++;
+			s->n_ok += r->kind == IB_KIND_OK;
+			s->audio += r->audio_s;
+			s->tokens += r->tokens;
+			ib_status_add(status, r, (size_t)b, nb);
+		}
+		for (size_t b = 1; pass == 0 && b < nb; b++)
+			sec[b].at = sec[b - 1].at + sec[b - 1].n_ok;
+	}
+}
+
+/* Per-second series over the window, by the time each request ended (one
+ * pass over the records, however long the window). */
 static json_t *ib_timeseries(const struct ib_run *run, int stage, double w0, double w1)
 {
 	/* whole seconds; the last bucket takes the window's remainder (10 ms
@@ -86,54 +153,27 @@ static json_t *ib_timeseries(const struct ib_run *run, int stage, double w0, dou
 		nb = 1;
 	json_t *t = json_array(), *rps = json_array(), *rtfx = json_array(), *tps = json_array();
 	json_t *p50 = json_array(), *p99 = json_array(), *status = json_object();
+	struct ib_sec *sec = calloc(nb, sizeof(*sec));
 	double *lat = malloc(run->n_recs * sizeof(*lat) + 1);
+	if (!sec || !lat) {
+		fprintf(stderr, "inferd-bench: out of memory\n");
+		exit(2);
+	}
+	ib_secs_fill(run, stage, w0, w1, sec, nb, lat, status);
 	for (size_t b = 0; b < nb; b++) {
 		double b0 = w0 + (double)b, b1 = b + 1 == nb ? w1 : b0 + 1.0;
 		double width = b1 - b0 > 1e-3 ? b1 - b0 : 1e-3;
-		size_t n = 0;
-		double audio = 0.0;
-		long tokens = 0;
-		for (size_t i = 0; i < run->n_recs; i++) {
-			const struct ib_rec *r = &run->recs[i];
-			if (!ib_counted(r, stage) || r->t_end < b0 || r->t_end >= b1 + (b + 1 == nb))
-				continue;
-			if (lat && r->kind == IB_KIND_OK)
-				lat[n++] = r->t_end - r->t_start;
-			audio += r->audio_s;
-			tokens += r->tokens;
-			char key[16];
-			if (r->kind == IB_KIND_OK || r->kind == IB_KIND_HTTP)
-				snprintf(key, sizeof(key), "%d", r->status);
-			else
-				snprintf(key, sizeof(key), "error");
-			json_t *arr = json_object_get(status, key);
-			if (!arr) {
-				arr = json_array();
-				for (size_t k = 0; k < nb; k++)
-					json_array_append_new(arr, json_integer(0));
-				json_object_set_new(status, key, arr);
-			}
-			json_array_set_new(arr, b,
-					   json_integer(json_integer_value(json_array_get(arr, b)) + 1));
-		}
-		long all = 0;
-		const char *k;
-		json_t *v;
-		json_object_foreach(status, k, v)
-		all += (long)json_integer_value(json_array_get(v, b));
+		double *l = lat + sec[b].at;
+		size_t n = sec[b].n_ok;
 		json_array_append_new(t, json_real(b0 - w0));
-		json_array_append_new(rps, json_real((double)all / width));
-		json_array_append_new(rtfx, json_real(audio / width));
-		json_array_append_new(tps, json_real((double)tokens / width));
-		if (n) {
-			qsort(lat, n, sizeof(*lat), ib_cmp_double);
-			json_array_append_new(p50, json_real(ib_pct(lat, n, 50)));
-			json_array_append_new(p99, json_real(ib_pct(lat, n, 99)));
-		} else {
-			json_array_append_new(p50, json_null());
-			json_array_append_new(p99, json_null());
-		}
+		json_array_append_new(rps, json_real((double)sec[b].n / width));
+		json_array_append_new(rtfx, json_real(sec[b].audio / width));
+		json_array_append_new(tps, json_real((double)sec[b].tokens / width));
+		qsort(l, n, sizeof(*l), ib_cmp_double);
+		json_array_append_new(p50, n ? json_real(ib_pct(l, n, 50)) : json_null());
+		json_array_append_new(p99, n ? json_real(ib_pct(l, n, 99)) : json_null());
 	}
+	free(sec);
 	free(lat);
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "t", t, "rps", rps, "rtfx", rtfx,
 			 "tokens_per_s", tps, "latency_p50", p50, "latency_p99", p99, "status",
@@ -365,7 +405,8 @@ void ib_stats_csv_row(FILE *f, const struct ib_run *run, const struct ib_rec *r)
 	char num[32];
 	if (e->ep == IB_EP_HTTP_GET) {
 		input = "";
-	} else if (ib_endpoint_is_audio(e->ep) || e->audio_dir) {
+	} else if (ib_endpoint_is_audio(e->ep) || (e->ep == IB_EP_KSERVE_INFER && e->audio_dir)) {
+		/* (a text entry's audio_dir, from --audio, is not loaded) */
 		const char *p = run->audio[r->input].path, *s = strrchr(p, '/');
 		input = s ? s + 1 : p;
 	} else {

@@ -106,13 +106,25 @@ static void ib_sb_str(struct ib_sb *b, const char *s)
 static void ib_sb_fmt(struct ib_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ib_sb_fmt(struct ib_sb *b, const char *fmt, ...)
 {
-	char tmp[512];
+	char tmp[512], *big = NULL;
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		ib_sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+	if (n <= 0)
+		return;
+	if ((size_t)n >= sizeof(tmp)) { /* a long path, host or key: never cut */
+		big = malloc((size_t)n + 1);
+		if (!big) {
+			fprintf(stderr, "inferd-bench: out of memory\n");
+			exit(2);
+		}
+		va_start(ap, fmt);
+		vsnprintf(big, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	ib_sb_add(b, big ? big : tmp, (size_t)n);
+	free(big);
 }
 
 /* --- inputs ------------------------------------------------------------ */
@@ -130,15 +142,23 @@ static const char *ib_audio_ctype(const char *path)
 	return NULL;
 }
 
-static int ib_read_file(const char *path, unsigned char **data, size_t *len)
+/* Read a regular file whole: 0, or -1 with a reason in *why. */
+static int ib_read_file(const char *path, unsigned char **data, size_t *len, const char **why)
 {
 	FILE *f = fopen(path, "rb");
+	*why = strerror(errno);
 	if (!f)
 		return -1;
 	int rc = -1;
 	struct stat st;
-	if (fstat(fileno(f), &st) != 0 || st.st_size <= 0 || st.st_size > (1l << 30))
+	if (fstat(fileno(f), &st) != 0)
 		goto out_close;
+	*why = !S_ISREG(st.st_mode) ? "not a regular file"
+	       : st.st_size <= 0    ? "empty file"
+				    : "larger than 1 GiB";
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (1l << 30))
+		goto out_close;
+	*why = "short read";
 	*len = (size_t)st.st_size;
 	*data = malloc(*len);
 	if (!*data || fread(*data, 1, *len, f) != *len) {
@@ -156,8 +176,9 @@ static int ib_audio_load(struct ib_audio *a, const char *path)
 {
 	memset(a, 0, sizeof(*a));
 	a->ctype = ib_audio_ctype(path);
-	if (ib_read_file(path, &a->data, &a->len) != 0) {
-		fprintf(stderr, "inferd-bench: cannot read %s: %s\n", path, strerror(errno));
+	const char *why;
+	if (ib_read_file(path, &a->data, &a->len, &why) != 0) {
+		fprintf(stderr, "inferd-bench: cannot read %s: %s\n", path, why);
 		return -1;
 	}
 	SF_INFO info = {0};
@@ -181,6 +202,44 @@ static int ib_cmp_str(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
+/* The regular files of folder path with an audio extension, sorted by
+ * name, into *names / *n_names (a FIFO or a folder named x.wav is
+ * skipped: opening a FIFO would block). Returns 0 or -1 (out of memory, or
+ * the folder cannot be read). */
+static int ib_audio_list(const char *path, char ***names, size_t *n_names)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	if (!d) {
+		fprintf(stderr, "inferd-bench: --audio %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (!ib_audio_ctype(e->d_name))
+			continue;
+		size_t l = strlen(path) + strlen(e->d_name) + 2;
+		char *full = malloc(l);
+		char **nn = full ? realloc(*names, (*n_names + 1) * sizeof(**names)) : NULL;
+		if (!nn) {
+			free(full);
+			closedir(d);
+			return -1;
+		}
+		*names = nn;
+		snprintf(full, l, "%s/%s", path, e->d_name);
+		if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
+			free(full);
+			continue;
+		}
+		(*names)[(*n_names)++] = full;
+	}
+	closedir(d);
+	if (*n_names)
+		qsort(*names, *n_names, sizeof(**names), ib_cmp_str);
+	return 0;
+}
+
 /* Append the audio files of path (a file, or a folder's audio files by
  * name) to run->audio; *first / *n the range added. */
 static int ib_audio_add(struct ib_run *run, const char *path, size_t *first, size_t *n)
@@ -194,27 +253,11 @@ static int ib_audio_add(struct ib_run *run, const char *path, size_t *first, siz
 		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		DIR *d = opendir(path);
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			if (!ib_audio_ctype(e->d_name))
-				continue;
-			char **nn = realloc(names, (n_names + 1) * sizeof(*names));
-			size_t l = strlen(path) + strlen(e->d_name) + 2;
-			char *full = malloc(l);
-			if (!nn || !full) {
-				free(nn ? NULL : full);
-				names = nn ? nn : names;
-				closedir(d);
-				goto out_free;
-			}
-			names = nn;
-			snprintf(full, l, "%s/%s", path, e->d_name);
-			names[n_names++] = full;
-		}
-		if (d)
-			closedir(d);
-		qsort(names, n_names, sizeof(*names), ib_cmp_str);
+		if (ib_audio_list(path, &names, &n_names) != 0)
+			goto out_free;
+	} else if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "inferd-bench: --audio %s: not a regular file or a folder\n", path);
+		return -1;
 	} else {
 		names = malloc(sizeof(*names));
 		if (!names || !(names[0] = strdup(path)))
@@ -222,7 +265,8 @@ static int ib_audio_add(struct ib_run *run, const char *path, size_t *first, siz
 		n_names = 1;
 	}
 	if (!n_names) {
-		fprintf(stderr, "inferd-bench: --audio %s: no .wav/.flac/.ogg/.mp3/.opus file\n", path);
+		fprintf(stderr, "inferd-bench: --audio %s: no regular .wav/.flac/.ogg/.mp3/.opus "
+				"file\n", path);
 		goto out_free;
 	}
 	struct ib_audio *a = realloc(run->audio, (run->n_audio + n_names) * sizeof(*a));
@@ -283,7 +327,7 @@ static json_t *ib_prompts_load(const char *file)
 		if (i == (size_t)n)
 			continue;
 		json_error_t e;
-		json_t *v = json_loads(line, JSON_DECODE_ANY, &e);
+		json_t *v = json_loadb(line, (size_t)n, JSON_DECODE_ANY, &e);
 		bool ok = v && (json_is_string(v) ||
 				(json_is_object(v) && (json_is_string(json_object_get(v, "prompt")) ||
 						       json_is_array(json_object_get(v, "messages")))));
@@ -365,8 +409,10 @@ static void ib_head(struct ib_sb *h, const struct ib_opts *o, const char *method
 		    const char *path, const char *ctype, size_t body_len, bool token_auth,
 		    bool sse)
 {
-	ib_sb_fmt(h, "%s %s%s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: inferd-bench/%s\r\n", method,
-		  o->prefix, path, o->host, o->port, IB_VERSION);
+	bool v6 = strchr(o->host, ':') != NULL; /* an IPv6 literal goes in brackets */
+	ib_sb_fmt(h, "%s %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: inferd-bench/%s\r\n",
+		  method, o->prefix, path, v6 ? "[" : "", o->host, v6 ? "]" : "", o->port,
+		  IB_VERSION);
 	if (ctype)
 		ib_sb_fmt(h, "Content-Type: %s\r\nContent-Length: %zu\r\n", ctype, body_len);
 	ib_sb_str(h, sse ? "Accept: text/event-stream\r\n" : "Accept: application/json\r\n");
@@ -388,6 +434,14 @@ static void ib_multipart_field(struct ib_sb *b, const char *name, const char *va
 		  name);
 	ib_sb_str(b, value);
 	ib_sb_str(b, "\r\n");
+}
+
+/* KServe's /v2/models/{model}/infer, the model name percent-encoded. */
+static void ib_kserve_path(struct ib_sb *p, const char *model)
+{
+	ib_sb_str(p, "/v2/models/");
+	ib_sb_query(p, model);
+	ib_sb_str(p, "/infer");
 }
 
 static const char *ib_basename(const char *p)
@@ -438,7 +492,7 @@ static void ib_build_audio(struct ib_sb *h, struct ib_sb *b, const struct ib_opt
 					 (unsigned char)(a->len >> 24)};
 		ib_sb_add(b, len4, 4);
 		ib_sb_add(b, a->data, a->len);
-		ib_sb_fmt(&path, "/v2/models/%s/infer", e->model);
+		ib_kserve_path(&path, e->model);
 		char extra[64];
 		snprintf(extra, sizeof(extra), "Inference-Header-Content-Length: %zu", hl);
 		struct ib_opts o2 = *o;
@@ -466,8 +520,7 @@ static void ib_build_text(struct ib_sb *h, struct ib_sb *b, const struct ib_opts
 {
 	json_t *body = NULL;
 	const char *path = e->path;
-	char kpath[512];
-	struct ib_sb text = {0};
+	struct ib_sb text = {0}, kpath = {0};
 	switch (e->ep) {
 	case IB_EP_OPENAI_COMPLETIONS:
 		ib_prompt_text(prompt, &text);
@@ -488,8 +541,8 @@ static void ib_build_text(struct ib_sb *h, struct ib_sb *b, const struct ib_opts
 				 "TEXT_INPUT", "shape", 1, "datatype", "BYTES", "data",
 				 text.p ? text.p : "", "parameters", "max_tokens", e->max_tokens,
 				 "temperature", e->temperature);
-		snprintf(kpath, sizeof(kpath), "/v2/models/%s/infer", e->model);
-		path = path ? path : kpath;
+		ib_kserve_path(&kpath, e->model);
+		path = path ? path : kpath.p;
 		break;
 	}
 	char *js = json_dumps(body, JSON_COMPACT);
@@ -502,6 +555,7 @@ static void ib_build_text(struct ib_sb *h, struct ib_sb *b, const struct ib_opts
 	ib_sb_str(b, js);
 	free(js);
 	ib_head(h, o, "POST", path, "application/json", b->len, false, e->stream);
+	free(kpath.p);
 }
 
 static void ib_tmpl_set(struct ib_tmpl *t, struct ib_sb *h, struct ib_sb *b, double audio_s,
@@ -575,10 +629,18 @@ static int ib_entry_build(struct ib_run *run, const struct ib_opts *o, struct ib
 
 /* --- workload file ----------------------------------------------------- */
 
-static char *ib_dup_or(json_t *v, const char *dflt)
+/* Field key of entry j as a new string, or a copy of dflt (may be NULL)
+ * when it is absent; -1 when it is there but not a string. */
+static int ib_str_field(json_t *j, const char *key, const char *dflt, char **out, size_t i)
 {
-	const char *s = json_is_string(v) ? json_string_value(v) : dflt;
-	return s ? strdup(s) : NULL;
+	json_t *v = json_object_get(j, key);
+	if (v && !json_is_string(v)) {
+		fprintf(stderr, "inferd-bench: requests[%zu].%s: expected a string\n", i, key);
+		return -1;
+	}
+	const char *s = v ? json_string_value(v) : dflt;
+	*out = s ? strdup(s) : NULL;
+	return 0;
 }
 
 static int ib_order(json_t *v, bool dflt, bool *out, const char *what, size_t i)
@@ -636,32 +698,73 @@ static int ib_workload_entry(json_t *j, size_t i, const struct ib_entry *dflt, s
 		fprintf(stderr, "inferd-bench: requests[%zu].weight: expected a number\n", i);
 		return -1;
 	}
-	if (!(e->weight > 0) || !isfinite(e->weight)) {
-		fprintf(stderr, "inferd-bench: requests[%zu].weight: expected a number > 0\n", i);
+	if (!(e->weight > 0) || !(e->weight <= 1e9)) { /* their sum stays finite */
+		fprintf(stderr, "inferd-bench: requests[%zu].weight: expected a number in (0, 1e9]\n",
+			i);
 		return -1;
 	}
 	json_t *mt = json_object_get(j, "max_tokens"), *t = json_object_get(j, "temperature");
 	json_t *st = json_object_get(j, "stream");
 	if ((mt && (!json_is_integer(mt) || json_integer_value(mt) < 1 ||
 		    json_integer_value(mt) > 1000000)) ||
-	    (t && (!json_is_number(t) || json_number_value(t) < 0)) || (st && !json_is_boolean(st))) {
-		fprintf(stderr, "inferd-bench: requests[%zu]: max_tokens must be an integer >= 1, "
-				"temperature a number >= 0, stream a boolean\n", i);
+	    (t && (!json_is_number(t) || json_number_value(t) < 0 || json_number_value(t) > 100)) ||
+	    (st && !json_is_boolean(st))) {
+		fprintf(stderr, "inferd-bench: requests[%zu]: max_tokens must be an integer in "
+				"[1, 1000000], temperature a number in [0, 100], stream a boolean\n", i);
 		return -1;
 	}
 	e->max_tokens = mt ? (int)json_integer_value(mt) : dflt->max_tokens;
 	e->temperature = t ? json_number_value(t) : dflt->temperature;
 	e->stream = st ? json_is_true(st) : dflt->stream;
 	const char *dm = ib_endpoint_is_audio(e->ep) ? "whisper-tiny.en" : "gemma-3-270m";
-	e->model = ib_dup_or(json_object_get(j, "model"), dflt->model ? dflt->model : dm);
-	e->path = ib_dup_or(json_object_get(j, "path"), NULL);
-	e->audio_dir = ib_dup_or(json_object_get(j, "audio"), dflt->audio_dir);
-	e->prompts_file = ib_dup_or(json_object_get(j, "prompts"), dflt->prompts_file);
-	if (ib_order(json_object_get(j, "audio_order"), dflt->audio_random, &e->audio_random,
+	if (ib_str_field(j, "model", dflt->model ? dflt->model : dm, &e->model, i) ||
+	    ib_str_field(j, "path", NULL, &e->path, i) ||
+	    ib_str_field(j, "audio", dflt->audio_dir, &e->audio_dir, i) ||
+	    ib_str_field(j, "prompts", dflt->prompts_file, &e->prompts_file, i) ||
+	    ib_order(json_object_get(j, "audio_order"), dflt->audio_random, &e->audio_random,
 		     "audio_order", i) ||
 	    ib_order(json_object_get(j, "prompt_order"), dflt->prompt_random, &e->prompt_random,
 		     "prompt_order", i))
 		return -1;
+	return 0;
+}
+
+/* Whether s can go into a request line as it is: printable ASCII without
+ * spaces or '#' (anything else must be percent-encoded). */
+static bool ib_target_ok(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f || *s == '#')
+			return false;
+	return true;
+}
+
+/* Whether s (or NULL) is valid UTF-8: the run's JSON holds it. */
+static bool ib_utf8_or_null(const char *s)
+{
+	json_t *j = s ? json_string(s) : NULL;
+	json_decref(j);
+	return !s || j;
+}
+
+/* An entry's path fits a request line, and its model and file names fit
+ * JSON strings (what names the field in messages: "--" or
+ * "requests[i]."). */
+static int ib_entry_check(const struct ib_entry *e, const char *what)
+{
+	if (e->path && (e->path[0] != '/' || !ib_target_ok(e->path))) {
+		fprintf(stderr, "inferd-bench: %spath '%s': expected a path starting with / without "
+				"spaces, control or non-ASCII bytes (percent-encode them)\n", what,
+			e->path);
+		return -1;
+	}
+	const char *names[] = {"model", "audio", "prompts"};
+	const char *vals[] = {e->model, e->audio_dir, e->prompts_file};
+	for (size_t k = 0; k < 3; k++)
+		if (!ib_utf8_or_null(vals[k])) {
+			fprintf(stderr, "inferd-bench: %s%s: not UTF-8\n", what, names[k]);
+			return -1;
+		}
 	return 0;
 }
 
@@ -711,7 +814,11 @@ int ib_work_load(struct ib_run *run, const struct ib_opts *o)
 	}
 	run->weight_sum = 0.0;
 	for (size_t i = 0; i < run->n_entries; i++) {
-		if (ib_entry_build(run, o, &run->entries[i]) != 0)
+		char what[40] = "--";
+		if (o->workload_file)
+			snprintf(what, sizeof(what), "requests[%zu].", i);
+		if (ib_entry_check(&run->entries[i], what) != 0 ||
+		    ib_entry_build(run, o, &run->entries[i]) != 0)
 			return -1;
 		run->weight_sum += run->entries[i].weight;
 	}
@@ -751,7 +858,8 @@ const struct ib_tmpl *ib_work_pick(struct ib_run *run, int *entry)
 	}
 	struct ib_entry *e = &run->entries[i];
 	*entry = (int)i;
-	bool random = ib_endpoint_is_audio(e->ep) ? e->audio_random : e->prompt_random;
+	bool audio = ib_endpoint_is_audio(e->ep) || (e->ep == IB_EP_KSERVE_INFER && e->audio_dir);
+	bool random = audio ? e->audio_random : e->prompt_random;
 	size_t k;
 	if (random)
 		k = (size_t)(ib_rng_unit(&run->rng) * (double)e->n_tmpl);

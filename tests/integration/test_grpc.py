@@ -208,3 +208,24 @@ def test_no_grpc_port_by_default():
         assert "gRPC" not in d.stderr_text()
     finally:
         assert d.stop() == 0
+
+
+def test_model_config_and_statistics(client, daemon):
+    """Triton's extensions perf_analyzer reads before it measures."""
+    cfg = client.get_model_config("whisper-tiny.en", as_json=True)["config"]
+    assert cfg["name"] == "whisper-tiny.en" and cfg.get("max_batch_size", 0) == 0
+    assert cfg["input"][0]["name"] == "AUDIO" and cfg["input"][0]["data_type"] == "TYPE_STRING"
+    assert [o["name"] for o in cfg["output"]] == ["TRANSCRIPT", "SEGMENTS"]
+    rest = request(daemon.port, "GET", "/v2/models/whisper-tiny.en/config").json()
+    assert rest["input"][0]["name"] == "AUDIO" and rest["output"][1]["name"] == "SEGMENTS"
+    text = tg.InferInput("TEXT_INPUT", [1], "BYTES")
+    text.set_data_from_numpy(np.array([PROMPT], dtype=np.object_))
+    client.infer("gemma-3-270m", [text], parameters={"max_tokens": 2})
+    st = client.get_inference_statistics("gemma-3-270m", as_json=True)["model_stats"][0]
+    assert st["name"] == "gemma-3-270m" and int(st["inference_count"]) >= 1
+    inf = st["inference_stats"]
+    counts = {k: int(inf[k].get("count", 0)) for k in ("compute_input", "compute_infer", "compute_output")}
+    assert len(set(counts.values())) == 1 and counts["compute_infer"] >= 1, counts
+    every = client.get_inference_statistics(as_json=True)["model_stats"]
+    assert {m["name"] for m in every} == {"whisper-tiny.en", "gemma-3-270m"}
+    assert status_of(lambda: client.get_model_config("nope"))[0] == "StatusCode.NOT_FOUND"
