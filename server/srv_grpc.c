@@ -35,6 +35,8 @@ struct srv_grpc_write {
 };
 
 static void srv_grpc_conn_close(struct srv_grpc_conn *c);
+static void srv_grpc_stream_messages(struct srv_grpc_stream *s);
+
 
 /* --- streams -------------------------------------------------------------- */
 
@@ -126,6 +128,7 @@ static int srv_grpc_on_header(nghttp2_session *h2, const nghttp2_frame *f, const
 		size_t k = valuelen < sizeof(s->path) ? valuelen : 0; /* too long: unknown */
 		memcpy(s->path, value, k);
 		s->path[k] = '\0';
+		s->streaming = !strcmp(s->path, "/inference.GRPCInferenceService/ModelStreamInfer");
 	} else if (srv_grpc_is(name, namelen, "content-type")) {
 		s->grpc_type = valuelen >= 16 && !memcmp(value, "application/grpc", 16) &&
 			       (valuelen == 16 || value[16] == '+' || value[16] == ';');
@@ -145,6 +148,16 @@ static int srv_grpc_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, cons
 	struct srv_grpc_stream *s = nghttp2_session_get_stream_user_data(h2, id);
 	if (!s || s->too_big || s->dispatched)
 		return 0;
+	if (s->streaming) {
+		if (srv_buf_append(&s->in, data, len)) {
+			s->too_big = true;
+			srv__grpc_stream_fail(s, SRV_GRPC_RESOURCE_EXHAUSTED,
+					     "a message is larger than limits.max_body_bytes");
+			return 0;
+		}
+		srv_grpc_stream_messages(s);
+		return 0;
+	}
 	if (srv_buf_append(&s->in, data, len)) {
 		s->too_big = true;
 		s->dispatched = true;
@@ -220,6 +233,30 @@ static void srv_grpc_request_done(struct srv_grpc_stream *s)
 	srv_buf_fini(&plain);
 }
 
+/* ModelStreamInfer: run every complete message in s->in, keep the rest. */
+static void srv_grpc_stream_messages(struct srv_grpc_stream *s)
+{
+	size_t off = 0;
+	const uint8_t *p = (const uint8_t *)s->in.data;
+	while (s->in.len - off >= 5 && !s->dispatched) {
+		const uint8_t *h = p + off;
+		size_t len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+		if (h[0] != 0) {
+			srv__grpc_stream_fail(s, SRV_GRPC_UNIMPLEMENTED,
+					     "compressed messages on ModelStreamInfer");
+			return;
+		}
+		if (s->in.len - off - 5 < len)
+			break;
+		srv__grpc_stream_message(s, h + 5, len);
+		off += 5 + len;
+	}
+	if (off) {
+		memmove(s->in.data, s->in.data + off, s->in.len - off);
+		s->in.len -= off;
+	}
+}
+
 static int srv_grpc_on_frame(nghttp2_session *h2, const nghttp2_frame *f, void *ud)
 {
 	(void)ud;
@@ -227,8 +264,15 @@ static int srv_grpc_on_frame(nghttp2_session *h2, const nghttp2_frame *f, void *
 	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
 	struct srv_grpc_stream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
-	if (s && !s->dispatched)
+	if (s && s->streaming) {
+		s->client_done = true;
+		if (s->in.len && !s->too_big)
+			srv__grpc_stream_fail(s, SRV_GRPC_INTERNAL, "the stream ends inside a message");
+		else
+			srv__grpc_stream_maybe_end(s);
+	} else if (s && !s->dispatched) {
 		srv_grpc_request_done(s);
+	}
 	return 0;
 }
 
@@ -246,6 +290,21 @@ static int srv_grpc_on_close(nghttp2_session *h2, int32_t id, uint32_t code, voi
 
 /* --- answers ---------------------------------------------------------------- */
 
+static void srv_grpc_pct(const char *in, char *out, size_t cap);
+
+/* Trailers: grpc-status, and grpc-message when not OK. */
+static int srv_grpc_trailers(nghttp2_session *h2, int32_t id, int status, const char *message)
+{
+	char code[8], text[768];
+	snprintf(code, sizeof(code), "%d", status);
+	srv_grpc_pct(message, text, sizeof(text));
+	nghttp2_nv t[] = {
+		{ (uint8_t *)"grpc-status", (uint8_t *)code, 11, strlen(code), NGHTTP2_NV_FLAG_NONE },
+		{ (uint8_t *)"grpc-message", (uint8_t *)text, 12, strlen(text), NGHTTP2_NV_FLAG_NONE },
+	};
+	return nghttp2_submit_trailer(h2, id, t, status ? 2 : 1);
+}
+
 static ssize_t srv_grpc_read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
 				  uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
@@ -253,14 +312,21 @@ static ssize_t srv_grpc_read_body(nghttp2_session *h2, int32_t id, uint8_t *buf,
 	struct srv_grpc_stream *s = src->ptr;
 	size_t left = s->out.len - s->out_off;
 	size_t k = left < length ? left : length;
+	if (s->streaming && k == 0 && !s->ending) {
+		s->deferred = true;
+		return NGHTTP2_ERR_DEFERRED;
+	}
 	memcpy(buf, s->out.data + s->out_off, k);
 	s->out_off += k;
+	if (s->streaming && s->out_off == s->out.len) { /* sent all: reuse the buffer */
+		s->out.len = 0;
+		s->out_off = 0;
+	}
+	if (s->streaming && !s->ending)
+		return (ssize_t)k;
 	if (s->out_off == s->out.len) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-		nghttp2_nv t[] = {
-			{ (uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, NGHTTP2_NV_FLAG_NONE },
-		};
-		if (nghttp2_submit_trailer(h2, id, t, 1))
+		if (srv_grpc_trailers(h2, id, s->status, s->message))
 			return NGHTTP2_ERR_CALLBACK_FAILURE;
 	}
 	return (ssize_t)k;
@@ -313,6 +379,72 @@ void srv__grpc_respond(struct srv_grpc_stream *s, int status, const void *msg, s
 						  NGHTTP2_INTERNAL_ERROR);
 	}
 	srv__grpc_flush(c);
+}
+
+static int srv_grpc_stream_headers(struct srv_grpc_stream *s)
+{
+	if (s->headers_sent)
+		return 0;
+	s->headers_sent = true;
+	nghttp2_nv hs[] = { SRV_GRPC_NV(":status", "200"),
+			    SRV_GRPC_NV("content-type", "application/grpc"),
+			    SRV_GRPC_NV("grpc-accept-encoding", "identity,gzip") };
+	nghttp2_data_provider dp = { .source.ptr = s, .read_callback = srv_grpc_read_body };
+	return nghttp2_submit_response(s->conn->h2, s->id, hs, 3, &dp) ? -ST_NOMEM : 0;
+}
+
+int srv__grpc_stream_send(struct srv_grpc_stream *s, const void *msg, size_t n)
+{
+	uint8_t hdr[5] = { 0, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8),
+			   (uint8_t)n };
+	if (srv_buf_append(&s->out, hdr, 5) || srv_buf_append(&s->out, msg, n))
+		return -ST_TOOBIG;
+	int rc = srv_grpc_stream_headers(s);
+	if (!rc && s->deferred) {
+		s->deferred = false;
+		nghttp2_session_resume_data(s->conn->h2, s->id);
+	}
+	srv__grpc_flush(s->conn);
+	return rc;
+}
+
+void srv__grpc_stream_maybe_end(struct srv_grpc_stream *s)
+{
+	if (!s->client_done || s->n_running > 0 || s->ending)
+		return;
+	s->ending = true; /* the answer is complete */
+	if (!s->headers_sent && s->status != SRV_GRPC_OK) {
+		srv__grpc_respond(s, s->status, NULL, 0, s->message);
+		return;
+	}
+	if (!s->headers_sent) { /* no request came: trailers-only OK */
+		nghttp2_nv hs[] = { SRV_GRPC_NV(":status", "200"),
+				    SRV_GRPC_NV("content-type", "application/grpc"),
+				    SRV_GRPC_NV("grpc-status", "0") };
+		nghttp2_submit_response(s->conn->h2, s->id, hs, 3, NULL);
+		srv__grpc_flush(s->conn);
+		return;
+	}
+	if (s->deferred) {
+		s->deferred = false;
+		nghttp2_session_resume_data(s->conn->h2, s->id);
+	}
+	srv__grpc_flush(s->conn);
+}
+
+/* End a ModelStreamInfer call in error: stop reading its messages, cancel
+ * its running requests; the status goes out in the trailers once they
+ * have ended. */
+void srv__grpc_stream_fail(struct srv_grpc_stream *s, int status, const char *message)
+{
+	if (s->status == SRV_GRPC_OK) {
+		s->status = status;
+		snprintf(s->message, sizeof(s->message), "%s", message);
+	}
+	s->dispatched = true;
+	s->client_done = true;
+	srv__grpc_stream_gone(s);
+	srv__grpc_stream_maybe_end(s);
 }
 
 /* --- the connection ---------------------------------------------------------- */

@@ -30,6 +30,7 @@
 
 #define SRV_GRPC_MAX_STREAMS 128       /* concurrent streams per connection */
 #define SRV_GRPC_MAX_QUEUED (4u << 20) /* written-but-unsent bytes before reading pauses */
+#define SRV_GRPC_STREAM_MAX_RUNNING 16 /* ModelStreamInfer requests in flight per stream */
 
 /* gRPC status codes (grpc/grpc doc/statuscodes.md). */
 enum srv_grpc_status {
@@ -64,6 +65,17 @@ struct srv_grpc_stream {
 	char message[256];	/* grpc-message */
 	void *job;		/* work in flight (srv_grpc_call.c), or NULL */
 	volatile int *cancel;	/* the job's cancel flag while it runs */
+	/* ModelStreamInfer: messages are taken as they complete, answers go
+	 * out as they come (out grows; the data provider defers when it has
+	 * sent everything), trailers once the client has finished sending and
+	 * no request of the stream runs */
+	bool streaming;
+	bool headers_sent;	/* the response HEADERS went out */
+	bool client_done;	/* END_STREAM from the client */
+	bool deferred;		/* the data provider is waiting for out to grow */
+	bool ending;		/* the trailers (status, message) are on their way */
+	int n_running;		/* its requests in flight */
+	volatile int *cancels[SRV_GRPC_STREAM_MAX_RUNNING];
 };
 
 /* One connection. */
@@ -102,6 +114,20 @@ void srv__grpc_close_all(struct srv *srv);
  * status != OK. Loop thread. */
 void srv__grpc_respond(struct srv_grpc_stream *s, int status, const void *msg, size_t n,
 		       const char *message);
+/* srv__grpc_stream_send - ModelStreamInfer: queue one framed message of
+ * packed bytes [n] on s (the response HEADERS first if not sent yet), and
+ * wake the data provider. */
+int srv__grpc_stream_send(struct srv_grpc_stream *s, const void *msg, size_t n);
+/* srv__grpc_stream_maybe_end - ModelStreamInfer: send the trailers (grpc-
+ * status 0) once the client is done and nothing runs. */
+void srv__grpc_stream_maybe_end(struct srv_grpc_stream *s);
+/* srv__grpc_stream_fail - ModelStreamInfer: end the call with status and
+ * message (in the trailers once its running requests, now cancelled,
+ * have ended); its further messages are dropped. */
+void srv__grpc_stream_fail(struct srv_grpc_stream *s, int status, const char *message);
+/* srv__grpc_stream_message - ModelStreamInfer: run one request message
+ * (srv_grpc_call.c). */
+void srv__grpc_stream_message(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
 /* srv__grpc_flush - write what the session has to send. */
 void srv__grpc_flush(struct srv_grpc_conn *c);
 /* srv__grpc_work_done - a job that held c ended (it may close now). */

@@ -229,3 +229,68 @@ def test_model_config_and_statistics(client, daemon):
     every = client.get_inference_statistics(as_json=True)["model_stats"]
     assert {m["name"] for m in every} == {"whisper-tiny.en", "gemma-3-270m"}
     assert status_of(lambda: client.get_model_config("nope"))[0] == "StatusCode.NOT_FOUND"
+
+
+def stream_collect(client, sends, want_finals, timeout=60):
+    """Run ModelStreamInfer with the (model, inputs, kwargs) in sends;
+    collect text per request id until want_finals final responses."""
+    import queue
+    import time
+    q = queue.Queue()
+    client.start_stream(callback=lambda result, error: q.put((result, error)))
+    try:
+        for model, inputs, kw in sends:
+            client.async_stream_infer(model, inputs, **kw)
+        texts, errors, finals, pieces = {}, [], 0, 0
+        deadline = time.time() + timeout
+        while finals < want_finals and time.time() < deadline:
+            r, e = q.get(timeout=max(0.1, deadline - time.time()))
+            if e:
+                errors.append(str(e))
+                continue
+            resp = r.get_response()
+            texts.setdefault(resp.id, "")
+            texts[resp.id] += text_of(r.as_numpy("TEXT_OUTPUT")[0])
+            pieces += 1
+            finals += resp.parameters["triton_final_response"].bool_param
+        return texts, errors, pieces
+    finally:
+        client.stop_stream()
+
+
+def test_stream_infer_streams_generated_text(client):
+    inp = tg.InferInput("TEXT_INPUT", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([PROMPT], dtype=np.object_))
+    p = {"max_tokens": 10, "temperature": 0}
+    texts, errors, pieces = stream_collect(client, [
+        ("gemma-3-270m", [inp], {"parameters": p, "request_id": "a"}),
+        ("nope", [inp], {"request_id": "x"}),
+        ("gemma-3-270m", [inp], {"parameters": {"max_tokens": 4, "temperature": 0},
+                                 "request_id": "b"}),
+    ], want_finals=2)
+    unary = text_of(client.infer("gemma-3-270m", [inp], parameters=p).as_numpy("TEXT_OUTPUT")[0])
+    assert texts["a"] == unary  # the pieces make up the same completion
+    assert unary.startswith(texts["b"]) and texts["b"]
+    assert pieces > 2  # streamed, not one answer per request
+    assert any("unknown model 'nope'" in e for e in errors), errors
+
+
+def test_stream_infer_cancel_stops_the_work(client, daemon):
+    def cancelled():
+        st = request(daemon.port, "GET", "/v2/models/gemma-3-270m/stats").json()
+        return st["model_stats"][0]["inferd"]["requests"]["cancelled"]
+    before = cancelled()
+    import queue
+    import time
+    q = queue.Queue()
+    client.start_stream(callback=lambda result, error: q.put((result, error)))
+    inp = tg.InferInput("TEXT_INPUT", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([PROMPT], dtype=np.object_))
+    client.async_stream_infer("gemma-3-270m", [inp], parameters={"max_tokens": 2000})
+    q.get(timeout=30)  # generation has begun
+    client.stop_stream(cancel_requests=True)  # RST_STREAM
+    deadline = time.time() + 20
+    while cancelled() == before and time.time() < deadline:
+        time.sleep(0.1)
+    assert cancelled() == before + 1
+    assert client.is_server_live()
