@@ -2,15 +2,19 @@
 # then a slim runtime stage with only the shared libraries it links.
 #
 #   docker build -t inferd .                         # models from a volume
-#   docker run -p 8080:8080 -v "$PWD/models:/models:ro" inferd
+#   docker run -p 8080:8080 -p 8081:8081 -v ~/.cache/inferd/models:/models:ro inferd
+# (the folder scripts/fetch-models fills; models/ in a checkout holds only
+# symlinks into it, which a container cannot follow)
 #   docker build --build-arg BAKE_MODELS=1 -t inferd:baked .   # models inside
 #
 # The daemon is PID 1: it handles SIGTERM itself (stops accepting, lets
 # in-flight requests finish, exits 0; see limits.drain_timeout_ms) and
 # starts no child processes, so there are no zombies to reap and no init is
 # needed. Configuration: /etc/inferd/inferd.json (deploy/inferd.json), or
-# flags (`docker run inferd --listen 0.0.0.0:9000`), or the environment
-# (INFERD_CONFIG, INFERD_LISTEN, INFERD_API_KEY). scripts/container-smoke
+# the environment (INFERD_CONFIG, INFERD_LISTEN, INFERD_GRPC_LISTEN,
+# INFERD_API_KEY), or flags (`docker run inferd --config /etc/my.json`).
+# The HEALTHCHECK takes the HTTP port from INFERD_LISTEN: to serve on
+# another port, set INFERD_LISTEN (not --listen). scripts/container-smoke
 # builds and runs this file without a Docker engine (buildah, chroot).
 ARG BASE_IMAGE=debian:bookworm-slim
 

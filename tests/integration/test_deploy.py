@@ -81,9 +81,20 @@ def test_k8s_probes_and_shutdown_timings_agree():
     assert sp["periodSeconds"] * sp["failureThreshold"] >= 120  # model load allowance
     cfg = json.loads(m[("ConfigMap", "inferd-config")]["data"]["inferd.json"])
     drain_s = cfg["limits"]["drain_timeout_ms"] / 1000
-    pre_s = c["lifecycle"]["preStop"]["sleep"]["seconds"]
+    cmd = c["lifecycle"]["preStop"]["exec"]["command"]
+    assert cmd[0] == "sleep"
+    pre_s = float(cmd[1])
     assert pre_s + drain_s < pod["terminationGracePeriodSeconds"]
     assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    assert c["resources"]["requests"] == c["resources"]["limits"]  # Guaranteed
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert c[probe].get("timeoutSeconds", 1) >= 3, probe
+    assert "replicas" not in dep["spec"]  # the HPA owns the count
+    # the ConfigMap's replicas use the CPUs the limit gives (no more threads)
+    cpus = int(c["resources"]["limits"]["cpu"])
+    for mo in json.loads(m[("ConfigMap", "inferd-config")]["data"]["inferd.json"])["models"]:
+        assert sum(r["threads"] for r in mo["replicas"]) == cpus, mo
     assert {e["name"]: e.get("value") for e in c["env"]}["INFERD_CONFIG"] == "/etc/inferd/inferd.json"
     mounts = {v["mountPath"]: v for v in c["volumeMounts"]}
     assert "/etc/inferd" in mounts and "/models" in mounts
@@ -143,6 +154,9 @@ def test_compose_matches_the_compose_spec():
         drain_ms = json.load(f).get("limits", {}).get("drain_timeout_ms", 30000)
     assert grace > drain_ms / 1000
     assert any(v.endswith(":/models:ro") for v in inf["volumes"])
+    # the models folder must be given, absolute (a relative path or the
+    # checkout's symlinks do not reach into a container)
+    assert c["volumes"]["models"]["driver_opts"]["device"].startswith("${INFERD_MODELS_DIR:?")
     assert "/v2/health/ready" in " ".join(inf["healthcheck"]["test"])
     assert c["services"]["nginx"]["depends_on"]["inferd"]["condition"] == "service_healthy"
     # and the schema check can fail: a service with a misspelt key
@@ -161,13 +175,19 @@ def test_nginx_conf_passes_nginx_t(tmp_path):
     assert os.access(nginx, os.X_OK), "nginx missing: scripts/install-deps installs it"
     with open(os.path.join(DEPLOY, "nginx.conf")) as f:
         conf = f.read()
-    assert "proxy_next_upstream" in conf and "least_conn" in conf
-    # Docker's DNS name and resolver are not here: point them at loopback
-    conf = conf.replace("inferd:8080", "127.0.0.1:8080").replace("127.0.0.11", "127.0.0.1")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    conf = conf.replace("listen 8080;", "listen 127.0.0.1:%d;" % port)
+    assert "proxy_next_upstream" in conf and "least_conn" in conf and "grpc_pass" in conf
+    # inferd's own 504 (the request's deadline passed) is not retried elsewhere
+    assert not any("http_504" in line for line in conf.splitlines()
+                   if "next_upstream " in line), conf
+    # Docker's DNS names are not here: point them at loopback
+    conf = conf.replace("inferd:8080", "127.0.0.1:8080").replace("inferd:8081", "127.0.0.1:8081")
+    ports = []
+    for _ in range(2):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    conf = conf.replace("listen 8080;", "listen 127.0.0.1:%d;" % ports[0])
+    conf = conf.replace("listen 8081 http2;", "listen 127.0.0.1:%d http2;" % ports[1])
     conf = "pid %s/nginx.pid;\nerror_log %s/error.log;\n" % (tmp_path, tmp_path) + conf
     p = tmp_path / "nginx.conf"
     p.write_text(conf)
