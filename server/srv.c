@@ -87,7 +87,8 @@ static void srv_on_signal(uv_signal_t *s, int signum)
 		srv_stop_loop(srv);
 		return;
 	}
-	fprintf(stderr, "inferd: %s: draining %d connection(s)\n", strsignal(signum), srv->n_conns);
+	fprintf(stderr, "inferd: %s: draining %d connection(s)\n", strsignal(signum),
+		srv->n_conns + srv->n_grpc_conns);
 	srv->draining = true;
 	uv_close((uv_handle_t *)&srv->listener, srv_close_cb);
 	uv_timer_start(&srv->drain_timer, srv_drain_timeout_cb,

@@ -731,7 +731,7 @@ int srv__conn_accept(struct srv *srv, uv_stream_t *listener)
 	uv_tcp_nodelay(&conn->h.tcp, 1);
 	srv_conn_remote(conn);
 	srv_conn_start(srv, conn);
-	if (srv->n_conns > srv->cfg->max_connections) {
+	if (srv->n_conns + srv->n_grpc_conns > srv->cfg->max_connections) {
 		srv->metrics.connections_rejected++;
 		conn->req.keep_alive = false;
 		srv__req_add_header(&conn->req, "Retry-After", "1");

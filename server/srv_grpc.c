@@ -49,6 +49,7 @@ static void srv_grpc_stream_free(struct srv_grpc_stream *s)
 			break;
 		}
 	srv__grpc_stream_gone(s);
+	s->conn->in_bytes -= s->in.len;
 	srv_buf_fini(&s->in);
 	srv_buf_fini(&s->out);
 	mem_free(s);
@@ -148,8 +149,25 @@ static int srv_grpc_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, cons
 	struct srv_grpc_stream *s = nghttp2_session_get_stream_user_data(h2, id);
 	if (!s || s->too_big || s->dispatched)
 		return 0;
+	struct srv_grpc_conn *c = s->conn;
+	if (c->in_bytes + len > SRV_GRPC_CONN_IN_MAX(c->srv->cfg->max_body_bytes)) {
+		s->too_big = true;
+		if (s->streaming) {
+			srv__grpc_stream_fail(s, SRV_GRPC_RESOURCE_EXHAUSTED,
+					      "this connection's requests in progress hold too many "
+					      "bytes (limits.max_body_bytes)");
+		} else {
+			s->dispatched = true;
+			srv__grpc_respond(s, SRV_GRPC_RESOURCE_EXHAUSTED, NULL, 0,
+					  "this connection's requests in progress hold too many "
+					  "bytes (limits.max_body_bytes)");
+		}
+		return 0;
+	}
+	c->in_bytes += len;
 	if (s->streaming) {
 		if (srv_buf_append(&s->in, data, len)) {
+			c->in_bytes -= len;
 			s->too_big = true;
 			srv__grpc_stream_fail(s, SRV_GRPC_RESOURCE_EXHAUSTED,
 					     "a message is larger than limits.max_body_bytes");
@@ -159,6 +177,7 @@ static int srv_grpc_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, cons
 		return 0;
 	}
 	if (srv_buf_append(&s->in, data, len)) {
+		c->in_bytes -= len;
 		s->too_big = true;
 		s->dispatched = true;
 		srv__grpc_respond(s, SRV_GRPC_RESOURCE_EXHAUSTED, NULL, 0,
@@ -216,8 +235,9 @@ static void srv_grpc_request_done(struct srv_grpc_stream *s)
 		return;
 	}
 	if (!s->gzip) {
-		srv__grpc_respond(s, SRV_GRPC_INTERNAL, NULL, 0,
-				  "a compressed message needs grpc-encoding gzip");
+		srv__grpc_respond(s, SRV_GRPC_UNIMPLEMENTED, NULL, 0,
+				  "a compressed message needs grpc-encoding gzip (the only one "
+				  "supported)");
 		return;
 	}
 	struct srv_buf plain;
@@ -254,6 +274,7 @@ static void srv_grpc_stream_messages(struct srv_grpc_stream *s)
 	if (off) {
 		memmove(s->in.data, s->in.data + off, s->in.len - off);
 		s->in.len -= off;
+		s->conn->in_bytes -= off;
 	}
 }
 
@@ -264,14 +285,18 @@ static int srv_grpc_on_frame(nghttp2_session *h2, const nghttp2_frame *f, void *
 	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
 	struct srv_grpc_stream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
+	if (s && !s->streaming && !s->dispatched) {
+		srv_grpc_request_done(s);
+		s->conn->in_bytes -= s->in.len; /* the method has taken what it needs */
+		srv_buf_fini(&s->in);
+		return 0;
+	}
 	if (s && s->streaming) {
 		s->client_done = true;
 		if (s->in.len && !s->too_big)
 			srv__grpc_stream_fail(s, SRV_GRPC_INTERNAL, "the stream ends inside a message");
 		else
 			srv__grpc_stream_maybe_end(s);
-	} else if (s && !s->dispatched) {
-		srv_grpc_request_done(s);
 	}
 	return 0;
 }
@@ -642,7 +667,9 @@ static void srv_grpc_on_connection(uv_stream_t *listener, int status)
 		return;
 	uv_tcp_init(&srv->loop, &c->h.tcp);
 	c->h.handle.data = c;
-	if (uv_accept(listener, &c->h.stream) || srv_grpc_session(c)) {
+	/* limits.max_connections counts HTTP and gRPC connections together */
+	bool full = srv->n_conns + srv->n_grpc_conns > srv->cfg->max_connections;
+	if (uv_accept(listener, &c->h.stream) || full || srv_grpc_session(c)) {
 		srv_grpc_conn_close(c);
 		return;
 	}

@@ -31,6 +31,9 @@
 #define SRV_GRPC_MAX_STREAMS 128       /* concurrent streams per connection */
 #define SRV_GRPC_MAX_QUEUED (4u << 20) /* written-but-unsent bytes before reading pauses */
 #define SRV_GRPC_STREAM_MAX_RUNNING 16 /* ModelStreamInfer requests in flight per stream */
+/* Request bytes all the streams of one connection may hold at once: two of
+ * the largest messages (so one big upload does not block the others). */
+#define SRV_GRPC_CONN_IN_MAX(max_body) (2 * (size_t)(max_body) + 10)
 
 /* gRPC status codes (grpc/grpc doc/statuscodes.md). */
 enum srv_grpc_status {
@@ -90,6 +93,8 @@ struct srv_grpc_conn {
 	nghttp2_session *h2;
 	struct srv_grpc_conn *next;
 	size_t queued;		/* bytes handed to uv_write, not yet written */
+	size_t in_bytes;	/* request bytes its streams hold, at most
+				 * SRV_GRPC_CONN_IN_MAX(limits.max_body_bytes) */
 	bool reading, closing;
 	bool in_recv;		/* inside nghttp2_session_mem_recv: its callbacks may
 				 * not send (flush) or free the session */

@@ -536,16 +536,28 @@ static bool srv_grpc_param(Inference__ModelInferRequest *r,
 			case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_DOUBLE_PARAM:
 				*out = v->double_param;
 				return true;
-			case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM:
-				*out = v->bool_param;
-				return true;
-			default:
+			default: /* bool or string: not a number */
 				*out = NAN; /* a string: not a number */
 				return true;
 			}
 		}
 	}
 	return false;
+}
+
+/* Elements of t: -1 when a dimension is < 1 or the product passes
+ * SRV_GRPC_MAX_SAMPLES (checked while multiplying: no overflow). */
+static int64_t srv_grpc_elements(const Inference__ModelInferRequest__InferInputTensor *t)
+{
+	int64_t n = 1;
+	if (t->n_shape < 1)
+		return -1;
+	for (size_t d = 0; d < t->n_shape; d++) {
+		if (t->shape[d] < 1 || t->shape[d] > (int64_t)SRV_GRPC_MAX_SAMPLES / n)
+			return -1;
+		n *= t->shape[d];
+	}
+	return n;
 }
 
 /* Input i's raw content, or NULL. */
@@ -559,10 +571,7 @@ static int srv_grpc_one_bytes(Inference__ModelInferRequest *r, size_t i, const u
 			      size_t *n, char *err, size_t errlen)
 {
 	Inference__ModelInferRequest__InferInputTensor *t = r->inputs[i];
-	int64_t count = 1;
-	for (size_t d = 0; d < t->n_shape; d++)
-		count *= t->shape[d];
-	if (strcmp(t->datatype ? t->datatype : "", "BYTES") || t->n_shape < 1 || count != 1) {
+	if (strcmp(t->datatype ? t->datatype : "", "BYTES") || srv_grpc_elements(t) != 1) {
 		snprintf(err, errlen, "input '%s' must be BYTES with one element (shape [1])", t->name);
 		return -ST_INVAL;
 	}
@@ -582,8 +591,8 @@ static int srv_grpc_one_bytes(Inference__ModelInferRequest *r, size_t i, const u
 		return 0;
 	}
 	if (!t->contents || t->contents->n_bytes_contents != 1) {
-		snprintf(err, errlen, "input '%s' has no data (bytes_contents or raw_input_contents)",
-			 t->name);
+		snprintf(err, errlen, "input '%s' needs one element in bytes_contents or "
+				      "raw_input_contents", t->name);
 		return -ST_INVAL;
 	}
 	*p = t->contents->bytes_contents[0].data;
@@ -597,9 +606,7 @@ static int srv_grpc_samples(struct srv_grpc_job *job, size_t i, const uint8_t **
 {
 	Inference__ModelInferRequest *r = job->req;
 	Inference__ModelInferRequest__InferInputTensor *t = r->inputs[i];
-	int64_t count = 1;
-	for (size_t d = 0; d < t->n_shape; d++)
-		count *= t->shape[d] > 0 ? t->shape[d] : 0;
+	int64_t count = srv_grpc_elements(t);
 	double rate;
 	if (!srv_grpc_param(r, t, "sample_rate", &rate) || !(rate >= ENG_AUDIO_MIN_RATE) ||
 	    rate > ENG_AUDIO_MAX_RATE || rate != floor(rate)) {
@@ -607,7 +614,7 @@ static int srv_grpc_samples(struct srv_grpc_job *job, size_t i, const uint8_t **
 				      "%d", ENG_AUDIO_MIN_RATE, ENG_AUDIO_MAX_RATE);
 		return -ST_INVAL;
 	}
-	if (count < 1 || count > (int64_t)SRV_GRPC_MAX_SAMPLES || t->n_shape > 2) {
+	if (count < 1 || t->n_shape > 2 || (t->n_shape == 2 && t->shape[0] != 1)) {
 		snprintf(err, errlen, "input '%s': FP32 samples are shaped [N] or [1, N]", t->name);
 		return -ST_INVAL;
 	}
@@ -631,6 +638,15 @@ static int srv_grpc_samples(struct srv_grpc_job *job, size_t i, const uint8_t **
 			 (long long)count);
 		return -ST_INVAL;
 	}
+	for (size_t k = 0; k < *n; k += 4) {
+		float f;
+		memcpy(&f, *p + k, 4);
+		if (!isfinite(f)) {
+			snprintf(err, errlen, "input '%s': element %zu is not a finite number",
+				 t->name, k / 4);
+			return -ST_INVAL;
+		}
+	}
 	return 0;
 }
 
@@ -640,10 +656,11 @@ static int srv_grpc_gen_params(struct srv_grpc_job *job, char *err, size_t errle
 	static const struct {
 		const char *key;
 		double lo, hi;
-	} keys[] = { { "max_tokens", 1, 1000000 }, { "temperature", 0, 2 },
-		     { "top_p", 0, 1 },		{ "top_k", 0, 1000000 },
-		     { "min_p", 0, 1 },		{ "repetition_penalty", 1e-9, 10 },
-		     { "seed", 0, 1.8446744073709552e19 } };
+		bool integer;
+	} keys[] = { { "max_tokens", 1, 1000000, true },    { "temperature", 0, 2, false },
+		     { "top_p", 0, 1, false },		     { "top_k", 0, 1000000, true },
+		     { "min_p", 0, 1, false },		     { "repetition_penalty", 1e-9, 10, false },
+		     { "seed", 0, 9007199254740992.0, true } }; /* seed: exact in a double */
 	struct eng_gen_params *g = &job->gparams;
 	g->max_tokens = 16;
 	g->seed = uv_hrtime() ^ (uint64_t)(uintptr_t)job;
@@ -651,9 +668,9 @@ static int srv_grpc_gen_params(struct srv_grpc_job *job, char *err, size_t errle
 		double v;
 		if (!srv_grpc_param(job->req, NULL, keys[k].key, &v))
 			continue;
-		if (!(v >= keys[k].lo && v <= keys[k].hi)) {
-			snprintf(err, errlen, "parameter '%s' must be a number from %g to %g",
-				 keys[k].key, keys[k].lo, keys[k].hi);
+		if (!(v >= keys[k].lo && v <= keys[k].hi) || (keys[k].integer && v != floor(v))) {
+			snprintf(err, errlen, "parameter '%s' must be %s from %g to %g", keys[k].key,
+				 keys[k].integer ? "an integer" : "a number", keys[k].lo, keys[k].hi);
 			return -ST_INVAL;
 		}
 		switch (k) {
@@ -731,10 +748,6 @@ static int srv_grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_j
 	job->gparams.cancel = &job->cancel;
 	if (!rc)
 		rc = srv_grpc_gen_params(job, err, errlen);
-	if (!rc && n == 0) {
-		snprintf(err, errlen, "TEXT_INPUT is empty");
-		rc = -ST_INVAL;
-	}
 	job->gparams.on_text = on_text;
 	job->gparams.ud = ud;
 	if (!rc)

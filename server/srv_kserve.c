@@ -73,11 +73,16 @@ static int srv_ks_bad(struct srv_ks_req *r, const char *fmt, ...)
 	return -ST_INVAL;
 }
 
+/* Elements of t, or -1 past SRV_KS_MAX_SAMPLES (checked while
+ * multiplying, so the product never overflows; dimensions are >= 1). */
 static json_int_t srv_ks_elements(const struct srv_ks_in *t)
 {
 	json_int_t n = 1;
-	for (int i = 0; i < t->ndim; i++)
+	for (int i = 0; i < t->ndim; i++) {
+		if (t->shape[i] > (json_int_t)SRV_KS_MAX_SAMPLES / n)
+			return -1;
 		n *= t->shape[i];
+	}
 	return n;
 }
 
@@ -186,10 +191,10 @@ static int srv_ks_one_bytes(struct srv_ks_req *r, const struct srv_ks_in *t, con
 		*n = l;
 		return 0;
 	}
-	json_t *e = json_is_array(t->data) ? json_array_get(t->data, 0) : t->data;
+	json_t *e = json_array_size(t->data) == 1 ? json_array_get(t->data, 0) : NULL;
 	if (json_is_array(e)) /* [[ "..." ]] for shape [1, 1] */
-		e = json_array_get(e, 0);
-	if (!json_is_string(e) || (json_is_array(t->data) && json_array_size(t->data) != 1))
+		e = json_array_size(e) == 1 ? json_array_get(e, 0) : NULL;
+	if (!json_is_array(t->data) || !json_is_string(e))
 		return srv_ks_bad(r, "input '%s': data must hold one string", t->name);
 	*p = json_string_value(e);
 	*n = json_string_length(e);
@@ -349,13 +354,20 @@ static int srv_ks_samples(struct srv_ks_req *r, const struct srv_ks_in *t,
 			  struct srv_audio_job *job)
 {
 	json_int_t n = srv_ks_elements(t);
-	if (t->ndim > 2 || (t->ndim == 2 && t->shape[0] != 1) || n > (json_int_t)SRV_KS_MAX_SAMPLES)
+	if (t->ndim > 2 || (t->ndim == 2 && t->shape[0] != 1) || n < 1)
 		return srv_ks_bad(r, "input '%s': FP32 samples are shaped [N] or [1, N], at most "
 				     "%u", t->name, SRV_KS_MAX_SAMPLES);
 	if (t->bin) {
 		if (t->bin_len != (size_t)n * 4)
 			return srv_ks_bad(r, "input '%s': %lld FP32 elements need %lld bytes, not %zu",
 					  t->name, (long long)n, (long long)n * 4, t->bin_len);
+		for (json_int_t i = 0; i < n; i++) {
+			float f;
+			memcpy(&f, t->bin + i * 4, 4);
+			if (!isfinite(f))
+				return srv_ks_bad(r, "input '%s': element %lld is not a finite number",
+						  t->name, (long long)i);
+		}
 		job->audio = t->bin;
 		job->audio_len = t->bin_len;
 		return 0;
@@ -429,7 +441,8 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 		job->base.audio_len = n;
 	}
 	if (rc) {
-		srv__audio_job_free(&job->base);
+		if (job)
+			srv__audio_job_free(&job->base);
 		srv__audio_fail(req, rc, rc == -ST_NOMEM ? "out of memory" : r->err);
 		return;
 	}
@@ -499,6 +512,10 @@ static void srv_ks_generate_infer(struct srv_req *req, struct srv_ks_req *r,
 						eng_model_name(m));
 	if (!rc)
 		rc = srv_ks_check_outputs(r, outs, 1);
+	json_t *utf8 = rc ? NULL : json_stringn(p, n);
+	if (!rc && !utf8)
+		rc = srv_ks_bad(r, "TEXT_INPUT is not valid UTF-8");
+	json_decref(utf8);
 	if (rc) {
 		srv__req_respond_error(req, 400, NULL, "%s", r->err);
 		return;

@@ -400,7 +400,11 @@ def test_stats_routes(two):
     assert [m["name"] for m in all_] == [WHISPER, GEMMA]
     g = all_[1]
     assert g["inference_count"] >= 1 and g["execution_count"] >= g["inference_count"]
-    assert set(g["inference_stats"]) == {"success", "fail", "queue", "compute_infer"}
+    assert set(g["inference_stats"]) == {"success", "fail", "queue", "compute_input",
+                                         "compute_infer", "compute_output"}
+    ins = g["inference_stats"]
+    assert ins["compute_input"]["count"] == ins["compute_infer"]["count"] == \
+        ins["compute_output"]["count"]
     assert g["inferd"]["generated_tokens"] > 0 and g["inferd"]["ttft_ms"]["count"] > 0
     w = request(two.port, "GET", f"/v2/models/{WHISPER}/stats").json()["model_stats"]
     assert w[0]["inferd"]["audio_seconds"] > 10
