@@ -26,12 +26,13 @@
 #include "kserve_v2.pb-c.h"
 #include "engine/eng_stats.h"
 #include "server/srv_grpc.h"
+#include "server/srv_grpc_call.h"
 
 #define SRV_GRPC_MAX_SAMPLES (16000u * 60u * 60u)
 
 typedef void (*srv_grpc_method_fn)(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
 
-static void srv_grpc_send(struct srv_grpc_stream *s, const ProtobufCMessage *m)
+void srv__grpc_send(struct srv_grpc_stream *s, const ProtobufCMessage *m)
 {
 	size_t n = protobuf_c_message_get_packed_size(m);
 	uint8_t *buf = mem_alloc(n ? n : 1);
@@ -44,7 +45,7 @@ static void srv_grpc_send(struct srv_grpc_stream *s, const ProtobufCMessage *m)
 	mem_free(buf);
 }
 
-static struct srv *srv_grpc_srv(struct srv_grpc_stream *s)
+struct srv *srv__grpc_srv(struct srv_grpc_stream *s)
 {
 	return s->conn->srv;
 }
@@ -53,7 +54,7 @@ static struct srv *srv_grpc_srv(struct srv_grpc_stream *s)
 static const struct eng_model *srv_grpc_model(struct srv_grpc_stream *s, const char *name,
 					      const char *version)
 {
-	const struct eng_model *m = eng_model_find(srv_grpc_srv(s)->eng, name ? name : "");
+	const struct eng_model *m = eng_model_find(srv__grpc_srv(s)->eng, name ? name : "");
 	char msg[300];
 	if (!m)
 		snprintf(msg, sizeof(msg), "unknown model '%s'", name ? name : "");
@@ -92,7 +93,7 @@ static void srv_grpc_server_live(struct srv_grpc_stream *s, const uint8_t *msg, 
 	inference__server_live_request__free_unpacked(r, NULL);
 	Inference__ServerLiveResponse out = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
 	out.live = 1;
-	srv_grpc_send(s, &out.base);
+	srv__grpc_send(s, &out.base);
 }
 
 static void srv_grpc_server_ready(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
@@ -103,8 +104,8 @@ static void srv_grpc_server_ready(struct srv_grpc_stream *s, const uint8_t *msg,
 		return;
 	inference__server_ready_request__free_unpacked(r, NULL);
 	Inference__ServerReadyResponse out = INFERENCE__SERVER_READY_RESPONSE__INIT;
-	out.ready = eng_is_ready(srv_grpc_srv(s)->eng) && !srv_grpc_srv(s)->draining;
-	srv_grpc_send(s, &out.base);
+	out.ready = eng_is_ready(srv__grpc_srv(s)->eng) && !srv__grpc_srv(s)->draining;
+	srv__grpc_send(s, &out.base);
 }
 
 static void srv_grpc_model_ready(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
@@ -119,7 +120,7 @@ static void srv_grpc_model_ready(struct srv_grpc_stream *s, const uint8_t *msg, 
 		return;
 	Inference__ModelReadyResponse out = INFERENCE__MODEL_READY_RESPONSE__INIT;
 	out.ready = eng_model_is_ready(m);
-	srv_grpc_send(s, &out.base);
+	srv__grpc_send(s, &out.base);
 }
 
 static void srv_grpc_server_metadata(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
@@ -136,7 +137,7 @@ static void srv_grpc_server_metadata(struct srv_grpc_stream *s, const uint8_t *m
 	out.version = INFERD_VERSION;
 	out.n_extensions = 3;
 	out.extensions = ext;
-	srv_grpc_send(s, &out.base);
+	srv__grpc_send(s, &out.base);
 }
 
 static void srv_grpc_model_metadata(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
@@ -183,7 +184,7 @@ static void srv_grpc_model_metadata(struct srv_grpc_stream *s, const uint8_t *ms
 	out.inputs = ins;
 	out.n_outputs = asr ? 2 : 1;
 	out.outputs = outs;
-	srv_grpc_send(s, &out.base);
+	srv__grpc_send(s, &out.base);
 }
 
 /* ModelConfig (Triton's extension): max_batch_size 0 (requests are not
@@ -228,7 +229,7 @@ static void srv_grpc_model_config(struct srv_grpc_stream *s, const uint8_t *msg,
 	cfg.output = outs;
 	Inference__ModelConfigResponse out = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
 	out.config = &cfg;
-	srv_grpc_send(s, &out.base);
+	srv__grpc_send(s, &out.base);
 }
 
 /* ModelStatistics (Triton's extension): the figures of
@@ -298,7 +299,7 @@ static void srv_grpc_model_statistics(struct srv_grpc_stream *s, const uint8_t *
 				inference__model_statistics_request__descriptor, s, msg, n);
 	if (!r)
 		return;
-	const struct eng *eng = srv_grpc_srv(s)->eng;
+	const struct eng *eng = srv__grpc_srv(s)->eng;
 	const struct eng_model *only = r->name && *r->name ? srv_grpc_model(s, r->name, r->version)
 							   : NULL;
 	bool bad = r->name && *r->name && !only;
@@ -329,7 +330,7 @@ static void srv_grpc_model_statistics(struct srv_grpc_stream *s, const uint8_t *
 		Inference__ModelStatisticsResponse out = INFERENCE__MODEL_STATISTICS_RESPONSE__INIT;
 		out.n_model_stats = k;
 		out.model_stats = list;
-		srv_grpc_send(s, &out.base);
+		srv__grpc_send(s, &out.base);
 	}
 	mem_free(list);
 	mem_free(o);
@@ -337,26 +338,9 @@ static void srv_grpc_model_statistics(struct srv_grpc_stream *s, const uint8_t *
 
 /* --- ModelInfer ----------------------------------------------------------------- */
 
-struct srv_grpc_job {
-	struct srv_post post;		/* back to the loop thread */
-	struct srv_grpc_conn *conn;	/* held through conn->n_work */
-	int32_t stream_id;
-	volatile int cancel;
-	const struct eng_model *model;
-	Inference__ModelInferRequest *req; /* new; audio and prompt bytes point into it */
-	bool want[2];			/* outputs asked for: [0] TRANSCRIPT / TEXT_OUTPUT, [1] SEGMENTS */
-	struct eng_transcribe_params tparams;
-	struct eng_gen_params gparams;
-	struct eng_audio_raw raw;
-	unsigned char *owned_audio;	/* new: FP32 contents as bytes */
-	/* results, replica thread */
-	int rc;
-	char err[512];
-	struct eng_transcript *t;
-	struct eng_gen_result *res;
-};
 
-static void srv_grpc_job_free(struct srv_grpc_job *job)
+
+void srv__grpc_job_free(struct srv_grpc_job *job)
 {
 	if (!job)
 		return;
@@ -367,7 +351,7 @@ static void srv_grpc_job_free(struct srv_grpc_job *job)
 	mem_free(job);
 }
 
-static int srv_grpc_status_of(int rc)
+int srv__grpc_status_of(int rc)
 {
 	switch (rc < 0 ? -rc : rc) {
 	case ST_INVAL:
@@ -391,7 +375,7 @@ static int srv_grpc_status_of(int rc)
 }
 
 /* One BYTES output element appended as raw output content. */
-static int srv_grpc_raw_bytes(ProtobufCBinaryData *raw, const char *s, size_t n)
+int srv__grpc_raw_bytes(ProtobufCBinaryData *raw, const char *s, size_t n)
 {
 	raw->data = mem_alloc(n + 4);
 	if (!raw->data)
@@ -452,7 +436,7 @@ static void srv_grpc_infer_answer(struct srv_grpc_stream *s, struct srv_grpc_job
 		t[n_out].n_shape = 1;
 		t[n_out].shape = one;
 		tp[n_out] = &t[n_out];
-		rc = srv_grpc_raw_bytes(&raw[n_out], data[i], lens[i]);
+		rc = srv__grpc_raw_bytes(&raw[n_out], data[i], lens[i]);
 		n_out++;
 	}
 	Inference__ModelInferResponse out = INFERENCE__MODEL_INFER_RESPONSE__INIT;
@@ -466,7 +450,7 @@ static void srv_grpc_infer_answer(struct srv_grpc_stream *s, struct srv_grpc_job
 	if (rc || (job->want[1] && job->t && !segs))
 		srv__grpc_respond(s, SRV_GRPC_UNAVAILABLE, NULL, 0, "out of memory");
 	else
-		srv_grpc_send(s, &out.base);
+		srv__grpc_send(s, &out.base);
 	for (int i = 0; i < 2; i++)
 		mem_free(raw[i].data);
 	free(segs); /* jansson's allocator */
@@ -483,12 +467,12 @@ static void srv_grpc_job_after(struct srv_post *post)
 		s->job = NULL;
 		s->cancel = NULL;
 		if (job->rc)
-			srv__grpc_respond(s, srv_grpc_status_of(job->rc), NULL, 0,
+			srv__grpc_respond(s, srv__grpc_status_of(job->rc), NULL, 0,
 					  job->err[0] ? job->err : st_str(job->rc));
 		else
 			srv_grpc_infer_answer(s, job);
 	}
-	srv_grpc_job_free(job);
+	srv__grpc_job_free(job);
 	srv__grpc_work_done(c);
 	srv__jobs_end(srv);
 }
@@ -709,7 +693,7 @@ static int srv_grpc_outputs(struct srv_grpc_job *job, const char *a, const char 
 
 /* Validate and submit; on failure *err says why. asr_done / gen_done get
  * ud; on_text (may be NULL) streams generated text to ud. */
-static int srv_grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_job *job,
+int srv__grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_job *job,
 				    eng_transcribe_done_fn asr_done, eng_gen_done_fn gen_done,
 				    int (*on_text)(void *, const char *, size_t,
 						   const struct eng_gen_token *, size_t),
@@ -759,7 +743,7 @@ static int srv_grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_j
 static int srv_grpc_infer_submit(struct srv_grpc_stream *s, struct srv_grpc_job *job, char *err,
 				 size_t errlen)
 {
-	return srv_grpc_infer_submit_cb(s, job, srv_grpc_asr_done, srv_grpc_gen_done, NULL, job,
+	return srv__grpc_infer_submit_cb(s, job, srv_grpc_asr_done, srv_grpc_gen_done, NULL, job,
 					err, errlen);
 }
 
@@ -784,8 +768,8 @@ static void srv_grpc_model_infer(struct srv_grpc_stream *s, const uint8_t *msg, 
 	char err[512] = "";
 	int rc = srv_grpc_infer_submit(s, job, err, sizeof(err));
 	if (rc) {
-		srv__grpc_respond(s, srv_grpc_status_of(rc), NULL, 0, err[0] ? err : st_str(rc));
-		srv_grpc_job_free(job);
+		srv__grpc_respond(s, srv__grpc_status_of(rc), NULL, 0, err[0] ? err : st_str(rc));
+		srv__grpc_job_free(job);
 		return;
 	}
 	s->job = job;
@@ -803,230 +787,6 @@ void srv__grpc_stream_gone(struct srv_grpc_stream *s)
 	for (int i = 0; i < SRV_GRPC_STREAM_MAX_RUNNING; i++)
 		if (s->cancels[i])
 			*s->cancels[i] = 1;
-}
-
-/* --- ModelStreamInfer ------------------------------------------------------------- */
-
-/* One request of a ModelStreamInfer call. Generation streams its text: the
- * replica appends pieces under mu and posts the job to the loop (once at a
- * time: posted), which sends them as ModelStreamInferResponse messages;
- * the last message carries the parameter triton_final_response = true
- * (Triton's decoupled-response convention). Transcription answers once. */
-struct srv_grpc_sjob {
-	struct srv_grpc_job base;	/* first: the request, the engine results */
-	pthread_mutex_t mu;
-	struct srv_buf pieces;		/* text released and not yet sent, under mu */
-	bool posted;			/* on the post queue, under mu */
-	bool done;			/* the engine is finished with it, under mu */
-	int slot;			/* its index in the stream's cancels[] */
-};
-
-/* A ModelStreamInferResponse: an error, or TEXT_OUTPUT / transcript
- * outputs of base with final set on the last. Packed and queued on s. */
-static int srv_grpc_stream_reply(struct srv_grpc_stream *s, struct srv_grpc_job *job,
-				 const char *text, size_t n, bool final, const char *error)
-{
-	static int64_t one[] = { 1 };
-	Inference__ModelStreamInferResponse sr = INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
-	Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
-	Inference__ModelInferResponse__InferOutputTensor t =
-		INFERENCE__MODEL_INFER_RESPONSE__INFER_OUTPUT_TENSOR__INIT, *tp[1] = { &t };
-	Inference__InferParameter fin = INFERENCE__INFER_PARAMETER__INIT;
-	Inference__ModelInferResponse__ParametersEntry pe =
-		INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT, *pes[1] = { &pe };
-	ProtobufCBinaryData raw = { 0, NULL };
-	r.model_name = job->model ? (char *)eng_model_name(job->model) : job->req->model_name;
-	r.model_version = "1";
-	r.id = job->req->id;
-	if (error) {
-		sr.error_message = (char *)error;
-	} else {
-		t.name = job->t ? "TRANSCRIPT" : "TEXT_OUTPUT";
-		t.datatype = "BYTES";
-		t.n_shape = 1;
-		t.shape = one;
-		if (srv_grpc_raw_bytes(&raw, text, n))
-			return -ST_NOMEM;
-		r.n_outputs = 1;
-		r.outputs = tp;
-		r.n_raw_output_contents = 1;
-		r.raw_output_contents = &raw;
-		fin.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
-		fin.bool_param = final;
-		pe.key = "triton_final_response";
-		pe.value = &fin;
-		r.n_parameters = 1;
-		r.parameters = pes;
-	}
-	sr.infer_response = &r;
-	size_t len = protobuf_c_message_get_packed_size(&sr.base);
-	uint8_t *buf = mem_alloc(len ? len : 1);
-	int rc = buf ? 0 : -ST_NOMEM;
-	if (buf) {
-		protobuf_c_message_pack(&sr.base, buf);
-		rc = srv__grpc_stream_send(s, buf, len);
-	}
-	mem_free(buf);
-	mem_free(raw.data);
-	return rc;
-}
-
-static void srv_grpc_sjob_free(struct srv_grpc_sjob *j)
-{
-	srv_buf_fini(&j->pieces);
-	pthread_mutex_destroy(&j->mu);
-	struct srv_grpc_job *base = &j->base;
-	inference__model_infer_request__free_unpacked(base->req, NULL);
-	eng_transcript_destroy(base->t);
-	eng_gen_result_destroy(base->res);
-	mem_free(base->owned_audio);
-	mem_free(j);
-}
-
-/* Loop thread: send what the replica released; finish the request when
- * the engine is done with it. */
-static void srv_grpc_sjob_after(struct srv_post *post)
-{
-	struct srv_grpc_sjob *j = (struct srv_grpc_sjob *)post;
-	struct srv_grpc_job *job = &j->base;
-	struct srv_grpc_conn *c = job->conn;
-	struct srv *srv = c->srv;
-	pthread_mutex_lock(&j->mu);
-	struct srv_buf text = j->pieces;
-	srv_buf_init(&j->pieces, j->pieces.max_len);
-	bool done = j->done;
-	j->posted = false;
-	pthread_mutex_unlock(&j->mu);
-	struct srv_grpc_stream *s = srv__grpc_stream_of(c, job->stream_id);
-	if (s && s->status == SRV_GRPC_OK && (text.len || done)) {
-		int rc = 0;
-		if (done && job->rc)
-			rc = srv_grpc_stream_reply(s, job, NULL, 0, true,
-						   job->err[0] ? job->err : st_str(job->rc));
-		else if (done && job->t)
-			rc = srv_grpc_stream_reply(s, job, job->t->text, strlen(job->t->text), true,
-						   NULL);
-		else if (text.len || done)
-			rc = srv_grpc_stream_reply(s, job, text.data ? text.data : "", text.len, done,
-						   NULL);
-		if (rc)
-			job->cancel = 1;
-	}
-	srv_buf_fini(&text);
-	if (!done)
-		return;
-	if (s) {
-		s->cancels[j->slot] = NULL;
-		s->n_running--;
-		srv__grpc_stream_maybe_end(s);
-	}
-	srv_grpc_sjob_free(j);
-	srv__grpc_work_done(c);
-	srv__jobs_end(srv);
-}
-
-/* Replica thread: post j unless it is already on its way. */
-static void srv_grpc_sjob_post(struct srv_grpc_sjob *j)
-{
-	bool post = !j->posted;
-	j->posted = true;
-	pthread_mutex_unlock(&j->mu);
-	if (post)
-		srv__post(j->base.conn->srv, &j->base.post, srv_grpc_sjob_after);
-}
-
-static int srv_grpc_sjob_text(void *ud, const char *text, size_t len,
-			      const struct eng_gen_token *toks, size_t n_toks)
-{
-	(void)toks;
-	(void)n_toks;
-	struct srv_grpc_sjob *j = ud;
-	if (j->base.cancel)
-		return 1;
-	pthread_mutex_lock(&j->mu);
-	int rc = srv_buf_append(&j->pieces, text, len);
-	srv_grpc_sjob_post(j); /* unlocks */
-	return rc ? 1 : 0;
-}
-
-static void srv_grpc_sjob_gen_done(void *ud, int rc, struct eng_gen_result *res, const char *err)
-{
-	struct srv_grpc_sjob *j = ud;
-	pthread_mutex_lock(&j->mu);
-	j->base.rc = rc;
-	j->base.res = res;
-	snprintf(j->base.err, sizeof(j->base.err), "%s", err ? err : "");
-	j->done = true;
-	srv_grpc_sjob_post(j); /* unlocks */
-}
-
-static void srv_grpc_sjob_asr_done(void *ud, int rc, struct eng_transcript *t, const char *err)
-{
-	struct srv_grpc_sjob *j = ud;
-	pthread_mutex_lock(&j->mu);
-	j->base.rc = rc;
-	j->base.t = t;
-	snprintf(j->base.err, sizeof(j->base.err), "%s", err ? err : "");
-	j->done = true;
-	srv_grpc_sjob_post(j); /* unlocks */
-}
-
-static int srv_grpc_stream_submit(struct srv_grpc_stream *s, struct srv_grpc_sjob *j, char *err,
-				  size_t errlen)
-{
-	return srv_grpc_infer_submit_cb(s, &j->base, srv_grpc_sjob_asr_done, srv_grpc_sjob_gen_done,
-					srv_grpc_sjob_text, j, err, errlen);
-}
-
-void srv__grpc_stream_message(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
-{
-	char err[512] = "";
-	Inference__ModelInferRequest *r =
-		inference__model_infer_request__unpack(NULL, n, msg);
-	int slot = 0;
-	while (slot < SRV_GRPC_STREAM_MAX_RUNNING && s->cancels[slot])
-		slot++;
-	const struct eng_model *m = r ? eng_model_find(srv_grpc_srv(s)->eng,
-						       r->model_name ? r->model_name : "")
-				      : NULL;
-	struct srv_grpc_sjob *j = m && slot < SRV_GRPC_STREAM_MAX_RUNNING ? mem_calloc(1, sizeof(*j))
-									 : NULL;
-	if (!j) {
-		struct srv_grpc_job tmp = { .model = m, .req = r };
-		if (!r)
-			snprintf(err, sizeof(err), "the message is not a ModelInferRequest");
-		else if (!m)
-			snprintf(err, sizeof(err), "unknown model '%s'",
-				 r->model_name ? r->model_name : "");
-		else
-			snprintf(err, sizeof(err), "%s", slot >= SRV_GRPC_STREAM_MAX_RUNNING
-							? "too many requests in flight on this stream"
-							: "out of memory");
-		if (r) /* this request fails; the call goes on */
-			srv_grpc_stream_reply(s, &tmp, NULL, 0, true, err);
-		else /* bytes that are no request: the call ends */
-			srv__grpc_stream_fail(s, SRV_GRPC_INVALID_ARGUMENT, err);
-		inference__model_infer_request__free_unpacked(r, NULL);
-		return;
-	}
-	pthread_mutex_init(&j->mu, NULL);
-	srv_buf_init(&j->pieces, (size_t)s->conn->srv->cfg->max_body_bytes);
-	struct srv_grpc_job *job = &j->base;
-	job->req = r;
-	job->model = m;
-	job->conn = s->conn;
-	job->stream_id = s->id;
-	j->slot = slot;
-	int rc = srv_grpc_stream_submit(s, j, err, sizeof(err));
-	if (rc) {
-		srv_grpc_stream_reply(s, job, NULL, 0, true, err[0] ? err : st_str(rc));
-		srv_grpc_sjob_free(j);
-		return;
-	}
-	s->cancels[slot] = &job->cancel;
-	s->n_running++;
-	s->conn->n_work++;
-	srv__jobs_begin(s->conn->srv);
 }
 
 /* --- dispatch ---------------------------------------------------------------------- */
