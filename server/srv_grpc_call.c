@@ -27,6 +27,7 @@
 #include "engine/eng_stats.h"
 #include "server/srv_grpc.h"
 #include "server/srv_grpc_call.h"
+#include "server/srv_kserve.h"
 
 #define SRV_GRPC_MAX_SAMPLES (16000u * 60u * 60u)
 
@@ -151,29 +152,20 @@ static void srv_grpc_model_metadata(struct srv_grpc_stream *s, const uint8_t *ms
 	inference__model_metadata_request__free_unpacked(r, NULL);
 	if (!m)
 		return;
-	bool asr = eng_model_task(m) == ENG_TASK_TRANSCRIPTION;
+	const struct srv_ks_tensors *tn = srv__ks_tensors(m);
 	static int64_t one[] = { 1 };
-	Inference__ModelMetadataResponse__TensorMetadata t[4];
-	const char *names[4] = { "AUDIO", "TRANSCRIPT", "SEGMENTS", NULL };
-	if (!asr) {
-		names[0] = "TEXT_INPUT";
-		names[1] = "TEXT_OUTPUT";
-		names[2] = NULL;
-	}
-	Inference__ModelMetadataResponse__TensorMetadata *outs[2];
-	for (int i = 0; i < 3 && names[i]; i++) {
+	Inference__ModelMetadataResponse__TensorMetadata t[3], *ins[1] = { &t[0] }, *outs[2];
+	for (int i = 0; i <= tn->n_outputs; i++) {
 		inference__model_metadata_response__tensor_metadata__init(&t[i]);
-		t[i].name = (char *)names[i];
+		t[i].name = (char *)(i ? tn->outputs[i - 1] : tn->input);
 		t[i].datatype = "BYTES";
 		t[i].n_shape = 1;
 		t[i].shape = one;
 		if (i)
 			outs[i - 1] = &t[i];
 	}
-	Inference__ModelMetadataResponse__TensorMetadata *ins[1] = { &t[0] };
 	char platform[96];
-	snprintf(platform, sizeof(platform), "inferd_%s_%s", eng_format_str(eng_model_format(m)),
-		 eng_model_arch(m));
+	srv__ks_platform(m, platform, sizeof(platform));
 	static char *versions[] = { "1" };
 	Inference__ModelMetadataResponse out = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
 	out.name = (char *)eng_model_name(m);
@@ -182,7 +174,7 @@ static void srv_grpc_model_metadata(struct srv_grpc_stream *s, const uint8_t *ms
 	out.platform = platform;
 	out.n_inputs = 1;
 	out.inputs = ins;
-	out.n_outputs = asr ? 2 : 1;
+	out.n_outputs = (size_t)tn->n_outputs;
 	out.outputs = outs;
 	srv__grpc_send(s, &out.base);
 }
@@ -200,32 +192,30 @@ static void srv_grpc_model_config(struct srv_grpc_stream *s, const uint8_t *msg,
 	inference__model_config_request__free_unpacked(r, NULL);
 	if (!m)
 		return;
-	bool asr = eng_model_task(m) == ENG_TASK_TRANSCRIPTION;
+	const struct srv_ks_tensors *tn = srv__ks_tensors(m);
 	static int64_t one[] = { 1 };
 	Inference__ModelInput in = INFERENCE__MODEL_INPUT__INIT, *ins[1] = { &in };
 	Inference__ModelOutput o[2], *outs[2] = { &o[0], &o[1] };
-	in.name = asr ? "AUDIO" : "TEXT_INPUT";
+	in.name = (char *)tn->input;
 	in.data_type = INFERENCE__DATA_TYPE__TYPE_STRING;
 	in.n_dims = 1;
 	in.dims = one;
-	const char *onames[2] = { asr ? "TRANSCRIPT" : "TEXT_OUTPUT", "SEGMENTS" };
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < tn->n_outputs; i++) {
 		inference__model_output__init(&o[i]);
-		o[i].name = (char *)onames[i];
+		o[i].name = (char *)tn->outputs[i];
 		o[i].data_type = INFERENCE__DATA_TYPE__TYPE_STRING;
 		o[i].n_dims = 1;
 		o[i].dims = one;
 	}
 	char platform[96];
-	snprintf(platform, sizeof(platform), "inferd_%s_%s", eng_format_str(eng_model_format(m)),
-		 eng_model_arch(m));
+	srv__ks_platform(m, platform, sizeof(platform));
 	Inference__ModelConfig cfg = INFERENCE__MODEL_CONFIG__INIT;
 	cfg.name = (char *)eng_model_name(m);
 	cfg.platform = platform;
 	cfg.backend = "inferd";
 	cfg.n_input = 1;
 	cfg.input = ins;
-	cfg.n_output = asr ? 2 : 1;
+	cfg.n_output = (size_t)tn->n_outputs;
 	cfg.output = outs;
 	Inference__ModelConfigResponse out = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
 	out.config = &cfg;
@@ -701,14 +691,14 @@ int srv__grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_job *jo
 {
 	Inference__ModelInferRequest *r = job->req;
 	bool asr = eng_model_task(job->model) == ENG_TASK_TRANSCRIPTION;
-	const char *in_name = asr ? "AUDIO" : "TEXT_INPUT";
+	const struct srv_ks_tensors *tn = srv__ks_tensors(job->model);
+	const char *in_name = tn->input;
 	if (r->n_inputs != 1 || strcmp(r->inputs[0]->name ? r->inputs[0]->name : "", in_name)) {
 		snprintf(err, errlen, "the model '%s' takes one input, %s", eng_model_name(job->model),
 			 in_name);
 		return -ST_INVAL;
 	}
-	int rc = srv_grpc_outputs(job, asr ? "TRANSCRIPT" : "TEXT_OUTPUT", asr ? "SEGMENTS" : NULL,
-				  err, errlen);
+	int rc = srv_grpc_outputs(job, tn->outputs[0], tn->outputs[1], err, errlen);
 	const uint8_t *p = NULL;
 	size_t n = 0;
 	struct eng_req_opts opts = { ENG_PRIORITY_NORMAL, s->timeout_ms };

@@ -241,6 +241,18 @@ static int srv_ks_check_outputs(struct srv_ks_req *r, const char *const *names, 
 
 /* --- rendering (worker thread) --------------------------------------------- */
 
+const struct srv_ks_tensors *srv__ks_tensors(const struct eng_model *m)
+{
+	static const struct srv_ks_tensors asr = { "AUDIO", { "TRANSCRIPT", "SEGMENTS" }, 2 };
+	static const struct srv_ks_tensors gen = { "TEXT_INPUT", { "TEXT_OUTPUT", NULL }, 1 };
+	return eng_model_task(m) == ENG_TASK_TRANSCRIPTION ? &asr : &gen;
+}
+
+void srv__ks_platform(const struct eng_model *m, char *buf, size_t n)
+{
+	snprintf(buf, n, "inferd_%s_%s", eng_format_str(eng_model_format(m)), eng_model_arch(m));
+}
+
 int srv__ks_output(json_t *outputs, struct srv_buf *bin, const char *name, const char *s,
 			 size_t n, bool binary)
 {
@@ -299,7 +311,6 @@ struct srv_ks_asr_job {
 	char id[128];
 };
 
-static const char *const srv_ks_asr_outputs[] = { "TRANSCRIPT", "SEGMENTS" };
 
 static json_t *srv_ks_segments(const struct eng_transcript *t)
 {
@@ -414,7 +425,7 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 			      const struct eng_model *m)
 {
 	const struct srv_ks_in *t = srv_ks_input(r, "AUDIO");
-	int rc = t ? srv_ks_check_outputs(r, srv_ks_asr_outputs, 2)
+	int rc = t ? srv_ks_check_outputs(r, srv__ks_tensors(m)->outputs, 2)
 		   : srv_ks_bad(r, "the model '%s' takes one input, AUDIO", eng_model_name(m));
 	if (!rc && r->n_in != 1)
 		rc = srv_ks_bad(r, "the model '%s' takes one input, AUDIO", eng_model_name(m));
@@ -447,7 +458,7 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 		return;
 	}
 	for (int i = 0; i < 2; i++)
-		job->want[i] = srv_ks_want(r, srv_ks_asr_outputs[i], &job->binary[i]);
+		job->want[i] = srv_ks_want(r, srv__ks_tensors(m)->outputs[i], &job->binary[i]);
 	snprintf(job->id, sizeof(job->id), "%s",
 		 json_string_value(json_object_get(r->root, "id")) ?: "");
 	job->base.model = m;
@@ -503,7 +514,7 @@ static void srv_ks_gen_submit(struct srv_req *req, enum srv_gen_kind kind, json_
 static void srv_ks_generate_infer(struct srv_req *req, struct srv_ks_req *r,
 				  const struct eng_model *m)
 {
-	static const char *const outs[] = { "TEXT_OUTPUT" };
+	const char *const *outs = srv__ks_tensors(m)->outputs;
 	const struct srv_ks_in *t = srv_ks_input(r, "TEXT_INPUT");
 	const char *p = NULL;
 	size_t n = 0;

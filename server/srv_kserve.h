@@ -9,7 +9,23 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "engine/eng.h"
 #include "server/srv_buf.h"
+
+/* The KServe v2 tensors of a model (docs/kserve.md): one input, one or two
+ * outputs, every one BYTES [1]. AUDIO in, TRANSCRIPT and SEGMENTS out for
+ * transcription; TEXT_INPUT in, TEXT_OUTPUT out for generation (the names
+ * Triton's LLM back ends use). */
+struct srv_ks_tensors {
+	const char *input;
+	const char *outputs[2];
+	int n_outputs;
+};
+const struct srv_ks_tensors *srv__ks_tensors(const struct eng_model *m);
+
+/* srv__ks_platform - the model's platform, "inferd_<format>_<arch>", into
+ * buf [n]. */
+void srv__ks_platform(const struct eng_model *m, char *buf, size_t n);
 
 /* srv__ks_output - append the output tensor name, BYTES [1] holding s [n],
  * to outputs: in JSON, or (binary) as parameters.binary_data_size with

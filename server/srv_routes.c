@@ -20,6 +20,7 @@
 #include "common/st.h"
 #include "server/srv_audio.h"
 #include "server/srv_int.h"
+#include "server/srv_kserve.h"
 #include "server/srv_model_stats.h"
 #include "server/srv_openai_gen.h"
 
@@ -347,20 +348,21 @@ static void srv_h_openai_model(struct srv_req *req)
 				       "The model '%s' does not exist", req->path_param);
 }
 
-/* KServe v2 tensor metadata for a model's task (srv_kserve.c and
- * docs/kserve.md): AUDIO in, TRANSCRIPT and SEGMENTS out for
- * transcription; TEXT_INPUT in, TEXT_OUTPUT out for generation (the names
- * Triton's LLM back ends use). */
-static json_t *srv_kserve_io(enum eng_task task, bool input)
+/* KServe v2 tensor metadata of m (srv__ks_tensors): name, datatype,
+ * shape; key names the datatype field ("datatype" in metadata,
+ * "data_type" in Triton's config, whose value is then TYPE_STRING). */
+static json_t *srv_kserve_io(const struct eng_model *m, bool input, bool config)
 {
-	if (task == ENG_TASK_TRANSCRIPTION)
-		return input ? json_pack("[{s:s,s:s,s:[i]}]", "name", "AUDIO", "datatype", "BYTES",
-					 "shape", 1)
-			     : json_pack("[{s:s,s:s,s:[i]},{s:s,s:s,s:[i]}]", "name", "TRANSCRIPT",
-					 "datatype", "BYTES", "shape", 1, "name", "SEGMENTS",
-					 "datatype", "BYTES", "shape", 1);
-	return json_pack("[{s:s,s:s,s:[i]}]", "name", input ? "TEXT_INPUT" : "TEXT_OUTPUT",
-			 "datatype", "BYTES", "shape", 1);
+	const struct srv_ks_tensors *t = srv__ks_tensors(m);
+	json_t *a = json_array();
+	int n = input ? 1 : t->n_outputs;
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_pack("{s:s,s:s,s:[i]}", "name",
+						   input ? t->input : t->outputs[i],
+						   config ? "data_type" : "datatype",
+						   config ? "TYPE_STRING" : "BYTES",
+						   config ? "dims" : "shape", 1));
+	return a;
 }
 
 static const struct eng_model *srv_req_model(struct srv_req *req)
@@ -378,12 +380,10 @@ static void srv_h_kserve_model(struct srv_req *req)
 	if (!m)
 		return;
 	char platform[96];
-	snprintf(platform, sizeof(platform), "inferd_%s_%s", eng_format_str(eng_model_format(m)),
-		 eng_model_arch(m));
+	srv__ks_platform(m, platform, sizeof(platform));
 	srv__req_respond_json(req, 200, json_pack("{s:s,s:[s],s:s,s:o,s:o}", "name",
 		eng_model_name(m), "versions", "1", "platform", platform,
-		"inputs", srv_kserve_io(eng_model_task(m), true),
-		"outputs", srv_kserve_io(eng_model_task(m), false)));
+		"inputs", srv_kserve_io(m, true, false), "outputs", srv_kserve_io(m, false, false)));
 }
 
 /* Triton's model configuration (GET /v2/models/{name}/config), the part
@@ -394,19 +394,11 @@ static void srv_h_kserve_config(struct srv_req *req)
 	const struct eng_model *m = srv_req_model(req);
 	if (!m)
 		return;
-	bool asr = eng_model_task(m) == ENG_TASK_TRANSCRIPTION;
 	char platform[96];
-	snprintf(platform, sizeof(platform), "inferd_%s_%s", eng_format_str(eng_model_format(m)),
-		 eng_model_arch(m));
-	json_t *out = json_pack("[{s:s,s:s,s:[i]}]", "name", asr ? "TRANSCRIPT" : "TEXT_OUTPUT",
-				"data_type", "TYPE_STRING", "dims", 1);
-	if (asr && out)
-		json_array_append_new(out, json_pack("{s:s,s:s,s:[i]}", "name", "SEGMENTS",
-						     "data_type", "TYPE_STRING", "dims", 1));
-	srv__req_respond_json(req, 200, json_pack("{s:s,s:s,s:s,s:i,s:[{s:s,s:s,s:[i]}],s:o}",
-		"name", eng_model_name(m), "platform", platform, "backend", "inferd",
-		"max_batch_size", 0, "input", "name", asr ? "AUDIO" : "TEXT_INPUT", "data_type",
-		"TYPE_STRING", "dims", 1, "output", out));
+	srv__ks_platform(m, platform, sizeof(platform));
+	srv__req_respond_json(req, 200, json_pack("{s:s,s:s,s:s,s:i,s:o,s:o}", "name",
+		eng_model_name(m), "platform", platform, "backend", "inferd", "max_batch_size", 0,
+		"input", srv_kserve_io(m, true, true), "output", srv_kserve_io(m, false, true)));
 }
 
 static void srv_h_kserve_model_ready(struct srv_req *req)

@@ -75,6 +75,31 @@ class Daemon:
         return self.proc.returncode
 
 
+def assert_stopped_clean(d):
+    """Stop d: exit 0, no sanitizer report in its stderr."""
+    assert d.stop() == 0, d.stderr_text()
+    text = d.stderr_text()
+    assert "Sanitizer" not in text and "runtime error" not in text, text
+
+
+def big_body_limits(max_body_bytes):
+    """Limits with room for audio files in request bodies."""
+    return {"max_body_bytes": max_body_bytes, "body_timeout_ms": 20000, "idle_timeout_ms": 20000}
+
+
+def openai_transcript(port, data):
+    """The text /v1/audio/transcriptions answers for the WAV bytes data."""
+    boundary = "inferdtest"
+    body = (("--%s\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-tiny.en\r\n"
+             "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n"
+             "Content-Type: audio/wav\r\n\r\n") % (boundary, boundary)).encode() + data + \
+        ("\r\n--%s--\r\n" % boundary).encode()
+    r = request(port, "POST", "/v1/audio/transcriptions",
+                headers={"Content-Type": "multipart/form-data; boundary=" + boundary}, body=body)
+    assert r.status == 200, r.body
+    return r.json()["text"]
+
+
 def make_config(**over):
     cfg = {"listen": "127.0.0.1:0", "models": default_models(),
            "limits": {"max_header_bytes": 4096, "max_body_bytes": 65536,

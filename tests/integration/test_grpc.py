@@ -10,7 +10,8 @@ import wave
 
 import pytest
 
-from conftest import ROOT, Daemon, default_models, make_config, request
+from conftest import (ROOT, Daemon, assert_stopped_clean, big_body_limits, default_models,
+                      make_config, openai_transcript, request)
 
 np = pytest.importorskip("numpy", reason="numpy comes with tritonclient in the test venv")
 tg = pytest.importorskip("tritonclient.grpc", reason="tritonclient[grpc] is in the test venv "
@@ -31,13 +32,10 @@ def free_port():
 @pytest.fixture(scope="module")
 def daemon():
     port = free_port()
-    d = Daemon(make_config(grpc_listen="127.0.0.1:%d" % port,
-                           limits={"max_body_bytes": LIMIT, "body_timeout_ms": 20000,
-                                   "idle_timeout_ms": 20000}))
+    d = Daemon(make_config(grpc_listen="127.0.0.1:%d" % port, limits=big_body_limits(LIMIT)))
     d.grpc_port = port
     yield d
-    assert d.stop() == 0, d.stderr_text()
-    assert "Sanitizer" not in d.stderr_text() and "runtime error" not in d.stderr_text()
+    assert_stopped_clean(d)
 
 
 @pytest.fixture(scope="module")
@@ -73,18 +71,6 @@ def test_health_and_metadata(client, daemon):
         "StatusCode.NOT_FOUND"
 
 
-def http_transcript(port, data):
-    boundary = "grpctest"
-    body = (("--%s\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-tiny.en\r\n"
-             "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n"
-             "Content-Type: audio/wav\r\n\r\n") % (boundary, boundary)).encode() + data + \
-        ("\r\n--%s--\r\n" % boundary).encode()
-    r = request(port, "POST", "/v1/audio/transcriptions",
-                headers={"Content-Type": "multipart/form-data; boundary=" + boundary}, body=body)
-    assert r.status == 200, r.body
-    return r.json()["text"]
-
-
 @pytest.mark.parametrize("compression", [None, "gzip"])
 def test_transcription(client, daemon, compression):
     data = open(JFK, "rb").read()
@@ -92,7 +78,7 @@ def test_transcription(client, daemon, compression):
     inp.set_data_from_numpy(np.array([data], dtype=np.object_))
     r = client.infer("whisper-tiny.en", [inp], request_id="g-1", compression_algorithm=compression)
     text = text_of(r.as_numpy("TRANSCRIPT")[0])
-    assert text == http_transcript(daemon.port, data)  # the same answer as the REST route
+    assert text == openai_transcript(daemon.port, data)  # the same answer as the REST route
     segs = json.loads(text_of(r.as_numpy("SEGMENTS")[0]))
     assert segs and "".join(s["text"] for s in segs).strip() == text
     assert r.get_response().id == "g-1"
@@ -106,7 +92,7 @@ def test_transcription_fp32_samples_and_requested_output(client, daemon):
     inp.set_data_from_numpy(x)
     r = client.infer("whisper-tiny.en", [inp], parameters={"sample_rate": rate},
                      outputs=[tg.InferRequestedOutput("TRANSCRIPT")])
-    assert text_of(r.as_numpy("TRANSCRIPT")[0]) == http_transcript(daemon.port, open(JFK, "rb").read())
+    assert text_of(r.as_numpy("TRANSCRIPT")[0]) == openai_transcript(daemon.port, open(JFK, "rb").read())
     assert r.as_numpy("SEGMENTS") is None
 
 

@@ -10,7 +10,8 @@ import wave
 
 import pytest
 
-from conftest import ROOT, Daemon, connect, make_config, read_to_close, request
+from conftest import (ROOT, Daemon, assert_stopped_clean, big_body_limits, connect, make_config,
+                      openai_transcript, read_to_close, request)
 
 np = pytest.importorskip("numpy", reason="numpy comes with tritonclient in the test venv "
                                          "(scripts/install-deps)")
@@ -29,11 +30,9 @@ BODY_LIMIT = 4 << 20
 @pytest.fixture(scope="module")
 def daemon():
     """Room for audio files in request bodies (conftest's daemon allows 64 KB)."""
-    d = Daemon(make_config(limits={"max_body_bytes": BODY_LIMIT, "body_timeout_ms": 20000,
-                                   "idle_timeout_ms": 20000}))
+    d = Daemon(make_config(limits=big_body_limits(BODY_LIMIT)))
     yield d
-    assert d.stop() == 0, d.stderr_text()
-    assert "Sanitizer" not in d.stderr_text() and "runtime error" not in d.stderr_text()
+    assert_stopped_clean(d)
 
 
 @pytest.fixture(scope="module")
@@ -47,18 +46,6 @@ def post(port, path, body, headers=None):
     h = {"Content-Type": "application/json"}
     h.update(headers or {})
     return request(port, "POST", path, headers=h, body=body if isinstance(body, bytes) else json.dumps(body).encode())
-
-
-def openai_transcript(port, data):
-    boundary = "kservetest"
-    body = (("--%s\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-tiny.en\r\n"
-             "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n"
-             "Content-Type: audio/wav\r\n\r\n") % (boundary, boundary)).encode() + data + \
-        ("\r\n--%s--\r\n" % boundary).encode()
-    r = request(port, "POST", "/v1/audio/transcriptions",
-                headers={"Content-Type": "multipart/form-data; boundary=" + boundary}, body=body)
-    assert r.status == 200, r.body
-    return r.json()["text"]
 
 
 def test_health_and_metadata(client):
