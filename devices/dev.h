@@ -12,7 +12,7 @@
  * queues (the queue's thread enqueues kernels on its stream; dev_queue_pool
  * is NULL there): the calls below are the same.
  *
- * Model of use (engine/eng_sched.c): a model replica opens its device,
+ * Model of use (engine/sched/eng_sched.c): a model replica opens its device,
  * creates one queue with its thread count and submits its scheduling loop
  * to it as a long-running work item; compute inside the item uses
  * dev_queue_pool(q) for parallel-for. Weights are shared (read-only host

@@ -121,7 +121,7 @@ struct eng_req_opts {
 
 /* --- transcription (Whisper models) ----------------------------------- */
 
-#include "engine/eng_audio.h" /* eng_audio_decode: bytes -> 16 kHz mono float */
+#include "engine/audio/eng_audio.h" /* eng_audio_decode: bytes -> 16 kHz mono float */
 
 /* Options of one transcription; eng_transcribe_params_init sets the
  * defaults of faster-whisper's WhisperModel.transcribe (the reference),
@@ -292,7 +292,7 @@ void eng_gen_params_init(struct eng_gen_params *p);
 typedef void (*eng_gen_done_fn)(void *ud, int rc, struct eng_gen_result *res, const char *err);
 
 /* eng_generate_submit - queue a completion of p->prompt on model m's
- * scheduler (engine/eng_sched.h): a replica with room admits it into its
+ * scheduler (engine/sched/eng_sched.h): a replica with room admits it into its
  * running batch (continuous batching), tokenises the prompt, prefills it
  * in chunks mixed with other sequences' decode steps and samples until an
  * end-of-generation token, a stop string or max_tokens. p is copied; its

@@ -103,7 +103,7 @@ struct eng_model {
 	struct eng_sched *sched; /* replicas and their queue (eng_sched.h) */
 	struct eng_gguf *gguf;  /* open reader when format is GGUF */
 	struct eng_ct2 *ct2;    /* open reader when format is CT2 */
-	/* transcription models (eng_transcribe.c) */
+	/* transcription models (eng_asr_transcribe.c) */
 	struct eng_whisper *whisper;      /* float32 weights, shared read-only */
 	struct eng_whisper_tok *wtok;     /* tokenizer facts */
 	struct kn_mel *mel;               /* log-mel filterbank for hp.n_mels */
@@ -119,7 +119,7 @@ struct eng {
 
 /* eng__whisper_model_load - after the CT2 reader opened m->ct2: convert the
  * Whisper weights, load the tokenizer and the mel filterbank
- * (eng_transcribe.c). eng__whisper_model_fini undoes it (NULL-safe). */
+ * (eng_asr_transcribe.c). eng__whisper_model_fini undoes it (NULL-safe). */
 int eng__whisper_model_load(struct eng_model *m, char *err, size_t errlen);
 void eng__whisper_model_fini(struct eng_model *m);
 

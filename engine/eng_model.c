@@ -20,12 +20,12 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_ct2.h"
-#include "engine/eng_gguf.h"
-#include "engine/eng_asr_int.h"
-#include "engine/eng_gen_int.h"
+#include "engine/format/eng_ct2.h"
+#include "engine/format/eng_gguf.h"
+#include "engine/asr/eng_asr_int.h"
+#include "engine/gen/eng_gen_int.h"
 #include "engine/eng_int.h"
-#include "engine/eng_sched.h"
+#include "engine/sched/eng_sched.h"
 
 #define ENG_ERR_MAX 1024 /* longest reader message kept before prefixing */
 

@@ -23,9 +23,9 @@ extern const struct kn_ops kn__ops_avx512; /* x86/ops_avx512.c, AVX-512F/BW/VL *
 /* The quantized-weight kernels (kn_quant.h) of each ISA, indexed by ggml
  * type; an entry with a NULL name is a type not implemented. kn_quant.c
  * hands them out once kn_ops_for says the CPU runs that ISA. */
-extern const struct kn_qops kn__qops_ref[KN_Q_MAX];    /* quant/ref.c */
-extern const struct kn_qops kn__qops_avx2[KN_Q_MAX];   /* quant/avx2.c */
-extern const struct kn_qops kn__qops_avx512[KN_Q_MAX]; /* quant/avx512.c */
+extern const struct kn_qops kn__qops_ref[KN_Q_MAX];    /* ref/quant.c */
+extern const struct kn_qops kn__qops_avx2[KN_Q_MAX];   /* x86/quant_avx2.c */
+extern const struct kn_qops kn__qops_avx512[KN_Q_MAX]; /* x86/quant_avx512.c */
 
 /* Block geometry of the quantized types (ggml-common.h): elements per
  * block (QK4_0 = QK5_0 = QK8_0 = 32, QK_K = 256) and bytes per block. */
@@ -44,7 +44,7 @@ enum {
 };
 
 /* Whether the CPU runs AVX512-VNNI (vpdpbusd / vpdpwssd); detected with
- * the other ISAs in kn_init.c. quant/avx512.c picks its gemv_xq inner
+ * the other ISAs in kn_init.c. x86/quant_avx512.c picks its gemv_xq inner
  * loops by it (VNNI, else the AVX-512BW maddubs/madd form). */
 bool kn__has_avx512vnni(void);
 

@@ -14,7 +14,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "server/srv_grpc.h"
+#include "server/grpc/srv_grpc.h"
 #include "server/srv_int.h"
 
 const char *srv__date(struct srv *srv)

@@ -2,7 +2,7 @@
  * connections, parses HTTP/1.1 with llhttp, routes requests and writes
  * responses. Nothing but I/O runs on the loop thread.
  *
- * Used by srv_main.c: srv_create() once the config and the engine exist,
+ * Used by cli_main.c: srv_create() once the config and the engine exist,
  * srv_run() until SIGTERM/SIGINT has drained the connections, then
  * srv_destroy().
  */

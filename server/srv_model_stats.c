@@ -1,4 +1,4 @@
-/* srv_model_stats.c - the schedulers' stats (engine/eng_stats.h) as
+/* srv_model_stats.c - the schedulers' stats (engine/sched/eng_stats.h) as
  * Prometheus metrics (appended to GET /metrics) and as JSON for
  * GET /v2/models/stats and GET /v2/models/{name}/stats.
  *
@@ -16,7 +16,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_stats.h"
+#include "engine/sched/eng_stats.h"
 #include "server/srv_int.h"
 #include "server/srv_model_stats.h"
 

@@ -97,7 +97,7 @@ struct eng_llm_seq {
  * batch), each sequence's rows attend to its own cache only, and each
  * cache grows by its n. Rows in total <= the scratch's rows; a cache may
  * appear once. Results per sequence equal those of separate passes (the
- * same kernels per row; tests/unit/engine/test_llm.c checks it). Returns
+ * same kernels per row; tests/unit/engine/models/test_llm.c checks it). Returns
  * 0, -ST_INVAL (a token out of range, an empty part, a cache twice, a pool
  * bigger than the scratch's), -ST_TOOBIG (a cache or the scratch full);
  * nothing is changed on error. */

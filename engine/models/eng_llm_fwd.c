@@ -10,7 +10,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev_pool.h"
-#include "engine/eng_par.h"
+#include "engine/models/eng_par.h"
 #include "engine/models/eng_llm_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"

@@ -8,7 +8,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_gguf.h"
+#include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_quant.h"

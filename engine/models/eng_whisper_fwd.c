@@ -12,7 +12,7 @@
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_blas.h"
-#include "engine/eng_par.h"
+#include "engine/models/eng_par.h"
 #include "devices/dev_pool.h"
 
 #define EW_LN_EPS 1e-5f /* torch.nn.LayerNorm default, used by Whisper */

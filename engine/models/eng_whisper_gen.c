@@ -9,7 +9,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/models/eng_whisper.h"
-#include "engine/models/eng_whisper_tok.h"
+#include "engine/tok/eng_whisper_tok.h"
 
 /* Everything one window's decoding needs. */
 struct ewg {

@@ -15,7 +15,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_ct2.h"
+#include "engine/format/eng_ct2.h"
 #include "engine/models/eng_whisper_int.h"
 #include "kernels/kn.h"
 

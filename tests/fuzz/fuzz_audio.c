@@ -1,4 +1,4 @@
-/* fuzz_audio.c - libFuzzer target for the audio decoder (engine/eng_audio.h).
+/* fuzz_audio.c - libFuzzer target for the audio decoder (engine/audio/eng_audio.h).
  * Each input is decoded twice: as a container (raw NULL: libsndfile's
  * format detection, every codec it has) and, minus its first byte, as
  * headerless PCM whose encoding, rate and channel count that byte picks.
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "engine/eng_audio.h"
+#include "engine/audio/eng_audio.h"
 
 #define FUZZ_MAX_SECONDS 600.0
 

@@ -1,5 +1,5 @@
 /* fuzz_bpe.c - libFuzzer target for the byte-level BPE tokenizer
- * (engine/eng_bpe.h). LLVMFuzzerInitialize loads the real Whisper tiny.en
+ * (engine/tok/eng_bpe.h). LLVMFuzzerInitialize loads the real Whisper tiny.en
  * tokenizer.json once ($INFERD_MODELS, default ./models); each input is
  * encoded as raw bytes (any bytes: invalid UTF-8 is one "other" character
  * per bad byte, see eng_bpe.h) and must decode back to itself exactly, with
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "engine/eng_bpe.h"
+#include "engine/tok/eng_bpe.h"
 
 static struct eng_bpe *bpe; /* loaded once, read-only afterwards */
 

@@ -1,12 +1,12 @@
 /* fuzz_ct2.c - libFuzzer target for the CTranslate2 model.bin reader
- * (engine/eng_ct2.h). Parses the input with eng_ct2_open_buffer (no
+ * (engine/format/eng_ct2.h). Parses the input with eng_ct2_open_buffer (no
  * config) and, when it opens, touches every variable's first and last data
  * byte and resolves every alias. Seeds: corpus/ct2 (make-seeds.py).
  */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/eng_ct2.h"
+#include "engine/format/eng_ct2.h"
 
 static volatile uint64_t sink; /* keeps the reads from being optimized out */
 

@@ -1,4 +1,4 @@
-/* fuzz_gguf.c - libFuzzer target for the GGUF reader (engine/eng_gguf.h).
+/* fuzz_gguf.c - libFuzzer target for the GGUF reader (engine/format/eng_gguf.h).
  *
  * Parses the input with eng_gguf_open_buffer and, when it opens, walks
  * every metadata value (arrays element by element, nested ones too) and
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/eng_gguf.h"
+#include "engine/format/eng_gguf.h"
 
 static volatile uint64_t sink; /* keeps the reads from being optimized out */
 

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/srv_grpc.h"
+#include "server/grpc/srv_grpc.h"
 #include "server/srv_int.h"
 
 static const char fuzz_cfg_json[] =

@@ -2,7 +2,7 @@
 """Write the small seed files for fuzz_gguf and fuzz_ct2 (standard library only).
 
 Run from anywhere:  python3 tests/fuzz/make-seeds.py
-The unit tests (tests/unit/engine/test_gguf.c, test_ct2.c) also open these
+The unit tests (tests/unit/engine/format/test_gguf.c, test_ct2.c) also open these
 files and check the values written here, so keep the two in step.
 
 Formats followed: the GGUF specification (ggml docs/gguf.md) and

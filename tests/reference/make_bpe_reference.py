@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_bpe_reference.py - reference token ids for tests/unit/tokenizer/test_bpe.c.
+"""make_bpe_reference.py - reference token ids for tests/unit/engine/tok/test_bpe.c.
 
 Runs the PyPI `tokenizers` package (HF's Rust tokenizer) on the real
 Whisper tiny.en tokenizer.json and writes tests/reference/bpe/whisper_tiny_en.json:

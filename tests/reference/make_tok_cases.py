@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """make_tok_cases.py - llama.cpp ids for the byte-level BPE ("gpt2") path of
-engine/eng_tok.c, written to tests/reference/llm/tokenizer_bpe_whisper.json.
+engine/tok/eng_tok.c, written to tests/reference/llm/tokenizer_bpe_whisper.json.
 
 For each tokenizer.ggml.pre in PRES it writes (python stdlib only) a
 vocabulary-only GGUF made from models/whisper-tiny.en/tokenizer.json (GPT-2's
 vocabulary and merges; added tokens as CONTROL, bos = eos = <|endoftext|>,
-add_bos_token false) - the same GGUF tests/unit/tokenizer/test_tok.c builds in
+add_bos_token false) - the same GGUF tests/unit/engine/tok/test_tok.c builds in
 memory - loads it into llama.cpp through llama-cpp-python (vocab_only) and
 records, per text:
     ids          - llama_tokenize(text, add_special=False, parse_special=False)

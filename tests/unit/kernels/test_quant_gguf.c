@@ -1,7 +1,7 @@
 /* tests/unit/kernels/test_quant_gguf.c - the quantized-weight kernels
  * (kernels/kn_quant.h) on the real default model,
  * $INFERD_MODELS/gemma-3-270m-q4_k_m.gguf, read with the GGUF reader
- * (engine/eng_gguf.h; this is why the test is apart from test_quant.c,
+ * (engine/format/eng_gguf.h; this is why the test is apart from test_quant.c,
  * which stays engine-free).
  *
  * For one tensor of each type the file holds (token_embd.weight for Q8_0,
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/eng_gguf.h"
+#include "engine/format/eng_gguf.h"
 #include "kernels/kn_quant.h"
 
 #define GEMMA "gemma-3-270m-q4_k_m.gguf"

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "common/st.h"
-#include "server/srv_audio.h"
+#include "server/job/srv_audio_job.h"
 #include "server/srv_multipart.h"
 
 static const struct srv_mp_limits lim = { 4, 128, 16 };

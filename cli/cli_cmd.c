@@ -1,0 +1,358 @@
+/* cli_cmd.c - the commands that run without a server:
+ *   inferd inspect MODEL                      metadata and tensor table
+ *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
+ *                     [--timestamps] [--beam-size N] [--language L] FILE...
+ * transcribe prints each file's transcript on stdout and a timing line per
+ * file on stderr (audio seconds, wall seconds, real-time factor): what
+ * bench/transcribe-vs-peers times.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "config/cfg.h"
+#include "engine/eng.h"
+#include "cli/cli_cmd.h"
+
+int cli_inspect(int argc, char **argv)
+{
+	char err[512];
+	if (argc != 3) {
+		fprintf(stderr, "usage: inferd inspect MODEL_FILE_OR_FOLDER\n");
+		return 2;
+	}
+	if (eng_inspect(argv[2], stdout, err, sizeof(err))) {
+		fprintf(stderr, "inferd: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+struct tx_args {
+	const char *config;
+	const char *model;
+	int threads;
+	bool timestamps;
+	bool json; /* one JSON object per file: text, segments with tokens */
+	struct eng_transcribe_params params;
+	int first_file;
+};
+
+static int tx_usage(void)
+{
+	fprintf(stderr, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
+			"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
+			"                         [--prompt TEXT] [--temperature T] FILE...\n");
+	return 2;
+}
+
+static int tx_parse(int argc, char **argv, struct tx_args *a)
+{
+	*a = (struct tx_args){ .config = "config/default.json" };
+	eng_transcribe_params_init(&a->params);
+	int i = 2;
+	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(o, "--timestamps") || !strcmp(o, "--json")) {
+			*(o[2] == 't' ? &a->timestamps : &a->json) = true;
+			continue;
+		}
+		if (!v)
+			return tx_usage();
+		i++;
+		if (!strcmp(o, "--config"))
+			a->config = v;
+		else if (!strcmp(o, "--model"))
+			a->model = v;
+		else if (!strcmp(o, "--threads"))
+			a->threads = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--beam-size"))
+			a->params.beam_size = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--language"))
+			a->params.language = v;
+		else if (!strcmp(o, "--prompt"))
+			a->params.prompt = v;
+		else if (!strcmp(o, "--temperature")) {
+			a->params.temperatures[0] = strtof(v, NULL);
+			a->params.n_temperatures = 1;
+		} else
+			return tx_usage();
+	}
+	a->first_file = i;
+	return i < argc ? 0 : tx_usage();
+}
+
+/* A model by path (a CT2 folder) or by name from the config; NULL name:
+ * the config's first transcription model. */
+/* A model by path (a CT2 folder or GGUF file) or by name from the config;
+ * NULL name: the config's first model of format `want`. */
+static int cli_load(const char *config, const char *model, enum cfg_model_format want,
+		    int threads, struct eng **eng, const struct eng_model **m, char *err,
+		    size_t errlen)
+{
+	struct stat st;
+	struct cfg *cfg = NULL;
+	/* one replica on every core this process may use, `threads` of them
+	 * computing (0: all) */
+	struct eng_replica_spec rep = { .device = "cpu", .threads = threads > 0 ? threads : 0 };
+	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = &rep,
+				       .n_replicas = 1 };
+	int rc = 0;
+	if (!model || stat(model, &st) != 0) {
+		if ((rc = cfg_load_file(config, &cfg, err, errlen)) != 0)
+			return rc;
+		spec.path = NULL;
+		for (size_t i = 0; i < cfg->n_models && !spec.path; i++) {
+			const struct cfg_model *cm = &cfg->models[i];
+			if (model ? !strcmp(cm->name, model) : cm->format == want) {
+				spec.name = cm->name;
+				spec.path = cm->path;
+			}
+		}
+	}
+	if (!spec.path) {
+		snprintf(err, errlen, "no model '%s' in %s", model ? model : "", config);
+		rc = -ST_NOTFOUND;
+	}
+	if (!rc)
+		rc = eng_create(&spec, 1, eng, err, errlen);
+	if (!rc)
+		*m = eng_model_at(*eng, 0);
+	cfg_destroy(cfg);
+	return rc;
+}
+
+static int tx_read_file(const char *path, char **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	*data = NULL;
+	if (!f)
+		return -ST_IO;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	*data = n >= 0 ? mem_alloc((size_t)n + 1) : NULL;
+	int rc = *data && fread(*data, 1, (size_t)n, f) == (size_t)n ? 0 : -ST_IO;
+	fclose(f);
+	*len = (size_t)n;
+	return rc;
+}
+
+static double tx_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* {"file", "duration", "language", "text", "segments": [{"start", "end",
+ * "text", "tokens", "avg_logprob", "no_speech_prob", "temperature"}]} */
+static void tx_print_json(const char *path, const struct eng_transcript *t)
+{
+	json_t *segs = json_array();
+	for (size_t i = 0; i < t->n_segments; i++) {
+		const struct eng_segment *s = &t->segments[i];
+		json_t *tok = json_array();
+		for (size_t k = 0; k < s->n_tokens; k++)
+			json_array_append_new(tok, json_integer(s->tokens[k]));
+		json_array_append_new(segs, json_pack("{s:f,s:f,s:s,s:o,s:f,s:f,s:f}", "start",
+			s->start_s, "end", s->end_s, "text", s->text, "tokens", tok, "avg_logprob",
+			s->avg_logprob, "no_speech_prob", (double)s->no_speech_prob, "temperature",
+			(double)s->temperature));
+	}
+	json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:o}", "file", path, "duration", t->duration_s,
+			      "language", t->language, "text", t->text, "segments", segs);
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (text)
+		printf("%s\n", text);
+	free(text);
+	json_decref(o);
+}
+
+static void tx_print(const struct tx_args *a, const char *path, const struct eng_transcript *t)
+{
+	if (a->json) {
+		tx_print_json(path, t);
+		return;
+	}
+	if (!a->timestamps) {
+		printf("%s\n", t->text);
+		return;
+	}
+	printf("# %s\n", path);
+	for (size_t i = 0; i < t->n_segments; i++)
+		printf("[%8.2f -> %8.2f]%s\n", t->segments[i].start_s, t->segments[i].end_s,
+		       t->segments[i].text);
+}
+
+static int tx_one(const struct tx_args *a, const struct eng_model *m, const char *path)
+{
+	char err[512], *data;
+	size_t len;
+	struct eng_audio audio;
+	struct eng_transcript *t = NULL;
+	double t0 = tx_now();
+	int rc = tx_read_file(path, &data, &len);
+	if (rc) {
+		fprintf(stderr, "inferd: %s: cannot read\n", path);
+		mem_free(data);
+		return rc;
+	}
+	rc = eng_audio_decode(data, len, NULL, &audio, err, sizeof(err));
+	mem_free(data);
+	if (!rc) {
+		rc = eng_transcribe(m, audio.samples, audio.n_samples, &a->params, &t, err, sizeof(err));
+		double secs = tx_now() - t0, dur = (double)audio.n_samples / 16000.0;
+		if (!rc) {
+			tx_print(a, path, t);
+			fprintf(stderr, "inferd: %s: %.2f s of audio in %.3f s (RTFx %.1f)\n", path, dur,
+				secs, dur / secs);
+		}
+		eng_audio_fini(&audio);
+	}
+	if (rc)
+		fprintf(stderr, "inferd: %s: %s\n", path, err);
+	eng_transcript_destroy(t);
+	return rc;
+}
+
+int cli_transcribe(int argc, char **argv)
+{
+	struct tx_args a;
+	struct eng *eng = NULL;
+	const struct eng_model *m = NULL;
+	char err[1024];
+	if (tx_parse(argc, argv, &a))
+		return 2;
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, &eng, &m, err,
+			  sizeof(err));
+	if (rc) {
+		fprintf(stderr, "inferd: %s\n", err);
+		return 1;
+	}
+	int failed = 0;
+	double t0 = tx_now(), audio_s = 0;
+	for (int i = a.first_file; i < argc; i++)
+		failed |= tx_one(&a, m, argv[i]) != 0;
+	(void)audio_s;
+	fprintf(stderr, "inferd: %d file(s) in %.3f s\n", argc - a.first_file, tx_now() - t0);
+	eng_destroy(eng);
+	return failed ? 1 : 0;
+}
+
+/* --- inferd generate ---------------------------------------------------- */
+
+struct gen_args {
+	const char *config, *model, *prompt;
+	bool chat;
+	int threads;
+	struct eng_gen_params params;
+};
+
+static int gen_usage(void)
+{
+	fprintf(stderr, "usage: inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
+			"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
+			"                       [--top-k K] [--seed S] [--threads N] PROMPT\n"
+			"Streams a completion of PROMPT to stdout without a server. --model: a\n"
+			"model name from --config (default config/default.json) or a GGUF path;\n"
+			"--chat wraps PROMPT in the model's chat template; defaults: 128 tokens,\n"
+			"temperature 1, a random seed, every core.\n");
+	return 2;
+}
+
+static int gen_parse(int argc, char **argv, struct gen_args *a)
+{
+	*a = (struct gen_args){ .config = "config/default.json" };
+	eng_gen_params_init(&a->params);
+	a->params.max_tokens = 128;
+	/* no --seed: a different sample every run, as the server does */
+	a->params.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	for (int k = 2; k < argc; k++)
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
+			return gen_usage();
+	int i = 2;
+	for (; i < argc - 1 && !strncmp(argv[i], "--", 2); i++) {
+		const char *o = argv[i], *v = argv[i + 1];
+		if (!strcmp(o, "--chat")) {
+			a->chat = true;
+			continue;
+		}
+		i++;
+		if (!strcmp(o, "--config"))
+			a->config = v;
+		else if (!strcmp(o, "--model"))
+			a->model = v;
+		else if (!strcmp(o, "--max-tokens"))
+			a->params.max_tokens = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--temperature"))
+			a->params.temperature = strtof(v, NULL);
+		else if (!strcmp(o, "--top-p"))
+			a->params.top_p = strtof(v, NULL);
+		else if (!strcmp(o, "--top-k"))
+			a->params.top_k = (int)strtol(v, NULL, 10);
+		else if (!strcmp(o, "--seed"))
+			a->params.seed = strtoull(v, NULL, 10);
+		else if (!strcmp(o, "--threads"))
+			a->threads = (int)strtol(v, NULL, 10);
+		else
+			return gen_usage();
+	}
+	if (i != argc - 1)
+		return gen_usage();
+	a->prompt = argv[i];
+	return 0;
+}
+
+static int gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
+		       size_t n_toks)
+{
+	(void)ud;
+	(void)toks;
+	(void)n_toks;
+	fwrite(text, 1, len, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+int cli_generate(int argc, char **argv)
+{
+	struct gen_args a;
+	struct eng *eng = NULL;
+	const struct eng_model *m = NULL;
+	struct eng_gen_result *r = NULL;
+	char err[1024], *chat = NULL;
+	if (gen_parse(argc, argv, &a))
+		return 2;
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, &eng, &m, err,
+			  sizeof(err));
+	if (!rc && a.chat) {
+		struct eng_chat_msg msg = { "user", a.prompt };
+		rc = eng_chat_format(m, &msg, 1, &chat, err, sizeof(err));
+	}
+	a.params.prompt = chat ? chat : a.prompt;
+	a.params.on_text = gen_on_text;
+	if (!rc)
+		rc = eng_generate(m, &a.params, &r, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "inferd: %s\n", err);
+	} else {
+		printf("\n");
+		fprintf(stderr, "inferd: %zu prompt tokens in %.1f ms (%.1f tok/s), %zu generated in "
+				"%.1f ms (%.1f tok/s), finish %s\n",
+			r->n_prompt_tokens, r->prompt_ms, 1e3 * (double)r->n_prompt_tokens / r->prompt_ms,
+			r->n_completion_tokens, r->decode_ms,
+			1e3 * (double)r->n_completion_tokens / (r->decode_ms > 0 ? r->decode_ms : 1),
+			r->finish == ENG_FINISH_STOP ? "stop" : "length");
+	}
+	eng_gen_result_destroy(r);
+	mem_free(chat);
+	eng_destroy(eng);
+	return rc ? 1 : 0;
+}

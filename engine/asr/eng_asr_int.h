@@ -1,0 +1,46 @@
+/* eng_asr_int.h - a transcription as the transcription loop
+ * (eng_asr_submit.c) drives it. Internal to engine/. */
+#ifndef ENG_ASR_INT_H
+#define ENG_ASR_INT_H
+
+#include <stddef.h>
+
+#include "engine/eng.h"
+#include "engine/sched/eng_sched.h"
+
+struct dev_pool;
+struct eng_whisper_runner;
+
+/* A submitted transcription (eng_transcribe_submit). */
+struct eng__asr_req {
+	struct eng__req base;          /* first: the scheduler's view */
+	const struct eng_model *m;
+	struct eng_asr_input in;       /* borrowed until done */
+	struct eng_audio_raw raw;      /* a copy of *in.raw (in.raw points here) */
+	struct eng_transcribe_params p; /* a copy; strings borrowed */
+	eng_transcribe_done_fn done;
+	void *ud;
+};
+
+/* eng__transcribe_check - the parameter checks of eng_transcribe_submit
+ * (err cleared first). 0 or -ST_INVAL with err. */
+int eng__transcribe_check(const struct eng_model *m, const struct eng_transcribe_params *p,
+			  char *err, size_t errlen);
+
+/* eng__transcribe_run - the whole transcription of samples [n] on the
+ * calling (replica) thread with its compute team pool (NULL: alone).
+ * p checked already. Before every window and every decoder pass it stops
+ * on p->cancel (-ST_CANCELED) or when stop(stop_arg) returns non-zero (that
+ * status: the deadline, shutdown). Encoder and decoder passes go through
+ * run when it is not NULL (a batcher; pool then only sizes the encoder
+ * scratch). On success *out is new. Errors: -ST_NOMEM, others with err. */
+int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
+			size_t n_samples, const struct eng_transcribe_params *p,
+			int (*stop)(void *arg), void *stop_arg,
+			const struct eng_whisper_runner *run, struct eng_transcript **out,
+			char *err, size_t errlen);
+
+/* eng__asr_loop - a transcription replica's work item (dev_work_fn). */
+void eng__asr_loop(void *arg, struct dev_pool *pool);
+
+#endif /* ENG_ASR_INT_H */

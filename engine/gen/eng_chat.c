@@ -1,0 +1,197 @@
+/* eng_chat.c - chat messages to a prompt, in the format the model's
+ * tokenizer.chat_template describes. There is no Jinja engine: the
+ * templates of the supported families are recognised by their marker
+ * tokens and written out as llama.cpp's llm_chat_apply_template writes
+ * them (src/llama-chat.cpp): gemma, chatml (qwen), llama 3, and
+ * llama 2 / mistral [INST]. BOS is not written: the tokenizer adds it.
+ * A file with no template at all (the default Gemma 3 270M GGUF has none)
+ * gets its family's documented format from general.architecture: gemma3
+ * -> gemma, qwen2/qwen3 -> chatml; an unrecognised template is refused.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "engine/eng.h"
+#include "engine/format/eng_gguf.h"
+#include "engine/eng_int.h"
+
+enum ec_format { EC_GEMMA, EC_CHATML, EC_LLAMA3, EC_INST, EC_NONE };
+
+static enum ec_format ec_detect(const char *tmpl)
+{
+	if (!tmpl)
+		return EC_NONE;
+	if (strstr(tmpl, "<start_of_turn>"))
+		return EC_GEMMA;
+	if (strstr(tmpl, "<|im_start|>"))
+		return EC_CHATML;
+	if (strstr(tmpl, "<|start_header_id|>"))
+		return EC_LLAMA3;
+	if (strstr(tmpl, "[INST]"))
+		return EC_INST;
+	return EC_NONE;
+}
+
+struct ec_out {
+	char *buf;
+	size_t len, cap;
+	int rc;
+};
+
+static void ec_put(struct ec_out *o, const char *s, size_t n)
+{
+	if (o->rc)
+		return;
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 1024;
+		while (cap < o->len + n + 1)
+			cap *= 2;
+		char *b = mem_realloc(o->buf, cap);
+		if (!b) {
+			o->rc = -ST_NOMEM;
+			return;
+		}
+		o->buf = b;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+}
+
+static void ec_puts(struct ec_out *o, const char *s)
+{
+	ec_put(o, s, strlen(s));
+}
+
+/* content without leading and trailing whitespace (llama.cpp trims for
+ * gemma and llama 3) */
+static void ec_put_trimmed(struct ec_out *o, const char *s)
+{
+	while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+		n--;
+	ec_put(o, s, n);
+}
+
+static bool ec_role_ok(const char *r)
+{
+	return r && (!strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant"));
+}
+
+/* gemma: no system role - it is prepended to the first user turn. */
+static void ec_gemma(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n)
+{
+	const char *sys = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(msgs[i].role, "system")) {
+			sys = msgs[i].content;
+			continue;
+		}
+		bool user = !strcmp(msgs[i].role, "user");
+		ec_puts(o, user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+		if (user && sys) {
+			ec_put_trimmed(o, sys);
+			ec_puts(o, "\n\n");
+			sys = NULL;
+		}
+		ec_put_trimmed(o, msgs[i].content);
+		ec_puts(o, "<end_of_turn>\n");
+	}
+	ec_puts(o, "<start_of_turn>model\n");
+}
+
+static void ec_chatml(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		ec_puts(o, "<|im_start|>");
+		ec_puts(o, msgs[i].role);
+		ec_puts(o, "\n");
+		ec_puts(o, msgs[i].content);
+		ec_puts(o, "<|im_end|>\n");
+	}
+	ec_puts(o, "<|im_start|>assistant\n");
+}
+
+static void ec_llama3(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		ec_puts(o, "<|start_header_id|>");
+		ec_puts(o, msgs[i].role);
+		ec_puts(o, "<|end_header_id|>\n\n");
+		ec_put_trimmed(o, msgs[i].content);
+		ec_puts(o, "<|eot_id|>");
+	}
+	ec_puts(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+/* llama 2 / mistral: [INST] user [/INST] assistant</s>, the system text
+ * prepended to the first user turn. */
+static void ec_inst(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n)
+{
+	const char *sys = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(msgs[i].role, "system")) {
+			sys = msgs[i].content;
+		} else if (!strcmp(msgs[i].role, "user")) {
+			ec_puts(o, "[INST] ");
+			if (sys) {
+				ec_put_trimmed(o, sys);
+				ec_puts(o, "\n\n");
+				sys = NULL;
+			}
+			ec_put_trimmed(o, msgs[i].content);
+			ec_puts(o, " [/INST]");
+		} else {
+			ec_puts(o, " ");
+			ec_put_trimmed(o, msgs[i].content);
+			ec_puts(o, "</s>");
+		}
+	}
+}
+
+int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, size_t n,
+		    char **out, char *err, size_t errlen)
+{
+	const char *tmpl = NULL;
+	*out = NULL;
+	if (!m->gguf || !m->llm)
+		return eng__errf(-ST_INVAL, err, errlen, "model '%s' is not a generation model",
+				 m->name);
+	eng_gguf_get_str(m->gguf, "tokenizer.chat_template", &tmpl, NULL);
+	enum ec_format f = ec_detect(tmpl);
+	if (!tmpl && !strcmp(m->arch, "gemma3"))
+		f = EC_GEMMA;
+	else if (!tmpl && (!strcmp(m->arch, "qwen2") || !strcmp(m->arch, "qwen3")))
+		f = EC_CHATML;
+	if (f == EC_NONE)
+		return eng__errf(-ST_UNSUPPORTED, err, errlen,
+				 "model '%s' has %s chat template; send a formatted prompt to "
+				 "/v1/completions instead", m->name, tmpl ? "an unrecognised" : "no");
+	if (n == 0)
+		return eng__errf(-ST_INVAL, err, errlen, "messages: expected at least one message");
+	for (size_t i = 0; i < n; i++)
+		if (!ec_role_ok(msgs[i].role) || !msgs[i].content)
+			return eng__errf(-ST_INVAL, err, errlen,
+					 "messages[%zu]: expected role system, user or assistant "
+					 "and a content string", i);
+	struct ec_out o = { 0 };
+	if (f == EC_GEMMA)
+		ec_gemma(&o, msgs, n);
+	else if (f == EC_CHATML)
+		ec_chatml(&o, msgs, n);
+	else if (f == EC_LLAMA3)
+		ec_llama3(&o, msgs, n);
+	else
+		ec_inst(&o, msgs, n);
+	if (o.rc) {
+		mem_free(o.buf);
+		return eng__errf(o.rc, err, errlen, "out of memory");
+	}
+	*out = o.buf;
+	return 0;
+}

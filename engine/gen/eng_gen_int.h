@@ -1,0 +1,77 @@
+/* eng_gen_int.h - a completion as the generation loop (eng_gen_replica.c)
+ * drives it: the submitted request and its sequence (eng_generate.c).
+ * Internal to engine/.
+ *
+ * A sequence holds its tokens (prompt, then generated), its KV cache, its
+ * sampler and the text released so far. The loop asks it what to feed
+ * (eng__gseq_next: a prompt chunk, or the token just sampled), runs the
+ * batched forward pass, tells it what was fed (eng__gseq_fed) and, when
+ * the logits of its last token are there, lets it sample
+ * (eng__gseq_sample: picks, records, streams final text to on_text,
+ * checks the stop conditions). Thread: one loop thread at a time.
+ */
+#ifndef ENG_GEN_INT_H
+#define ENG_GEN_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/eng.h"
+#include "engine/sched/eng_sched.h"
+
+struct eng__gseq;
+struct eng_llm_kv;
+
+/* A submitted completion (eng_generate_submit). */
+struct eng__gen_req {
+	struct eng__req base;        /* first: the scheduler's view */
+	const struct eng_model *m;
+	struct eng_gen_params p;     /* a copy; strings borrowed until done */
+	eng_gen_done_fn done;
+	void *ud;
+	struct eng__gseq *seq;       /* set once admitted */
+	double t_admit, t_first, t_last; /* monotonic ms: admitted, first and latest token */
+};
+
+/* eng__gen_req_end - struct eng__req's end for completions: the result
+ * (rc 0) or the error goes to done; the request is freed. */
+void eng__gen_req_end(struct eng__req *r, int rc, const char *err);
+
+/* eng__gseq_start - tokenise p->prompt (special tokens parsed, BOS as the
+ * model wants), check it fits the context with max_tokens, allocate the
+ * KV cache, logits and sampler. Errors: -ST_TOOBIG (err gives the
+ * numbers), -ST_INVAL (empty prompt), -ST_NOMEM. p must outlive it. */
+int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
+		    struct eng__gseq **out, char *err, size_t errlen);
+void eng__gseq_destroy(struct eng__gseq *g);
+
+/* eng__gseq_next - the tokens to feed next (*tokens, at most max; 0 when
+ * there are none) and where the pass must put the logits of the last of
+ * them (*logits; NULL when more prompt follows). */
+size_t eng__gseq_next(struct eng__gseq *g, size_t max, const int32_t **tokens,
+		      float **logits);
+
+/* eng__gseq_fed - n tokens went through a pass; true when the logits of
+ * the last token are in place (sample next). */
+bool eng__gseq_fed(struct eng__gseq *g, size_t n);
+
+/* eng__gseq_sample - pick the next token, record it (logprobs), release
+ * final text to on_text; *done when an end-of-generation token, a stop
+ * string or max_tokens ended it. -ST_CANCELED when on_text asked to stop,
+ * -ST_NOMEM. */
+int eng__gseq_sample(struct eng__gseq *g, bool *done);
+
+/* eng__gseq_end - release the text still held back and hand over the
+ * result (*out: new; the sequence keeps nothing of it). */
+int eng__gseq_end(struct eng__gseq *g, struct eng_gen_result **out);
+
+struct eng_llm_kv *eng__gseq_kv(struct eng__gseq *g);
+size_t eng__gseq_generated(const struct eng__gseq *g);
+size_t eng__gseq_prompt_tokens(const struct eng__gseq *g);
+
+/* eng__gen_loop - a generation replica's work item (dev_work_fn). */
+struct dev_pool;
+void eng__gen_loop(void *arg, struct dev_pool *pool);
+
+#endif /* ENG_GEN_INT_H */

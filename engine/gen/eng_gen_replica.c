@@ -1,0 +1,223 @@
+/* eng_gen_replica.c - a generation replica's loop: continuous batching.
+ *
+ * Every step the loop (1) admits waiting requests while it runs fewer than
+ * max_num_seqs sequences, (2) ends the ones whose client left or whose
+ * deadline passed, (3) builds one batch - a token for every sequence that
+ * is decoding, then prompt chunks of the prefilling ones in admission
+ * order while max_batch_tokens allows (chunked prefill mixed with decode
+ * steps, as vLLM's scheduler does) - (4) runs one forward pass over it
+ * (eng_llm_forward_batch: one pass over each weight matrix for all rows)
+ * and (5) samples every sequence whose logits are due; finished ones
+ * leave, their slots go to the next waiting requests at the next step.
+ * Sequences therefore join and leave at every step.
+ *
+ * With nothing running the loop sleeps in eng__sched_take until work or
+ * shutdown arrives. On shutdown running sequences end with -ST_CLOSED.
+ */
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "devices/dev_pool.h"
+#include "engine/gen/eng_gen_int.h"
+#include "engine/eng_int.h"
+#include "engine/sched/eng_sched.h"
+#include "engine/models/eng_llm.h"
+
+struct egl {
+	struct eng__replica *rp;
+	struct eng_sched *s;
+	struct dev_pool *pool;
+	struct eng_llm_scratch *scratch;
+	struct eng__gen_req **run;  /* [max_num_seqs] running, in admission order */
+	size_t n_run;
+	struct eng__req **taken;    /* [max_num_seqs] */
+	struct eng_llm_seq *seqs;   /* [max_num_seqs] this step's batch */
+	struct eng__gen_req **in;   /* [max_num_seqs] who is in it */
+};
+
+/* End running request i (moved out of the running list). */
+static void egl_end(struct egl *l, size_t i, int rc, const char *err)
+{
+	struct eng__gen_req *r = l->run[i];
+	memmove(l->run + i, l->run + i + 1, (l->n_run - i - 1) * sizeof(*l->run));
+	l->n_run--;
+	struct eng_sched *s = l->s;
+	size_t gen = r->seq ? eng__gseq_generated(r->seq) : 0;
+	size_t prompt = r->seq ? eng__gseq_prompt_tokens(r->seq) : 0;
+	double now = eng__now_ms();
+	pthread_mutex_lock(&s->mu);
+	s->st.generated_tokens += gen;
+	s->st.prompt_tokens += prompt;
+	pthread_mutex_unlock(&s->mu);
+	eng__sched_count(s, rc, now - r->base.t_submit);
+	r->base.end(&r->base, rc, err);
+	eng__sched_finish(l->rp);
+}
+
+/* Admit up to the free slots; a prompt that cannot start ends at once. */
+static bool egl_admit(struct egl *l)
+{
+	bool closing;
+	size_t room = (size_t)l->s->max_num_seqs - l->n_run;
+	size_t k = room ? eng__sched_take(l->rp, l->taken, room, l->n_run == 0, 0, &closing)
+			: 0;
+	if (!room) {
+		pthread_mutex_lock(&l->s->mu);
+		closing = l->s->closing;
+		pthread_mutex_unlock(&l->s->mu);
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct eng__gen_req *r = (struct eng__gen_req *)l->taken[i];
+		char err[512] = "";
+		r->t_admit = eng__now_ms();
+		l->run[l->n_run++] = r;
+		int rc = eng__gseq_start(r->m, &r->p, &r->seq, err, sizeof(err));
+		if (rc)
+			egl_end(l, l->n_run - 1, rc, err);
+	}
+	return closing;
+}
+
+/* Build this step's batch: a token for every decoding sequence first,
+ * then prompt chunks. The budget left for prompts is shared among the
+ * prefilling sequences (at least 32 tokens each, in admission order), so
+ * a short prompt that arrives behind a long one is not held back for the
+ * whole of the long one's prefill. */
+static size_t egl_batch(struct egl *l)
+{
+	size_t budget = (size_t)l->s->max_batch_tokens, n = 0, n_prefill = 0;
+	for (size_t i = 0; i < l->n_run; i++)
+		n_prefill += eng__gseq_generated(l->run[i]->seq) == 0;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t share = n_prefill ? budget / n_prefill : budget;
+		share = share < 32 ? 32 : share;
+		for (size_t i = 0; i < l->n_run && budget; i++) {
+			struct eng__gen_req *r = l->run[i];
+			bool decoding = eng__gseq_generated(r->seq) > 0;
+			if (decoding != (pass == 0))
+				continue;
+			size_t want = decoding ? budget : (share < budget ? share : budget);
+			struct eng_llm_seq *q = &l->seqs[n];
+			q->n = eng__gseq_next(r->seq, want, &q->tokens, &q->logits);
+			if (!q->n)
+				continue;
+			q->kv = eng__gseq_kv(r->seq);
+			q->all_logits = false;
+			l->in[n++] = r;
+			budget -= q->n;
+		}
+	}
+	return n;
+}
+
+/* After the pass: sample every sequence whose logits are due. */
+static void egl_sample(struct egl *l, size_t n_batch)
+{
+	double now = eng__now_ms();
+	for (size_t b = 0; b < n_batch; b++) {
+		struct eng__gen_req *r = l->in[b];
+		if (!eng__gseq_fed(r->seq, l->seqs[b].n))
+			continue;
+		bool done = false;
+		int rc = eng__gseq_sample(r->seq, &done);
+		pthread_mutex_lock(&l->s->mu);
+		if (!r->t_first) {
+			r->t_first = now;
+			eng_hist_add(&l->s->st.ttft_ms, now - r->base.t_submit);
+		} else {
+			eng_hist_add(&l->s->st.itl_ms, now - r->t_last);
+		}
+		pthread_mutex_unlock(&l->s->mu);
+		r->t_last = now;
+		if (rc || done)
+			for (size_t i = 0; i < l->n_run; i++)
+				if (l->run[i] == r) {
+					egl_end(l, i, rc, NULL);
+					break;
+				}
+	}
+}
+
+static void egl_step(struct egl *l)
+{
+	size_t n = egl_batch(l);
+	double t0 = eng__now_ms();
+	int rc = eng_llm_forward_batch(l->s->m->llm, l->pool, l->scratch, l->seqs, n);
+	double t1 = eng__now_ms();
+	struct eng_sched *s = l->s;
+	pthread_mutex_lock(&s->mu);
+	l->rp->st.busy_ms += t1 - t0;
+	l->rp->st.batches++;
+	s->st.compute_ms += t1 - t0;
+	eng_stats_batch(&s->st, (int)n, t1 - t0);
+	pthread_mutex_unlock(&s->mu);
+	if (!rc) {
+		egl_sample(l, n);
+		return;
+	}
+	/* A pass that fails (out of memory) fails the sequences in it. */
+	for (size_t b = 0; b < n; b++)
+		for (size_t i = 0; i < l->n_run; i++)
+			if (l->run[i] == l->in[b]) {
+				egl_end(l, i, rc, NULL);
+				break;
+			}
+}
+
+static void egl_expire(struct egl *l, bool closing)
+{
+	closing |= eng__sched_sweep(l->rp); /* waiting ones too */
+	double now = eng__now_ms();
+	for (size_t i = l->n_run; i-- > 0;) {
+		int rc = closing ? -ST_CLOSED : eng__req_expired(&l->run[i]->base, now);
+		if (rc)
+			egl_end(l, i, rc, rc == -ST_CLOSED ? "the server is shutting down" : NULL);
+	}
+}
+
+static int egl_init(struct egl *l, struct eng__replica *rp, struct dev_pool *pool)
+{
+	struct eng_sched *s = rp->s;
+	size_t seqs = (size_t)s->max_num_seqs;
+	memset(l, 0, sizeof(*l));
+	l->rp = rp;
+	l->s = s;
+	l->pool = pool;
+	l->run = mem_calloc(seqs, sizeof(*l->run));
+	l->taken = mem_calloc(seqs, sizeof(*l->taken));
+	l->seqs = mem_calloc(seqs, sizeof(*l->seqs));
+	l->in = mem_calloc(seqs, sizeof(*l->in));
+	if (!l->run || !l->taken || !l->seqs || !l->in)
+		return -ST_NOMEM;
+	return eng_llm_scratch_create(s->m->llm, (size_t)s->max_batch_tokens,
+				      eng_model_context(s->m), dev_pool_size(pool), &l->scratch);
+}
+
+static void egl_fini(struct egl *l)
+{
+	eng_llm_scratch_destroy(l->scratch);
+	mem_free(l->run);
+	mem_free(l->taken);
+	mem_free(l->seqs);
+	mem_free(l->in);
+}
+
+/* The replica's work item: runs until the scheduler closes. */
+void eng__gen_loop(void *arg, struct dev_pool *pool)
+{
+	struct egl l;
+	int rc = egl_init(&l, arg, pool);
+	for (;;) {
+		bool closing = egl_admit(&l);
+		if (rc) /* no scratch: every request fails, the replica stays up */
+			while (l.n_run)
+				egl_end(&l, l.n_run - 1, rc, "out of memory for this replica");
+		egl_expire(&l, closing);
+		if (closing && !l.n_run)
+			break;
+		if (l.n_run)
+			egl_step(&l);
+	}
+	egl_fini(&l);
+}

@@ -1,0 +1,327 @@
+/* eng_par.c - parallel-for wrappers around the kernels (see eng_par.h). */
+#include "engine/models/eng_par.h"
+
+#include <string.h>
+
+#include "devices/dev_pool.h"
+#include "kernels/kn.h"
+#include "kernels/kn_attn.h"
+#include "kernels/kn_blas.h"
+#include "kernels/kn_quant.h"
+
+/* --- linear ------------------------------------------------------------ */
+
+struct ep_linear {
+	size_t M, N, K;
+	const float *x, *W, *b;
+	float *y;
+};
+
+static void ep_linear_rows(void *arg, int ith, int nth)
+{
+	const struct ep_linear *a = arg;
+	long r0, r1;
+	dev_split((long)a->M, ith, nth, 1, &r0, &r1);
+	if (r1 > r0)
+		kn_linear((size_t)(r1 - r0), a->N, a->K, a->x + (size_t)r0 * a->K, a->W, a->b,
+			  a->y + (size_t)r0 * a->N);
+}
+
+static void ep_linear_cols(void *arg, int ith, int nth)
+{
+	const struct ep_linear *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	size_t n = (size_t)(c1 - c0);
+	for (size_t m = 0; m < a->M; m++) {
+		float *row = a->y + m * a->N + c0;
+		if (a->b)
+			memcpy(row, a->b + c0, n * sizeof(float));
+		else
+			memset(row, 0, n * sizeof(float));
+	}
+	kn_gemm(true, a->M, n, a->K, 1.0f, a->x, a->K, a->W + (size_t)c0 * a->K, a->K, 1.0f,
+		a->y + c0, a->N);
+}
+
+void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+		    const float *W, const float *b, float *y)
+{
+	struct ep_linear a = { M, N, K, x, W, b, y };
+	int nth = dev_pool_size(p);
+	dev_pool_run(p, M >= (size_t)(8 * nth) ? ep_linear_rows : ep_linear_cols, &a);
+}
+
+struct ep_linear16 {
+	size_t M, N, K;
+	const float *x, *b;
+	const uint16_t *W;
+	float *y;
+};
+
+/* Output columns in tiles of ENG_PAR_QTILE: every row passes over a tile
+ * while it is in cache, so W is read once for all rows. gemv_f16 computes
+ * each column alone (its own accumulator, the same operations whatever
+ * the tile or the row count), so a row's result never depends on M. */
+static void ep_linear16_cols(void *arg, int ith, int nth)
+{
+	const struct ep_linear16 *a = arg;
+	const struct kn_ops *ops = kn_ops();
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, ENG_PAR_QTILE, &c0, &c1);
+	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+		for (size_t m = 0; m < a->M; m++) {
+			float *row = a->y + m * a->N + (size_t)c;
+			ops->gemv_f16(a->W + (size_t)c * a->K, a->K, a->x + m * a->K, row, nt, a->K);
+			if (a->b)
+				ops->add(row, a->b + c, nt);
+		}
+	}
+}
+
+void eng_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+			const uint16_t *W16, const float *b, float *y)
+{
+	struct ep_linear16 a = { M, N, K, x, b, W16, y };
+	dev_pool_run(p, ep_linear16_cols, &a);
+}
+
+struct ep_qlinear {
+	size_t M, N, K, row_bytes;
+	const float *x, *b;
+	const char *W;
+	const struct kn_qops *q;
+	float *y, *scratch;
+	const char *xq;	 /* integer path: the M quantized x rows, or NULL */
+	size_t xq_bytes; /* bytes of one (q->xq_bytes(K)) */
+};
+
+static void ep_qlinear_bias(const struct ep_qlinear *a, size_t c0, size_t n)
+{
+	for (size_t m = 0; a->b && m < a->M; m++)
+		kn_ops()->add(a->y + m * a->N + c0, a->b + c0, n);
+}
+
+static void ep_qlinear_gemv(void *arg, int ith, int nth)
+{
+	const struct ep_qlinear *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	for (size_t m = 0; m < a->M; m++)
+		a->q->gemv(a->W + (size_t)c0 * a->row_bytes, a->row_bytes, a->x + m * a->K,
+			   a->y + m * a->N + c0, (size_t)(c1 - c0), a->K);
+	ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+/* The integer path: x rows already quantized (eng_par_qlinear, on the
+ * caller thread), each thread takes a column range of every row. */
+static void ep_qlinear_xq(void *arg, int ith, int nth)
+{
+	const struct ep_qlinear *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	/* Weight rows in tiles small enough to stay in cache while every x
+	 * row passes over them: the weights are read from memory once. */
+	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+		const char *w = a->W + (size_t)c * a->row_bytes;
+		/* several rows: the tile's blocks unpacked once for 4 rows of x
+		 * (the same results as gemv_xq, which one row keeps: it is faster
+		 * alone) */
+		if (a->q->gemm_xq && a->M > 1)
+			a->q->gemm_xq(w, a->row_bytes, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
+				      a->K);
+		else
+			for (size_t m = 0; m < a->M; m++)
+				a->q->gemv_xq(w, a->row_bytes, a->xq + m * a->xq_bytes,
+					      a->y + m * a->N + c, nt, a->K);
+	}
+	ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+static void ep_qlinear_tiles(void *arg, int ith, int nth)
+{
+	const struct ep_qlinear *a = arg;
+	float *tile = a->scratch + (size_t)ith * ENG_PAR_QTILE * a->K;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, ENG_PAR_QTILE, &c0, &c1);
+	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+		const float *B = tile;
+		size_t ldb = a->K;
+		if (a->q->type == KN_Q_F32) {
+			B = (const float *)(a->W + (size_t)c * a->row_bytes);
+			ldb = a->row_bytes / sizeof(float);
+		} else {
+			for (size_t j = 0; j < nt; j++)
+				a->q->dequant(a->W + (size_t)(c + (long)j) * a->row_bytes, tile + j * a->K,
+					      a->K);
+		}
+		kn_gemm(true, a->M, nt, a->K, 1.0f, a->x, a->K, B, ldb, 0.0f, a->y + c, a->N);
+	}
+	if (c1 > c0)
+		ep_qlinear_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
+		     float *y, float *scratch)
+{
+	if (q->round_x && scratch) {
+		float *xr = scratch;
+		for (size_t m = 0; m < M; m++)
+			q->round_x(x + m * K, xr + m * K, K);
+		x = xr;
+		scratch += M * K;
+	}
+	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch, NULL, 0 };
+	if (!q->gemv_xq || !scratch) {
+		dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &a);
+		return;
+	}
+	/* The integer path, as llama.cpp computes it (activations quantized to
+	 * the type's partner format), for any number of rows: x rows are
+	 * quantized here into scratch, as many at a time as it holds. */
+	size_t cap = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * K * sizeof(float);
+	a.xq_bytes = q->xq_bytes(K);
+	size_t group = cap / a.xq_bytes;
+	for (size_t m0 = 0; m0 < M; m0 += group) {
+		size_t g = M - m0 < group ? M - m0 : group;
+		for (size_t m = 0; m < g; m++)
+			q->quantize_x(x + (m0 + m) * K, (char *)scratch + m * a.xq_bytes, K);
+		a.M = g;
+		a.xq = (const char *)scratch;
+		a.y = y + m0 * N;
+		dev_pool_run(p, ep_qlinear_xq, &a);
+	}
+}
+
+/* --- row and element ops ---------------------------------------------- */
+
+struct ep_rows {
+	size_t rows, d;
+	const float *x, *gamma, *beta;
+	float *y;
+	float eps;
+};
+
+static void ep_layer_norm(void *arg, int ith, int nth)
+{
+	const struct ep_rows *a = arg;
+	const struct kn_ops *ops = kn_ops();
+	long r0, r1;
+	dev_split((long)a->rows, ith, nth, 1, &r0, &r1);
+	for (long r = r0; r < r1; r++)
+		ops->layer_norm(a->x + (size_t)r * a->d, a->gamma, a->beta, a->y + (size_t)r * a->d,
+				a->d, a->eps);
+}
+
+void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,
+			const float *gamma, const float *beta, float *y, float eps)
+{
+	struct ep_rows a = { rows, d, x, gamma, beta, y, eps };
+	dev_pool_run(rows > 1 ? p : NULL, ep_layer_norm, &a);
+}
+
+struct ep_elems {
+	size_t n;
+	float *y;
+	const float *x;
+};
+
+static void ep_gelu(void *arg, int ith, int nth)
+{
+	const struct ep_elems *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 64, &i0, &i1);
+	if (i1 > i0)
+		kn_ops()->gelu(a->y + i0, (size_t)(i1 - i0));
+}
+
+static void ep_add(void *arg, int ith, int nth)
+{
+	const struct ep_elems *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 64, &i0, &i1);
+	if (i1 > i0)
+		kn_ops()->add(a->y + i0, a->x + i0, (size_t)(i1 - i0));
+}
+
+/* Element ops are worth a parallel run only when large (encoder rows). */
+#define EP_MIN_PAR_ELEMS 16384
+
+void eng_par_gelu(struct dev_pool *p, float *x, size_t n)
+{
+	struct ep_elems a = { n, x, NULL };
+	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_gelu, &a);
+}
+
+void eng_par_add(struct dev_pool *p, float *y, const float *x, size_t n)
+{
+	struct ep_elems a = { n, y, x };
+	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_add, &a);
+}
+
+/* --- attention and convolution --------------------------------------- */
+
+struct ep_attn {
+	size_t n_q, n_kv, n_heads, hd, ldq, ldk, ldv, ldo, q_pos0;
+	const float *q, *k, *v;
+	float *out, *scratch;
+	bool causal;
+};
+
+static void ep_attention(void *arg, int ith, int nth)
+{
+	const struct ep_attn *a = arg;
+	long h0, h1;
+	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
+	if (h1 <= h0)
+		return;
+	size_t off = (size_t)h0 * a->hd;
+	kn_attention(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq, a->k + off,
+		     a->ldk, a->v + off, a->ldv, a->out + off, a->ldo, a->causal, a->q_pos0,
+		     a->scratch + (size_t)ith * a->n_q * a->n_kv);
+}
+
+void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+		       size_t head_dim, const float *q, size_t ldq, const float *k, size_t ldk,
+		       const float *v, size_t ldv, float *out, size_t ldo, bool causal,
+		       size_t q_pos0, float *scratch)
+{
+	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, q_pos0,
+			     q, k, v, out, scratch, causal };
+	dev_pool_run(p, ep_attention, &a);
+}
+
+struct ep_conv {
+	size_t t_in, c_in, c_out, k, stride, pad, t_out;
+	const float *x, *w, *bias;
+	float *y, *scratch;
+};
+
+static void ep_conv1d(void *arg, int ith, int nth)
+{
+	const struct ep_conv *a = arg;
+	long t0, t1;
+	dev_split((long)a->t_out, ith, nth, 1, &t0, &t1);
+	kn_conv1d_rows(a->t_in, a->c_in, a->c_out, a->k, a->stride, a->pad, (size_t)t0,
+		       (size_t)t1, a->x, a->w, a->bias, a->y,
+		       a->scratch + (size_t)t0 * a->c_in * a->k);
+}
+
+void eng_par_conv1d(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
+		    size_t stride, size_t pad, const float *x, const float *w, const float *bias,
+		    float *y, float *scratch)
+{
+	struct ep_conv a = { t_in, c_in, c_out, k, stride, pad,
+			     kn_conv1d_out_len(t_in, k, stride, pad), x, w, bias, y, scratch };
+	dev_pool_run(p, ep_conv1d, &a);
+}

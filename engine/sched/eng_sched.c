@@ -1,0 +1,392 @@
+/* eng_sched.c - replicas on device queues and the queue that feeds them
+ * (eng_sched.h). The task loops live in eng_gen_replica.c / eng_asr_submit.c. */
+#include "engine/sched/eng_sched.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "devices/dev.h"
+#include "engine/eng_int.h"
+
+#define ES_DEF_BATCH 8
+#define ES_DEF_DELAY_MS 5
+#define ES_DEF_QUEUE 64
+#define ES_DEF_SEQS 16
+#define ES_DEF_TOKENS 512
+
+double eng__now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int eng__req_expired(const struct eng__req *r, double now_ms)
+{
+	if (r->cancel && *r->cancel)
+		return -ST_CANCELED;
+	if (r->t_deadline > 0 && now_ms >= r->t_deadline)
+		return -ST_TIMEDOUT;
+	return 0;
+}
+
+static int es_def(int v, int def)
+{
+	return v > 0 ? v : def;
+}
+
+/* --- placement ------------------------------------------------------------ */
+
+/* The device spec of replica i of n spread over the available cores: a
+ * contiguous share of the (ascending) id list, the first n % C shares one
+ * core bigger. */
+static int es_spread(int i, int n, const int *cpus, int n_cpus, char *spec, size_t cap)
+{
+	int base = n_cpus / n, extra = n_cpus % n;
+	int first = i * base + (i < extra ? i : extra), count = base + (i < extra);
+	size_t o = (size_t)snprintf(spec, cap, "cpu:");
+	for (int k = 0; k < count && o < cap; k++)
+		o += (size_t)snprintf(spec + o, cap - o, "%s%d", k ? "," : "", cpus[first + k]);
+	return o < cap ? 0 : -ST_TOOBIG;
+}
+
+static int es_open_replica(struct eng_sched *s, int i, const char *spec, int threads,
+			   void (*loop)(void *, struct dev_pool *), char *err, size_t errlen)
+{
+	struct eng__replica *rp = &s->reps[i];
+	char msg[256];
+	rp->s = s;
+	rp->index = i;
+	int rc = dev_open(spec, &rp->dev, msg, sizeof(msg));
+	if (rc)
+		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
+	const struct dev_caps *caps = dev_caps(rp->dev);
+	rp->threads = threads > 0 ? threads : caps->n_cores;
+	rc = dev_queue_create(rp->dev, rp->threads, &rp->q, msg, sizeof(msg));
+	if (rc)
+		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
+	snprintf(rp->st.device, sizeof(rp->st.device), "%s", caps->name);
+	rp->st.threads = rp->threads;
+	rp->st.started_ms = eng__now_ms();
+	rc = dev_queue_submit(rp->q, loop, rp);
+	if (rc)
+		return eng__errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
+	return 0;
+}
+
+static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
+		       void (*loop)(void *, struct dev_pool *), char *err, size_t errlen)
+{
+	if (spec->n_replicas) {
+		for (int i = 0; i < s->n_reps; i++) {
+			int rc = es_open_replica(s, i, spec->replicas[i].device,
+						 spec->replicas[i].threads, loop, err, errlen);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	int cpus[DEV_MAX_CPUS];
+	int n_cpus = dev_cpus_available(cpus, DEV_MAX_CPUS);
+	if (n_cpus < 0)
+		return eng__errf(n_cpus, err, errlen, "cannot list the cores");
+	if (s->n_reps > n_cpus)
+		return eng__errf(-ST_INVAL, err, errlen,
+				 "%d replicas need at least %d cores; this process may use %d "
+				 "(a replica's threads never share a core)",
+				 s->n_reps, s->n_reps, n_cpus);
+	for (int i = 0; i < s->n_reps; i++) {
+		char dspec[DEV_NAME_MAX * 4];
+		int rc = es_spread(i, s->n_reps, cpus, n_cpus, dspec, sizeof(dspec));
+		if (!rc)
+			rc = es_open_replica(s, i, dspec, 0, loop, err, errlen);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* --- life ------------------------------------------------------------------ */
+
+int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
+		      void (*loop)(void *arg, struct dev_pool *pool), struct eng_sched **out,
+		      char *err, size_t errlen)
+{
+	*out = NULL;
+	int n = spec->n_replicas ? (int)spec->n_replicas : es_def(spec->replica_count, 1);
+	struct eng_sched *s = mem_calloc(1, sizeof(*s));
+	if (!s)
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+	s->m = m;
+	s->max_batch_size = es_def(spec->max_batch_size, ES_DEF_BATCH);
+	s->max_queue_delay_ms = spec->max_queue_delay_ms > 0 ? spec->max_queue_delay_ms
+				: spec->max_queue_delay_ms < 0 ? 0 : ES_DEF_DELAY_MS;
+	s->max_queue_size = es_def(spec->max_queue_size, ES_DEF_QUEUE);
+	s->max_num_seqs = es_def(spec->max_num_seqs, ES_DEF_SEQS);
+	s->max_batch_tokens = es_def(spec->max_batch_tokens, ES_DEF_TOKENS);
+	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : 0;
+	eng_model_stats_init(&s->st);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	s->reps = mem_calloc((size_t)n, sizeof(*s->reps));
+	if (!s->reps) {
+		eng__sched_destroy(s);
+		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+	}
+	s->n_reps = n;
+	int rc = es_open_all(s, spec, loop, err, errlen);
+	if (rc) {
+		eng__sched_destroy(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+/* Detach every waiting request (under mu); the caller ends them. */
+static struct eng__req *es_detach_waiting(struct eng_sched *s)
+{
+	struct eng__req *all = NULL;
+	for (int p = 1; p >= 0; p--)
+		while (s->queue[p]) {
+			struct eng__req *r = s->queue[p];
+			s->queue[p] = r->next;
+			r->next = all;
+			all = r;
+		}
+	s->tail[0] = s->tail[1] = NULL;
+	s->n_waiting = 0;
+	s->n_waiting_groups = 0;
+	return all;
+}
+
+void eng__sched_destroy(struct eng_sched *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->closing = true;
+	struct eng__req *left = es_detach_waiting(s);
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	while (left) {
+		struct eng__req *r = left;
+		left = r->next;
+		r->end(r, -ST_CLOSED, "the server is shutting down");
+	}
+	for (int i = 0; s->reps && i < s->n_reps; i++) {
+		dev_queue_destroy(s->reps[i].q); /* waits for the loop to return */
+		dev_close(s->reps[i].dev);
+	}
+	mem_free(s->reps);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	mem_free(s);
+}
+
+/* --- requests ----------------------------------------------------------------- */
+
+int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
+		      const struct eng_req_opts *o)
+{
+	int timeout = s->timeout_ms;
+	if (o && o->timeout_ms > 0 && (!timeout || o->timeout_ms < timeout))
+		timeout = o->timeout_ms; /* a request may shorten the model's deadline */
+	double now = eng__now_ms();
+	int p = o && o->priority == ENG_PRIORITY_HIGH;
+	for (size_t i = 0; i < n; i++) {
+		rs[i]->priority = p ? ENG_PRIORITY_HIGH : ENG_PRIORITY_NORMAL;
+		rs[i]->t_submit = now;
+		rs[i]->t_deadline = timeout > 0 ? now + timeout : 0;
+		rs[i]->next = NULL;
+		rs[i]->counts = i == 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->mu);
+		return -ST_CLOSED;
+	}
+	if (s->n_waiting_groups + 1 > (size_t)s->max_queue_size) {
+		s->st.rejected += n;
+		pthread_mutex_unlock(&s->mu);
+		return -ST_BUSY;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (s->tail[p])
+			s->tail[p]->next = rs[i];
+		else
+			s->queue[p] = rs[i];
+		s->tail[p] = rs[i];
+	}
+	s->n_waiting += n;
+	s->n_waiting_groups++;
+	s->st.submitted += n;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/* Under mu: may rp take a waiting request - is no other replica running
+ * fewer? (One with none is waiting to take it.) */
+static bool es_eligible(const struct eng__replica *rp)
+{
+	const struct eng_sched *s = rp->s;
+	for (int i = 0; i < s->n_reps; i++)
+		if (s->reps[i].running < rp->running)
+			return false;
+	return true;
+}
+
+size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max, bool block,
+		       double until_ms, bool *closing)
+{
+	struct eng_sched *s = rp->s;
+	pthread_mutex_lock(&s->mu);
+	while (block && max && !s->closing && !(s->n_waiting && es_eligible(rp))) {
+		if (until_ms <= 0) {
+			pthread_cond_wait(&s->cv, &s->mu);
+			continue;
+		}
+		double left = until_ms - eng__now_ms();
+		if (left <= 0)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		long long ns = (long long)ts.tv_nsec + (long long)(left * 1e6);
+		ts.tv_sec += (time_t)(ns / 1000000000LL);
+		ts.tv_nsec = (long)(ns % 1000000000LL);
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	size_t k = 0;
+	double now = eng__now_ms();
+	while (k < max && s->n_waiting && es_eligible(rp)) {
+		int p = s->queue[1] ? 1 : 0;
+		struct eng__req *r = s->queue[p];
+		s->queue[p] = r->next;
+		if (!s->queue[p])
+			s->tail[p] = NULL;
+		r->next = NULL;
+		out[k++] = r;
+		s->n_waiting--;
+		s->n_waiting_groups -= r->counts;
+		rp->running++;
+		eng_hist_add(&s->st.queue_wait_ms, now - r->t_submit);
+	}
+	if (s->n_waiting)
+		pthread_cond_broadcast(&s->cv); /* what this replica left, another may take */
+	*closing = s->closing;
+	pthread_mutex_unlock(&s->mu);
+	return k;
+}
+
+void eng__sched_finish(struct eng__replica *rp)
+{
+	struct eng_sched *s = rp->s;
+	pthread_mutex_lock(&s->mu);
+	rp->running--;
+	if (s->n_waiting)
+		pthread_cond_broadcast(&s->cv); /* the balance moved */
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Under mu: the outcome counters. */
+static void es_count_locked(struct eng_sched *s, int rc, double request_ms)
+{
+	if (!rc) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		s->st.completed++;
+		s->st.last_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+		eng_hist_add(&s->st.request_ms, request_ms);
+	} else if (rc == -ST_CANCELED) {
+		s->st.cancelled++;
+	} else if (rc == -ST_TIMEDOUT) {
+		s->st.timed_out++;
+	} else {
+		s->st.failed++;
+	}
+}
+
+void eng__sched_count(struct eng_sched *s, int rc, double request_ms)
+{
+	pthread_mutex_lock(&s->mu);
+	es_count_locked(s, rc, request_ms);
+	pthread_mutex_unlock(&s->mu);
+}
+
+bool eng__sched_sweep(struct eng__replica *rp)
+{
+	struct eng_sched *s = rp->s;
+	struct eng__req *gone = NULL;
+	double now = eng__now_ms();
+	pthread_mutex_lock(&s->mu);
+	for (int p = 0; p < 2; p++) {
+		struct eng__req **link = &s->queue[p], *last = NULL;
+		while (*link) {
+			struct eng__req *r = *link;
+			int rc = eng__req_expired(r, now);
+			if (!rc) {
+				last = r;
+				link = &r->next;
+				continue;
+			}
+			*link = r->next;
+			r->next = gone;
+			gone = r;
+			s->n_waiting--;
+			s->n_waiting_groups -= r->counts;
+			es_count_locked(s, rc, 0);
+		}
+		s->tail[p] = last;
+	}
+	bool closing = s->closing;
+	pthread_mutex_unlock(&s->mu);
+	while (gone) {
+		struct eng__req *r = gone;
+		gone = r->next;
+		r->end(r, eng__req_expired(r, now), NULL);
+	}
+	return closing;
+}
+
+/* --- waiting for one request ------------------------------------------------- */
+
+void eng__waiter_init(struct eng__waiter *w, char *err, size_t errlen)
+{
+	*w = (struct eng__waiter){ .err = err, .errlen = errlen };
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+}
+
+void eng__waiter_done(struct eng__waiter *w, int rc, void *result, const char *err)
+{
+	pthread_mutex_lock(&w->mu);
+	w->rc = rc;
+	w->result = result;
+	if (rc && err && w->err && w->errlen)
+		snprintf(w->err, w->errlen, "%s", err);
+	w->finished = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+void eng__waiter_fini(struct eng__waiter *w)
+{
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+}
+
+int eng__waiter_wait(struct eng__waiter *w, void **result)
+{
+	pthread_mutex_lock(&w->mu);
+	while (!w->finished)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+	*result = w->result;
+	int rc = w->rc;
+	eng__waiter_fini(w);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/* kernels/kn_quant.c - dispatch for the quantized-weight kernels
+ * (kernels/kn_quant.h).
+ *
+ * The per-ISA tables live in the files that own their ISA (ref/quant.c,
+ * x86/quant_avx2.c, x86/quant_avx512.c; declared in kn_int.h). Which ISA the CPU
+ * runs and which one kn_init chose is kn_init.c's business: this file only
+ * asks kn_ops_for / kn_ops, so there is no second CPU detection and no
+ * state of its own.
+ */
+#include <assert.h>
+
+#include "kernels/kn_int.h"
+
+static const struct kn_qops *const kq_tables[] = {
+	[KN_ISA_REF] = kn__qops_ref,
+	[KN_ISA_AVX2] = kn__qops_avx2,
+	[KN_ISA_AVX512] = kn__qops_avx512,
+};
+static_assert(sizeof(kq_tables) / sizeof(kq_tables[0]) == KN_ISA_COUNT,
+	      "one kn_qops table per enum kn_isa value");
+
+const struct kn_qops *kn_qops_for(enum kn_isa isa, int type)
+{
+	if (!kn_ops_for(isa) || type < 0 || type >= KN_Q_MAX)
+		return NULL;
+	const struct kn_qops *q = &kq_tables[isa][type];
+	return q->name ? q : NULL;
+}
+
+const struct kn_qops *kn_qops_get(int type)
+{
+	return kn_qops_for(kn_ops()->isa, type);
+}
+
+/* From the reference table: every ISA's entry has the same geometry (the
+ * tests check it). */
+size_t kn_qtype_row_bytes(int type, size_t k)
+{
+	if (type < 0 || type >= KN_Q_MAX || !kn__qops_ref[type].name)
+		return 0;
+	const struct kn_qops *q = &kn__qops_ref[type];
+	if (k % (size_t)q->block_elems)
+		return 0;
+	return k / (size_t)q->block_elems * (size_t)q->block_bytes;
+}

@@ -1,0 +1,542 @@
+/* kernels/ref/quant.c - scalar reference dequantization and gemv for the
+ * GGUF/ggml block types of kernels/kn_quant.h, written as plain loops.
+ *
+ * Block layouts (ggml-common.h; all fields little-endian, fp16 = IEEE
+ * binary16; offsets in bytes):
+ *   q4_0  (32 el, 18 B): d fp16 @0, qs[16] @2: element j < 16 is the low
+ *         nibble of qs[j], element j + 16 its high nibble; w = (q - 8) d.
+ *   q5_0  (32 el, 22 B): d @0, qh[4] @2 (a u32: bit j is bit 4 of element
+ *         j), qs[16] @6 as q4_0; w = (q - 16) d.
+ *   q8_0  (32 el, 34 B): d @0, int8 qs[32] @2; w = q d.
+ *   q4_K (256 el, 144 B): d @0, dmin @2, scales[12] @4 (eight 6-bit scale /
+ *         min pairs, kq_scale_min), qs[128] @16. Sub-block s (32 elements)
+ *         takes the low (s even) or high (s odd) nibbles of qs[32 (s/2) ..];
+ *         w = (d sc) q - (dmin m).
+ *   q5_K (256 el, 176 B): d, dmin, scales[12] as q4_K, qh[32] @16, qs[128]
+ *         @48; bit s of qh[l] is bit 4 of element l of sub-block s.
+ *   q6_K (256 el, 210 B): ql[128] @0, qh[64] @128, int8 scales[16] @192,
+ *         d @208. Per half h (128 elements): element 32 t + l (t < 4,
+ *         l < 32) has low nibble from ql[64 h + 32 (t & 1) + l] (high
+ *         nibble when t >= 2), bits 4-5 from qh[32 h + l] >> 2t, scale
+ *         scales[8 h + 2 t + l / 16]; w = (d sc) (q - 32).
+ *
+ * The arithmetic is ggml's dequantize_row_* operation for operation (the
+ * same products in the same order, never fused), so dequantized values are
+ * the ones ggml computes, and the SIMD variants reproduce them bit for bit.
+ * gemv dequantizes one block into a stack buffer and accumulates its dot
+ * with x left to right in float32.
+ *
+ * The integer path (kn_quant.h: quantize_x / gemv_xq) is ggml's reference
+ * arithmetic: quantize_row_q8_0_ref / quantize_row_q8_K_ref for x, and
+ * ggml_vec_dot_<type>_q8_<0|K>'s scalar form per row: an exact int32 dot
+ * of the codes per block (K-quants: sub-block dots times their integer
+ * scales, and the mins against the x block's bsums), then
+ * sumf += (d_w d_x) * (float)isum block by block, left to right. (ggml's
+ * K-quant reference spreads isum over 8 float lanes before summing; one
+ * lane here, the same within float rounding.)
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kn_int.h"
+
+/* IEEE binary16 -> binary32, exact for all 65536 inputs; NaNs quietened
+ * with the payload shifted up 13 bits as x86 F16C does (kernels/ref/ops.c
+ * documents the same rule), so the F16C variants match bit for bit. */
+static float kq_f16(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+	uint32_t exp = (h >> 10) & 0x1fu;
+	uint32_t mant = h & 0x3ffu;
+	uint32_t bits;
+
+	if (exp == 0) {
+		float v = (float)mant * 0x1p-24f; /* exact: mant < 2^10 */
+		return sign ? -v : v;
+	}
+	if (exp == 31)
+		bits = sign | 0x7f800000u | (mant ? (mant | 0x200u) << 13 : 0);
+	else
+		bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+	float f;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Field readers: blocks sit at any byte address, so no typed loads. */
+static uint16_t kq_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static float kq_half(const uint8_t *p)
+{
+	return kq_f16(kq_u16(p));
+}
+
+/* The 6-bit scale and min of sub-block j < 8 from the 12 packed bytes
+ * (ggml get_scale_min_k4): j < 4 sit in the low 6 bits of bytes j and
+ * j + 4; j >= 4 take a nibble of byte j + 4 for their low 4 bits and the
+ * top 2 bits of bytes j - 4 / j for their high 2 bits. */
+static void kq_scale_min(int j, const uint8_t *q, int *sc, int *m)
+{
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+	}
+}
+
+/* IEEE binary32 -> binary16, round to nearest even (ggml's
+ * GGML_FP32_TO_FP16 and F16C vcvtps2ph with rounding 0): overflow to
+ * infinity from 65520 up, subnormal halves below 2^-14, NaN quietened with
+ * its payload's top 9 bits kept as F16C does. */
+static uint16_t kq_to_f16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+	uint32_t a = u & 0x7fffffffu;
+	if (a > 0x7f800000u)
+		return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+	if (a >= 0x477ff000u) /* >= 65520 (or inf): rounds to inf */
+		return (uint16_t)(sign | 0x7c00u);
+	if (a < 0x38800000u) { /* below 2^-14: units of 2^-24, half to even */
+		float v;
+		memcpy(&v, &a, sizeof(v));
+		v *= 0x1p24f;		 /* exact */
+		v = (v + 0x1p23f) - 0x1p23f; /* round to integer, ties to even */
+		return (uint16_t)(sign | (uint16_t)v); /* 1024 is 2^-14, right */
+	}
+	uint32_t r = a - 0x38000000u; /* exponent rebias 127 -> 15 */
+	uint32_t h = r >> 13, rem = r & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+		h++; /* a carry into the exponent is right too */
+	return (uint16_t)(sign | h);
+}
+
+/* ggml's nearest_int: round half to even by the 1.5 * 2^23 trick (exact
+ * for |v| < 2^22; quantized x stays within +-128). */
+static int kq_nearest_int(float v)
+{
+	float f = v + 12582912.0f;
+	int32_t i;
+	memcpy(&i, &f, sizeof(i));
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+/* ---- one block -> floats ------------------------------------------------ */
+
+static void ref_block_f32(const uint8_t *b, float *y)
+{
+	memcpy(y, b, sizeof(*y));
+}
+
+static void ref_block_f16(const uint8_t *b, float *y)
+{
+	y[0] = kq_half(b);
+}
+
+static void ref_block_bf16(const uint8_t *b, float *y)
+{
+	uint32_t bits = (uint32_t)kq_u16(b) << 16;
+	memcpy(y, &bits, sizeof(*y));
+}
+
+static void ref_block_q4_0(const uint8_t *b, float *y)
+{
+	float d = kq_half(b);
+	const uint8_t *qs = b + 2;
+	for (int j = 0; j < 16; j++) {
+		y[j] = (float)((qs[j] & 0xf) - 8) * d;
+		y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+	}
+}
+
+static void ref_block_q5_0(const uint8_t *b, float *y)
+{
+	float d = kq_half(b);
+	uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 |
+		      (uint32_t)b[5] << 24;
+	const uint8_t *qs = b + 6;
+	for (int j = 0; j < 16; j++) {
+		int hi0 = (qh >> j) & 1, hi1 = (qh >> (j + 16)) & 1;
+		y[j] = (float)(((qs[j] & 0xf) | hi0 << 4) - 16) * d;
+		y[j + 16] = (float)(((qs[j] >> 4) | hi1 << 4) - 16) * d;
+	}
+}
+
+static void ref_block_q8_0(const uint8_t *b, float *y)
+{
+	float d = kq_half(b);
+	for (int j = 0; j < 32; j++)
+		y[j] = (float)(int8_t)b[2 + j] * d;
+}
+
+/* q4_K and q5_K: qh is NULL for q4_K. */
+static void ref_block_k45(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, float *y)
+{
+	float d = kq_half(b), dmin = kq_half(b + 2);
+	for (int s = 0; s < 8; s++) {
+		int sc, m;
+		kq_scale_min(s, b + 4, &sc, &m);
+		float d1 = d * (float)sc, m1 = dmin * (float)m;
+		const uint8_t *q = qs + 32 * (s / 2);
+		for (int l = 0; l < 32; l++) {
+			int v = (s & 1) ? q[l] >> 4 : q[l] & 0xf;
+			if (qh)
+				v |= ((qh[l] >> s) & 1) << 4;
+			y[32 * s + l] = d1 * (float)v - m1;
+		}
+	}
+}
+
+static void ref_block_q4_k(const uint8_t *b, float *y)
+{
+	ref_block_k45(b, NULL, b + 16, y);
+}
+
+static void ref_block_q5_k(const uint8_t *b, float *y)
+{
+	ref_block_k45(b, b + 16, b + 48, y);
+}
+
+static void ref_block_q6_k(const uint8_t *b, float *y)
+{
+	const uint8_t *ql = b, *qh = b + 128;
+	const int8_t *sc = (const int8_t *)(b + 192);
+	float d = kq_half(b + 208);
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < 4; t++)
+			for (int l = 0; l < 32; l++) {
+				int lo = ql[64 * h + 32 * (t & 1) + l] >> (4 * (t >> 1)) & 0xf;
+				int hi = (qh[32 * h + l] >> (2 * t)) & 3;
+				float ds = d * (float)sc[8 * h + 2 * t + l / 16];
+				y[128 * h + 32 * t + l] = ds * (float)((lo | hi << 4) - 32);
+			}
+}
+
+/* ---- rows: dequant and gemv, shared by every type ---------------------- */
+
+typedef void (*ref_block_fn)(const uint8_t *b, float *y);
+
+static void ref_dequant(const void *src, float *dst, size_t n, ref_block_fn fn, size_t elems,
+			size_t bytes)
+{
+	const uint8_t *b = src;
+	for (size_t i = 0; i < n / elems; i++)
+		fn(b + i * bytes, dst + i * elems);
+}
+
+static void ref_gemv(const void *W, size_t row_bytes, const float *x, float *y, size_t n_rows,
+		     size_t k, ref_block_fn fn, size_t elems, size_t bytes)
+{
+	float w[KN__QK_K]; /* one block, the largest is 256 elements */
+	for (size_t r = 0; r < n_rows; r++) {
+		const uint8_t *row = (const uint8_t *)W + r * row_bytes;
+		float sum = 0.0f;
+		for (size_t i = 0; i < k / elems; i++) {
+			fn(row + i * bytes, w);
+			for (size_t j = 0; j < elems; j++)
+				sum += w[j] * x[i * elems + j];
+		}
+		y[r] = sum;
+	}
+}
+
+/* One dequant/gemv pair per type, binding its block function and size. */
+#define REF_TYPE(T, ELEMS, BYTES)                                                          \
+	static void ref_dequant_##T(const void *restrict src, float *restrict dst, size_t n) \
+	{                                                                                  \
+		ref_dequant(src, dst, n, ref_block_##T, ELEMS, BYTES);                     \
+	}                                                                                  \
+	static void ref_gemv_##T(const void *restrict W, size_t row_bytes,                 \
+				 const float *restrict x, float *restrict y, size_t n_rows,  \
+				 size_t k)                                                 \
+	{                                                                                  \
+		ref_gemv(W, row_bytes, x, y, n_rows, k, ref_block_##T, ELEMS, BYTES);      \
+	}
+
+REF_TYPE(f32, 1, 4)
+REF_TYPE(f16, 1, 2)
+REF_TYPE(bf16, 1, 2)
+REF_TYPE(q4_0, KN__QK, KN__Q4_0_BYTES)
+REF_TYPE(q5_0, KN__QK, KN__Q5_0_BYTES)
+REF_TYPE(q8_0, KN__QK, KN__Q8_0_BYTES)
+REF_TYPE(q4_k, KN__QK_K, KN__Q4_K_BYTES)
+REF_TYPE(q5_k, KN__QK_K, KN__Q5_K_BYTES)
+REF_TYPE(q6_k, KN__QK_K, KN__Q6_K_BYTES)
+
+/* ---- activations rounded for F16 / BF16 weights ------------------------- */
+
+static void ref_round_f16(const float *restrict x, float *restrict y, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		y[i] = kq_f16(kq_to_f16(x[i]));
+}
+
+static void ref_round_bf16(const float *restrict x, float *restrict y, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		y[i] = kn__bf16_round(x[i]);
+}
+
+/* ---- integer path: x quantized to Q8_0 / Q8_K ---------------------------- */
+
+static size_t ref_xq_bytes_q8_0(size_t k)
+{
+	return k / KN__QK * KN__Q8_0X_BYTES;
+}
+
+static size_t ref_xq_bytes_q8_k(size_t k)
+{
+	return k / KN__QK_K * KN__Q8_K_BYTES;
+}
+
+/* quantize_row_q8_0_ref */
+static void ref_quantize_q8_0(const float *restrict x, void *restrict xq, size_t k)
+{
+	uint8_t *o = xq;
+	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_0X_BYTES) {
+		float amax = 0.0f;
+		for (int j = 0; j < KN__QK; j++) {
+			float a = fabsf(x[j]);
+			amax = amax > a ? amax : a;
+		}
+		float d = amax / 127.0f;
+		float id = d != 0.0f ? 1.0f / d : 0.0f;
+		uint16_t h = kq_to_f16(d);
+		o[0] = (uint8_t)h;
+		o[1] = (uint8_t)(h >> 8);
+		for (int j = 0; j < KN__QK; j++)
+			o[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+	}
+}
+
+/* quantize_row_q8_K_ref */
+static void ref_quantize_q8_k(const float *restrict x, void *restrict xq, size_t k)
+{
+	uint8_t *o = xq;
+	for (size_t i = 0; i < k / KN__QK_K; i++, x += KN__QK_K, o += KN__Q8_K_BYTES) {
+		float amax = 0.0f, max = 0.0f;
+		for (int j = 0; j < KN__QK_K; j++) {
+			float a = fabsf(x[j]);
+			if (a > amax) {
+				amax = a;
+				max = x[j];
+			}
+		}
+		if (amax == 0.0f) {
+			memset(o, 0, KN__Q8_K_BYTES);
+			continue;
+		}
+		float iscale = -127.0f / max;
+		int8_t *qs = (int8_t *)(o + 4);
+		for (int j = 0; j < KN__QK_K; j++) {
+			int v = kq_nearest_int(iscale * x[j]);
+			qs[j] = (int8_t)(v < 127 ? v : 127);
+		}
+		for (int j = 0; j < KN__QK_K / 16; j++) {
+			int sum = 0;
+			for (int l = 0; l < 16; l++)
+				sum += qs[16 * j + l];
+			int16_t s16 = (int16_t)sum;
+			memcpy(o + 260 + 2 * j, &s16, sizeof(s16));
+		}
+		float d = 1.0f / iscale;
+		memcpy(o, &d, sizeof(d));
+	}
+}
+
+/* The integer code of element j of a 32-element block, minus its offset. */
+static int ref_code_q4_0(const uint8_t *b, int j)
+{
+	const uint8_t *qs = b + 2;
+	return (j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4) - 8;
+}
+
+static int ref_code_q5_0(const uint8_t *b, int j)
+{
+	uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 |
+		      (uint32_t)b[5] << 24;
+	const uint8_t *qs = b + 6;
+	int lo = j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
+	return (lo | (int)((qh >> j) & 1) << 4) - 16;
+}
+
+static int ref_code_q8_0(const uint8_t *b, int j)
+{
+	return (int8_t)b[2 + j];
+}
+
+typedef int (*ref_code_fn)(const uint8_t *b, int j);
+
+/* ggml_vec_dot_<q4_0|q5_0|q8_0>_q8_0 */
+static void ref_gemv_xq_0(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+			  size_t k, ref_code_fn code, size_t bytes)
+{
+	const uint8_t *xb = xq;
+	for (size_t r = 0; r < n_rows; r++) {
+		const uint8_t *row = (const uint8_t *)W + r * rb;
+		float sumf = 0.0f;
+		for (size_t i = 0; i < k / KN__QK; i++) {
+			const uint8_t *b = row + i * bytes, *xi = xb + i * KN__Q8_0X_BYTES;
+			int32_t sumi = 0;
+			for (int j = 0; j < KN__QK; j++)
+				sumi += code(b, j) * (int8_t)xi[2 + j];
+			sumf += (float)sumi * (kq_half(b) * kq_half(xi));
+		}
+		y[r] = sumf;
+	}
+}
+
+static float ref_q8k_d(const uint8_t *xi)
+{
+	float d;
+	memcpy(&d, xi, sizeof(d));
+	return d;
+}
+
+static int ref_q8k_bsum(const uint8_t *xi, int j)
+{
+	int16_t s;
+	memcpy(&s, xi + 260 + 2 * j, sizeof(s));
+	return s;
+}
+
+/* ggml_vec_dot_q4_K_q8_K / q5_K (qh NULL for q4_K): per block
+ * isum = sum_s sc_s (q_s . x_s), msum = sum_s m_s (bsum_2s + bsum_2s+1). */
+static float ref_dot_k45(const uint8_t *b, int has_qh, const uint8_t *xi)
+{
+	const uint8_t *qh = b + 16, *qs = b + (has_qh ? 48 : 16);
+	const int8_t *q8 = (const int8_t *)(xi + 4);
+	int32_t isum = 0, msum = 0;
+	for (int s = 0; s < 8; s++) {
+		int sc, m;
+		kq_scale_min(s, b + 4, &sc, &m);
+		const uint8_t *q = qs + 32 * (s / 2);
+		int32_t dot = 0;
+		for (int l = 0; l < 32; l++) {
+			int v = (s & 1) ? q[l] >> 4 : q[l] & 0xf;
+			if (has_qh)
+				v |= ((qh[l] >> s) & 1) << 4;
+			dot += v * q8[32 * s + l];
+		}
+		isum += sc * dot;
+		msum += m * (ref_q8k_bsum(xi, 2 * s) + ref_q8k_bsum(xi, 2 * s + 1));
+	}
+	float xd = ref_q8k_d(xi);
+	float d = kq_half(b) * xd, dmin = kq_half(b + 2) * xd;
+	return d * (float)isum - dmin * (float)msum;
+}
+
+/* ggml_vec_dot_q6_K_q8_K: isum = sum over 16-element groups of
+ * sc_g sum (q - 32) x. */
+static float ref_dot_q6_k(const uint8_t *b, const uint8_t *xi)
+{
+	const uint8_t *ql = b, *qh = b + 128;
+	const int8_t *sc = (const int8_t *)(b + 192), *q8 = (const int8_t *)(xi + 4);
+	int32_t isum = 0;
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < 4; t++)
+			for (int g = 0; g < 2; g++) {
+				int32_t dot = 0;
+				for (int l = 16 * g; l < 16 * g + 16; l++) {
+					int lo = ql[64 * h + 32 * (t & 1) + l] >> (4 * (t >> 1)) & 0xf;
+					int hi = (qh[32 * h + l] >> (2 * t)) & 3;
+					dot += ((lo | hi << 4) - 32) * q8[128 * h + 32 * t + l];
+				}
+				isum += sc[8 * h + 2 * t + g] * dot;
+			}
+	return (kq_half(b + 208) * ref_q8k_d(xi)) * (float)isum;
+}
+
+static float ref_dot_q4_k(const uint8_t *b, const uint8_t *xi)
+{
+	return ref_dot_k45(b, 0, xi);
+}
+
+static float ref_dot_q5_k(const uint8_t *b, const uint8_t *xi)
+{
+	return ref_dot_k45(b, 1, xi);
+}
+
+typedef float (*ref_dotk_fn)(const uint8_t *b, const uint8_t *xi);
+
+static void ref_gemv_xq_k(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+			  size_t k, ref_dotk_fn dot, size_t bytes)
+{
+	const uint8_t *xb = xq;
+	for (size_t r = 0; r < n_rows; r++) {
+		const uint8_t *row = (const uint8_t *)W + r * rb;
+		float sumf = 0.0f;
+		for (size_t i = 0; i < k / KN__QK_K; i++)
+			sumf += dot(row + i * bytes, xb + i * KN__Q8_K_BYTES);
+		y[r] = sumf;
+	}
+}
+
+#define REF_XQ0(T, BYTES)                                                                  \
+	static void ref_gemv_xq_##T(const void *restrict W, size_t rb,                     \
+				    const void *restrict xq, float *restrict y,            \
+				    size_t n_rows, size_t k)                               \
+	{                                                                                  \
+		ref_gemv_xq_0(W, rb, xq, y, n_rows, k, ref_code_##T, BYTES);               \
+	}
+#define REF_XQK(T, BYTES)                                                                  \
+	static void ref_gemv_xq_##T(const void *restrict W, size_t rb,                     \
+				    const void *restrict xq, float *restrict y,            \
+				    size_t n_rows, size_t k)                               \
+	{                                                                                  \
+		ref_gemv_xq_k(W, rb, xq, y, n_rows, k, ref_dot_##T, BYTES);                \
+	}
+
+REF_XQ0(q4_0, KN__Q4_0_BYTES)
+REF_XQ0(q5_0, KN__Q5_0_BYTES)
+REF_XQ0(q8_0, KN__Q8_0_BYTES)
+REF_XQK(q4_k, KN__Q4_K_BYTES)
+REF_XQK(q5_k, KN__Q5_K_BYTES)
+REF_XQK(q6_k, KN__Q6_K_BYTES)
+
+#define REF_ENTRY(TYPE, T, NAME, ELEMS, BYTES)                                             \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = ref_dequant_##T,                                              \
+		  .gemv = ref_gemv_##T}
+/* A type with an integer path: X is its partner, q8_0 or q8_k. */
+#define REF_ENTRY_XQ(TYPE, T, NAME, ELEMS, BYTES, X)                                       \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = ref_dequant_##T,                                              \
+		  .gemv = ref_gemv_##T,                                                    \
+		  .xq_bytes = ref_xq_bytes_##X,                                            \
+		  .quantize_x = ref_quantize_##X,                                          \
+		  .gemv_xq = ref_gemv_xq_##T}
+
+/* A flat type whose activations are rounded first (F16, BF16). */
+#define REF_ENTRY_RX(TYPE, T, NAME, ELEMS, BYTES)                                          \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .name = NAME,                                                            \
+		  .block_elems = ELEMS,                                                    \
+		  .block_bytes = BYTES,                                                    \
+		  .dequant = ref_dequant_##T,                                              \
+		  .gemv = ref_gemv_##T,                                                    \
+		  .round_x = ref_round_##T}
+
+const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
+	REF_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
+	REF_ENTRY_RX(KN_Q_F16, f16, "f16", 1, 2),
+	REF_ENTRY_RX(KN_Q_BF16, bf16, "bf16", 1, 2),
+	REF_ENTRY_XQ(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, "q4_K", KN__QK_K, KN__Q4_K_BYTES, q8_k),
+	REF_ENTRY_XQ(KN_Q_Q5_K, q5_k, "q5_K", KN__QK_K, KN__Q5_K_BYTES, q8_k),
+	REF_ENTRY_XQ(KN_Q_Q6_K, q6_k, "q6_K", KN__QK_K, KN__Q6_K_BYTES, q8_k),
+};

@@ -1,0 +1,436 @@
+/* srv_deepgram.c - POST /v1/listen, Deepgram's pre-recorded transcription
+ * API (https://developers.deepgram.com/reference/listen-file): the audio
+ * bytes are the body, options are query parameters, auth is
+ * "Authorization: Token KEY".
+ *
+ * Body: audio/..., video/..., application/octet-stream or no Content-Type go to
+ * the audio decoder (libsndfile detects the container); application/json
+ * ({"url": ...}, Deepgram's remote-audio form) is refused with 400, as this
+ * server fetches no URLs; any other type is 415.
+ *
+ * Query parameters read (others are ignored, as Deepgram's many
+ * intelligence options would be):
+ *   model        a transcription model's name; default the first one
+ *   language     BCP-47 tag; its primary subtag goes to Whisper ("en-US" ->
+ *                "en"); "multi" detects
+ *   punctuate    true: transcript and punctuated_word keep the model's
+ *                casing and punctuation; false (default): lowercase words
+ *                without punctuation, as Deepgram gives; smart_format=true
+ *                implies punctuate, as in Deepgram
+ *   utterances   true: results.utterances, one per Whisper segment
+ *   encoding     headerless audio: linear16, linear32, mulaw, alaw (need
+ *                sample_rate), or flac / ogg-opus (self-describing)
+ *   sample_rate, channels   the layout of headerless audio
+ *
+ * Word timing is segment-level: Whisper gives each segment a start and an
+ * end, and each word of a segment gets an equal share of that span, in
+ * order. A word's confidence is exp(avg_logprob) of its segment, clamped to
+ * [0, 1]; an alternative's or utterance's is the mean over its words.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "server/job/srv_audio_job.h"
+
+#define SRV_DG_VALUE_MAX 128 /* longest query value we read */
+
+/* Options from the query string. */
+struct srv_dg_opts {
+	char model[SRV_DG_VALUE_MAX];
+	char language[16];
+	bool punctuate, utterances;
+	bool has_encoding, has_rate;
+	struct eng_audio_raw raw;
+};
+
+/* A Deepgram transcription: the shared job plus what the response needs. */
+struct srv_dg_job {
+	struct srv_audio_job base; /* first: a srv_dg_job * is a srv_audio_job * */
+	bool punctuate, utterances;
+	char created[40];          /* ISO-8601 UTC, ms */
+};
+
+/* --- query parameters --------------------------------------------------- */
+
+static int srv_dg_hex(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decode [s, s + n) ('+' is a space) into out [cap]; -1 when the
+ * result does not fit, has a NUL or a bad escape. */
+static int srv_dg_unescape(const char *s, size_t n, char *out, size_t cap)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+		if (c == '+')
+			c = ' ';
+		else if (c == '%') {
+			int hi = i + 2 < n ? srv_dg_hex(s[i + 1]) : -1;
+			int lo = hi >= 0 ? srv_dg_hex(s[i + 2]) : -1;
+			if (lo < 0)
+				return -1;
+			c = hi * 16 + lo;
+			i += 2;
+		}
+		if (c == 0 || k + 1 >= cap)
+			return -1;
+		out[k++] = (char)c;
+	}
+	out[k] = '\0';
+	return 0;
+}
+
+static int srv_dg_bool(const char *v, bool *out)
+{
+	if (!strcasecmp(v, "true") || !strcmp(v, "1"))
+		*out = true;
+	else if (!strcasecmp(v, "false") || !strcmp(v, "0"))
+		*out = false;
+	else
+		return -1;
+	return 0;
+}
+
+static int srv_dg_int(const char *v, long lo, long hi, int *out)
+{
+	char *end;
+	long x = strtol(v, &end, 10);
+	if (end == v || *end || x < lo || x > hi)
+		return -1;
+	*out = (int)x;
+	return 0;
+}
+
+/* Apply one key=value; 0, or -ST_INVAL with err set. */
+static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, char *err, size_t n)
+{
+	int rc = 0;
+	bool b;
+	if (!strcmp(k, "model"))
+		snprintf(o->model, sizeof(o->model), "%s", v);
+	else if (!strcmp(k, "language")) {
+		size_t len = strcmp(v, "multi") ? strcspn(v, "-_") : 0;
+		if (len >= sizeof(o->language))
+			rc = -1;
+		else
+			snprintf(o->language, sizeof(o->language), "%.*s", (int)len, v);
+	} else if (!strcmp(k, "punctuate") || !strcmp(k, "smart_format")) {
+		rc = srv_dg_bool(v, &b);
+		o->punctuate |= !rc && b;
+	} else if (!strcmp(k, "utterances"))
+		rc = srv_dg_bool(v, &o->utterances);
+	else if (!strcmp(k, "encoding")) {
+		rc = eng_audio_encoding_parse(v, &o->raw.encoding) ? -1 : 0;
+		o->has_encoding = true;
+	} else if (!strcmp(k, "sample_rate")) {
+		rc = srv_dg_int(v, ENG_AUDIO_MIN_RATE, ENG_AUDIO_MAX_RATE, &o->raw.sample_rate);
+		o->has_rate = true;
+	} else if (!strcmp(k, "channels"))
+		rc = srv_dg_int(v, 1, ENG_AUDIO_MAX_CHANNELS, &o->raw.channels);
+	if (rc)
+		snprintf(err, n, "invalid value for query parameter '%s'%s", k,
+			 !strcmp(k, "encoding") ? " (supported: linear16, linear32, mulaw, alaw, flac, ogg-opus)"
+						: "");
+	return rc ? -ST_INVAL : 0;
+}
+
+/* The query parameters we read; values of the others are not even decoded. */
+static const char *const srv_dg_known[] = {
+	"model", "language", "punctuate", "smart_format", "utterances",
+	"encoding", "sample_rate", "channels",
+};
+
+static bool srv_dg_is_known(const char *key)
+{
+	for (size_t i = 0; i < sizeof(srv_dg_known) / sizeof(srv_dg_known[0]); i++)
+		if (!strcmp(key, srv_dg_known[i]))
+			return true;
+	return false;
+}
+
+static int srv_dg_query_read(const char *q, struct srv_dg_opts *o, char *err, size_t n)
+{
+	*o = (struct srv_dg_opts){ .raw = { .channels = 1 } };
+	char key[32], val[SRV_DG_VALUE_MAX];
+	while (*q) {
+		size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
+		const char *v = klen < len ? q + klen + 1 : q + len;
+		bool skip = klen >= sizeof(key) || srv_dg_unescape(q, klen, key, sizeof(key)) ||
+			    !srv_dg_is_known(key);
+		if (!skip && srv_dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
+			return snprintf(err, n, "malformed or over-long value of query parameter '%s'",
+					key), -ST_INVAL;
+		int rc = skip ? 0 : srv_dg_param(o, key, val, err, n);
+		if (rc)
+			return rc;
+		q += len + (q[len] == '&');
+	}
+	bool self_describing = o->raw.encoding == ENG_AUDIO_ENCODING_FLAC ||
+			       o->raw.encoding == ENG_AUDIO_ENCODING_OGG_OPUS;
+	if (o->has_encoding && !o->has_rate && !self_describing)
+		return snprintf(err, n, "encoding '%s' needs a sample_rate query parameter",
+				eng_audio_encoding_name(o->raw.encoding)), -ST_INVAL;
+	if (o->has_encoding && !o->has_rate)
+		o->raw.sample_rate = ENG_AUDIO_RATE; /* unused: the stream's own rate wins */
+	return 0;
+}
+
+/* --- body ---------------------------------------------------------------- */
+
+/* Is the Content-Type media type (before ';') equal to / prefixed by s? */
+static bool srv_dg_type_is(const char *ct, const char *s, bool prefix)
+{
+	size_t n = strlen(s);
+	ct += strspn(ct, " \t");
+	if (strncasecmp(ct, s, n))
+		return false;
+	return prefix || ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ' || ct[n] == '\t';
+}
+
+/* Refuse bodies that are not audio bytes; 0 or -ST_* with err set. */
+static int srv_dg_body_check(const struct srv_req *req, char *err, size_t n)
+{
+	const char *ct = srv__req_header(req, "Content-Type");
+	if (ct && srv_dg_type_is(ct, "application/json", false)) {
+		json_t *j = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, NULL);
+		bool url = json_is_string(json_object_get(j, "url"));
+		json_decref(j);
+		return snprintf(err, n, url ? "fetching URLs is disabled on this server: send the "
+					     "audio bytes as the request body"
+					   : "a JSON body must be {\"url\": ...} (and fetching URLs is "
+					     "disabled on this server)"), -ST_INVAL;
+	}
+	if (ct && !srv_dg_type_is(ct, "audio/", true) && !srv_dg_type_is(ct, "video/", true) &&
+	    !srv_dg_type_is(ct, "application/octet-stream", false))
+		return snprintf(err, n, "unsupported Content-Type (send audio/*, video/* or "
+				"application/octet-stream)"), -ST_UNSUPPORTED;
+	if (req->body.len == 0)
+		return snprintf(err, n, "the request body is empty: send the audio bytes"),
+		       -ST_INVAL;
+	return 0;
+}
+
+static void srv_dg_created(char out[40])
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 40 - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+static int srv_dg_format(struct srv_audio_job *job);
+
+void srv__h_deepgram_listen(struct srv_req *req)
+{
+	struct srv_dg_opts o;
+	char err[256] = "";
+	int rc = srv_dg_query_read(req->query, &o, err, sizeof(err));
+	if (!rc)
+		rc = srv_dg_body_check(req, err, sizeof(err));
+	if (rc) {
+		srv__audio_fail(req, rc, err);
+		return;
+	}
+	const struct eng_model *m = srv__audio_model(req, o.model, strlen(o.model));
+	if (!m)
+		return;
+	struct srv_dg_job *job = (struct srv_dg_job *)srv__audio_job_new(req, sizeof(*job));
+	if (!job) {
+		srv__audio_fail(req, -ST_NOMEM, "out of memory");
+		return;
+	}
+	job->base.model = m;
+	job->base.audio = req->body.data;
+	job->base.audio_len = req->body.len;
+	job->base.has_raw = o.has_encoding;
+	job->base.raw = o.raw;
+	job->base.want_sha256 = true;
+	job->base.format = srv_dg_format;
+	srv__audio_job_set_language(&job->base, o.language, strlen(o.language));
+	job->punctuate = o.punctuate;
+	job->utterances = o.utterances;
+	srv_dg_created(job->created);
+	srv__audio_job_queue(req, &job->base);
+}
+
+/* --- response (worker thread) -------------------------------------------- */
+
+/* The word as Deepgram prints it without punctuate: ASCII lowercased, ASCII
+ * punctuation dropped except apostrophes and hyphens inside the word,
+ * other bytes (UTF-8) kept. out has room for n + 1 bytes. */
+static size_t srv_dg_plain(const char *w, size_t n, char *out)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)w[i];
+		if (c >= 0x80 || isalnum(c))
+			out[k++] = (char)tolower(c);
+		else if ((c == '\'' || c == '-') && k > 0)
+			out[k++] = (char)c;
+	}
+	while (k > 0 && (out[k - 1] == '\'' || out[k - 1] == '-'))
+		k--;
+	out[k] = '\0';
+	return k;
+}
+
+/* Per-response accumulators. */
+struct srv_dg_acc {
+	json_t *words;          /* the alternative's words */
+	struct srv_buf text;    /* the alternative's transcript */
+	double conf_sum;        /* over words */
+	size_t n_words;
+};
+
+/* Append a segment's words to acc (and to utt_words when not NULL). */
+static int srv_dg_segment_words(const struct srv_dg_job *job, const struct eng_segment *s,
+				struct srv_dg_acc *acc, json_t *utt_words, char *tmp)
+{
+	const char *p = s->text;
+	size_t n_words = 0;
+	for (const char *q = p; *(q += strspn(q, " \t\r\n")); q += strcspn(q, " \t\r\n"))
+		n_words++;
+	double conf = fmin(1.0, fmax(0.0, exp(s->avg_logprob)));
+	double span = (s->end_s - s->start_s) / (double)(n_words ? n_words : 1);
+	int rc = 0;
+	for (size_t i = 0; i < n_words && !rc; i++) {
+		p += strspn(p, " \t\r\n");
+		size_t wn = strcspn(p, " \t\r\n"), pn = srv_dg_plain(p, wn, tmp);
+		const char *shown = job->punctuate ? p : tmp;
+		size_t shown_n = job->punctuate ? wn : pn;
+		json_t *w = pn == 0 ? NULL : json_pack("{s:o,s:f,s:f,s:f}", "word",
+			srv__audio_json_str(tmp, pn), "start", s->start_s + span * (double)i,
+			"end", s->start_s + span * (double)(i + 1), "confidence", conf);
+		if (w && job->punctuate)
+			json_object_set_new(w, "punctuated_word", srv__audio_json_str(p, wn));
+		p += wn;
+		if (pn == 0)
+			continue; /* punctuation alone is not a word */
+		if (!w) {
+			rc = -ST_NOMEM;
+			break;
+		}
+		if (utt_words && json_array_append(utt_words, w))
+			rc = -ST_NOMEM;
+		if (json_array_append_new(acc->words, w)) /* steals w either way */
+			rc = -ST_NOMEM;
+		if (!rc)
+			rc = srv_buf_printf(&acc->text, "%s%.*s", acc->text.len ? " " : "",
+					    (int)shown_n, shown);
+		acc->conf_sum += conf;
+		acc->n_words++;
+	}
+	return rc;
+}
+
+/* A UUID-shaped id for utterance i, derived from the request id. */
+static void srv_dg_uuid(const char *request_id, size_t i, char out[37])
+{
+	char seed[SRV_REQUEST_ID_MAX + 24];
+	unsigned char h[32];
+	int n = snprintf(seed, sizeof(seed), "%s:%zu", request_id, i);
+	srv__sha256(seed, (size_t)n, h);
+	h[6] = (unsigned char)((h[6] & 0x0f) | 0x40); /* version 4 layout */
+	h[8] = (unsigned char)((h[8] & 0x3f) | 0x80);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
+		 h[13], h[14], h[15]);
+}
+
+/* One utterance (a segment): words (stolen) and the transcript text. */
+static json_t *srv_dg_utterance(const struct srv_dg_job *job, const struct eng_segment *s,
+				size_t i, json_t *words, const char *text, size_t text_n, double conf)
+{
+	char id[37];
+	srv_dg_uuid(job->base.request_id, i, id);
+	return json_pack("{s:f,s:f,s:f,s:i,s:o,s:o,s:i,s:s}", "start", s->start_s, "end",
+		s->end_s, "confidence", conf, "channel", 0, "transcript",
+		srv__audio_json_str(text, text_n), "words", words, "speaker", 0, "id", id);
+}
+
+/* Walk the segments: words into acc, one utterance each into utts. */
+static int srv_dg_walk(const struct srv_dg_job *job, struct srv_dg_acc *acc, json_t *utts,
+		       char *tmp)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < job->base.t->n_segments; i++) {
+		const struct eng_segment *s = &job->base.t->segments[i];
+		json_t *uw = utts ? json_array() : NULL;
+		size_t n0 = acc->n_words, t0 = acc->text.len;
+		double c0 = acc->conf_sum;
+		rc = utts && !uw ? -ST_NOMEM : srv_dg_segment_words(job, s, acc, uw, tmp);
+		if (rc || !utts) {
+			json_decref(uw);
+			continue;
+		}
+		size_t nw = acc->n_words - n0, skip = t0 && acc->text.len > t0 ? 1 : 0;
+		const char *text = acc->text.data ? acc->text.data + t0 + skip : "";
+		json_t *u = srv_dg_utterance(job, s, i, uw, text, acc->text.len - t0 - skip,
+					     nw ? (acc->conf_sum - c0) / (double)nw : 0);
+		rc = json_array_append_new(utts, u) ? -ST_NOMEM : 0;
+	}
+	return rc;
+}
+
+static json_t *srv_dg_metadata(const struct srv_dg_job *job)
+{
+	const char *name = eng_model_name(job->base.model);
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", job->base.sha256[i]);
+	json_t *info = json_pack("{s:{s:s,s:s,s:s}}", name, "name", name, "version",
+				 INFERD_VERSION, "arch", eng_model_arch(job->base.model));
+	return json_pack("{s:s,s:s,s:s,s:s,s:f,s:i,s:[s],s:o}", "transaction_key", "deprecated",
+		"request_id", job->base.request_id, "sha256", hex, "created", job->created,
+		"duration", job->base.duration_s, "channels", 1, "models", name,
+		"model_info", info);
+}
+
+static int srv_dg_respond(struct srv_dg_job *job, struct srv_dg_acc *acc, json_t *utts)
+{
+	double conf = acc->n_words ? acc->conf_sum / (double)acc->n_words : 0;
+	json_t *alt = json_pack("{s:o,s:f,s:O}", "transcript",
+		srv__audio_json_str(acc->text.data ? acc->text.data : "", acc->text.len),
+		"confidence", conf, "words", acc->words);
+	json_t *results = json_pack("{s:[{s:[o]}]}", "channels", "alternatives", alt);
+	if (results && utts)
+		json_object_set(results, "utterances", utts);
+	return srv__audio_json_out(&job->base, json_pack("{s:o,s:o}", "metadata",
+		srv_dg_metadata(job), "results", results));
+}
+
+static int srv_dg_format(struct srv_audio_job *base)
+{
+	struct srv_dg_job *job = (struct srv_dg_job *)base;
+	struct srv_dg_acc acc = { .words = json_array() };
+	size_t longest = 0;
+	for (size_t i = 0; i < base->t->n_segments; i++) {
+		size_t n = strlen(base->t->segments[i].text);
+		longest = n > longest ? n : longest;
+	}
+	srv_buf_init(&acc.text, SRV_AUDIO_OUT_MAX);
+	json_t *utts = job->utterances ? json_array() : NULL;
+	char *tmp = mem_alloc(longest + 1);
+	int rc = acc.words && tmp && (utts || !job->utterances) ? 0 : -ST_NOMEM;
+	if (!rc)
+		rc = srv_dg_walk(job, &acc, utts, tmp);
+	if (!rc)
+		rc = srv_dg_respond(job, &acc, utts);
+	json_decref(utts);
+	json_decref(acc.words);
+	srv_buf_fini(&acc.text);
+	mem_free(tmp);
+	return rc;
+}

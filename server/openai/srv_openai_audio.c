@@ -1,0 +1,382 @@
+/* srv_openai_audio.c - POST /v1/audio/transcriptions, OpenAI's API
+ * (https://platform.openai.com/docs/api-reference/audio/createTranscription):
+ * a multipart/form-data body with the fields below, one of five response
+ * formats.
+ *
+ *   file                      required, a file part (with filename=)
+ *   model                     required, a transcription model's name
+ *                             (unknown: 404 model_not_found; a generation
+ *                             model: 400)
+ *   language                  ISO 639-1 code
+ *   prompt                    initial prompt
+ *   temperature               one float in [0, 1]; 0 or absent: Whisper's
+ *                             fallback list 0, 0.2, ..., 1.0 (OpenAI: "the
+ *                             model will use log probability to
+ *                             automatically increase the temperature");
+ *                             t > 0: t only
+ *   response_format           json (default), text, srt, verbose_json, vtt
+ *   timestamp_granularities[] segment; word -> 400 (no word timing yet)
+ *   stream                    false; true -> 400 (no streaming yet)
+ *   beam_size                 inferd extension, 1..16 (default 1, greedy)
+ * Other fields are ignored, as OpenAI's SDKs add fields over time (include[],
+ * chunking_strategy) that a client may send to any server.
+ *
+ * Response shapes and types follow OpenAI's: json {"text","usage"} and
+ * verbose_json {"task","language","duration","text","segments","usage"}
+ * as application/json; text, srt and vtt as text/plain; charset=utf-8.
+ * verbose_json's segment "seek" is the segment start in 10 ms frames (the
+ * engine does not report the 30-second window a segment came from).
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "server/job/srv_audio_job.h"
+#include "server/srv_multipart.h"
+
+#define SRV_OA_MAX_PARTS 64
+#define SRV_OA_MAX_PART_HEADER_BYTES 8192
+#define SRV_OA_MAX_FIELD_BYTES 65536
+#define SRV_OA_TEXT_TYPE "text/plain; charset=utf-8"
+
+enum srv_oa_format {
+	SRV_OA_FORMAT_JSON = 0,
+	SRV_OA_FORMAT_TEXT,
+	SRV_OA_FORMAT_SRT,
+	SRV_OA_FORMAT_VERBOSE_JSON,
+	SRV_OA_FORMAT_VTT,
+	SRV_OA_FORMAT_COUNT
+};
+
+static int srv_oa_json(struct srv_audio_job *job);
+static int srv_oa_text(struct srv_audio_job *job);
+static int srv_oa_srt(struct srv_audio_job *job);
+static int srv_oa_verbose(struct srv_audio_job *job);
+static int srv_oa_vtt(struct srv_audio_job *job);
+
+static const struct {
+	const char *name;
+	srv_audio_format_fn fn;
+} srv_oa_formats[] = {
+	[SRV_OA_FORMAT_JSON] = { "json", srv_oa_json },
+	[SRV_OA_FORMAT_TEXT] = { "text", srv_oa_text },
+	[SRV_OA_FORMAT_SRT] = { "srt", srv_oa_srt },
+	[SRV_OA_FORMAT_VERBOSE_JSON] = { "verbose_json", srv_oa_verbose },
+	[SRV_OA_FORMAT_VTT] = { "vtt", srv_oa_vtt },
+};
+static_assert(sizeof(srv_oa_formats) / sizeof(srv_oa_formats[0]) == SRV_OA_FORMAT_COUNT,
+	      "one row per format");
+
+/* The form's fields as read (slices into the body). */
+struct srv_oa_form {
+	const struct srv_mp_part *file;
+	struct srv_mp_str model, language, prompt;
+	float temperature;  /* < 0: absent */
+	int beam_size;      /* 0: absent */
+	enum srv_oa_format format;
+};
+
+/* --- fields ------------------------------------------------------------ */
+
+/* Copy a short field value into buf as a C string; false when too long. */
+static bool srv_oa_value(const struct srv_mp_part *p, char *buf, size_t cap)
+{
+	if (p->data.n >= cap || memchr(p->data.p, '\0', p->data.n))
+		return false;
+	memcpy(buf, p->data.p, p->data.n);
+	buf[p->data.n] = '\0';
+	return true;
+}
+
+static int srv_oa_f_file(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
+{
+	if (f->file)
+		return snprintf(err, n, "only one 'file' may be sent"), -ST_INVAL;
+	if (!p->filename.p)
+		return snprintf(err, n, "'file' must be a file upload (a part with a filename)"),
+		       -ST_INVAL;
+	f->file = p;
+	return 0;
+}
+
+static int srv_oa_f_model(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
+{
+	if (p->data.n == 0)
+		return snprintf(err, n, "'model' must name a transcription model"), -ST_INVAL;
+	f->model = p->data;
+	return 0;
+}
+
+static int srv_oa_f_language(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+			     size_t n)
+{
+	if (p->data.n >= 16)
+		return snprintf(err, n, "'language' must be an ISO 639-1 code such as 'en'"),
+		       -ST_INVAL;
+	f->language = p->data;
+	return 0;
+}
+
+static int srv_oa_f_prompt(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
+{
+	(void)err, (void)n;
+	f->prompt = p->data;
+	return 0;
+}
+
+static int srv_oa_f_temperature(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+				size_t n)
+{
+	char buf[32], *end;
+	double t = srv_oa_value(p, buf, sizeof(buf)) ? strtod(buf, &end) : NAN;
+	if (!isfinite(t) || end == buf || *end || t < 0 || t > 1)
+		return snprintf(err, n, "'temperature' must be a number from 0 to 1"), -ST_INVAL;
+	f->temperature = (float)t;
+	return 0;
+}
+
+static int srv_oa_f_beam_size(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+			      size_t n)
+{
+	char buf[16], *end;
+	long v = srv_oa_value(p, buf, sizeof(buf)) ? strtol(buf, &end, 10) : 0;
+	if (v < 1 || v > 16 || *end)
+		return snprintf(err, n, "'beam_size' must be an integer from 1 to 16"), -ST_INVAL;
+	f->beam_size = (int)v;
+	return 0;
+}
+
+static int srv_oa_f_format(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+			   size_t n)
+{
+	for (int i = 0; i < SRV_OA_FORMAT_COUNT; i++)
+		if (srv_mp_str_eq(p->data, srv_oa_formats[i].name)) {
+			f->format = (enum srv_oa_format)i;
+			return 0;
+		}
+	return snprintf(err, n, "'response_format' must be one of json, text, srt, verbose_json, vtt"),
+	       -ST_INVAL;
+}
+
+static int srv_oa_f_granularity(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+				size_t n)
+{
+	(void)f;
+	if (srv_mp_str_eq(p->data, "segment"))
+		return 0;
+	if (srv_mp_str_eq(p->data, "word"))
+		return snprintf(err, n, "word timestamps are not available yet (use 'segment')"),
+		       -ST_INVAL;
+	return snprintf(err, n, "'timestamp_granularities[]' must be 'segment'"), -ST_INVAL;
+}
+
+static int srv_oa_f_stream(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
+{
+	(void)f;
+	if (srv_mp_str_eq(p->data, "false"))
+		return 0;
+	return snprintf(err, n, "streaming transcription is not available ('stream' must be false)"),
+	       -ST_INVAL;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct srv_oa_form *, const struct srv_mp_part *, char *, size_t);
+} srv_oa_fields[] = {
+	{ "file", srv_oa_f_file },
+	{ "model", srv_oa_f_model },
+	{ "language", srv_oa_f_language },
+	{ "prompt", srv_oa_f_prompt },
+	{ "temperature", srv_oa_f_temperature },
+	{ "response_format", srv_oa_f_format },
+	{ "timestamp_granularities[]", srv_oa_f_granularity },
+	{ "timestamp_granularities", srv_oa_f_granularity },
+	{ "stream", srv_oa_f_stream },
+	{ "beam_size", srv_oa_f_beam_size },
+};
+
+/* Parse the body's parts into f; on error err holds the 400 message. */
+static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
+			    struct srv_oa_form *f, char *err, size_t errlen)
+{
+	static const struct srv_mp_limits lim = { SRV_OA_MAX_PARTS, SRV_OA_MAX_PART_HEADER_BYTES,
+						  SRV_OA_MAX_FIELD_BYTES };
+	const char *ct = srv__req_header(req, "Content-Type");
+	struct srv_mp_str boundary;
+	size_t n = 0;
+	*f = (struct srv_oa_form){ .temperature = -1 };
+	if (!ct)
+		return snprintf(err, errlen, "Content-Type must be multipart/form-data"),
+		       -ST_UNSUPPORTED;
+	int rc = srv_mp_boundary(ct, &boundary, err, errlen);
+	if (!rc)
+		rc = srv_mp_parse(req->body.data, req->body.len, boundary, &lim, parts, &n, err, errlen);
+	if (rc)
+		return rc == -ST_UNSUPPORTED ? rc : -ST_INVAL;
+	for (size_t i = 0; i < n && !rc; i++)
+		for (size_t k = 0; k < sizeof(srv_oa_fields) / sizeof(srv_oa_fields[0]) && !rc; k++)
+			if (srv_mp_str_eq(parts[i].name, srv_oa_fields[k].name))
+				rc = srv_oa_fields[k].fn(f, &parts[i], err, errlen);
+	if (!rc && !f->file)
+		rc = (snprintf(err, errlen, "the 'file' field is required"), -ST_INVAL);
+	if (!rc && !f->model.p)
+		rc = (snprintf(err, errlen, "the 'model' field is required"), -ST_INVAL);
+	return rc;
+}
+
+/* Fill the job from the form; 0 or -ST_INVAL / -ST_NOMEM with err set. */
+static int srv_oa_job_fill(struct srv_audio_job *job, const struct srv_oa_form *f, char *err,
+			   size_t errlen)
+{
+	job->audio = f->file->data.p;
+	job->audio_len = f->file->data.n;
+	job->format = srv_oa_formats[f->format].fn;
+	if (f->temperature > 0) {
+		job->params.temperatures[0] = f->temperature;
+		job->params.n_temperatures = 1;
+	}
+	if (f->beam_size)
+		job->params.beam_size = f->beam_size;
+	int rc = srv__audio_job_set_language(job, f->language.p, f->language.n);
+	if (!rc && f->prompt.p && f->prompt.n)
+		rc = srv__audio_job_set_prompt(job, f->prompt.p, f->prompt.n);
+	if (rc)
+		snprintf(err, errlen, rc == -ST_NOMEM ? "out of memory" : "bad 'language'");
+	return rc;
+}
+
+void srv__h_openai_transcriptions(struct srv_req *req)
+{
+	char err[256] = "";
+	struct srv_oa_form f;
+	struct srv_mp_part *parts = mem_calloc(SRV_OA_MAX_PARTS, sizeof(*parts));
+	if (!parts) {
+		srv__audio_fail(req, -ST_NOMEM, "out of memory");
+		return;
+	}
+	int rc = srv_oa_form_read(req, parts, &f, err, sizeof(err));
+	const struct eng_model *m = NULL;
+	if (!rc)
+		m = srv__audio_model(req, f.model.p, f.model.n);
+	struct srv_audio_job *job = m ? srv__audio_job_new(req, sizeof(*job)) : NULL;
+	if (m && !job)
+		rc = (snprintf(err, sizeof(err), "out of memory"), -ST_NOMEM);
+	if (job) {
+		job->model = m;
+		rc = srv_oa_job_fill(job, &f, err, sizeof(err));
+	}
+	mem_free(parts);
+	if (rc) {
+		srv__audio_job_free(job);
+		srv__audio_fail(req, rc, err);
+		return;
+	}
+	if (job)
+		srv__audio_job_queue(req, job);
+}
+
+/* --- response formats (worker thread) ---------------------------------- */
+
+/* OpenAI reports usage of audio models billed by duration in whole seconds. */
+static json_t *srv_oa_usage(const struct srv_audio_job *job)
+{
+	return json_pack("{s:s,s:I}", "type", "duration", "seconds",
+			 (json_int_t)ceil(job->duration_s));
+}
+
+static int srv_oa_json(struct srv_audio_job *job)
+{
+	const char *text = job->t->text;
+	return srv__audio_json_out(job, json_pack("{s:o,s:o}", "text",
+		srv__audio_json_str(text, strlen(text)), "usage", srv_oa_usage(job)));
+}
+
+static int srv_oa_text(struct srv_audio_job *job)
+{
+	job->content_type = SRV_OA_TEXT_TYPE;
+	return srv_buf_printf(&job->out, "%s\n", job->t->text);
+}
+
+/* "HH:MM:SS,mmm" (SRT, sep ',') or "HH:MM:SS.mmm" (WebVTT, sep '.'). */
+static void srv_oa_timestamp(double s, char sep, char out[32])
+{
+	long long ms = llround(s > 0 && s < 3.6e8 ? s * 1000.0 : 0);
+	snprintf(out, 32, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60,
+		 ms / 1000 % 60, sep, ms % 1000);
+}
+
+/* The segment's text without surrounding white space: [*p, *p + *n). */
+static void srv_oa_trim(const char *s, const char **p, int *n)
+{
+	size_t a = strspn(s, " \t\r\n"), b = strlen(s);
+	while (b > a && strchr(" \t\r\n", s[b - 1]))
+		b--;
+	*p = s + a;
+	*n = (int)(b - a);
+}
+
+/* SRT (numbered cues, comma before ms) or WebVTT (header, dot before ms). */
+static int srv_oa_cues(struct srv_audio_job *job, bool vtt)
+{
+	job->content_type = SRV_OA_TEXT_TYPE;
+	int rc = vtt ? srv_buf_printf(&job->out, "WEBVTT\n\n") : 0;
+	for (size_t i = 0; !rc && i < job->t->n_segments; i++) {
+		const struct eng_segment *s = &job->t->segments[i];
+		char a[32], b[32];
+		const char *text;
+		int n;
+		srv_oa_timestamp(s->start_s, vtt ? '.' : ',', a);
+		srv_oa_timestamp(s->end_s, vtt ? '.' : ',', b);
+		srv_oa_trim(s->text, &text, &n);
+		if (!vtt)
+			rc = srv_buf_printf(&job->out, "%zu\n", i + 1);
+		if (!rc)
+			rc = srv_buf_printf(&job->out, "%s --> %s\n%.*s\n\n", a, b, n, text);
+	}
+	return rc;
+}
+
+static int srv_oa_srt(struct srv_audio_job *job)
+{
+	return srv_oa_cues(job, false);
+}
+
+static int srv_oa_vtt(struct srv_audio_job *job)
+{
+	return srv_oa_cues(job, true);
+}
+
+static json_t *srv_oa_segment(const struct eng_segment *s, size_t i)
+{
+	json_t *tok = json_array();
+	for (size_t k = 0; tok && k < s->n_tokens; k++)
+		if (json_array_append_new(tok, json_integer(s->tokens[k]))) {
+			json_decref(tok);
+			tok = NULL;
+		}
+	return json_pack("{s:I,s:I,s:f,s:f,s:o,s:o,s:f,s:f,s:f,s:f}", "id", (json_int_t)i,
+		"seek", (json_int_t)floor(s->start_s * 100.0), "start", s->start_s, "end", s->end_s,
+		"text", srv__audio_json_str(s->text, strlen(s->text)), "tokens", tok,
+		"temperature", (double)s->temperature, "avg_logprob", s->avg_logprob,
+		"compression_ratio", s->compression_ratio, "no_speech_prob",
+		(double)s->no_speech_prob);
+}
+
+static int srv_oa_verbose(struct srv_audio_job *job)
+{
+	const struct eng_transcript *t = job->t;
+	json_t *segs = json_array();
+	for (size_t i = 0; segs && i < t->n_segments; i++)
+		if (json_array_append_new(segs, srv_oa_segment(&t->segments[i], i))) {
+			json_decref(segs);
+			segs = NULL;
+		}
+	return srv__audio_json_out(job, json_pack("{s:s,s:s,s:f,s:o,s:o,s:o}", "task", "transcribe",
+		"language", srv__audio_language_name(t->language), "duration", job->duration_s,
+		"text", srv__audio_json_str(t->text, strlen(t->text)), "segments", segs,
+		"usage", srv_oa_usage(job)));
+}

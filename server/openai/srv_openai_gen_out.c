@@ -1,0 +1,319 @@
+/* srv_openai_gen_out.c - what the generation routes send, rendered on the
+ * worker thread: OpenAI's response objects, streamed chunks and logprobs.
+ *
+ *   text_completion   {id, object, created, model, system_fingerprint,
+ *                      choices: [{index, text, logprobs, finish_reason}], usage}
+ *   chat.completion   {..., choices: [{index, message: {role: "assistant",
+ *                      content, refusal: null}, logprobs, finish_reason}], usage}
+ *   streamed          "data: {chunk}\n\n" per piece of text: chat chunks
+ *                      (object chat.completion.chunk) carry choices[0].delta -
+ *                      first {role: "assistant", content: ""}, then {content},
+ *                      then {} with finish_reason; completion chunks carry
+ *                      text. With stream_options.include_usage every chunk
+ *                      has "usage": null and a last chunk has "choices": []
+ *                      and the usage. Then "data: [DONE]\n\n".
+ *   logprobs          completions: {tokens, token_logprobs, top_logprobs
+ *                      [{token: logprob}], text_offset (code points from the
+ *                      start of the prompt)}; chat: {content: [{token,
+ *                      logprob, bytes, top_logprobs: [{token, logprob,
+ *                      bytes}]}], refusal: null}. A streamed chunk carries the
+ *                      logprobs of every token whose text begins in it.
+ * Text that is not valid UTF-8 (a token's bytes can be part of a character)
+ * is sent with U+FFFD in place of the bad bytes.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "server/job/srv_audio_job.h"
+#include "server/openai/srv_openai_gen.h"
+
+#define SRV_GEN_PIECE_MAX 256 /* bytes of one token's text kept for logprobs */
+
+json_t *srv__gen_error_json(int status, const char *code, const char *param, const char *msg)
+{
+	const char *type = status == 404 ? "not_found_error"
+			 : status == 429 ? "rate_limit_error"
+			 : status == 503 ? "server_overloaded"
+			 : status >= 500 ? "server_error" : "invalid_request_error";
+	return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type", type, "param",
+			 param, "code", code);
+}
+
+static const char *srv_gen_finish_str(enum eng_finish f)
+{
+	return f == ENG_FINISH_LENGTH ? "length" : "stop";
+}
+
+/* jansson refuses non-finite reals; a token the sampler could never pick
+ * gets a very low number instead. */
+static json_t *srv_gen_real(float v)
+{
+	return json_real(isfinite(v) ? (double)v : -9999.0);
+}
+
+/* --- logprobs ------------------------------------------------------------ */
+
+/* The bytes of token id into buf (SRV_GEN_PIECE_MAX); returns the count kept. */
+static size_t srv_gen_piece(const struct srv_gen_job *job, int32_t id, char *buf)
+{
+	size_t n = eng_token_text(job->model, id, buf, SRV_GEN_PIECE_MAX);
+	return n < SRV_GEN_PIECE_MAX ? n : SRV_GEN_PIECE_MAX - 1;
+}
+
+/* {token, logprob, bytes} (chat). */
+static json_t *srv_gen_chat_entry(const struct srv_gen_job *job, int32_t id, float logprob)
+{
+	char buf[SRV_GEN_PIECE_MAX];
+	size_t n = srv_gen_piece(job, id, buf);
+	json_t *bytes = json_array();
+	for (size_t i = 0; bytes && i < n; i++)
+		if (json_array_append_new(bytes, json_integer((unsigned char)buf[i]))) {
+			json_decref(bytes);
+			bytes = NULL;
+		}
+	return json_pack("{s:o,s:o,s:o}", "token", srv__audio_json_str(buf, n), "logprob",
+			 srv_gen_real(logprob), "bytes", bytes);
+}
+
+static json_t *srv_gen_chat_logprobs(const struct srv_gen_job *job,
+				     const struct eng_gen_token *toks, size_t n)
+{
+	json_t *content = json_array();
+	for (size_t i = 0; content && i < n; i++) {
+		json_t *e = srv_gen_chat_entry(job, toks[i].id, toks[i].logprob);
+		json_t *top = json_array();
+		for (int k = 0; top && k < toks[i].n_top; k++)
+			if (json_array_append_new(top, srv_gen_chat_entry(job, toks[i].top[k].id,
+									  toks[i].top[k].logprob))) {
+				json_decref(top);
+				top = NULL;
+			}
+		if (!e || !top || json_object_set_new(e, "top_logprobs", top) ||
+		    json_array_append_new(content, e)) {
+			json_decref(e);
+			json_decref(content);
+			content = NULL;
+		}
+	}
+	return json_pack("{s:o,s:n}", "content", content, "refusal");
+}
+
+static size_t srv_gen_chars(const char *s, size_t n)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return c;
+}
+
+/* One token's row of the four completions arrays; *offset moves past it. */
+static int srv_gen_cmpl_row(const struct srv_gen_job *job, const struct eng_gen_token *t,
+			    json_t *lp, size_t *offset)
+{
+	char buf[SRV_GEN_PIECE_MAX];
+	size_t n = srv_gen_piece(job, t->id, buf);
+	json_t *top = json_object();
+	for (int k = 0; top && k < t->n_top; k++) {
+		char alt[SRV_GEN_PIECE_MAX];
+		size_t an = srv_gen_piece(job, t->top[k].id, alt);
+		json_t *key = srv__audio_json_str(alt, an);
+		if (!key || json_object_set_new(top, json_string_value(key),
+						srv_gen_real(t->top[k].logprob))) {
+			json_decref(top);
+			top = NULL;
+		}
+		json_decref(key);
+	}
+	int rc = json_array_append_new(json_object_get(lp, "tokens"), srv__audio_json_str(buf, n));
+	rc |= json_array_append_new(json_object_get(lp, "token_logprobs"), srv_gen_real(t->logprob));
+	rc |= json_array_append_new(json_object_get(lp, "top_logprobs"), top);
+	rc |= json_array_append_new(json_object_get(lp, "text_offset"),
+				    json_integer((json_int_t)*offset));
+	*offset += srv_gen_chars(buf, n);
+	return rc ? -ST_NOMEM : 0;
+}
+
+static json_t *srv_gen_cmpl_logprobs(const struct srv_gen_job *job,
+				     const struct eng_gen_token *toks, size_t n, size_t *offset)
+{
+	json_t *lp = json_pack("{s:[],s:[],s:[],s:[]}", "tokens", "token_logprobs", "top_logprobs",
+			       "text_offset");
+	for (size_t i = 0; lp && i < n; i++)
+		if (srv_gen_cmpl_row(job, &toks[i], lp, offset)) {
+			json_decref(lp);
+			lp = NULL;
+		}
+	return lp;
+}
+
+/* The logprobs value of a choice: null unless asked for. */
+static json_t *srv_gen_logprobs(const struct srv_gen_job *job, const struct eng_gen_token *toks,
+				size_t n, size_t *offset)
+{
+	if (!job->want_logprobs)
+		return json_null();
+	if (job->chat)
+		return srv_gen_chat_logprobs(job, toks, n);
+	return srv_gen_cmpl_logprobs(job, toks, n, offset);
+}
+
+/* --- whole responses ------------------------------------------------------ */
+
+static json_t *srv_gen_usage(const struct srv_gen_job *job)
+{
+	json_int_t prompt = job->res[0] ? (json_int_t)job->res[0]->n_prompt_tokens : 0, done = 0;
+	for (int i = 0; i < job->n; i++)
+		done += job->res[i] ? (json_int_t)job->res[i]->n_completion_tokens : 0;
+	return json_pack("{s:I,s:I,s:I}", "prompt_tokens", prompt, "completion_tokens", done,
+			 "total_tokens", prompt + done);
+}
+
+static json_t *srv_gen_choice(const struct srv_gen_job *job, int i)
+{
+	const struct eng_gen_result *r = job->res[i];
+	size_t offset = job->prompt_chars;
+	json_t *text = srv__audio_json_str(r->text, r->text_len);
+	json_t *lp = srv_gen_logprobs(job, r->tokens, r->tokens ? r->n_completion_tokens : 0, &offset);
+	if (!job->chat)
+		return json_pack("{s:i,s:o,s:o,s:s}", "index", i, "text", text, "logprobs", lp,
+				 "finish_reason", srv_gen_finish_str(r->finish));
+	return json_pack("{s:i,s:{s:s,s:o,s:n},s:o,s:s}", "index", i, "message", "role", "assistant",
+			 "content", text, "refusal", "logprobs", lp, "finish_reason",
+			 srv_gen_finish_str(r->finish));
+}
+
+static int srv_gen_dump_cb(const char *buf, size_t size, void *data)
+{
+	return srv_buf_append(data, buf, size) ? -1 : 0;
+}
+
+int srv__gen_render(struct srv_gen_job *job)
+{
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return srv__ks_gen_render(job);
+	json_t *choices = json_array();
+	for (int i = 0; choices && i < job->n; i++)
+		if (json_array_append_new(choices, srv_gen_choice(job, i))) {
+			json_decref(choices);
+			choices = NULL;
+		}
+	json_t *obj = json_pack("{s:s,s:s,s:I,s:s,s:s,s:o,s:o}", "id", job->id, "object",
+				job->chat ? "chat.completion" : "text_completion", "created",
+				(json_int_t)job->created, "model", eng_model_name(job->model),
+				"system_fingerprint", SRV_GEN_FINGERPRINT, "choices", choices, "usage",
+				srv_gen_usage(job));
+	if (!obj)
+		return -ST_NOMEM;
+	int rc = json_dump_callback(obj, srv_gen_dump_cb, &job->out, JSON_COMPACT);
+	json_decref(obj);
+	if (rc)
+		return job->out.len + 4096 > job->out.max_len ? -ST_TOOBIG : -ST_NOMEM;
+	return 0;
+}
+
+/* --- streamed chunks -------------------------------------------------------- */
+
+int srv__gen_push_json(struct srv_gen_job *job, json_t *obj)
+{
+	char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+	json_decref(obj);
+	if (!s)
+		return -ST_NOMEM;
+	struct srv_buf b;
+	srv_buf_init(&b, SRV_GEN_OUT_MAX);
+	int rc = srv_buf_printf(&b, "data: %s\n\n", s);
+	free(s); /* jansson's allocator */
+	if (!rc)
+		rc = srv__stream_push(job->st, b.data, b.len);
+	srv_buf_fini(&b);
+	if (rc) {
+		pthread_mutex_lock(&job->mu);
+		if (!job->push_rc)
+			job->push_rc = rc;
+		pthread_mutex_unlock(&job->mu);
+	}
+	return rc;
+}
+
+/* A chunk around choices (stolen). */
+static json_t *srv_gen_chunk(const struct srv_gen_job *job, json_t *choices)
+{
+	json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:o}", "id", job->id, "object",
+			      job->chat ? "chat.completion.chunk" : "text_completion", "created",
+			      (json_int_t)job->created, "model", eng_model_name(job->model),
+			      "system_fingerprint", SRV_GEN_FINGERPRINT, "choices", choices);
+	if (o && job->include_usage && json_object_set_new(o, "usage", json_null())) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
+}
+
+/* Chat: the first delta of choice c, {role, content: ""}. */
+static int srv_gen_push_role(struct srv_gen_choice *c)
+{
+	struct srv_gen_job *job = c->job;
+	c->role_sent = true;
+	return srv__gen_push_json(job, srv_gen_chunk(job, json_pack("[{s:i,s:{s:s,s:s},s:n,s:n}]",
+		"index", c->index, "delta", "role", "assistant", "content", "", "logprobs",
+		"finish_reason")));
+}
+
+int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
+		     size_t n_toks)
+{
+	struct srv_gen_choice *ch = ud;
+	struct srv_gen_job *job = ch->job;
+	if (job->cancel)
+		return 1;
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return srv__ks_gen_on_text(ch, text, len) ? 1 : 0;
+	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
+		return 1;
+	size_t offset = ch->offset_chars;
+	json_t *lp = srv_gen_logprobs(job, toks, n_toks, &offset);
+	json_t *str = srv__audio_json_str(text, len);
+	json_t *c = job->chat ? json_pack("[{s:i,s:{s:o},s:o,s:n}]", "index", ch->index, "delta",
+					  "content", str, "logprobs", lp, "finish_reason")
+			      : json_pack("[{s:i,s:o,s:o,s:n}]", "index", ch->index, "text", str,
+					  "logprobs", lp, "finish_reason");
+	ch->offset_chars += srv_gen_chars(text, len);
+	return srv__gen_push_json(job, srv_gen_chunk(job, c)) ? 1 : 0;
+}
+
+int srv__gen_push_finish(struct srv_gen_choice *ch)
+{
+	struct srv_gen_job *job = ch->job;
+	int i = ch->index;
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return 0; /* Triton's stream has no closing event */
+	const char *fr = srv_gen_finish_str(job->res[i]->finish);
+	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
+		return -ST_CANCELED;
+	json_t *c = job->chat ? json_pack("[{s:i,s:{},s:n,s:s}]", "index", i, "delta", "logprobs",
+					  "finish_reason", fr)
+			      : json_pack("[{s:i,s:s,s:n,s:s}]", "index", i, "text", "", "logprobs",
+					  "finish_reason", fr);
+	return srv__gen_push_json(job, srv_gen_chunk(job, c));
+}
+
+int srv__gen_push_tail(struct srv_gen_job *job)
+{
+	int rc = 0;
+	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
+		return 0;
+	if (job->include_usage) {
+		json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:[],s:o}", "id", job->id, "object",
+				      job->chat ? "chat.completion.chunk" : "text_completion",
+				      "created", (json_int_t)job->created, "model",
+				      eng_model_name(job->model), "system_fingerprint",
+				      SRV_GEN_FINGERPRINT, "choices", "usage", srv_gen_usage(job));
+		rc = srv__gen_push_json(job, o);
+	}
+	if (!rc)
+		rc = srv__stream_push(job->st, "data: [DONE]\n\n", 14);
+	return rc;
+}
