@@ -20,8 +20,12 @@ extern const struct kn_ops kn__ops_ref;	   /* ref/ops.c, any CPU */
 extern const struct kn_ops kn__ops_avx2;   /* x86/ops_avx2.c, AVX2+FMA+F16C */
 extern const struct kn_ops kn__ops_avx512; /* x86/ops_avx512.c, AVX-512F/BW/VL */
 
+/* The geometry of every ggml type (kn_quant.c), indexed by ggml type;
+ * kn_qtype_get hands it out. */
+extern const struct kn_qtype_info kn__qtypes[KN_Q_MAX];
+
 /* The quantized-weight kernels (kn_quant.h) of each ISA, indexed by ggml
- * type; an entry with a NULL name is a type not implemented. kn_quant.c
+ * type; an entry with a NULL geom is a type not implemented. kn_quant.c
  * hands them out once kn_ops_for says the CPU runs that ISA. */
 extern const struct kn_qops kn__qops_ref[KN_Q_MAX];    /* ref/quant.c */
 extern const struct kn_qops kn__qops_avx2[KN_Q_MAX];   /* x86/quant_avx2.c */
@@ -101,21 +105,6 @@ bool kn__set_avx512vnni(bool on);
 #define KN__ERF_B9    -2.666528696e-05f
 
 #define KN__SQRT1_2 0.70710678118654752f /* 1/sqrt(2) */
-
-/* kn__bf16_round - f rounded to bfloat16 and widened back, as
- * ggml_compute_fp32_to_bf16 does: NaN -> quiet NaN (bit 22 set), else
- * round to nearest even on the top 16 bits. Every ISA's round_x tail. */
-static inline float kn__bf16_round(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		u = (u | 0x00400000u) & 0xffff0000u;
-	else
-		u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-	memcpy(&f, &u, sizeof(u));
-	return f;
-}
 
 /* kn__sgemm_* - C[M,N] = alpha * A[M,K] * op(B) + beta * C, the kn_gemm
  * contract of kn_blas.h (op(B) = B[K,N], or B[N,K]^T when trans_b), with

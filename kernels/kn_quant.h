@@ -37,12 +37,26 @@ enum kn_qtype {
 	KN_Q_MAX = 40 /* table size: ggml type numbers below it */
 };
 
+/* The geometry of one ggml tensor type: what a reader needs to size a
+ * tensor, whether or not a kernel implements the type. One table
+ * (kn_qtype_get) for every type ggml numbers; every ISA's kn_qops entry
+ * points into it, so the ISAs cannot disagree on a block's size. */
+struct kn_qtype_info {
+	const char *name;     /* as GGUF tools print it: "F32", "Q4_K", "BF16" */
+	uint32_t block_elems; /* elements per block: 1 (F32/F16/BF16), 32, or 256 (K-quants) */
+	uint32_t block_bytes; /* bytes per block */
+};
+
+/* kn_qtype_get - the geometry of ggml type number `type` (any type of
+ * ggml.h's enum ggml_type, implemented here or not), or NULL for a
+ * retired (4, 5, 31-33: Q4_2, Q4_3, Q4_0_4_4 ...) or unknown number.
+ * Borrowed, static; any thread, no kn_init needed. */
+const struct kn_qtype_info *kn_qtype_get(int type);
+
 /* The kernels of one (type, ISA). */
 struct kn_qops {
-	int type;          /* enum kn_qtype */
-	const char *name;  /* "q4_K" ... as ggml names it */
-	int block_elems;   /* elements per block: 1 (F32/F16/BF16), 32, or 256 (K-quants) */
-	int block_bytes;   /* bytes per block */
+	int type;                    /* enum kn_qtype */
+	const struct kn_qtype_info *geom; /* kn_qtype_get(type): name, block_elems, block_bytes */
 	/* dst[0..n) = the n elements stored in src (n a multiple of block_elems). */
 	void (*dequant)(const void *restrict src, float *restrict dst, size_t n);
 	/* y[r] = sum_i W_r[i] * x[i] for r < n_rows, where row r starts at
@@ -106,7 +120,8 @@ const struct kn_qops *kn_qops_get(int type);
 const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
 
 /* kn_qtype_row_bytes - bytes of a row of k elements of type, 0 when the
- * type is unknown or k is not a multiple of its block. */
+ * type has no kernels here (kn_qops_get NULL) or k is not a multiple of
+ * its block. */
 size_t kn_qtype_row_bytes(int type, size_t k);
 
 #endif /* KN_QUANT_H */

@@ -12,6 +12,7 @@
 /* qsort_r needs _GNU_SOURCE, which the build defines */
 #include "engine/format/eng_gguf.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/eng_int.h"
+#include "kernels/kn_quant.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_MAX_NAME 65535u /* longest key or tensor name accepted, bytes */
@@ -63,47 +65,6 @@ struct pctx {
 
 /* ---- type tables -------------------------------------------------------- */
 
-struct ggml_type_info {
-	const char *name;     /* ggml's name, NULL for retired numbers */
-	uint32_t blck;        /* elements per block */
-	uint32_t bytes;       /* bytes per block */
-};
-
-static const struct ggml_type_info ggml_types[ENG_GGML_TYPE_COUNT] = {
-	[ENG_GGML_TYPE_F32] = { "F32", 1, 4 },
-	[ENG_GGML_TYPE_F16] = { "F16", 1, 2 },
-	[ENG_GGML_TYPE_Q4_0] = { "Q4_0", 32, 18 },
-	[ENG_GGML_TYPE_Q4_1] = { "Q4_1", 32, 20 },
-	[ENG_GGML_TYPE_Q5_0] = { "Q5_0", 32, 22 },
-	[ENG_GGML_TYPE_Q5_1] = { "Q5_1", 32, 24 },
-	[ENG_GGML_TYPE_Q8_0] = { "Q8_0", 32, 34 },
-	[ENG_GGML_TYPE_Q8_1] = { "Q8_1", 32, 36 },
-	[ENG_GGML_TYPE_Q2_K] = { "Q2_K", 256, 84 },
-	[ENG_GGML_TYPE_Q3_K] = { "Q3_K", 256, 110 },
-	[ENG_GGML_TYPE_Q4_K] = { "Q4_K", 256, 144 },
-	[ENG_GGML_TYPE_Q5_K] = { "Q5_K", 256, 176 },
-	[ENG_GGML_TYPE_Q6_K] = { "Q6_K", 256, 210 },
-	[ENG_GGML_TYPE_Q8_K] = { "Q8_K", 256, 292 },
-	[ENG_GGML_TYPE_IQ2_XXS] = { "IQ2_XXS", 256, 66 },
-	[ENG_GGML_TYPE_IQ2_XS] = { "IQ2_XS", 256, 74 },
-	[ENG_GGML_TYPE_IQ3_XXS] = { "IQ3_XXS", 256, 98 },
-	[ENG_GGML_TYPE_IQ1_S] = { "IQ1_S", 256, 50 },
-	[ENG_GGML_TYPE_IQ4_NL] = { "IQ4_NL", 32, 18 },
-	[ENG_GGML_TYPE_IQ3_S] = { "IQ3_S", 256, 110 },
-	[ENG_GGML_TYPE_IQ2_S] = { "IQ2_S", 256, 82 },
-	[ENG_GGML_TYPE_IQ4_XS] = { "IQ4_XS", 256, 136 },
-	[ENG_GGML_TYPE_I8] = { "I8", 1, 1 },
-	[ENG_GGML_TYPE_I16] = { "I16", 1, 2 },
-	[ENG_GGML_TYPE_I32] = { "I32", 1, 4 },
-	[ENG_GGML_TYPE_I64] = { "I64", 1, 8 },
-	[ENG_GGML_TYPE_F64] = { "F64", 1, 8 },
-	[ENG_GGML_TYPE_IQ1_M] = { "IQ1_M", 256, 56 },
-	[ENG_GGML_TYPE_BF16] = { "BF16", 1, 2 },
-	[ENG_GGML_TYPE_TQ1_0] = { "TQ1_0", 256, 54 },
-	[ENG_GGML_TYPE_TQ2_0] = { "TQ2_0", 256, 66 },
-	[ENG_GGML_TYPE_MXFP4] = { "MXFP4", 32, 17 },
-};
-
 static const struct {
 	const char *name; /* spec name, lower case */
 	uint32_t size;    /* bytes, 0 for variable-size types */
@@ -117,19 +78,23 @@ static const struct {
 	[ENG_GGUF_VTYPE_FLOAT64] = { "f64", 8 },
 };
 
+/* The type table is the kernels' (kernels/kn_quant.h), one for the whole
+ * tree; the GGUF numbers are ggml's, which that table is indexed by. */
+static_assert((int)ENG_GGML_TYPE_COUNT == (int)KN_Q_MAX, "GGUF types are kn_qtype_get's numbers");
+
 const char *eng_ggml_type_name(int type)
 {
-	if (type < 0 || type >= ENG_GGML_TYPE_COUNT)
-		return NULL;
-	return ggml_types[type].name;
+	const struct kn_qtype_info *t = kn_qtype_get(type);
+	return t ? t->name : NULL;
 }
 
 bool eng_ggml_type_size(int type, uint32_t *block_elems, uint32_t *block_bytes)
 {
-	if (!eng_ggml_type_name(type))
+	const struct kn_qtype_info *t = kn_qtype_get(type);
+	if (!t)
 		return false;
-	*block_elems = ggml_types[type].blck;
-	*block_bytes = ggml_types[type].bytes;
+	*block_elems = t->block_elems;
+	*block_bytes = t->block_bytes;
 	return true;
 }
 
@@ -363,7 +328,7 @@ static int tensor_type(struct pctx *p, size_t i, struct eng_gguf_tensor *t)
 	if (t->dims[0] % blck != 0)
 		return perr(p, -ST_CORRUPT, "tensor '%s' (index %zu): dim 0 (%" PRIu64
 			    ") is not a multiple of the %s block size %" PRIu32,
-			    t->name, i, t->dims[0], ggml_types[type].name, blck);
+			    t->name, i, t->dims[0], eng_ggml_type_name((int)type), blck);
 	uint64_t n = t->dims[0] / blck * t->dims[1] * t->dims[2] * t->dims[3]; /* <= product, checked */
 	if (!eng__checked_mul(n, bytes, &t->size_bytes))
 		return perr(p, -ST_CORRUPT, "tensor '%s' (index %zu): byte size overflows", t->name, i);

@@ -8,37 +8,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
-
-/* IEEE 754 binary16 -> binary32, exactly, for every one of the 65536
- * inputs: zeros keep their sign, subnormals (exp 0) are mant * 2^-24,
- * exp 31 is +-inf or NaN. NaNs come out quiet with their payload
- * shifted up 13 bits, which is what x86 F16C (vcvtph2ps) does, so the
- * SIMD variants match bit for bit. */
-static float ref_f16_one(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t exp = (h >> 10) & 0x1fu;
-	uint32_t mant = h & 0x3ffu;
-	uint32_t bits;
-
-	if (exp == 0) {
-		float v = ldexpf((float)mant, -24); /* exact: mant < 2^10 */
-		return sign ? -v : v;
-	}
-	if (exp == 31)
-		bits = sign | 0x7f800000u | (mant ? (mant | 0x200u) << 13 : 0);
-	else
-		bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-	float f;
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
 
 static void ref_f16_to_f32(const uint16_t *restrict x, float *restrict y, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		y[i] = ref_f16_one(x[i]);
+		y[i] = kn_f16_to_f32(x[i]);
 }
 
 /* Two passes (mean, then variance of the centred values) for accuracy. */
@@ -116,7 +92,7 @@ static void ref_gemv_f16(const uint16_t *restrict W, size_t ldw, const float *re
 	for (size_t r = 0; r < n_rows; r++) {
 		float sum = 0.0f;
 		for (size_t i = 0; i < k; i++)
-			sum += ref_f16_one(W[r * ldw + i]) * x[i];
+			sum += kn_f16_to_f32(W[r * ldw + i]) * x[i];
 		y[r] = sum;
 	}
 }

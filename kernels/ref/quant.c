@@ -38,30 +38,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
-
-/* IEEE binary16 -> binary32, exact for all 65536 inputs; NaNs quietened
- * with the payload shifted up 13 bits as x86 F16C does (kernels/ref/ops.c
- * documents the same rule), so the F16C variants match bit for bit. */
-static float kq_f16(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t exp = (h >> 10) & 0x1fu;
-	uint32_t mant = h & 0x3ffu;
-	uint32_t bits;
-
-	if (exp == 0) {
-		float v = (float)mant * 0x1p-24f; /* exact: mant < 2^10 */
-		return sign ? -v : v;
-	}
-	if (exp == 31)
-		bits = sign | 0x7f800000u | (mant ? (mant | 0x200u) << 13 : 0);
-	else
-		bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-	float f;
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
 
 /* Field readers: blocks sit at any byte address, so no typed loads. */
 static uint16_t kq_u16(const uint8_t *p)
@@ -71,7 +49,7 @@ static uint16_t kq_u16(const uint8_t *p)
 
 static float kq_half(const uint8_t *p)
 {
-	return kq_f16(kq_u16(p));
+	return kn_f16_to_f32(kq_u16(p));
 }
 
 /* The 6-bit scale and min of sub-block j < 8 from the 12 packed bytes
@@ -87,34 +65,6 @@ static void kq_scale_min(int j, const uint8_t *q, int *sc, int *m)
 		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
 		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
 	}
-}
-
-/* IEEE binary32 -> binary16, round to nearest even (ggml's
- * GGML_FP32_TO_FP16 and F16C vcvtps2ph with rounding 0): overflow to
- * infinity from 65520 up, subnormal halves below 2^-14, NaN quietened with
- * its payload's top 9 bits kept as F16C does. */
-static uint16_t kq_to_f16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-	uint32_t a = u & 0x7fffffffu;
-	if (a > 0x7f800000u)
-		return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-	if (a >= 0x477ff000u) /* >= 65520 (or inf): rounds to inf */
-		return (uint16_t)(sign | 0x7c00u);
-	if (a < 0x38800000u) { /* below 2^-14: units of 2^-24, half to even */
-		float v;
-		memcpy(&v, &a, sizeof(v));
-		v *= 0x1p24f;		 /* exact */
-		v = (v + 0x1p23f) - 0x1p23f; /* round to integer, ties to even */
-		return (uint16_t)(sign | (uint16_t)v); /* 1024 is 2^-14, right */
-	}
-	uint32_t r = a - 0x38000000u; /* exponent rebias 127 -> 15 */
-	uint32_t h = r >> 13, rem = r & 0x1fffu;
-	if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-		h++; /* a carry into the exponent is right too */
-	return (uint16_t)(sign | h);
 }
 
 /* ggml's nearest_int: round half to even by the 1.5 * 2^23 trick (exact
@@ -141,8 +91,7 @@ static void ref_block_f16(const uint8_t *b, float *y)
 
 static void ref_block_bf16(const uint8_t *b, float *y)
 {
-	uint32_t bits = (uint32_t)kq_u16(b) << 16;
-	memcpy(y, &bits, sizeof(*y));
+	y[0] = kn_bf16_to_f32(kq_u16(b));
 }
 
 static void ref_block_q4_0(const uint8_t *b, float *y)
@@ -274,13 +223,13 @@ REF_TYPE(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 static void ref_round_f16(const float *restrict x, float *restrict y, size_t k)
 {
 	for (size_t i = 0; i < k; i++)
-		y[i] = kq_f16(kq_to_f16(x[i]));
+		y[i] = kn_f16_to_f32(kn_f32_to_f16(x[i]));
 }
 
 static void ref_round_bf16(const float *restrict x, float *restrict y, size_t k)
 {
 	for (size_t i = 0; i < k; i++)
-		y[i] = kn__bf16_round(x[i]);
+		y[i] = kn_bf16_round(x[i]);
 }
 
 /* ---- integer path: x quantized to Q8_0 / Q8_K ---------------------------- */
@@ -307,7 +256,7 @@ static void ref_quantize_q8_0(const float *restrict x, void *restrict xq, size_t
 		}
 		float d = amax / 127.0f;
 		float id = d != 0.0f ? 1.0f / d : 0.0f;
-		uint16_t h = kq_to_f16(d);
+		uint16_t h = kn_f32_to_f16(d);
 		o[0] = (uint8_t)h;
 		o[1] = (uint8_t)(h >> 8);
 		for (int j = 0; j < KN__QK; j++)
@@ -500,19 +449,15 @@ REF_XQK(q4_k, KN__Q4_K_BYTES)
 REF_XQK(q5_k, KN__Q5_K_BYTES)
 REF_XQK(q6_k, KN__Q6_K_BYTES)
 
-#define REF_ENTRY(TYPE, T, NAME, ELEMS, BYTES)                                             \
+#define REF_ENTRY(TYPE, T)                                             \
 	[TYPE] = {.type = TYPE,                                                            \
-		  .name = NAME,                                                            \
-		  .block_elems = ELEMS,                                                    \
-		  .block_bytes = BYTES,                                                    \
+		  .geom = &kn__qtypes[TYPE],                                                    \
 		  .dequant = ref_dequant_##T,                                              \
 		  .gemv = ref_gemv_##T}
 /* A type with an integer path: X is its partner, q8_0 or q8_k. */
-#define REF_ENTRY_XQ(TYPE, T, NAME, ELEMS, BYTES, X)                                       \
+#define REF_ENTRY_XQ(TYPE, T, X)                                       \
 	[TYPE] = {.type = TYPE,                                                            \
-		  .name = NAME,                                                            \
-		  .block_elems = ELEMS,                                                    \
-		  .block_bytes = BYTES,                                                    \
+		  .geom = &kn__qtypes[TYPE],                                                    \
 		  .dequant = ref_dequant_##T,                                              \
 		  .gemv = ref_gemv_##T,                                                    \
 		  .xq_bytes = ref_xq_bytes_##X,                                            \
@@ -520,23 +465,21 @@ REF_XQK(q6_k, KN__Q6_K_BYTES)
 		  .gemv_xq = ref_gemv_xq_##T}
 
 /* A flat type whose activations are rounded first (F16, BF16). */
-#define REF_ENTRY_RX(TYPE, T, NAME, ELEMS, BYTES)                                          \
+#define REF_ENTRY_RX(TYPE, T)                                          \
 	[TYPE] = {.type = TYPE,                                                            \
-		  .name = NAME,                                                            \
-		  .block_elems = ELEMS,                                                    \
-		  .block_bytes = BYTES,                                                    \
+		  .geom = &kn__qtypes[TYPE],                                                    \
 		  .dequant = ref_dequant_##T,                                              \
 		  .gemv = ref_gemv_##T,                                                    \
 		  .round_x = ref_round_##T}
 
 const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
-	REF_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
-	REF_ENTRY_RX(KN_Q_F16, f16, "f16", 1, 2),
-	REF_ENTRY_RX(KN_Q_BF16, bf16, "bf16", 1, 2),
-	REF_ENTRY_XQ(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
-	REF_ENTRY_XQ(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
-	REF_ENTRY_XQ(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),
-	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, "q4_K", KN__QK_K, KN__Q4_K_BYTES, q8_k),
-	REF_ENTRY_XQ(KN_Q_Q5_K, q5_k, "q5_K", KN__QK_K, KN__Q5_K_BYTES, q8_k),
-	REF_ENTRY_XQ(KN_Q_Q6_K, q6_k, "q6_K", KN__QK_K, KN__Q6_K_BYTES, q8_k),
+	REF_ENTRY(KN_Q_F32, f32),
+	REF_ENTRY_RX(KN_Q_F16, f16),
+	REF_ENTRY_RX(KN_Q_BF16, bf16),
+	REF_ENTRY_XQ(KN_Q_Q4_0, q4_0, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q5_0, q5_0, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q8_0, q8_0, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
+	REF_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),
+	REF_ENTRY_XQ(KN_Q_Q6_K, q6_k, q8_k),
 };

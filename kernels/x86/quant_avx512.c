@@ -32,6 +32,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
 
 #define KQ_INLINE static inline __attribute__((always_inline))
@@ -274,10 +275,7 @@ KQ_INLINE float kq_ld1_bf16(const uint8_t *p)
 {
 	uint16_t h;
 	memcpy(&h, p, sizeof(h));
-	uint32_t bits = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &bits, sizeof(f));
-	return f;
+	return kn_bf16_to_f32(h);
 }
 
 KQ_INLINE void kq_dequant_flat(const void *src, float *dst, size_t n, size_t esz, kq_ld_fn ld,
@@ -943,7 +941,7 @@ static void kq_round_x_bf16(const float *restrict x, float *restrict y, size_t k
 		_mm512_storeu_ps(y + i, _mm512_castsi512_ps(r));
 	}
 	for (; i < k; i++)
-		y[i] = kn__bf16_round(x[i]);
+		y[i] = kn_bf16_round(x[i]);
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -982,18 +980,14 @@ KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 
-#define KQ_ENTRY(TYPE, T, NAME, ELEMS, BYTES)                                              \
+#define KQ_ENTRY(TYPE, T)                                              \
 	[TYPE] = {.type = TYPE,                                                            \
-		  .name = NAME,                                                            \
-		  .block_elems = ELEMS,                                                    \
-		  .block_bytes = BYTES,                                                    \
+		  .geom = &kn__qtypes[TYPE],                                                    \
 		  .dequant = kq_dequant_##T,                                               \
 		  .gemv = kq_gemv_##T}
-#define KQ_ENTRY_XQ(TYPE, T, NAME, ELEMS, BYTES, X)                                        \
+#define KQ_ENTRY_XQ(TYPE, T, X)                                        \
 	[TYPE] = {.type = TYPE,                                                            \
-		  .name = NAME,                                                            \
-		  .block_elems = ELEMS,                                                    \
-		  .block_bytes = BYTES,                                                    \
+		  .geom = &kn__qtypes[TYPE],                                                    \
 		  .dequant = kq_dequant_##T,                                               \
 		  .gemv = kq_gemv_##T,                                                     \
 		  .xq_bytes = kq_xq_bytes_##X,                                             \
@@ -1001,21 +995,17 @@ KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 		  .gemv_xq = kq_gemv_xq_##T}
 
 /* A flat type whose activations are rounded first (F16, BF16). */
-#define KQ_ENTRY_RX(TYPE, T, NAME, ELEMS, BYTES)                                           \
+#define KQ_ENTRY_RX(TYPE, T)                                           \
 	[TYPE] = {.type = TYPE,                                                            \
-		  .name = NAME,                                                            \
-		  .block_elems = ELEMS,                                                    \
-		  .block_bytes = BYTES,                                                    \
+		  .geom = &kn__qtypes[TYPE],                                                    \
 		  .dequant = kq_dequant_##T,                                               \
 		  .gemv = kq_gemv_##T,                                                     \
 		  .round_x = kq_round_x_##T}
 
 /* A _0 type with the multi-row integer kernel too. */
-#define KQ_ENTRY_MM(TYPE, T, NAME, ELEMS, BYTES, X)                                        \
+#define KQ_ENTRY_MM(TYPE, T, X)                                        \
 	[TYPE] = {.type = TYPE,                                                            \
-		  .name = NAME,                                                            \
-		  .block_elems = ELEMS,                                                    \
-		  .block_bytes = BYTES,                                                    \
+		  .geom = &kn__qtypes[TYPE],                                                    \
 		  .dequant = kq_dequant_##T,                                               \
 		  .gemv = kq_gemv_##T,                                                     \
 		  .xq_bytes = kq_xq_bytes_##X,                                             \
@@ -1024,13 +1014,13 @@ KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
 		  .gemm_xq = kq_gemm_xq_##T}
 
 const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
-	KQ_ENTRY(KN_Q_F32, f32, "f32", 1, 4),
-	KQ_ENTRY_RX(KN_Q_F16, f16, "f16", 1, 2),
-	KQ_ENTRY_RX(KN_Q_BF16, bf16, "bf16", 1, 2),
-	KQ_ENTRY_MM(KN_Q_Q4_0, q4_0, "q4_0", KN__QK, KN__Q4_0_BYTES, q8_0),
-	KQ_ENTRY_MM(KN_Q_Q5_0, q5_0, "q5_0", KN__QK, KN__Q5_0_BYTES, q8_0),
-	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, "q8_0", KN__QK, KN__Q8_0_BYTES, q8_0),
-	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, "q4_K", KN__QK_K, KN__Q4_K_BYTES, q8_k),
-	KQ_ENTRY_XQ(KN_Q_Q5_K, q5_k, "q5_K", KN__QK_K, KN__Q5_K_BYTES, q8_k),
-	KQ_ENTRY_XQ(KN_Q_Q6_K, q6_k, "q6_K", KN__QK_K, KN__Q6_K_BYTES, q8_k),
+	KQ_ENTRY(KN_Q_F32, f32),
+	KQ_ENTRY_RX(KN_Q_F16, f16),
+	KQ_ENTRY_RX(KN_Q_BF16, bf16),
+	KQ_ENTRY_MM(KN_Q_Q4_0, q4_0, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q5_0, q5_0, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
+	KQ_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),
+	KQ_ENTRY_XQ(KN_Q_Q6_K, q6_k, q8_k),
 };

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "kernels/kn.h"
+#include "kernels/kn_half.h"
 
 static const size_t sizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 100, 383, 384, 1500};
 #define N_SIZES (sizeof(sizes) / sizeof(sizes[0]))
@@ -188,6 +189,36 @@ static void test_f16_ref_values(void **state)
 	assert_int_equal(f32_bits(y[0]), 0x80000000u);
 	assert_true(isnan(y[1]) && isnan(y[2]) && isnan(y[3]) && signbit(y[2]));
 	assert_int_equal(f32_bits(y[3]), 0x7fc02000u); /* quietened, payload kept */
+}
+
+/* kn_half.h's f32 -> f16 / bf16 roundings on the edges the IEEE rules
+ * name (round to nearest even, overflow at 65520, subnormals, NaN), and
+ * the round trip of every finite half. */
+static void test_half_roundings(void **state)
+{
+	(void)state;
+	static const struct {
+		float f;
+		uint16_t h;
+	} cases[] = {
+		{1.0f, 0x3c00},		 {-2.0f, 0xc000},	  {65504.0f, 0x7bff},
+		{65519.0f, 0x7bff},	 {65520.0f, 0x7c00},	  {-INFINITY, 0xfc00},
+		{0x1p-24f, 0x0001},	 {0x1p-25f, 0x0000},	  {0x3p-25f, 0x0002},
+		{0x1p-14f, 0x0400},	 {-0.0f, 0x8000},	  {1.0f + 0x1p-11f, 0x3c00},
+		{1.0f + 0x3p-11f, 0x3c02}, {0x1.ffcp-15f, 0x0400},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(kn_f32_to_f16(cases[i].f), cases[i].h);
+	assert_int_equal(kn_f32_to_f16(NAN) & 0x7e00u, 0x7e00u); /* quiet NaN */
+	for (uint32_t h = 0; h < 65536; h++)
+		if ((h & 0x7c00u) != 0x7c00u || !(h & 0x3ffu)) /* all but NaNs */
+			assert_int_equal(kn_f32_to_f16(kn_f16_to_f32((uint16_t)h)), h);
+	assert_int_equal(kn_f32_to_bf16(1.0f), 0x3f80);
+	assert_int_equal(kn_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80); /* tie: even */
+	assert_int_equal(kn_f32_to_bf16(1.0f + 0x3p-8f), 0x3f82); /* tie: up to even */
+	assert_int_equal(kn_f32_to_bf16(NAN) & 0x7fc0u, 0x7fc0u);
+	assert_true(kn_bf16_to_f32(0x3f80) == 1.0f);
+	assert_true(kn_bf16_round(1.0f + 0x1p-9f) == 1.0f);
 }
 
 /* All 65536 halves, bit for bit against the reference, at both offsets. */
@@ -843,6 +874,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dispatch),       cmocka_unit_test(test_f16_ref_values),
 		cmocka_unit_test(test_f16_exhaustive), cmocka_unit_test(test_f16_sizes),
+		cmocka_unit_test(test_half_roundings),
 		cmocka_unit_test(test_layer_norm),     cmocka_unit_test(test_gelu_sweep),
 		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_add),
 		cmocka_unit_test(test_vs_ref),	       cmocka_unit_test(test_gemv_f16),

@@ -135,7 +135,7 @@ static const int *half_fields(int type)
 static void fill_blocks(uint8_t *p, int type, size_t n_blocks, int finite_flat)
 {
 	const struct kn_qops *q = kn_qops_for(KN_ISA_REF, type);
-	size_t bb = (size_t)q->block_bytes;
+	size_t bb = (size_t)q->geom->block_bytes;
 	for (size_t i = 0; i < n_blocks * bb; i++)
 		p[i] = (uint8_t)rng_u64();
 	for (size_t b = 0; b < n_blocks; b++) {
@@ -288,7 +288,7 @@ static void test_ref_q6_k(void **state)
 
 static double dequant_case(const struct kn_qops *q, const struct kn_qops *ref, size_t n_blocks)
 {
-	size_t bytes = n_blocks * (size_t)q->block_bytes, n = n_blocks * (size_t)q->block_elems;
+	size_t bytes = n_blocks * (size_t)q->geom->block_bytes, n = n_blocks * (size_t)q->geom->block_elems;
 	uint8_t *src = malloc(bytes + 1);
 	float *got = malloc((n + 1) * sizeof(float)), *want = malloc((n + 1) * sizeof(float));
 	assert_true(src && got && want);
@@ -315,8 +315,8 @@ static void test_dequant_vs_ref(void **state)
 			int bad = 0;
 			for (size_t i = 0; i < sizeof(nb) / sizeof(nb[0]); i++)
 				for (int rep = 0; rep < 4; rep++)
-					bad += dequant_case(q, ref, q->block_elems > 1 && nb[i] > 40 ? 40 : nb[i]) != 0;
-			printf("[ kn ] dequant %-5s %-6s vs ref: %s\n", q->name,
+					bad += dequant_case(q, ref, q->geom->block_elems > 1 && nb[i] > 40 ? 40 : nb[i]) != 0;
+			printf("[ kn ] dequant %-5s %-6s vs ref: %s\n", q->geom->name,
 			       isa == KN_ISA_AVX2 ? "avx2" : "avx512", bad ? "DIFFERS" : "bit-exact");
 			assert_int_equal(bad, 0);
 		}
@@ -337,7 +337,7 @@ static double gemv_case(const struct kn_qops *q, size_t n_rows, size_t k, size_t
 	float *y = malloc((n_rows ? n_rows : 1) * sizeof(float)), *wf = malloc(k * sizeof(float));
 	assert_true(wb && xb && y && wf);
 	for (size_t r = 0; r < n_rows; r++)
-		fill_blocks(wb + off + r * rb, q->type, k / (size_t)q->block_elems, 1);
+		fill_blocks(wb + off + r * rb, q->type, k / (size_t)q->geom->block_elems, 1);
 	for (size_t i = 0; i < k; i++)
 		x[i] = rng_uniform(-1.0f, 1.0f);
 	q->gemv(wb + off, rb, x, y, n_rows, k);
@@ -368,13 +368,13 @@ static size_t gemv_widths(const struct kn_qops *q, size_t *k)
 	static const size_t flat[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 640, 2048};
 	static const size_t blk[] = {1, 2, 3, 20, 64};	 /* x 32: 640, 2048 */
 	static const size_t kq[] = {1, 2, 3, 4, 8};	 /* x 256: 1024, 2048 */
-	if (q->block_elems == 1) {
+	if (q->geom->block_elems == 1) {
 		memcpy(k, flat, sizeof(flat));
 		return sizeof(flat) / sizeof(flat[0]);
 	}
-	const size_t *m = q->block_elems == 32 ? blk : kq;
+	const size_t *m = q->geom->block_elems == 32 ? blk : kq;
 	for (size_t i = 0; i < 5; i++)
-		k[i] = m[i] * (size_t)q->block_elems;
+		k[i] = m[i] * (size_t)q->geom->block_elems;
 	return 5;
 }
 
@@ -397,7 +397,7 @@ static void test_gemv(void **state)
 						worst = e > worst ? e : worst;
 					}
 			printf("[ kn ] gemv %-5s %-6s max |y - y_double| / sum|wx| = %.3g (tol %.0e)\n",
-			       q->name, isa_name[isa], worst, GEMV_TOL);
+			       q->geom->name, isa_name[isa], worst, GEMV_TOL);
 			assert_true(worst <= GEMV_TOL);
 		}
 }
@@ -438,15 +438,15 @@ static void test_lookup(void **state)
 		const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, all_types[t]);
 		assert_non_null(ref);
 		assert_int_equal(ref->type, all_types[t]);
+		assert_ptr_equal(ref->geom, kn_qtype_get(all_types[t]));
 		for (int isa = 1; isa < KN_ISA_COUNT; isa++) {
 			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, all_types[t]);
 			assert_true(q || !kn_ops_for((enum kn_isa)isa));
 			if (!q)
 				continue;
 			assert_int_equal(q->type, ref->type);
-			assert_string_equal(q->name, ref->name);
-			assert_int_equal(q->block_elems, ref->block_elems);
-			assert_int_equal(q->block_bytes, ref->block_bytes);
+			/* one geometry table for every ISA */
+			assert_ptr_equal(q->geom, ref->geom);
 		}
 	}
 	/* kn_qops_get follows kn_init's choice */
@@ -454,7 +454,12 @@ static void test_lookup(void **state)
 	assert_ptr_equal(kn_qops_get(KN_Q_Q8_0), kn_qops_for(KN_ISA_REF, KN_Q_Q8_0));
 	const struct kn_ops *best = kn_init(KN_ISA_COUNT);
 	assert_ptr_equal(kn_qops_get(KN_Q_Q8_0), kn_qops_for(best->isa, KN_Q_Q8_0));
-	assert_string_equal(kn_qops_get(KN_Q_Q4_K)->name, "q4_K");
+	assert_string_equal(kn_qops_get(KN_Q_Q4_K)->geom->name, "Q4_K");
+	/* the table covers types without kernels; retired numbers are NULL */
+	assert_int_equal(kn_qtype_get(3)->block_bytes, 20); /* Q4_1: d, m, qs[16] */
+	assert_null(kn_qtype_get(4));
+	assert_null(kn_qtype_get(KN_Q_MAX));
+	assert_null(kn_qtype_get(-1));
 }
 
 
@@ -504,7 +509,7 @@ static void fill_x_varied(float *x, size_t k)
 /* The partner of type: Q8_0 (32-element blocks) or Q8_K. */
 static int xq_is_k(const struct kn_qops *q)
 {
-	return q->block_elems == 256;
+	return q->geom->block_elems == 256;
 }
 
 /* Dequantized xq (d q) into xf. */
@@ -602,7 +607,7 @@ static void test_quantize_x_vs_ref(void **state)
 			for (size_t i = 0; i < sizeof(kk) / sizeof(kk[0]); i++)
 				for (int rep = 0; rep < 20; rep++) {
 					size_t k = kk[i];
-					if (k % (size_t)q->block_elems)
+					if (k % (size_t)q->geom->block_elems)
 						continue;
 					size_t nb = ref->xq_bytes(k);
 					assert_int_equal(q->xq_bytes(k), nb);
@@ -617,7 +622,7 @@ static void test_quantize_x_vs_ref(void **state)
 					free(a);
 					free(b);
 				}
-			printf("[ kn ] quantize_x %-5s %-6s vs ref: %s\n", q->name, isa_names[isa],
+			printf("[ kn ] quantize_x %-5s %-6s vs ref: %s\n", q->geom->name, isa_names[isa],
 			       bad ? "DIFFERS" : "bit-exact");
 			assert_int_equal(bad, 0);
 		}
@@ -688,7 +693,7 @@ static void test_round_x(void **state)
 					free(a);
 					free(r);
 				}
-			printf("[ kn ] round_x %-5s %-6s vs ref: %s\n", q->name, isa_names[isa],
+			printf("[ kn ] round_x %-5s %-6s vs ref: %s\n", q->geom->name, isa_names[isa],
 			       bad ? "DIFFERS" : "bit-exact");
 			assert_int_equal(bad, 0);
 		}
@@ -721,7 +726,7 @@ static void test_gemm_xq(void **state)
 			int widths = 0;
 			for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
 				size_t k = ks[ki];
-				if (k % (size_t)q->block_elems)
+				if (k % (size_t)q->geom->block_elems)
 					continue;
 				widths++;
 				size_t rb = kn_qtype_row_bytes(q->type, k) + 5, nxb = q->xq_bytes(k);
@@ -736,7 +741,7 @@ static void test_gemm_xq(void **state)
 						assert_true(W && xq && x && a && b);
 						for (size_t r = 0; r < n; r++)
 							fill_blocks(W + r * rb, q->type,
-								    k / (size_t)q->block_elems, 0);
+								    k / (size_t)q->geom->block_elems, 0);
 						for (size_t j = 0; j < nx; j++) {
 							fill_x_varied(x, k);
 							q->quantize_x(x, xq + j * nxb, k);
@@ -753,7 +758,7 @@ static void test_gemm_xq(void **state)
 					}
 			}
 			assert_true(widths >= 2);
-			printf("[ kn ] gemm_xq %-5s %-6s%s == gemv_xq row by row: bit-exact\n", q->name,
+			printf("[ kn ] gemm_xq %-5s %-6s%s == gemv_xq row by row: bit-exact\n", q->geom->name,
 			       isa_names[isa], pass < KN_ISA_COUNT ? "" : " (bw)");
 			tested++;
 		}
@@ -774,7 +779,7 @@ static void test_gemv_xq_exact(void **state)
 		if (!ref->gemv_xq)
 			continue;
 		size_t kmax = xq_is_k(ref) ? 4 * 256 : 64 * 32;
-		for (size_t k = (size_t)ref->block_elems; k <= kmax; k *= 2) {
+		for (size_t k = (size_t)ref->geom->block_elems; k <= kmax; k *= 2) {
 			size_t n_rows = 9, row = kn_qtype_row_bytes(ref->type, k), rb = row + 3;
 			uint8_t *w = malloc(n_rows * rb), *xq = malloc(ref->xq_bytes(k));
 			float *wf = malloc(k * sizeof(float)), *xf = malloc(k * sizeof(float));
@@ -782,11 +787,11 @@ static void test_gemv_xq_exact(void **state)
 			assert_true(w && xq && wf && xf);
 			for (size_t r = 0; r < n_rows; r++) {
 				uint8_t *p = w + r * rb;
-				size_t nbk = k / (size_t)ref->block_elems;
+				size_t nbk = k / (size_t)ref->geom->block_elems;
 				fill_blocks(p, ref->type, nbk, 1);
 				for (size_t b = 0; b < nbk; b++)
 					for (const int *f = half_fields(ref->type); *f >= 0; f++)
-						put16(p + b * (size_t)ref->block_bytes + (size_t)*f, 0x3c00);
+						put16(p + b * (size_t)ref->geom->block_bytes + (size_t)*f, 0x3c00);
 			}
 			if (!xq_is_k(ref)) {
 				for (size_t b = 0; b < k / 32; b++) {
@@ -818,7 +823,7 @@ static void test_gemv_xq_exact(void **state)
 					exact += (double)wf[i] * xf[i];
 				assert_true(fabs(exact) < 16777216.0);
 				if ((double)yr[r] != exact) {
-					printf("%s k %zu row %zu: ref %.9g exact %.9g\n", ref->name, k, r,
+					printf("%s k %zu row %zu: ref %.9g exact %.9g\n", ref->geom->name, k, r,
 					       yr[r], exact);
 					fail();
 				}
@@ -830,7 +835,7 @@ static void test_gemv_xq_exact(void **state)
 				q->gemv_xq(w, rb, xq, y, n_rows, k);
 				for (size_t r = 0; r < n_rows; r++)
 					if (f32_bits(y[r]) != f32_bits(yr[r])) {
-						printf("%s %s k %zu row %zu: %.9g want %.9g\n", q->name,
+						printf("%s %s k %zu row %zu: %.9g want %.9g\n", q->geom->name,
 						       xq_names[v], k, r, y[r], yr[r]);
 						fail();
 					}
@@ -842,7 +847,7 @@ static void test_gemv_xq_exact(void **state)
 			free(xf);
 		}
 		printf("[ kn ] gemv_xq %-5s exact-arithmetic case: all variants == ref == exact\n",
-		       ref->name);
+		       ref->geom->name);
 	}
 }
 
@@ -861,7 +866,7 @@ static void gemv_xq_case(const struct kn_qops *q, size_t n_rows, size_t k, size_
 	float *wf = malloc(k * sizeof(float)), *xf = malloc(k * sizeof(float));
 	assert_true(wb && xqb && xb && y && yf && wf && xf);
 	for (size_t r = 0; r < n_rows; r++)
-		fill_blocks(wb + off + r * rb, q->type, k / (size_t)q->block_elems, 1);
+		fill_blocks(wb + off + r * rb, q->type, k / (size_t)q->geom->block_elems, 1);
 	for (size_t i = 0; i < k; i++)
 		x[i] = rng_uniform(-1.0f, 1.0f);
 	q->quantize_x(x, xqb + off, k);
@@ -911,7 +916,7 @@ static void test_gemv_xq(void **state)
 			kn__set_avx512vnni(true);
 			printf("[ kn ] gemv_xq %-5s %-11s vs exact(x_q) %.3g (tol %.0e), vs gemv(x) %.3g "
 			       "(tol %.0e)\n",
-			       q->name, xq_names[isa], e_xq, XQ_TOL, e_f32, XQ_VS_F32_TOL);
+			       q->geom->name, xq_names[isa], e_xq, XQ_TOL, e_f32, XQ_VS_F32_TOL);
 			assert_true(e_xq <= XQ_TOL);
 			assert_true(e_f32 <= XQ_VS_F32_TOL);
 		}
@@ -937,8 +942,8 @@ static void bench_type(int type, float *x, float *y)
 	uint8_t *w = malloc(bytes * copies);
 	assert_non_null(w);
 	for (size_t c = 0; c < copies; c++)
-		fill_blocks(w + c * bytes, type, bytes / (size_t)kn_qops_for(KN_ISA_REF, type)->block_bytes, 1);
-	printf("[bench] %-5s %5.1f MB", kn_qops_for(KN_ISA_REF, type)->name, (double)bytes / 1e6);
+		fill_blocks(w + c * bytes, type, bytes / (size_t)kn_qtype_get(type)->block_bytes, 1);
+	printf("[bench] %-5s %5.1f MB", kn_qtype_get(type)->name, (double)bytes / 1e6);
 	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
 		const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, type);
 		if (!q) {
@@ -961,7 +966,7 @@ static void bench_type(int type, float *x, float *y)
 		 * (quantize_x is inside the timing) */
 		uint8_t *xq = malloc(kn_qops_for(KN_ISA_REF, type)->xq_bytes(K));
 		assert_non_null(xq);
-		printf("[bench] %-5s    gemv_xq", kn_qops_for(KN_ISA_REF, type)->name);
+		printf("[bench] %-5s    gemv_xq", kn_qtype_get(type)->name);
 		for (int isa = 0; isa < XQ_VARIANTS; isa++) {
 			const struct kn_qops *q = xq_variant(isa, type);
 			if (!q) {

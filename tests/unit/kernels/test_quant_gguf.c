@@ -81,7 +81,7 @@ static void check_values(const struct eng_gguf_tensor *t, const float *w, size_t
 	}
 	double rms = sqrt(ss / (double)n);
 	printf("[ kn ] %-5s %-28s k=%-5llu rows=%-6llu max|w| %.4g rms %.4g\n",
-	       kn_qops_for(KN_ISA_REF, (int)t->type)->name, t->name, (unsigned long long)t->dims[0],
+	       kn_qtype_get((int)t->type)->name, t->name, (unsigned long long)t->dims[0],
 	       (unsigned long long)(t->size_bytes / kn_qtype_row_bytes((int)t->type, t->dims[0])),
 	       max, rms);
 	assert_true(max <= 1e3);
