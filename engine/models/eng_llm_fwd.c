@@ -14,6 +14,7 @@
 #include "engine/models/eng_llm_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
+#include "kernels/kn_half.h"
 #include "kernels/kn_quant.h"
 
 #define EL_CHUNK 256 /* tokens per forward chunk (prompt processing) */
@@ -239,7 +240,7 @@ static void el_geglu_f16(const float *table, float *gate, const float *up, size_
 {
 	for (size_t i = 0; i < n; i++) {
 		float x = gate[i];
-		float gl = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[el_f32_to_f16(x)];
+		float gl = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[kn_f32_to_f16(x)];
 		gate[i] = gl * up[i];
 	}
 }

@@ -35,9 +35,6 @@ struct eng_llm {
 					    * binary16 (ggml's table; gemma3's GeGLU), or NULL */
 };
 
-/* IEEE binary16 bits of f, rounded to nearest even (as F16C's vcvtps2ph). */
-uint16_t el_f32_to_f16(float f);
-
 struct eng_llm_kv {
 	size_t n_ctx, len;
 	size_t row;                        /* floats per position per layer */

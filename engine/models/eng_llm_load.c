@@ -11,6 +11,7 @@
 #include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm_int.h"
 #include "kernels/kn.h"
+#include "kernels/kn_half.h"
 #include "kernels/kn_quant.h"
 
 static const char *const el_arch_names[ENG_LLM_ARCH_COUNT] = {
@@ -267,30 +268,6 @@ static int el_weights(struct el_ld *ld)
 	return rc;
 }
 
-uint16_t el_f32_to_f16(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, sizeof(x));
-	uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
-	if (exp == 0xff) /* inf or NaN (quiet, payload kept in the top bits) */
-		return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0));
-	int e = (int)exp - 127 + 15;
-	if (e >= 31)
-		return (uint16_t)(sign | 0x7c00u);
-	if (e <= 0) { /* subnormal half, or zero */
-		if (e < -10)
-			return (uint16_t)sign;
-		mant |= 0x800000u;
-		uint32_t shift = (uint32_t)(14 - e);
-		uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-		h += rem > half || (rem == half && (h & 1));
-		return (uint16_t)(sign | h);
-	}
-	uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
-	h += rem > 0x1000u || (rem == 0x1000u && (h & 1)); /* may carry into the exponent */
-	return (uint16_t)(sign | h);
-}
-
 /* ggml's CPU GELU: the tanh approximation evaluated once per binary16
  * input and rounded to binary16 (ggml_table_gelu_f16), which llama.cpp's
  * GeGLU reads; matching it keeps gemma3's logits with llama.cpp's. */
@@ -305,7 +282,7 @@ static int el_gelu_table(struct eng_llm *m)
 		float x, y;
 		ops->f16_to_f32(&h, &x, 1);
 		y = 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
-		h = el_f32_to_f16(y);
+		h = kn_f32_to_f16(y);
 		ops->f16_to_f32(&h, &m->gelu_f16[i], 1);
 	}
 	return 0;

@@ -18,6 +18,7 @@
 #include "engine/format/eng_ct2.h"
 #include "engine/models/eng_whisper_int.h"
 #include "kernels/kn.h"
+#include "kernels/kn_half.h"
 
 /* Load-time context: the reader, the error buffer, the model. */
 struct ew_ld {
@@ -93,10 +94,8 @@ static int ew_tensor(struct ew_ld *ld, const char *name, int rank, const int *wa
 		memcpy(p, v->data, v->size_bytes);
 	} else if (v->dtype == ENG_CT2_DTYPE_BFLOAT16) {
 		const uint8_t *b = v->data;
-		for (uint64_t i = 0; i < v->n_elems; i++) {
-			uint32_t bits = (uint32_t)(b[2 * i] | (b[2 * i + 1] << 8)) << 16;
-			memcpy(&p[i], &bits, sizeof(bits));
-		}
+		for (uint64_t i = 0; i < v->n_elems; i++)
+			p[i] = kn_bf16_to_f32((uint16_t)(b[2 * i] | (b[2 * i + 1] << 8)));
 	} else {
 		return ew_fail(ld, -ST_UNSUPPORTED, name,
 			       "quantized (int8/int16) CTranslate2 weights are not supported yet; "
