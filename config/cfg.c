@@ -110,16 +110,9 @@ struct cfg_knob {
 static int cfg_fail(struct cfg_ctx *ctx, int rc, const char *path,
 		    const char *fmt, ...)
 {
-	if (!ctx->err || ctx->errlen == 0)
-		return rc;
-	int n = 0;
-	if (path && path[0])
-		n = snprintf(ctx->err, ctx->errlen, "%s: ", path);
-	if (n < 0 || (size_t)n >= ctx->errlen)
-		return rc;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(ctx->err + n, ctx->errlen - (size_t)n, fmt, ap);
+	rc = st_verrf(rc, ctx->err, ctx->errlen, path, fmt, ap);
 	va_end(ap);
 	return rc;
 }

@@ -8,7 +8,6 @@
 #ifndef ENG_INT_H
 #define ENG_INT_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,11 +69,6 @@ int eng__map_file(const char *path, struct eng__map *map, char *err, size_t errl
 
 /* eng__map_release - unmap; a zeroed map is a no-op. */
 void eng__map_release(struct eng__map *map);
-
-/* eng__errf - snprintf into err (if err and errlen) and return rc, so an
- * error path is one line: `return eng__errf(-ST_CORRUPT, err, n, ...)`. */
-int eng__errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 /* eng__detect_format - resolve ENG_FORMAT_AUTO for path: a folder with
  * model.bin is CT2, a file starting with "GGUF" is GGUF. Errors:

@@ -153,13 +153,12 @@ uint32_t eng_gguf_vtype_size(int vtype)
 __attribute__((format(printf, 3, 4)))
 static int perr(struct pctx *p, int rc, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = st_verrf(rc, p->err, p->errlen, p->g->label, fmt, ap);
 	va_end(ap);
-	return eng__errf(rc, p->err, p->errlen, "%s: %s", p->g->label, msg);
+	return rc;
 }
 
 /* truncated - the file ended while reading `what` (already formatted). */
@@ -540,7 +539,8 @@ static int open_common(struct eng_gguf *g, const char *label, struct eng_gguf **
 	g->label = mem_strdup(label ? label : "<buffer>");
 	if (!g->label) {
 		eng_gguf_close(g);
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", label ? label : "<buffer>");
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory",
+			       label ? label : "<buffer>");
 	}
 	int rc = parse_all(&p);
 	if (rc) {
@@ -557,7 +557,8 @@ int eng_gguf_open_buffer(const void *data, size_t size, const char *label,
 	*out = NULL;
 	struct eng_gguf *g = mem_calloc(1, sizeof(*g));
 	if (!g)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", label ? label : "<buffer>");
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory",
+			       label ? label : "<buffer>");
 	g->base = data;
 	g->size = data ? size : 0;
 	return open_common(g, label, out, err, errlen);
@@ -568,7 +569,7 @@ int eng_gguf_open(const char *path, struct eng_gguf **out, char *err, size_t err
 	*out = NULL;
 	struct eng_gguf *g = mem_calloc(1, sizeof(*g));
 	if (!g)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", path);
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", path);
 	int rc = eng__map_file(path, &g->map, err, errlen);
 	if (rc) {
 		mem_free(g);

@@ -62,18 +62,18 @@ static int es_open_replica(struct eng_sched *s, int i, const char *spec, int thr
 	rp->index = i;
 	int rc = dev_open(spec, &rp->dev, msg, sizeof(msg));
 	if (rc)
-		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
+		return st_errf(rc, err, errlen, "replica %d: %s", i, msg);
 	const struct dev_caps *caps = dev_caps(rp->dev);
 	rp->threads = threads > 0 ? threads : caps->n_cores;
 	rc = dev_queue_create(rp->dev, rp->threads, &rp->q, msg, sizeof(msg));
 	if (rc)
-		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
+		return st_errf(rc, err, errlen, "replica %d: %s", i, msg);
 	snprintf(rp->st.device, sizeof(rp->st.device), "%s", caps->name);
 	rp->st.threads = rp->threads;
 	rp->st.started_ms = eng__now_ms();
 	rc = dev_queue_submit(rp->q, loop, rp);
 	if (rc)
-		return eng__errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
+		return st_errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
 	return 0;
 }
 
@@ -92,12 +92,12 @@ static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
 	int cpus[DEV_MAX_CPUS];
 	int n_cpus = dev_cpus_available(cpus, DEV_MAX_CPUS);
 	if (n_cpus < 0)
-		return eng__errf(n_cpus, err, errlen, "cannot list the cores");
+		return st_errf(n_cpus, err, errlen, "cannot list the cores");
 	if (s->n_reps > n_cpus)
-		return eng__errf(-ST_INVAL, err, errlen,
-				 "%d replicas need at least %d cores; this process may use %d "
-				 "(a replica's threads never share a core)",
-				 s->n_reps, s->n_reps, n_cpus);
+		return st_errf(-ST_INVAL, err, errlen,
+			       "%d replicas need at least %d cores; this process may use %d "
+			       "(a replica's threads never share a core)",
+			       s->n_reps, s->n_reps, n_cpus);
 	for (int i = 0; i < s->n_reps; i++) {
 		char dspec[DEV_NAME_MAX * 4];
 		int rc = es_spread(i, s->n_reps, cpus, n_cpus, dspec, sizeof(dspec));
@@ -119,7 +119,7 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	int n = spec->n_replicas ? (int)spec->n_replicas : es_def(spec->replica_count, 1);
 	struct eng_sched *s = mem_calloc(1, sizeof(*s));
 	if (!s)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	s->m = m;
 	s->max_batch_size = es_def(spec->max_batch_size, ES_DEF_BATCH);
 	s->max_queue_delay_ms = spec->max_queue_delay_ms > 0 ? spec->max_queue_delay_ms
@@ -134,7 +134,7 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	s->reps = mem_calloc((size_t)n, sizeof(*s->reps));
 	if (!s->reps) {
 		eng__sched_destroy(s);
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	}
 	s->n_reps = n;
 	int rc = es_open_all(s, spec, loop, err, errlen);
