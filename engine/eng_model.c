@@ -1,5 +1,4 @@
-/* eng_model.c - the model registry behind engine/eng.h, plus the engine's
- * shared file helpers (eng_int.h).
+/* eng_model.c - the model registry behind engine/eng.h.
  *
  * eng_create opens every configured model with the real readers
  * (eng_gguf.h, eng_ct2.h), keeping the handles (and so the read-only
@@ -8,18 +7,14 @@
  */
 #include "engine/eng.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/format/eng_ct2.h"
+#include "engine/format/eng_file.h"
 #include "engine/format/eng_gguf.h"
 #include "engine/asr/eng_asr_int.h"
 #include "engine/gen/eng_gen_int.h"
@@ -27,83 +22,6 @@
 #include "engine/sched/eng_sched.h"
 
 #define ENG_ERR_MAX 1024 /* longest reader message kept before prefixing */
-
-/* ---- shared helpers (eng_int.h) ---------------------------------------- */
-
-int eng__map_file(const char *path, struct eng__map *map, char *err, size_t errlen)
-{
-	struct stat st;
-	int rc = 0;
-
-	map->data = NULL;
-	map->size = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return st_errf(errno == ENOENT ? -ST_NOTFOUND : -ST_IO, err, errlen, "%s: %s", path,
-			       strerror(errno));
-	if (fstat(fd, &st) != 0) {
-		rc = st_errf(-ST_IO, err, errlen, "%s: fstat: %s", path, strerror(errno));
-		goto out_close_fd;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = st_errf(-ST_IO, err, errlen, "%s: not a regular file", path);
-		goto out_close_fd;
-	}
-	if (st.st_size == 0)
-		goto out_close_fd; /* nothing to map; the reader reports it as truncated */
-	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = st_errf(-ST_IO, err, errlen, "%s: mmap: %s", path, strerror(errno));
-		goto out_close_fd;
-	}
-	map->data = p;
-	map->size = (size_t)st.st_size;
-out_close_fd:
-	close(fd); /* the mapping stays valid after close */
-	return rc;
-}
-
-void eng__map_release(struct eng__map *map)
-{
-	if (map->data)
-		munmap((void *)map->data, map->size);
-	map->data = NULL;
-	map->size = 0;
-}
-
-/* ---- format detection and loading -------------------------------------- */
-
-int eng__detect_format(const char *path, enum eng_format *fmt, char *err, size_t errlen)
-{
-	struct stat st;
-	char magic[4];
-
-	if (stat(path, &st) != 0)
-		return st_errf(errno == ENOENT ? -ST_NOTFOUND : -ST_IO, err, errlen, "%s: %s", path,
-			       strerror(errno));
-	if (S_ISDIR(st.st_mode)) {
-		char bin[4096];
-		snprintf(bin, sizeof(bin), "%s/model.bin", path);
-		if (stat(bin, &st) != 0)
-			return st_errf(-ST_NOTFOUND, err, errlen,
-				       "%s: folder has no model.bin (not a CTranslate2 model)",
-				       path);
-		*fmt = ENG_FORMAT_CT2;
-		return 0;
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return st_errf(-ST_IO, err, errlen, "%s: %s", path, strerror(errno));
-	ssize_t n = read(fd, magic, sizeof(magic));
-	close(fd);
-	if (n != (ssize_t)sizeof(magic) || memcmp(magic, "GGUF", 4) != 0)
-		return st_errf(
-			-ST_UNSUPPORTED, err, errlen,
-			"%s: unknown model format (neither a GGUF file nor a CTranslate2 folder)",
-			path);
-	*fmt = ENG_FORMAT_GGUF;
-	return 0;
-}
 
 static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 {

@@ -18,7 +18,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_int.h"
+#include "engine/format/eng_file.h"
 
 #define CT2_MIN_VAR_BYTES 9u   /* string(2+1) + rank(1) + dtype(1) + n_bytes(4) */
 #define CT2_MIN_ALIAS_BYTES 6u /* two strings of at least 2+1 bytes */

@@ -1,7 +1,7 @@
 /* eng_gguf.c - the GGUF v2/v3 reader (contract in eng_gguf.h).
  *
  * Parsing is one forward pass over the header, KV pairs and tensor infos
- * with a bounds-checked cursor (eng_int.h), followed by whole-file checks
+ * with a bounds-checked cursor (eng_file.h), followed by whole-file checks
  * (alignment, duplicate names, tensor extents and overlaps). Every count is
  * capped by what the remaining bytes could hold before anything is
  * allocated for it, so a corrupt count fails fast instead of allocating.
@@ -20,7 +20,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_int.h"
+#include "engine/format/eng_file.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_MAX_NAME 65535u /* longest key or tensor name accepted, bytes */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/eng.h"
@@ -477,7 +478,7 @@ void eng__gen_req_end(struct eng__req *base, int rc, const char *err)
 	if (res) {
 		res->queue_ms = r->t_admit - base->t_submit;
 		res->prompt_ms = r->t_first - r->t_admit;
-		res->decode_ms = eng__now_ms() - r->t_first;
+		res->decode_ms = st_now_ms() - r->t_first;
 	}
 	eng__gseq_destroy(r->seq);
 	eng_gen_done_fn done = r->done;

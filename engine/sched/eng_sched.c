@@ -6,23 +6,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
-#include "engine/eng_int.h"
 
 #define ES_DEF_BATCH 8
 #define ES_DEF_DELAY_MS 5
 #define ES_DEF_QUEUE 64
 #define ES_DEF_SEQS 16
 #define ES_DEF_TOKENS 512
-
-double eng__now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 int eng__req_expired(const struct eng__req *r, double now_ms)
 {
@@ -70,7 +63,7 @@ static int es_open_replica(struct eng_sched *s, int i, const char *spec, int thr
 		return st_errf(rc, err, errlen, "replica %d: %s", i, msg);
 	snprintf(rp->st.device, sizeof(rp->st.device), "%s", caps->name);
 	rp->st.threads = rp->threads;
-	rp->st.started_ms = eng__now_ms();
+	rp->st.started_ms = st_now_ms();
 	rc = dev_queue_submit(rp->q, loop, rp);
 	if (rc)
 		return st_errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
@@ -195,7 +188,7 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 	int timeout = s->timeout_ms;
 	if (o && o->timeout_ms > 0 && (!timeout || o->timeout_ms < timeout))
 		timeout = o->timeout_ms; /* a request may shorten the model's deadline */
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	int p = o && o->priority == ENG_PRIORITY_HIGH;
 	for (size_t i = 0; i < n; i++) {
 		rs[i]->priority = p ? ENG_PRIORITY_HIGH : ENG_PRIORITY_NORMAL;
@@ -250,7 +243,7 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
-		double left = until_ms - eng__now_ms();
+		double left = until_ms - st_now_ms();
 		if (left <= 0)
 			break;
 		struct timespec ts;
@@ -261,7 +254,7 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 	}
 	size_t k = 0;
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	while (k < max && s->n_waiting && es_eligible(rp)) {
 		int p = s->queue[1] ? 1 : 0;
 		struct eng__req *r = s->queue[p];
@@ -321,7 +314,7 @@ bool eng__sched_sweep(struct eng__replica *rp)
 {
 	struct eng_sched *s = rp->s;
 	struct eng__req *gone = NULL;
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	pthread_mutex_lock(&s->mu);
 	for (int p = 0; p < 2; p++) {
 		struct eng__req **link = &s->queue[p], *last = NULL;

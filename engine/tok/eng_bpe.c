@@ -22,7 +22,6 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/tok/eng_bpe_int.h"
-#include "engine/eng_int.h"
 
 #define BPE_INLINE_WORD 64 /* words up to this many bytes encode without allocating */
 #define BPE_NO_MERGE UINT32_MAX

@@ -22,7 +22,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_int.h"
+#include "engine/format/eng_file.h"
 
 /* What the JSON holds, as arrays for eng_bpe_create. Strings are borrowed
  * from the JSON tree, except pair merges joined into `joined`. */

@@ -14,7 +14,6 @@
 #include "common/st.h"
 #include "engine/tok/eng_bpe.h"
 #include "engine/format/eng_gguf.h"
-#include "engine/eng_int.h"
 #include "engine/tok/eng_tok_int.h"
 
 #define TOK_KEY(k) "tokenizer.ggml." k

@@ -1,13 +1,15 @@
-/* test_common.c - the status enum names, the error-buffer helper and the
- * allocation wrapper's fault injection. */
+/* test_common.c - the status enum names, the error-buffer helper, the monotonic
+ * clock and the allocation wrapper's fault injection. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
 
@@ -70,6 +72,17 @@ static void test_st_verrf_prefix(void **state)
 	assert_int_equal(verrf_via(-ST_IO, NULL, 0, "p", "m"), -ST_IO);
 }
 
+static void test_st_now_ms(void **state)
+{
+	(void)state;
+	double a = st_now_ms();
+	struct timespec ts = { .tv_nsec = 2000000 };
+	nanosleep(&ts, NULL);
+	double b = st_now_ms();
+	assert_true(a > 0.0);
+	assert_true(b - a >= 1.5 && b - a < 10000.0);
+}
+
 static void test_mem_fail_after(void **state)
 {
 	(void)state;
@@ -97,6 +110,7 @@ int main(void)
 		cmocka_unit_test(test_st_str),
 		cmocka_unit_test(test_st_errf),
 		cmocka_unit_test(test_st_verrf_prefix),
+		cmocka_unit_test(test_st_now_ms),
 		cmocka_unit_test(test_mem_fail_after),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
