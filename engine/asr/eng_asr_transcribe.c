@@ -15,6 +15,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/eng.h"
 #include "engine/format/eng_ct2.h"
 #include "engine/asr/eng_asr_int.h"
@@ -483,27 +484,6 @@ static int et_sot_sequence(struct et *t, char *err, size_t errlen)
 }
 
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
-static bool et_utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		size_t n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-		if (!n)
-			return false;
-		uint32_t cp = n == 1 ? *p : n == 2 ? (*p & 0x1Fu) : n == 3 ? (*p & 0x0Fu) : (*p & 0x07u);
-		for (size_t i = 1; i < n; i++) {
-			if ((p[i] & 0xC0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3Fu);
-		}
-		static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-		if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return false;
-		p += n;
-	}
-	return true;
-}
-
 static int et_check_params(const struct eng_model *m, const struct eng_transcribe_params *p,
 			   char *err, size_t errlen)
 {
@@ -524,7 +504,7 @@ static int et_check_params(const struct eng_model *m, const struct eng_transcrib
 			       "language: '%.16s' is not a language code Whisper knows (ISO 639-1, "
 			       "e.g. en, de)",
 			       p->language);
-	if (p->prompt && !et_utf8_valid(p->prompt))
+	if (p->prompt && !st_utf8_valid(p->prompt, strlen(p->prompt)))
 		return st_errf(-ST_INVAL, err, errlen, "prompt: not valid UTF-8");
 	if (p->task && strcmp(p->task, "transcribe") && strcmp(p->task, "translate"))
 		return st_errf(-ST_INVAL, err, errlen,

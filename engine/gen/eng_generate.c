@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/eng.h"
 #include "engine/eng_int.h"
 #include "engine/gen/eng_gen_int.h"
@@ -156,18 +157,7 @@ static size_t eg_final_end(const struct eng_gen_params *p, const struct eg_text 
 				break;
 			}
 	}
-	/* back off over an unfinished multi-byte character */
-	size_t i = end, back = 0;
-	while (i > 0 && back < 4 && ((unsigned char)t->buf[i - 1] & 0xC0) == 0x80) {
-		i--;
-		back++;
-	}
-	if (i > 0 && ((unsigned char)t->buf[i - 1] & 0x80)) {
-		unsigned char lead = (unsigned char)t->buf[i - 1];
-		size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-		if (back + 1 < need)
-			end = i - 1;
-	}
+	end = st_utf8_complete_len(t->buf, end); /* never split a character */
 	return end < t->sent ? t->sent : end;
 }
 

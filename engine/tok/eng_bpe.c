@@ -21,6 +21,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/tok/eng_bpe_int.h"
 
 #define BPE_INLINE_WORD 64 /* words up to this many bytes encode without allocating */
@@ -80,18 +81,6 @@ static int cp_byte(uint32_t cp)
 	if (cp < 256)
 		return byte_cp(cp) == cp ? (int)cp : -1;
 	return cp < 256 + 68 ? extra[cp - 256] : -1;
-}
-
-/* utf8_put - write cp (< 0x800 here) as UTF-8; returns bytes. */
-static size_t utf8_put(uint32_t cp, char *out)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	out[0] = (char)(0xC0 | (cp >> 6));
-	out[1] = (char)(0x80 | (cp & 0x3F));
-	return 2;
 }
 
 /* ---- the string -> id table ---- */
@@ -275,7 +264,7 @@ static int add_bytes(struct eng_bpe *b, char *err, size_t errlen)
 	char ch[4];
 
 	for (unsigned v = 0; v < 256; v++) {
-		size_t l = utf8_put(byte_cp(v), ch);
+		size_t l = st_utf8_encode(byte_cp(v), ch); /* cp < 0x144: 1 or 2 bytes */
 		b->byte_id[v] = lookup(b, ch, l);
 		if (b->byte_id[v] < 0)
 			return st_errf(-ST_CORRUPT, err, errlen,

@@ -7,6 +7,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/tok/eng_bpe.h"
 
 #define EW_MAX_SUPPRESS 512
@@ -205,26 +206,6 @@ bool eng_whisper_tok_lang_code(const struct eng_whisper_tok *t, int32_t id, char
 	return true;
 }
 
-/* Length of a valid UTF-8 sequence at p (n bytes left), or 0 if invalid. */
-static size_t ew_utf8_len(const unsigned char *p, size_t n)
-{
-	size_t len = p[0] < 0x80 ? 1 : (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3
-		   : (p[0] >> 3) == 30 ? 4 : 0;
-	if (len == 0 || len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++)
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-	uint32_t cp = len == 1 ? p[0] : len == 2 ? (p[0] & 0x1Fu) : len == 3 ? (p[0] & 0x0Fu)
-		    : (p[0] & 0x07u);
-	for (size_t i = 1; i < len; i++)
-		cp = (cp << 6) | (p[i] & 0x3Fu);
-	static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0; /* overlong, out of range or a surrogate */
-	return len;
-}
-
 char *eng_whisper_tok_text(const struct eng_whisper_tok *t, const int32_t *ids, size_t n)
 {
 	size_t n_text = 0, need = 0;
@@ -239,8 +220,9 @@ char *eng_whisper_tok_text(const struct eng_whisper_tok *t, const int32_t *ids, 
 	char *out = mem_alloc(3 * need + 1); /* each bad byte may become 3 */
 	if (raw && out && eng_bpe_decode(t->bpe, text_ids, n_text, false, raw, need + 1, &need) == 0) {
 		size_t o = 0;
+		uint32_t cp;
 		for (size_t i = 0; i < need;) {
-			size_t l = ew_utf8_len((const unsigned char *)raw + i, need - i);
+			size_t l = st_utf8_decode(raw + i, need - i, &cp);
 			if (l) {
 				memcpy(out + o, raw + i, l);
 				o += l;
