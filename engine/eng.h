@@ -50,12 +50,14 @@ struct eng_model_spec {
 	const struct eng_replica_spec *replicas;
 	size_t n_replicas;
 	int replica_count;
-	int max_batch_size;     /* transcription windows/sequences per batch (8) */
-	int max_queue_delay_ms; /* wait for a batch to fill (5); < 0: 0 */
-	int max_queue_size;     /* requests waiting before -ST_BUSY (64) */
-	int max_num_seqs;       /* generation: sequences in the running batch (16) */
-	int max_batch_tokens;   /* generation: tokens per forward pass (512) */
-	int timeout_ms;         /* request deadline (0: none) */
+	/* Scheduling knobs; 0 takes the default in common/sched_defaults.h,
+	 * the same ones config/ fills in for keys a config file leaves out. */
+	int max_batch_size;     /* transcription windows/sequences per batch */
+	int max_queue_delay_ms; /* wait for a batch to fill, ms; < 0: 0 */
+	int max_queue_size;     /* requests waiting before -ST_BUSY */
+	int max_num_seqs;       /* generation: sequences in the running batch */
+	int max_batch_tokens;   /* generation: tokens per forward pass */
+	int timeout_ms;         /* request deadline, ms (0 / default: none) */
 };
 
 /* eng_create - open and validate every model in specs[0..n_specs).

@@ -8,14 +8,10 @@
 
 #include "common/clock.h"
 #include "common/mem.h"
+#include "common/sched_defaults.h"
 #include "common/st.h"
 #include "devices/dev.h"
 
-#define ES_DEF_BATCH 8
-#define ES_DEF_DELAY_MS 5
-#define ES_DEF_QUEUE 64
-#define ES_DEF_SEQS 16
-#define ES_DEF_TOKENS 512
 
 int eng__req_expired(const struct eng__req *r, double now_ms)
 {
@@ -109,18 +105,19 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 		      char *err, size_t errlen)
 {
 	*out = NULL;
-	int n = spec->n_replicas ? (int)spec->n_replicas : es_def(spec->replica_count, 1);
+	int n = spec->n_replicas ? (int)spec->n_replicas : es_def(spec->replica_count, ST_SCHED_DEF_REPLICAS);
 	struct eng_sched *s = mem_calloc(1, sizeof(*s));
 	if (!s)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	s->m = m;
-	s->max_batch_size = es_def(spec->max_batch_size, ES_DEF_BATCH);
+	s->max_batch_size = es_def(spec->max_batch_size, ST_SCHED_DEF_MAX_BATCH_SIZE);
 	s->max_queue_delay_ms = spec->max_queue_delay_ms > 0 ? spec->max_queue_delay_ms
-				: spec->max_queue_delay_ms < 0 ? 0 : ES_DEF_DELAY_MS;
-	s->max_queue_size = es_def(spec->max_queue_size, ES_DEF_QUEUE);
-	s->max_num_seqs = es_def(spec->max_num_seqs, ES_DEF_SEQS);
-	s->max_batch_tokens = es_def(spec->max_batch_tokens, ES_DEF_TOKENS);
-	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : 0;
+				: spec->max_queue_delay_ms < 0 ? 0
+				: ST_SCHED_DEF_MAX_QUEUE_DELAY_MS;
+	s->max_queue_size = es_def(spec->max_queue_size, ST_SCHED_DEF_MAX_QUEUE_SIZE);
+	s->max_num_seqs = es_def(spec->max_num_seqs, ST_SCHED_DEF_MAX_NUM_SEQS);
+	s->max_batch_tokens = es_def(spec->max_batch_tokens, ST_SCHED_DEF_MAX_BATCH_TOKENS);
+	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : ST_SCHED_DEF_TIMEOUT_MS;
 	eng_model_stats_init(&s->st);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
