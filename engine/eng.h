@@ -1,11 +1,13 @@
 /* eng.h - the engine's public interface, the only engine header server/
  * includes.
  *
- * At this stage the engine owns the model registry: it opens every
- * configured model with the real format readers (GGUF: eng_gguf.h,
- * CTranslate2: eng_ct2.h), validates them, and answers metadata queries.
- * Later issues add request submission and the scheduler behind the same
- * opaque handles.
+ * The engine owns the model registry: eng_create opens every configured
+ * model with the format readers (GGUF: format/eng_gguf.h, CTranslate2:
+ * format/eng_ct2.h), loads its weights and tokenizer, and starts its
+ * replicas behind a scheduler (sched/eng_sched.h). Through the opaque
+ * handles declared here callers query models' metadata and submit
+ * transcriptions (asr/) and generations (gen/); the schedulers'
+ * statistics are read through sched/eng_stats.h.
  */
 #ifndef ENG_H
 #define ENG_H

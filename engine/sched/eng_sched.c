@@ -1,5 +1,6 @@
 /* eng_sched.c - replicas on device queues and the queue that feeds them
- * (eng_sched.h). The task loops live in eng_gen_replica.c / eng_asr_submit.c. */
+ * (eng_sched.h). The task loops live in gen/eng_gen_replica.c and
+ * asr/eng_asr_replica.c. */
 #include "engine/sched/eng_sched.h"
 
 #include <stdio.h>
