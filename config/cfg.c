@@ -1054,8 +1054,8 @@ int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen)
 	if (rc == 0)
 		rc = cfg_load_string(buf, len, out, msg, sizeof(msg));
 	mem_free(buf);
-	if (rc && err && errlen)
-		snprintf(err, errlen, "%s: %s", path, msg);
+	if (rc)
+		st_errf(rc, err, errlen, "%s: %s", path, msg);
 	return rc;
 }
 

@@ -351,10 +351,8 @@ int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size
 	*out = NULL;
 	kn_init(KN_ISA_COUNT);
 	struct eng_llm *m = mem_calloc(1, sizeof(*m));
-	if (!m) {
-		snprintf(err, errlen, "out of memory");
-		return -ST_NOMEM;
-	}
+	if (!m)
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	struct el_ld ld = { .g = g, .m = m, .err = err, .errlen = errlen };
 	el_hparams(&ld);
 	el_weights(&ld);

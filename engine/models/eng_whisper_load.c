@@ -319,11 +319,11 @@ int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *
 {
 	*out = NULL;
 	if (strcmp(eng_ct2_spec_name(ct2), "WhisperSpec"))
-		return snprintf(err, errlen, "not a WhisperSpec model (%s)", eng_ct2_spec_name(ct2)),
-		       -ST_UNSUPPORTED;
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "not a WhisperSpec model (%s)",
+			       eng_ct2_spec_name(ct2));
 	struct eng_whisper *w = mem_calloc(1, sizeof(*w));
 	if (!w)
-		return snprintf(err, errlen, "out of memory"), -ST_NOMEM;
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	kn_init(KN_ISA_COUNT);
 	struct ew_ld ld = { .ct2 = ct2, .w = w, .err = err, .errlen = errlen };
 	ew_load_all(&ld);

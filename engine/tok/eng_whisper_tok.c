@@ -132,10 +132,9 @@ static int ew_special_ids(struct eng_whisper_tok *t, char *err, size_t errlen)
 	t->transcribe = ew_id(t, "<|transcribe|>");
 	t->translate = ew_id(t, "<|translate|>");
 	t->ts_begin = t->no_timestamps + 1;
-	if (t->eot < 0 || t->sot < 0 || t->no_timestamps < 0 || t->sot_prev < 0) {
-		snprintf(err, errlen, "tokenizer.json lacks Whisper's special tokens");
-		return -ST_CORRUPT;
-	}
+	if (t->eot < 0 || t->sot < 0 || t->no_timestamps < 0 || t->sot_prev < 0)
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "tokenizer.json lacks Whisper's special tokens");
 	return 0;
 }
 
@@ -154,7 +153,7 @@ int eng_whisper_tok_init(struct eng_whisper_tok *t, const char *tokenizer_json,
 	if (!rc)
 		rc = ew_suppress_init(t);
 	if (rc == -ST_NOMEM)
-		snprintf(err, errlen, "out of memory");
+		st_errf(rc, err, errlen, "out of memory");
 	if (rc)
 		eng_whisper_tok_fini(t);
 	return rc;
