@@ -63,6 +63,11 @@ size_t st_utf8_encode(uint32_t cp, char *out)
 	return 4;
 }
 
+size_t st_utf8_lead_len(unsigned char b)
+{
+	return b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+}
+
 bool st_utf8_valid(const char *s, size_t n)
 {
 	uint32_t cp;
@@ -96,7 +101,5 @@ size_t st_utf8_complete_len(const char *s, size_t n)
 	}
 	if (i == 0 || !(p[i - 1] & 0x80))
 		return n;
-	unsigned char lead = p[i - 1];
-	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-	return back + 1 < need ? i - 1 : n;
+	return back + 1 < st_utf8_lead_len(p[i - 1]) ? i - 1 : n;
 }

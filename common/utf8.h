@@ -1,6 +1,7 @@
 /* utf8.h - the project's one set of UTF-8 helpers: decode and encode one
- * code point, check a byte string, count its characters, and find where a
- * growing text may be cut without splitting a character.
+ * code point, the length a lead byte announces, check a byte string, count
+ * its characters, and find where a growing text may be cut without
+ * splitting a character.
  *
  * "Well-formed" is Unicode's definition (Table 3-7): no overlong forms, no
  * surrogates (U+D800..U+DFFF), nothing above U+10FFFF. It is the rule
@@ -26,6 +27,13 @@ size_t st_utf8_decode(const char *s, size_t n, uint32_t *cp);
  * or a value above U+10FFFF. */
 size_t st_utf8_encode(uint32_t cp, char *out);
 
+/* st_utf8_lead_len - the length a sequence starting with byte b announces,
+ * judged by its top bits alone (llama.cpp's unicode_len_utf8): 4 for
+ * 11110xxx and above, 3 for 1110xxxx, 2 for 110xxxxx, else 1 (ASCII, and
+ * a stray continuation byte stands alone). No check that the sequence is
+ * well-formed: for tokenizers that cut text as llama.cpp does. */
+size_t st_utf8_lead_len(unsigned char b);
+
 /* st_utf8_valid - whether s[0, n) is a sequence of well-formed characters
  * (embedded NULs allowed; n 0 is valid). */
 bool st_utf8_valid(const char *s, size_t n);
@@ -38,8 +46,8 @@ size_t st_utf8_count(const char *s, size_t n);
 /* st_utf8_complete_len - n, or less when s[0, n) ends inside a multi-byte
  * character whose lead byte announces more bytes than follow it: then the
  * offset of that lead byte. Looks back over at most 4 continuation bytes
- * and judges only by the lead byte (11110xxx 4, 1110xxxx 3, 110xxxxx 2), so
- * text may be released as it grows without splitting a character. */
+ * and judges only by the lead byte (st_utf8_lead_len), so text may be
+ * released as it grows without splitting a character. */
 size_t st_utf8_complete_len(const char *s, size_t n);
 
 #endif /* ST_UTF8_H */

@@ -115,6 +115,15 @@ static void test_valid_and_count(void **state)
 	assert_int_equal(st_utf8_count("", 0), 0);
 }
 
+static void test_lead_len(void **state)
+{
+	(void)state;
+	/* the table llama.cpp's unicode_len_utf8 indexes by the top nibble */
+	static const size_t by_nibble[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4 };
+	for (unsigned b = 0; b < 256; b++)
+		assert_int_equal(st_utf8_lead_len((unsigned char)b), by_nibble[b >> 4]);
+}
+
 static void test_complete_len(void **state)
 {
 	(void)state;
@@ -140,6 +149,7 @@ int main(void)
 		cmocka_unit_test(test_decode_matches_oracle),
 		cmocka_unit_test(test_encode_round_trip),
 		cmocka_unit_test(test_valid_and_count),
+		cmocka_unit_test(test_lead_len),
 		cmocka_unit_test(test_complete_len),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
