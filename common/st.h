@@ -8,6 +8,9 @@
 #ifndef ST_H
 #define ST_H
 
+#include <stdarg.h>
+#include <stddef.h>
+
 enum st {
 	ST_OK = 0,
 	ST_NOMEM = 1,    /* allocation failed on a request path */
@@ -29,5 +32,22 @@ enum st {
 /* st_str - a short constant name for a status ("ST_NOMEM"); accepts either
  * sign; out-of-range values give "ST_UNKNOWN". Never NULL, never freed. */
 const char *st_str(int status);
+
+/* st_errf - format a message into the caller's error buffer and return rc,
+ * so an error path is one line:
+ *     return st_errf(-ST_CORRUPT, err, errlen, "%s: bad magic", path);
+ * err: borrowed, errlen bytes; the message is truncated to fit and always
+ * NUL-terminated. When err is NULL or errlen is 0 nothing is written. rc is
+ * returned unchanged (any value, 0 included). Any thread. */
+int st_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* st_verrf - st_errf for wrappers that take their own `...`: formats ap,
+ * preceded by "PREFIX: " when prefix is non-NULL and non-empty (a file
+ * name, a config path). When even the prefix does not fit, err holds the
+ * truncated prefix. Same NULL / errlen 0 behaviour and return as st_errf;
+ * ap is consumed. */
+int st_verrf(int rc, char *err, size_t errlen, const char *prefix, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
 
 #endif /* ST_H */

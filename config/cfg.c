@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/mem.h"
+#include "common/sched_defaults.h"
 #include "common/st.h"
 
 #define CFG_MAX_INPUT_BYTES (1024 * 1024) /* larger files are refused */
@@ -110,16 +111,9 @@ struct cfg_knob {
 static int cfg_fail(struct cfg_ctx *ctx, int rc, const char *path,
 		    const char *fmt, ...)
 {
-	if (!ctx->err || ctx->errlen == 0)
-		return rc;
-	int n = 0;
-	if (path && path[0])
-		n = snprintf(ctx->err, ctx->errlen, "%s: ", path);
-	if (n < 0 || (size_t)n >= ctx->errlen)
-		return rc;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(ctx->err + n, ctx->errlen - (size_t)n, fmt, ap);
+	rc = st_verrf(rc, ctx->err, ctx->errlen, path, fmt, ap);
 	va_end(ap);
 	return rc;
 }
@@ -836,7 +830,7 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .offset = offsetof(struct cfg_model, format), .def_str = "auto",
 	  .doc = "\"gguf\" or \"ct2\"; absent: decided from the path" },
 	{ .path = "replicas", .type = &cfg_type_replicas,
-	  .offset = offsetof(struct cfg_model, replica_count), .def = 1,
+	  .offset = offsetof(struct cfg_model, replica_count), .def = ST_SCHED_DEF_REPLICAS,
 	  .min = 1, .max = INT_MAX, .sub = cfg_replicas_count_knobs,
 	  .n_sub = CFG_N(cfg_replicas_count_knobs), .items = cfg_replica_knobs,
 	  .n_items = CFG_N(cfg_replica_knobs),
@@ -845,28 +839,30 @@ static const struct cfg_knob cfg_model_knobs[] = {
 		 "placements [{\"device\": \"cpu:0-3\", \"threads\": 4}, ...] "
 		 "(keys below); models given the same cores share them" },
 	{ .path = "max_batch_size", .type = &cfg_type_int,
-	  .offset = offsetof(struct cfg_model, max_batch_size), .def = 8,
+	  .offset = offsetof(struct cfg_model, max_batch_size), .def = ST_SCHED_DEF_MAX_BATCH_SIZE,
 	  .min = 1, .max = 256,
 	  .doc = "transcription: audio windows per encoder batch and sequences "
 		 "per decoder step" },
 	{ .path = "max_queue_delay_ms", .type = &cfg_type_int,
-	  .offset = offsetof(struct cfg_model, max_queue_delay_ms), .def = 5,
+	  .offset = offsetof(struct cfg_model, max_queue_delay_ms),
+	  .def = ST_SCHED_DEF_MAX_QUEUE_DELAY_MS,
 	  .min = 0, .max = 60000,
 	  .doc = "transcription: how long an idle replica waits for a batch to fill" },
 	{ .path = "max_queue_size", .type = &cfg_type_int,
-	  .offset = offsetof(struct cfg_model, max_queue_size), .def = 64,
+	  .offset = offsetof(struct cfg_model, max_queue_size), .def = ST_SCHED_DEF_MAX_QUEUE_SIZE,
 	  .min = 1, .max = 1000000,
 	  .doc = "client requests waiting to start (n choices count once); past it 429" },
 	{ .path = "max_num_seqs", .type = &cfg_type_int,
-	  .offset = offsetof(struct cfg_model, max_num_seqs), .def = 16,
+	  .offset = offsetof(struct cfg_model, max_num_seqs), .def = ST_SCHED_DEF_MAX_NUM_SEQS,
 	  .min = 1, .max = 256,
 	  .doc = "generation: sequences in the running batch" },
 	{ .path = "max_batch_tokens", .type = &cfg_type_int,
-	  .offset = offsetof(struct cfg_model, max_batch_tokens), .def = 512,
+	  .offset = offsetof(struct cfg_model, max_batch_tokens),
+	  .def = ST_SCHED_DEF_MAX_BATCH_TOKENS,
 	  .min = 16, .max = 65536,
 	  .doc = "generation: most tokens in one forward pass" },
 	{ .path = "timeout_ms", .type = &cfg_type_int,
-	  .offset = offsetof(struct cfg_model, timeout_ms), .def = 0, .min = 0,
+	  .offset = offsetof(struct cfg_model, timeout_ms), .def = ST_SCHED_DEF_TIMEOUT_MS, .min = 0,
 	  .max = CFG_DAY_MS,
 	  .doc = "request deadline, 504 past it; 0 = none; Inferd-Timeout-Ms may shorten it" },
 };
@@ -1058,8 +1054,8 @@ int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen)
 	if (rc == 0)
 		rc = cfg_load_string(buf, len, out, msg, sizeof(msg));
 	mem_free(buf);
-	if (rc && err && errlen)
-		snprintf(err, errlen, "%s: %s", path, msg);
+	if (rc)
+		st_errf(rc, err, errlen, "%s: %s", path, msg);
 	return rc;
 }
 

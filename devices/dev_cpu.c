@@ -105,22 +105,20 @@ static int dev_spec_kind(const char *spec, const char **list, char *err, size_t 
 {
 	size_t k = strspn(spec, "abcdefghijklmnopqrstuvwxyz");
 	*list = NULL;
-	if (k == 0 || (spec[k] != '\0' && spec[k] != ':')) {
-		dev__errf(err, errlen,
-			  "bad device spec \"%s\": expected cpu, cpu:N, cpu:A-B or cpu:0,2-3",
-			  spec);
-		return -ST_INVAL;
-	}
+	if (k == 0 || (spec[k] != '\0' && spec[k] != ':'))
+		return st_errf(-ST_INVAL, err, errlen,
+			       "bad device spec \"%s\": expected cpu, cpu:N, cpu:A-B or cpu:0,2-3",
+			       spec);
 	if (k == 3 && !strncmp(spec, "cpu", 3)) {
 		*list = spec[k] == ':' ? spec + k + 1 : NULL;
 		return 0;
 	}
 	if (k == 4 && !strncmp(spec, "cuda", 4))
-		dev__errf(err, errlen, "device \"%s\": no cuda back end in this build", spec);
-	else
-		dev__errf(err, errlen, "device \"%s\": unknown kind \"%.*s\" (this build has: cpu)",
-			  spec, (int)k, spec);
-	return -ST_UNSUPPORTED;
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "device \"%s\": no cuda back end in this build", spec);
+	return st_errf(-ST_UNSUPPORTED, err, errlen,
+		       "device \"%s\": unknown kind \"%.*s\" (this build has: cpu)", spec, (int)k,
+		       spec);
 }
 
 /* Every id of d must be one hw offers (both lists ascending). */
@@ -135,10 +133,9 @@ static int dev_check_available(const struct dev *d, const struct dev__hw *hw, ch
 			continue;
 		char avail[DEV_NAME_MAX];
 		dev__cpus_format(hw->cpus, hw->n_cpus, avail, sizeof(avail));
-		dev__errf(err, errlen,
-			  "cpu %d is not available to this process (available: cpu:%s)", d->cpus[i],
-			  avail);
-		return -ST_NOTFOUND;
+		return st_errf(-ST_NOTFOUND, err, errlen,
+			       "cpu %d is not available to this process (available: cpu:%s)",
+			       d->cpus[i], avail);
 	}
 	return 0;
 }
@@ -163,10 +160,8 @@ static int dev_cpus_pick(struct dev *d, const char *list, struct dev__hw *hw, ch
 			return n;
 		d->n_cpus = n;
 	}
-	if (dev_probe(hw)) {
-		dev__errf(err, errlen, "cannot list the CPUs this process may use");
-		return -ST_IO;
-	}
+	if (dev_probe(hw))
+		return st_errf(-ST_IO, err, errlen, "cannot list the CPUs this process may use");
 	if (!list) {
 		d->n_cpus = hw->n_cpus;
 		memcpy(d->cpus, hw->cpus, (size_t)hw->n_cpus * sizeof(*d->cpus));
@@ -177,20 +172,16 @@ static int dev_cpus_pick(struct dev *d, const char *list, struct dev__hw *hw, ch
 int dev_open(const char *spec, struct dev **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	dev__errf(err, errlen, "%s", "");
-	if (!spec) {
-		dev__errf(err, errlen, "no device spec");
-		return -ST_INVAL;
-	}
+	st_errf(0, err, errlen, "%s", "");
+	if (!spec)
+		return st_errf(-ST_INVAL, err, errlen, "no device spec");
 	const char *list;
 	int rc = dev_spec_kind(spec, &list, err, errlen);
 	if (rc)
 		return rc;
 	struct dev *d = mem_calloc(1, sizeof(*d));
-	if (!d) {
-		dev__errf(err, errlen, "device \"%s\": out of memory", spec);
-		return -ST_NOMEM;
-	}
+	if (!d)
+		return st_errf(-ST_NOMEM, err, errlen, "device \"%s\": out of memory", spec);
 	struct dev__hw hw;
 	rc = dev_cpus_pick(d, list, &hw, err, errlen);
 	if (rc)

@@ -16,11 +16,6 @@ struct dev__hw {
 	uint64_t mem_bytes;	/* physical memory of the machine; 0: unknown */
 };
 
-/* dev__errf - printf into err[errlen] when err is non-NULL and errlen >
- * 0 (truncating); a no-op otherwise. */
-void dev__errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* dev__cpus_parse - parse a CPU list, "N", "A-B" or a comma list of those
  * ("0,2-3"), into ids[DEV_MAX_CPUS] ascending without duplicates. Strict:
  * digits, '-' and ',' only, no empty items, ids < DEV_MAX_CPUS, A <= B.

@@ -5,7 +5,7 @@
  * in 0..nth-1 - ith 0 on the calling thread, the others on the pool's
  * threads - and returns when all have returned (a barrier). Kernels split
  * their rows by (ith, nth), as ggml does; nothing in the pool knows about
- * them. Workers spin briefly between runs (a decode step issues hundreds
+ * them. Workers spin briefly between runs (a decode step makes hundreds
  * of short runs) and then sleep on a condition variable.
  *
  * Thread: dev_pool_run from one thread at a time per pool (callers

@@ -112,16 +112,13 @@ int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *e
 	*out = NULL;
 	int n_cpus;
 	const int *cpus = dev_cpu_ids(d, &n_cpus);
-	if (threads < 1 || threads > n_cpus) {
-		dev__errf(err, errlen, "%d threads on %s: it has %d cores (1..%d)", threads,
-			  dev_caps(d)->name, n_cpus, n_cpus);
-		return -ST_INVAL;
-	}
+	if (threads < 1 || threads > n_cpus)
+		return st_errf(-ST_INVAL, err, errlen, "%d threads on %s: it has %d cores (1..%d)",
+			       threads, dev_caps(d)->name, n_cpus, n_cpus);
 	struct dev_queue *q = mem_calloc(1, sizeof(*q));
-	if (!q) {
-		dev__errf(err, errlen, "queue on %s: out of memory", dev_caps(d)->name);
-		return -ST_NOMEM;
-	}
+	if (!q)
+		return st_errf(-ST_NOMEM, err, errlen, "queue on %s: out of memory",
+			       dev_caps(d)->name);
 	q->dev = d;
 	q->threads = threads;
 	pthread_mutex_init(&q->mu, NULL);
@@ -131,8 +128,8 @@ int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *e
 	if (!rc)
 		rc = dev_queue_start(q, cpus[0]);
 	if (rc) {
-		dev__errf(err, errlen, "queue on %s with %d threads: %s", dev_caps(d)->name,
-			  threads, rc == -ST_NOMEM ? "out of memory" : "cannot start a thread");
+		st_errf(0, err, errlen, "queue on %s with %d threads: %s", dev_caps(d)->name,
+			threads, rc == -ST_NOMEM ? "out of memory" : "cannot start a thread");
 		dev_queue_free(q);
 		return rc;
 	}

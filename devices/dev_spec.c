@@ -3,7 +3,6 @@
  * dev_caps.name and error messages use. Pure string work: no system
  * calls, so the tests can feed it sets this machine does not have.
  */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,31 +10,21 @@
 #include "common/st.h"
 #include "devices/dev_int.h"
 
-void dev__errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* One CPU id at s: digits only, below DEV_MAX_CPUS. Returns the first
  * character after it, or NULL (err set). */
 static const char *dev_parse_id(const char *s, const char *list, int *id, char *err, size_t errlen)
 {
 	if (*s < '0' || *s > '9') {
-		dev__errf(err, errlen, "CPU list \"%s\": expected a CPU id at offset %zu", list,
-			  (size_t)(s - list));
+		st_errf(0, err, errlen, "CPU list \"%s\": expected a CPU id at offset %zu", list,
+			(size_t)(s - list));
 		return NULL;
 	}
 	long v = 0;
 	for (; *s >= '0' && *s <= '9'; s++) {
 		v = v * 10 + (*s - '0');
 		if (v >= DEV_MAX_CPUS) {
-			dev__errf(err, errlen, "CPU list \"%s\": CPU id out of range (0..%d)", list,
-				  DEV_MAX_CPUS - 1);
+			st_errf(0, err, errlen, "CPU list \"%s\": CPU id out of range (0..%d)",
+				list, DEV_MAX_CPUS - 1);
 			return NULL;
 		}
 	}
@@ -58,8 +47,8 @@ static const char *dev_parse_item(const char *s, const char *list, bool *in, cha
 		if (!s)
 			return NULL;
 		if (b < a) {
-			dev__errf(err, errlen, "CPU list \"%s\": range %d-%d runs backwards", list,
-				  a, b);
+			st_errf(0, err, errlen, "CPU list \"%s\": range %d-%d runs backwards", list,
+				a, b);
 			return NULL;
 		}
 	}
@@ -78,12 +67,10 @@ int dev__cpus_parse(const char *list, int *ids, char *err, size_t errlen)
 			return -ST_INVAL;
 		if (*s == '\0')
 			break;
-		if (*s != ',') {
-			dev__errf(err, errlen,
-				  "CPU list \"%s\": unexpected character at offset %zu", list,
-				  (size_t)(s - list));
-			return -ST_INVAL;
-		}
+		if (*s != ',')
+			return st_errf(-ST_INVAL, err, errlen,
+				       "CPU list \"%s\": unexpected character at offset %zu", list,
+				       (size_t)(s - list));
 		s++;
 	}
 	int n = 0;

@@ -1,11 +1,13 @@
 /* eng.h - the engine's public interface, the only engine header server/
  * includes.
  *
- * At this stage the engine owns the model registry: it opens every
- * configured model with the real format readers (GGUF: eng_gguf.h,
- * CTranslate2: eng_ct2.h), validates them, and answers metadata queries.
- * Later issues add request submission and the scheduler behind the same
- * opaque handles.
+ * The engine owns the model registry: eng_create opens every configured
+ * model with the format readers (GGUF: format/eng_gguf.h, CTranslate2:
+ * format/eng_ct2.h), loads its weights and tokenizer, and starts its
+ * replicas behind a scheduler (sched/eng_sched.h). Through the opaque
+ * handles declared here callers query models' metadata and submit
+ * transcriptions (asr/) and generations (gen/); the schedulers'
+ * statistics are read through sched/eng_stats.h.
  */
 #ifndef ENG_H
 #define ENG_H
@@ -50,12 +52,14 @@ struct eng_model_spec {
 	const struct eng_replica_spec *replicas;
 	size_t n_replicas;
 	int replica_count;
-	int max_batch_size;     /* transcription windows/sequences per batch (8) */
-	int max_queue_delay_ms; /* wait for a batch to fill (5); < 0: 0 */
-	int max_queue_size;     /* requests waiting before -ST_BUSY (64) */
-	int max_num_seqs;       /* generation: sequences in the running batch (16) */
-	int max_batch_tokens;   /* generation: tokens per forward pass (512) */
-	int timeout_ms;         /* request deadline (0: none) */
+	/* Scheduling knobs; 0 takes the default in common/sched_defaults.h,
+	 * the same ones config/ fills in for keys a config file leaves out. */
+	int max_batch_size;     /* transcription windows/sequences per batch */
+	int max_queue_delay_ms; /* wait for a batch to fill, ms; < 0: 0 */
+	int max_queue_size;     /* requests waiting before -ST_BUSY */
+	int max_num_seqs;       /* generation: sequences in the running batch */
+	int max_batch_tokens;   /* generation: tokens per forward pass */
+	int timeout_ms;         /* request deadline, ms (0 / default: none) */
 };
 
 /* eng_create - open and validate every model in specs[0..n_specs).

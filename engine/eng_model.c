@@ -1,5 +1,4 @@
-/* eng_model.c - the model registry behind engine/eng.h, plus the engine's
- * shared file helpers (eng_int.h).
+/* eng_model.c - the model registry behind engine/eng.h.
  *
  * eng_create opens every configured model with the real readers
  * (eng_gguf.h, eng_ct2.h), keeping the handles (and so the read-only
@@ -8,19 +7,14 @@
  */
 #include "engine/eng.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/format/eng_ct2.h"
+#include "engine/format/eng_file.h"
 #include "engine/format/eng_gguf.h"
 #include "engine/asr/eng_asr_int.h"
 #include "engine/gen/eng_gen_int.h"
@@ -28,92 +22,6 @@
 #include "engine/sched/eng_sched.h"
 
 #define ENG_ERR_MAX 1024 /* longest reader message kept before prefixing */
-
-/* ---- shared helpers (eng_int.h) ---------------------------------------- */
-
-int eng__errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
-int eng__map_file(const char *path, struct eng__map *map, char *err, size_t errlen)
-{
-	struct stat st;
-	int rc = 0;
-
-	map->data = NULL;
-	map->size = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return eng__errf(errno == ENOENT ? -ST_NOTFOUND : -ST_IO, err, errlen, "%s: %s", path,
-				 strerror(errno));
-	if (fstat(fd, &st) != 0) {
-		rc = eng__errf(-ST_IO, err, errlen, "%s: fstat: %s", path, strerror(errno));
-		goto out_close_fd;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = eng__errf(-ST_IO, err, errlen, "%s: not a regular file", path);
-		goto out_close_fd;
-	}
-	if (st.st_size == 0)
-		goto out_close_fd; /* nothing to map; the reader reports it as truncated */
-	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = eng__errf(-ST_IO, err, errlen, "%s: mmap: %s", path, strerror(errno));
-		goto out_close_fd;
-	}
-	map->data = p;
-	map->size = (size_t)st.st_size;
-out_close_fd:
-	close(fd); /* the mapping stays valid after close */
-	return rc;
-}
-
-void eng__map_release(struct eng__map *map)
-{
-	if (map->data)
-		munmap((void *)map->data, map->size);
-	map->data = NULL;
-	map->size = 0;
-}
-
-/* ---- format detection and loading -------------------------------------- */
-
-int eng__detect_format(const char *path, enum eng_format *fmt, char *err, size_t errlen)
-{
-	struct stat st;
-	char magic[4];
-
-	if (stat(path, &st) != 0)
-		return eng__errf(errno == ENOENT ? -ST_NOTFOUND : -ST_IO, err, errlen, "%s: %s", path,
-				 strerror(errno));
-	if (S_ISDIR(st.st_mode)) {
-		char bin[4096];
-		snprintf(bin, sizeof(bin), "%s/model.bin", path);
-		if (stat(bin, &st) != 0)
-			return eng__errf(-ST_NOTFOUND, err, errlen,
-					 "%s: folder has no model.bin (not a CTranslate2 model)", path);
-		*fmt = ENG_FORMAT_CT2;
-		return 0;
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return eng__errf(-ST_IO, err, errlen, "%s: %s", path, strerror(errno));
-	ssize_t n = read(fd, magic, sizeof(magic));
-	close(fd);
-	if (n != (ssize_t)sizeof(magic) || memcmp(magic, "GGUF", 4) != 0)
-		return eng__errf(-ST_UNSUPPORTED, err, errlen,
-				 "%s: unknown model format (neither a GGUF file nor a CTranslate2 folder)", path);
-	*fmt = ENG_FORMAT_GGUF;
-	return 0;
-}
 
 static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 {
@@ -124,13 +32,13 @@ static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 		return rc;
 	rc = eng_gguf_get_str(m->gguf, "general.architecture", &arch, NULL);
 	if (rc)
-		return eng__errf(-ST_CORRUPT, err, errlen, "%s: general.architecture is %s", m->path,
-				 rc == -ST_NOTFOUND ? "missing" : "not a string");
+		return st_errf(-ST_CORRUPT, err, errlen, "%s: general.architecture is %s", m->path,
+			       rc == -ST_NOTFOUND ? "missing" : "not a string");
 	m->arch = mem_strdup(arch);
 	m->task = ENG_TASK_GENERATION;
 	m->size_bytes = eng_gguf_tensor_bytes(m->gguf);
 	if (!m->arch)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
 	return eng__llm_model_load(m, err, errlen);
 }
 
@@ -141,14 +49,15 @@ static int load_ct2(struct eng_model *m, char *err, size_t errlen)
 		return rc;
 	const char *spec = eng_ct2_spec_name(m->ct2);
 	if (strncmp(spec, "Whisper", 7) != 0)
-		return eng__errf(-ST_UNSUPPORTED, err, errlen,
-				 "%s: spec '%s' is not a Whisper model (the only CTranslate2 family served)",
-				 m->path, spec);
+		return st_errf(
+			-ST_UNSUPPORTED, err, errlen,
+			"%s: spec '%s' is not a Whisper model (the only CTranslate2 family served)",
+			m->path, spec);
 	m->arch = mem_strdup(spec);
 	m->task = ENG_TASK_TRANSCRIPTION;
 	m->size_bytes = eng_ct2_var_bytes(m->ct2);
 	if (!m->arch)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
 	return eng__whisper_model_load(m, err, errlen);
 }
 
@@ -156,15 +65,16 @@ static int load_ct2(struct eng_model *m, char *err, size_t errlen)
 static int model_load(struct eng_model *m, const struct eng_model_spec *spec, char *err, size_t errlen)
 {
 	if (!spec->path || !spec->path[0])
-		return eng__errf(-ST_INVAL, err, errlen, "no path given");
+		return st_errf(-ST_INVAL, err, errlen, "no path given");
 	if (spec->format < 0 || spec->format >= ENG_FORMAT_COUNT)
-		return eng__errf(-ST_INVAL, err, errlen, "unknown format %d", (int)spec->format);
+		return st_errf(-ST_INVAL, err, errlen, "unknown format %d", (int)spec->format);
 	if (spec->replica_count < 0 || (spec->n_replicas && !spec->replicas))
-		return eng__errf(-ST_INVAL, err, errlen, "replicas: expected a count >= 1 or placements");
+		return st_errf(-ST_INVAL, err, errlen,
+			       "replicas: expected a count >= 1 or placements");
 	m->name = mem_strdup(spec->name);
 	m->path = mem_strdup(spec->path);
 	if (!m->name || !m->path)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	m->format = spec->format;
 	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
 	if (rc)
@@ -195,10 +105,11 @@ static void model_fini(struct eng_model *m)
 static int check_name(const struct eng_model_spec *specs, size_t i, char *err, size_t errlen)
 {
 	if (!specs[i].name || !specs[i].name[0])
-		return eng__errf(-ST_INVAL, err, errlen, "model %zu: no name given", i);
+		return st_errf(-ST_INVAL, err, errlen, "model %zu: no name given", i);
 	for (size_t k = 0; k < i; k++)
 		if (!strcmp(specs[k].name, specs[i].name))
-			return eng__errf(-ST_INVAL, err, errlen, "model '%s': name used twice", specs[i].name);
+			return st_errf(-ST_INVAL, err, errlen, "model '%s': name used twice",
+				       specs[i].name);
 	return 0;
 }
 
@@ -211,10 +122,10 @@ int eng_create(const struct eng_model_spec *specs, size_t n_specs, struct eng **
 	*out = NULL;
 	struct eng *eng = mem_calloc(1, sizeof(*eng));
 	if (!eng)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	eng->models = mem_calloc(n_specs ? n_specs : 1, sizeof(*eng->models));
 	if (!eng->models) {
-		rc = eng__errf(-ST_NOMEM, err, errlen, "out of memory for %zu models", n_specs);
+		rc = st_errf(-ST_NOMEM, err, errlen, "out of memory for %zu models", n_specs);
 		goto out_destroy;
 	}
 	for (; eng->n_models < n_specs; eng->n_models++) {
@@ -224,7 +135,8 @@ int eng_create(const struct eng_model_spec *specs, size_t n_specs, struct eng **
 		rc = model_load(m, &specs[eng->n_models], msg, sizeof(msg));
 		if (rc) {
 			eng->n_models++; /* so that eng_destroy frees what it holds */
-			eng__errf(rc, err, errlen, "model '%s': %s", specs[eng->n_models - 1].name, msg);
+			st_errf(rc, err, errlen, "model '%s': %s", specs[eng->n_models - 1].name,
+				msg);
 			goto out_destroy;
 		}
 	}

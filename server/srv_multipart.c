@@ -12,7 +12,6 @@
  * printable ASCII not ending in a space, since the delimiter is matched as
  * bytes and senders outside the set exist.
  */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,20 +28,6 @@ struct srv_mp {
 	char *err;
 	size_t errlen;
 };
-
-static int srv_mp_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int srv_mp_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 bool srv_mp_str_eq(struct srv_mp_str a, const char *s)
 {
@@ -148,26 +133,26 @@ int srv_mp_boundary(const char *content_type, struct srv_mp_str *out, char *err,
 	struct srv_mp_str type, key, val;
 	srv_mp_media_type(content_type, end, &type, &p);
 	if (!srv_mp_str_ieq(type, "multipart/form-data"))
-		return srv_mp_fail(err, errlen, -ST_UNSUPPORTED,
-				   "Content-Type must be multipart/form-data");
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "Content-Type must be multipart/form-data");
 	int r;
 	while ((r = srv_mp_param_next(&p, end, &key, &val)) == 1) {
 		if (srv_mp_str_ieq(key, "boundary"))
 			*out = val;
 	}
 	if (r < 0)
-		return srv_mp_fail(err, errlen, -ST_INVAL,
-				   "malformed parameters in the Content-Type header");
+		return st_errf(-ST_INVAL, err, errlen,
+			       "malformed parameters in the Content-Type header");
 	if (!out->p || out->n == 0)
-		return srv_mp_fail(err, errlen, -ST_INVAL,
-				   "multipart/form-data without a boundary parameter");
+		return st_errf(-ST_INVAL, err, errlen,
+			       "multipart/form-data without a boundary parameter");
 	bool ok = out->n <= SRV_MP_BOUNDARY_MAX && out->p[out->n - 1] != ' ';
 	for (size_t i = 0; ok && i < out->n; i++)
 		ok = out->p[i] >= 0x20 && out->p[i] < 0x7f;
 	if (!ok) {
 		*out = (struct srv_mp_str){ 0 };
-		return srv_mp_fail(err, errlen, -ST_INVAL,
-				   "the multipart boundary must be 1 to 70 printable characters");
+		return st_errf(-ST_INVAL, err, errlen,
+			       "the multipart boundary must be 1 to 70 printable characters");
 	}
 	return 0;
 }
@@ -204,8 +189,8 @@ static int srv_mp_hdr_disposition(struct srv_mp *mp, size_t idx, struct srv_mp_p
 	struct srv_mp_str type, key, val;
 	srv_mp_media_type(v.p, end, &type, &p);
 	if (!srv_mp_str_ieq(type, "form-data"))
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: Content-Disposition must be form-data", idx);
+		return st_errf(-ST_INVAL, mp->err, mp->errlen,
+			       "part %zu: Content-Disposition must be form-data", idx);
 	int r;
 	while ((r = srv_mp_param_next(&p, end, &key, &val)) == 1) {
 		for (size_t i = 0; i < sizeof(srv_mp_disp_params) / sizeof(srv_mp_disp_params[0]); i++)
@@ -213,8 +198,8 @@ static int srv_mp_hdr_disposition(struct srv_mp *mp, size_t idx, struct srv_mp_p
 				*(struct srv_mp_str *)((char *)part + srv_mp_disp_params[i].offset) = val;
 	}
 	if (r < 0)
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: malformed Content-Disposition parameters", idx);
+		return st_errf(-ST_INVAL, mp->err, mp->errlen,
+			       "part %zu: malformed Content-Disposition parameters", idx);
 	return 0;
 }
 
@@ -232,17 +217,17 @@ static int srv_mp_header_line(struct srv_mp *mp, size_t idx, struct srv_mp_part 
 			      const char *line, size_t n)
 {
 	if (srv_mp_is_ows(line[0]))
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: folded header lines are not supported", idx);
+		return st_errf(-ST_INVAL, mp->err, mp->errlen,
+			       "part %zu: folded header lines are not supported", idx);
 	const char *colon = memchr(line, ':', n);
 	struct srv_mp_str name = { line, colon ? (size_t)(colon - line) : 0 };
 	for (size_t i = 0; i < name.n; i++)
 		if (!srv_mp_is_tchar(line[i]))
 			name.n = 0;
 	if (name.n == 0 || memchr(line, '\r', n) || memchr(line, '\n', n))
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: malformed header line (want 'Name: value' ending in CRLF)",
-				   idx);
+		return st_errf(
+			-ST_INVAL, mp->err, mp->errlen,
+			"part %zu: malformed header line (want 'Name: value' ending in CRLF)", idx);
 	const char *v = srv_mp_skip_ows(colon + 1, line + n), *e = line + n;
 	while (e > v && srv_mp_is_ows(e[-1]))
 		e--;
@@ -262,12 +247,12 @@ static int srv_mp_headers_read(struct srv_mp *mp, size_t idx, struct srv_mp_part
 	if (avail >= 2 && mp->p[0] == '\r' && mp->p[1] == '\n')
 		stop = mp->p - 2; /* no header lines at all */
 	else if (!stop && lim < avail)
-		return srv_mp_fail(mp->err, mp->errlen, -ST_TOOBIG,
-				   "part %zu: headers longer than %zu bytes", idx,
-				   mp->lim->max_header_bytes);
+		return st_errf(-ST_TOOBIG, mp->err, mp->errlen,
+			       "part %zu: headers longer than %zu bytes", idx,
+			       mp->lim->max_header_bytes);
 	else if (!stop)
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: headers not ended by an empty line", idx);
+		return st_errf(-ST_INVAL, mp->err, mp->errlen,
+			       "part %zu: headers not ended by an empty line", idx);
 	for (const char *line = mp->p; line < stop;) {
 		const char *eol = memmem(line, (size_t)(stop + 2 - line), "\r\n", 2);
 		int rc = srv_mp_header_line(mp, idx, part, line, (size_t)(eol - line));
@@ -277,9 +262,9 @@ static int srv_mp_headers_read(struct srv_mp *mp, size_t idx, struct srv_mp_part
 	}
 	mp->p = stop + 4;
 	if (!part->name.p)
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: no Content-Disposition: form-data; name=\"...\" header",
-				   idx);
+		return st_errf(-ST_INVAL, mp->err, mp->errlen,
+			       "part %zu: no Content-Disposition: form-data; name=\"...\" header",
+			       idx);
 	return 0;
 }
 
@@ -297,8 +282,8 @@ static int srv_mp_delimiter_end(struct srv_mp *mp, const char *p, size_t idx, bo
 	}
 	p = srv_mp_skip_ows(p, mp->end);
 	if (mp->end - p < 2 || p[0] != '\r' || p[1] != '\n')
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: the boundary line must end with CRLF", idx);
+		return st_errf(-ST_INVAL, mp->err, mp->errlen,
+			       "part %zu: the boundary line must end with CRLF", idx);
 	mp->p = p + 2;
 	return 0;
 }
@@ -320,9 +305,9 @@ static int srv_mp_open(struct srv_mp *mp, bool *closed)
 	if (!at_start) {
 		d = srv_mp_find_delim(mp, d);
 		if (!d)
-			return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-					   "no '--%.*s' boundary delimiter in the body",
-					   (int)mp->boundary.n, mp->boundary.p);
+			return st_errf(-ST_INVAL, mp->err, mp->errlen,
+				       "no '--%.*s' boundary delimiter in the body",
+				       (int)mp->boundary.n, mp->boundary.p);
 		d += 2;
 	}
 	return srv_mp_delimiter_end(mp, d, 0, closed);
@@ -341,14 +326,15 @@ static int srv_mp_part_read(struct srv_mp *mp, size_t idx, struct srv_mp_part *p
 	 * that CRLF begins the delimiter. */
 	const char *d = srv_mp_find_delim(mp, mp->p - 2);
 	if (!d)
-		return srv_mp_fail(mp->err, mp->errlen, -ST_INVAL,
-				   "part %zu: no closing '--%.*s' delimiter (truncated body?)", idx,
-				   (int)mp->boundary.n, mp->boundary.p);
+		return st_errf(-ST_INVAL, mp->err, mp->errlen,
+			       "part %zu: no closing '--%.*s' delimiter (truncated body?)", idx,
+			       (int)mp->boundary.n, mp->boundary.p);
 	part->data = (struct srv_mp_str){ mp->p, d > mp->p ? (size_t)(d - mp->p) : 0 };
 	if (!part->filename.p && part->data.n > mp->lim->max_field_bytes)
-		return srv_mp_fail(mp->err, mp->errlen, -ST_TOOBIG,
-				   "part %zu: a field value over %zu bytes (send files with a filename)",
-				   idx, mp->lim->max_field_bytes);
+		return st_errf(
+			-ST_TOOBIG, mp->err, mp->errlen,
+			"part %zu: a field value over %zu bytes (send files with a filename)", idx,
+			mp->lim->max_field_bytes);
 	return srv_mp_delimiter_end(mp, d + 2, idx + 1, closed);
 }
 
@@ -358,7 +344,7 @@ int srv_mp_parse(const char *body, size_t len, struct srv_mp_str boundary,
 {
 	*n_parts = 0;
 	if (!boundary.p || boundary.n == 0 || boundary.n > SRV_MP_BOUNDARY_MAX)
-		return srv_mp_fail(err, errlen, -ST_INVAL, "bad multipart boundary");
+		return st_errf(-ST_INVAL, err, errlen, "bad multipart boundary");
 	struct srv_mp mp = { .p = body, .end = body + len, .boundary = boundary, .lim = lim,
 			     .err = err, .errlen = errlen };
 	bool closed = false;
@@ -366,15 +352,15 @@ int srv_mp_parse(const char *body, size_t len, struct srv_mp_str boundary,
 	int rc = srv_mp_open(&mp, &closed);
 	while (!rc && !closed) {
 		if (n == lim->max_parts) {
-			rc = srv_mp_fail(err, errlen, -ST_TOOBIG, "more than %zu multipart parts",
-					 lim->max_parts);
+			rc = st_errf(-ST_TOOBIG, err, errlen, "more than %zu multipart parts",
+				     lim->max_parts);
 			break;
 		}
 		rc = srv_mp_part_read(&mp, n, &parts[n], &closed);
 		n += rc == 0;
 	}
 	if (!rc && n == 0)
-		rc = srv_mp_fail(err, errlen, -ST_INVAL, "the multipart body holds no parts");
+		rc = st_errf(-ST_INVAL, err, errlen, "the multipart body holds no parts");
 	*n_parts = rc ? 0 : n;
 	return rc;
 }

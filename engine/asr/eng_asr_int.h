@@ -1,5 +1,7 @@
-/* eng_asr_int.h - a transcription as the transcription loop
- * (eng_asr_submit.c) drives it. Internal to engine/. */
+/* eng_asr_int.h - a transcription request between the three files of
+ * asr/: submitted by eng_asr_submit.c, taken by the replica loop
+ * (eng_asr_replica.c), which runs the algorithm (eng_asr_transcribe.c) on
+ * it. Internal to engine/. */
 #ifndef ENG_ASR_INT_H
 #define ENG_ASR_INT_H
 

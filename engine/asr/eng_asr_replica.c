@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
@@ -171,7 +172,7 @@ static int ea_decode(void *ctx, const struct eng_whisper_enc *e, struct eng_whis
 static int ea_stop(void *arg)
 {
 	struct ea_driver *d = arg;
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	if (now >= d->next_sweep) {
 		d->next_sweep = now + 20;
 		if (eng__sched_sweep(d->l->rp))
@@ -224,7 +225,7 @@ static void ea_finish(struct ea_loop *l, struct ea_driver *d)
 {
 	struct eng_sched *s = l->rp->s;
 	struct eng__asr_req *r = d->r;
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	pthread_mutex_lock(&s->mu);
 	s->st.audio_seconds += d->audio_s;
 	pthread_mutex_unlock(&s->mu);
@@ -282,7 +283,7 @@ static void ea_start_all(struct ea_loop *l, size_t k)
 /* True when one of the admitted requests should not wait any longer. */
 static bool ea_any_expired(const struct ea_loop *l)
 {
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	for (int i = 0; i < l->n; i++)
 		if (eng__req_expired(&l->d[i]->r->base, now))
 			return true;
@@ -302,9 +303,9 @@ static bool ea_admit(struct ea_loop *l)
 	ea_start_all(l, k);
 	if (closing || !idle || !k || s->max_queue_delay_ms <= 0)
 		return closing;
-	double until = eng__now_ms() + s->max_queue_delay_ms;
+	double until = st_now_ms() + s->max_queue_delay_ms;
 	while (l->n < l->cap && !closing && !ea_any_expired(l)) {
-		double now = eng__now_ms();
+		double now = st_now_ms();
 		if (now >= until)
 			break;
 		double slice = now + 20 < until ? now + 20 : until;
@@ -347,9 +348,9 @@ static int ea_encode_all(struct ea_loop *l)
  * one. */
 static void ea_compute(struct ea_loop *l)
 {
-	double t0 = eng__now_ms();
+	double t0 = st_now_ms();
 	int n_enc = ea_encode_all(l), n_step = 0;
-	double t1 = eng__now_ms();
+	double t1 = st_now_ms();
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
 		if (d->state == EA_DECODE && d->n_tokens > ENG_WHISPER_STEP_MAX) {
@@ -369,7 +370,7 @@ static void ea_compute(struct ea_loop *l)
 		l->stepping[i]->pass_rc = rc;
 		l->stepping[i]->state = EA_RUN;
 	}
-	double t2 = eng__now_ms();
+	double t2 = st_now_ms();
 	struct eng_sched *s = l->rp->s;
 	pthread_mutex_lock(&s->mu);
 	eng_stats_batch(&s->st, n_enc, t1 - t0);
@@ -391,9 +392,9 @@ static void ea_round(struct ea_loop *l)
 		l->n--;
 		ea_finish(l, d);
 	}
-	double t0 = eng__now_ms();
+	double t0 = st_now_ms();
 	ea_compute(l);
-	double t1 = eng__now_ms();
+	double t1 = st_now_ms();
 	struct eng_sched *s = l->rp->s;
 	pthread_mutex_lock(&s->mu);
 	l->rp->st.busy_ms += t1 - t0;

@@ -35,13 +35,13 @@ int eng_transcribe_submit(const struct eng_model *m, const struct eng_asr_input 
 	if (rc)
 		return rc;
 	if (!in || (!in->data && !in->samples))
-		return eng__errf(-ST_INVAL, err, errlen, "no audio");
+		return st_errf(-ST_INVAL, err, errlen, "no audio");
 	if (!m->sched)
-		return eng__errf(-ST_CLOSED, err, errlen, "model '%s' has no replica running",
-				 m->name);
+		return st_errf(-ST_CLOSED, err, errlen, "model '%s' has no replica running",
+			       m->name);
 	struct eng__asr_req *r = mem_calloc(1, sizeof(*r));
 	if (!r)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	r->base.cancel = p->cancel;
 	r->base.end = ea_req_end;
 	r->m = m;
@@ -57,9 +57,10 @@ int eng_transcribe_submit(const struct eng_model *m, const struct eng_asr_input 
 	rc = eng__sched_submit(m->sched, &base, 1, o);
 	if (rc) {
 		mem_free(r);
-		return eng__errf(rc, err, errlen, rc == -ST_BUSY
-				 ? "model '%s' is busy: its queue is full, retry later"
-				 : "model '%s' is shutting down", m->name);
+		return st_errf(rc, err, errlen,
+			       rc == -ST_BUSY ? "model '%s' is busy: its queue is full, retry later"
+					      : "model '%s' is shutting down",
+			       m->name);
 	}
 	return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/eng.h"
 #include "engine/format/eng_ct2.h"
 #include "engine/asr/eng_asr_int.h"
@@ -36,23 +37,23 @@ int eng__whisper_model_load(struct eng_model *m, char *err, size_t errlen)
 	char msg[512];
 	int rc = eng_whisper_load(m->ct2, &m->whisper, msg, sizeof(msg));
 	if (rc)
-		return eng__errf(rc, err, errlen, "%s: %s", m->path, msg);
+		return st_errf(rc, err, errlen, "%s: %s", m->path, msg);
 	const char *tj = eng_ct2_tokenizer_path(m->ct2);
 	if (!tj)
-		return eng__errf(-ST_NOTFOUND, err, errlen,
-				 "%s: tokenizer.json is needed to decode Whisper tokens", m->path);
+		return st_errf(-ST_NOTFOUND, err, errlen,
+			       "%s: tokenizer.json is needed to decode Whisper tokens", m->path);
 	m->wtok = mem_calloc(1, sizeof(*m->wtok));
 	if (!m->wtok)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
 	const struct eng_whisper_hp *hp = eng_whisper_hp(m->whisper);
 	rc = eng_whisper_tok_init(m->wtok, tj, eng_ct2_config(m->ct2), hp->n_vocab, msg, sizeof(msg));
 	if (rc) {
 		mem_free(m->wtok);
 		m->wtok = NULL;
-		return eng__errf(rc, err, errlen, "%s: %s", m->path, msg);
+		return st_errf(rc, err, errlen, "%s: %s", m->path, msg);
 	}
 	if (kn_mel_create(hp->n_mels, &m->mel))
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
 	return 0;
 }
 
@@ -470,8 +471,8 @@ static int et_sot_sequence(struct et *t, char *err, size_t errlen)
 	if (p->language) {
 		lang = eng_whisper_tok_lang(tok, p->language);
 		if (lang < 0)
-			return eng__errf(-ST_INVAL, err, errlen, "language: unknown code '%s'",
-					 p->language);
+			return st_errf(-ST_INVAL, err, errlen, "language: unknown code '%s'",
+				       p->language);
 	} else if ((rc = et_detect_language(t, &lang, &o->language_prob)) != 0) {
 		return rc;
 	}
@@ -483,51 +484,31 @@ static int et_sot_sequence(struct et *t, char *err, size_t errlen)
 }
 
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
-static bool et_utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		size_t n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-		if (!n)
-			return false;
-		uint32_t cp = n == 1 ? *p : n == 2 ? (*p & 0x1Fu) : n == 3 ? (*p & 0x0Fu) : (*p & 0x07u);
-		for (size_t i = 1; i < n; i++) {
-			if ((p[i] & 0xC0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3Fu);
-		}
-		static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-		if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return false;
-		p += n;
-	}
-	return true;
-}
-
 static int et_check_params(const struct eng_model *m, const struct eng_transcribe_params *p,
 			   char *err, size_t errlen)
 {
 	if (!m->whisper)
-		return eng__errf(-ST_INVAL, err, errlen, "model '%s' is not a transcription model",
-				 m->name);
+		return st_errf(-ST_INVAL, err, errlen, "model '%s' is not a transcription model",
+			       m->name);
 	if (p->beam_size < 1 || p->beam_size > 16)
-		return eng__errf(-ST_INVAL, err, errlen, "beam_size: expected 1..16");
+		return st_errf(-ST_INVAL, err, errlen, "beam_size: expected 1..16");
 	if (p->best_of < 1 || p->best_of > 16)
-		return eng__errf(-ST_INVAL, err, errlen, "best_of: expected 1..16");
+		return st_errf(-ST_INVAL, err, errlen, "best_of: expected 1..16");
 	if (p->n_temperatures < 1 || p->n_temperatures > 8)
-		return eng__errf(-ST_INVAL, err, errlen, "temperature: expected 1..8 values");
+		return st_errf(-ST_INVAL, err, errlen, "temperature: expected 1..8 values");
 	for (int i = 0; i < p->n_temperatures; i++)
 		if (!(p->temperatures[i] >= 0.0f && p->temperatures[i] <= 2.0f))
-			return eng__errf(-ST_INVAL, err, errlen, "temperature: expected 0..2");
+			return st_errf(-ST_INVAL, err, errlen, "temperature: expected 0..2");
 	if (p->language && !eng_whisper_tok_lang_known(m->wtok, p->language))
-		return eng__errf(-ST_INVAL, err, errlen,
-				 "language: '%.16s' is not a language code Whisper knows (ISO 639-1, e.g. en, de)",
-				 p->language);
-	if (p->prompt && !et_utf8_valid(p->prompt))
-		return eng__errf(-ST_INVAL, err, errlen, "prompt: not valid UTF-8");
+		return st_errf(-ST_INVAL, err, errlen,
+			       "language: '%.16s' is not a language code Whisper knows (ISO 639-1, "
+			       "e.g. en, de)",
+			       p->language);
+	if (p->prompt && !st_utf8_valid(p->prompt, strlen(p->prompt)))
+		return st_errf(-ST_INVAL, err, errlen, "prompt: not valid UTF-8");
 	if (p->task && strcmp(p->task, "transcribe") && strcmp(p->task, "translate"))
-		return eng__errf(-ST_INVAL, err, errlen,
-				 "task: expected \"transcribe\" or \"translate\"");
+		return st_errf(-ST_INVAL, err, errlen,
+			       "task: expected \"transcribe\" or \"translate\"");
 	return 0;
 }
 
@@ -619,7 +600,7 @@ int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const 
 			.pool = pool, .stop = stop, .stop_arg = stop_arg, .run = run };
 	t.out = mem_calloc(1, sizeof(*t.out));
 	if (!t.out)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	t.out->duration_s = (double)n_samples / ENG_WHISPER_SAMPLE_RATE;
 	rc = et_run(&t, samples, n_samples, err, errlen);
 	eng_whisper_enc_destroy(t.enc);
@@ -627,13 +608,13 @@ int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const 
 	mem_free(t.all.v);
 	if (rc) {
 		if (rc == -ST_NOMEM)
-			eng__errf(rc, err, errlen, "out of memory");
+			st_errf(rc, err, errlen, "out of memory");
 		else if (rc == -ST_CANCELED)
-			eng__errf(rc, err, errlen, "the request was cancelled");
+			st_errf(rc, err, errlen, "the request was cancelled");
 		else if (rc == -ST_TIMEDOUT)
-			eng__errf(rc, err, errlen, "the request's deadline passed");
+			st_errf(rc, err, errlen, "the request's deadline passed");
 		else if (err && errlen && !err[0])
-			eng__errf(rc, err, errlen, "transcription failed (%s)", st_str(rc));
+			st_errf(rc, err, errlen, "transcription failed (%s)", st_str(rc));
 		eng_transcript_destroy(t.out);
 		return rc;
 	}

@@ -15,7 +15,6 @@
 #include <math.h>
 #include <sndfile.h>
 #include <soxr.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,16 +44,6 @@ struct audio_dec {
 	size_t n, cap;	   /* frames held, capacity */
 	size_t max_frames; /* ceiling from max_seconds */
 };
-
-static void audio_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static sf_count_t vio_len(void *user)
 {
@@ -217,19 +206,17 @@ static int audio_raw_info(const struct eng_audio_raw *raw, SF_INFO *info, char *
 		[ENG_AUDIO_ENCODING_ALAW] = SF_FORMAT_ALAW,
 	};
 	memset(info, 0, sizeof(*info));
-	if ((unsigned)raw->encoding >= ENG_AUDIO_ENCODING_COUNT) {
-		audio_err(err, errlen, "unsupported raw encoding %d", (int)raw->encoding);
-		return -ST_UNSUPPORTED;
-	}
+	if ((unsigned)raw->encoding >= ENG_AUDIO_ENCODING_COUNT)
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "unsupported raw encoding %d",
+			       (int)raw->encoding);
 	if (raw->encoding == ENG_AUDIO_ENCODING_FLAC ||
 	    raw->encoding == ENG_AUDIO_ENCODING_OGG_OPUS)
 		return 0;
 	if (raw->sample_rate < ENG_AUDIO_MIN_RATE || raw->sample_rate > ENG_AUDIO_MAX_RATE ||
-	    raw->channels < 1 || raw->channels > ENG_AUDIO_MAX_CHANNELS) {
-		audio_err(err, errlen, "raw audio needs sample_rate %d..%d and channels 1..%d",
-			  ENG_AUDIO_MIN_RATE, ENG_AUDIO_MAX_RATE, ENG_AUDIO_MAX_CHANNELS);
-		return -ST_INVAL;
-	}
+	    raw->channels < 1 || raw->channels > ENG_AUDIO_MAX_CHANNELS)
+		return st_errf(-ST_INVAL, err, errlen,
+			       "raw audio needs sample_rate %d..%d and channels 1..%d",
+			       ENG_AUDIO_MIN_RATE, ENG_AUDIO_MAX_RATE, ENG_AUDIO_MAX_CHANNELS);
 	info->samplerate = raw->sample_rate;
 	info->channels = raw->channels;
 	info->format = SF_FORMAT_RAW | subtype[raw->encoding] | SF_ENDIAN_LITTLE;
@@ -245,17 +232,14 @@ static int audio_open(struct audio_dec *d, struct audio_mem *mem, char *err, siz
 			    .write = vio_write,
 			    .tell = vio_tell};
 	d->sf = sf_open_virtual(&io, SFM_READ, &d->info, mem);
-	if (!d->sf) {
-		audio_err(err, errlen, "unrecognised or unsupported audio format: %s",
-			  sf_strerror(NULL));
-		return -ST_UNSUPPORTED;
-	}
+	if (!d->sf)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "unrecognised or unsupported audio format: %s", sf_strerror(NULL));
 	if (d->info.samplerate < ENG_AUDIO_MIN_RATE || d->info.samplerate > ENG_AUDIO_MAX_RATE ||
-	    d->info.channels < 1 || d->info.channels > AUDIO_BLOCK_SAMPLES) {
-		audio_err(err, errlen, "unsupported audio: %d Hz, %d channels", d->info.samplerate,
-			  d->info.channels);
-		return -ST_UNSUPPORTED;
-	}
+	    d->info.channels < 1 || d->info.channels > AUDIO_BLOCK_SAMPLES)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "unsupported audio: %d Hz, %d channels", d->info.samplerate,
+			       d->info.channels);
 	return 0;
 }
 
@@ -324,8 +308,8 @@ static int audio_read_all(struct audio_dec *d, char *err, size_t errlen)
 	}
 	mem_free(buf);
 	if (rc == -ST_TOOBIG)
-		audio_err(err, errlen, "audio longer than the %.0f s limit",
-			  (double)d->max_frames / d->info.samplerate);
+		st_errf(0, err, errlen, "audio longer than the %.0f s limit",
+			(double)d->max_frames / d->info.samplerate);
 	return rc;
 }
 
@@ -350,8 +334,7 @@ static int audio_resample(struct audio_dec *d, struct eng_audio *out, char *err,
 				      &done, &io, &q, NULL);
 	if (e) {
 		mem_free(dst);
-		audio_err(err, errlen, "resampling failed: %s", e);
-		return -ST_IO;
+		return st_errf(-ST_IO, err, errlen, "resampling failed: %s", e);
 	}
 	out->samples = dst;
 	out->n_samples = done;
@@ -361,18 +344,12 @@ static int audio_resample(struct audio_dec *d, struct eng_audio *out, char *err,
 static int audio_check_args(const void *data, size_t len, double max_seconds, struct eng_audio *out,
 			    char *err, size_t errlen)
 {
-	if (!out || (!data && len) || !(max_seconds > 0.0)) {
-		audio_err(err, errlen, "bad arguments");
-		return -ST_INVAL;
-	}
-	if (len == 0) {
-		audio_err(err, errlen, "empty audio");
-		return -ST_INVAL;
-	}
-	if (len > (size_t)INT64_MAX / 2) {
-		audio_err(err, errlen, "audio too large");
-		return -ST_TOOBIG;
-	}
+	if (!out || (!data && len) || !(max_seconds > 0.0))
+		return st_errf(-ST_INVAL, err, errlen, "bad arguments");
+	if (len == 0)
+		return st_errf(-ST_INVAL, err, errlen, "empty audio");
+	if (len > (size_t)INT64_MAX / 2)
+		return st_errf(-ST_TOOBIG, err, errlen, "audio too large");
 	return 0;
 }
 
@@ -397,8 +374,7 @@ int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_ra
 	if (rc)
 		goto out_close;
 	if (d.n == 0) {
-		audio_err(err, errlen, "audio has no samples");
-		rc = -ST_INVAL;
+		rc = st_errf(-ST_INVAL, err, errlen, "audio has no samples");
 		goto out_close;
 	}
 	rc = audio_resample(&d, out, err, errlen);
@@ -406,8 +382,7 @@ int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_ra
 		goto out_close;
 	if (out->n_samples == 0) { /* e.g. one 48 kHz frame is a third of a 16 kHz sample */
 		eng_audio_fini(out);
-		audio_err(err, errlen, "audio has no samples");
-		rc = -ST_INVAL;
+		rc = st_errf(-ST_INVAL, err, errlen, "audio has no samples");
 		goto out_close;
 	}
 	out->duration_s = (double)d.n / d.info.samplerate;
@@ -416,7 +391,7 @@ int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_ra
 	audio_format_name(&d.info, raw, out->src_format, sizeof(out->src_format));
 out_close:
 	if (rc == -ST_NOMEM)
-		audio_err(err, errlen, "out of memory decoding audio");
+		st_errf(0, err, errlen, "out of memory decoding audio");
 	mem_free(d.mono);
 	if (d.sf)
 		sf_close(d.sf);

@@ -18,7 +18,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_int.h"
+#include "engine/format/eng_file.h"
 
 #define CT2_MIN_VAR_BYTES 9u   /* string(2+1) + rank(1) + dtype(1) + n_bytes(4) */
 #define CT2_MIN_ALIAS_BYTES 6u /* two strings of at least 2+1 bytes */
@@ -80,13 +80,12 @@ uint32_t eng_ct2_dtype_size(int dtype)
 __attribute__((format(printf, 3, 4)))
 static int perr(struct pctx *p, int rc, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = st_verrf(rc, p->err, p->errlen, p->c->label, fmt, ap);
 	va_end(ap);
-	return eng__errf(rc, p->err, p->errlen, "%s: %s", p->c->label, msg);
+	return rc;
 }
 
 static int truncated(struct pctx *p, const char *what)
@@ -320,10 +319,11 @@ static int set_config(struct eng_ct2 *c, json_t *j, const json_error_t *je, cons
 		      char *err, size_t errlen)
 {
 	if (!j)
-		return eng__errf(-ST_CORRUPT, err, errlen, "%s: line %d: %s", file, je->line, je->text);
+		return st_errf(-ST_CORRUPT, err, errlen, "%s: line %d: %s", file, je->line,
+			       je->text);
 	if (!json_is_object(j)) {
 		json_decref(j);
-		return eng__errf(-ST_CORRUPT, err, errlen, "%s: not a JSON object", file);
+		return st_errf(-ST_CORRUPT, err, errlen, "%s: not a JSON object", file);
 	}
 	c->config = j;
 	return 0;
@@ -337,7 +337,7 @@ static struct eng_ct2 *ct2_new(const char *label, char *err, size_t errlen)
 		c = NULL;
 	}
 	if (!c)
-		eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", label);
+		st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", label);
 	return c;
 }
 
@@ -395,11 +395,12 @@ static int open_side_files(struct eng_ct2 *c, const char *dir, char *err, size_t
 	c->vocab_path = join(dir, "vocabulary.txt");
 	c->tok_path = join(dir, "tokenizer.json");
 	if (!cfg || !c->vocab_path || !c->tok_path) {
-		rc = eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", dir);
+		rc = st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", dir);
 		goto out_free_cfg;
 	}
 	if (!is_file(cfg)) {
-		rc = eng__errf(-ST_NOTFOUND, err, errlen, "%s: missing (a CTranslate2 model needs config.json)", cfg);
+		rc = st_errf(-ST_NOTFOUND, err, errlen,
+			     "%s: missing (a CTranslate2 model needs config.json)", cfg);
 		goto out_free_cfg;
 	}
 	json_error_t je;
@@ -414,10 +415,12 @@ static int open_side_files(struct eng_ct2 *c, const char *dir, char *err, size_t
 		mem_free(c->vocab_path);
 		c->vocab_path = c->tok_path ? mem_strdup(c->tok_path) : NULL;
 		if (!c->tok_path)
-			rc = eng__errf(-ST_NOTFOUND, err, errlen,
-				       "%s: neither vocabulary.txt nor tokenizer.json found (the tokenizer needs one)", dir);
+			rc = st_errf(-ST_NOTFOUND, err, errlen,
+				     "%s: neither vocabulary.txt nor tokenizer.json found (the "
+				     "tokenizer needs one)",
+				     dir);
 		else if (!c->vocab_path)
-			rc = eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", dir);
+			rc = st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", dir);
 	}
 out_free_cfg:
 	mem_free(cfg);
@@ -429,7 +432,7 @@ int eng_ct2_open(const char *dir, struct eng_ct2 **out, char *err, size_t errlen
 	*out = NULL;
 	char *bin = join(dir, "model.bin");
 	if (!bin)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", dir);
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", dir);
 	struct eng_ct2 *c = ct2_new(bin, err, errlen);
 	mem_free(bin);
 	if (!c)

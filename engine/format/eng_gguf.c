@@ -1,7 +1,7 @@
 /* eng_gguf.c - the GGUF v2/v3 reader (contract in eng_gguf.h).
  *
  * Parsing is one forward pass over the header, KV pairs and tensor infos
- * with a bounds-checked cursor (eng_int.h), followed by whole-file checks
+ * with a bounds-checked cursor (eng_file.h), followed by whole-file checks
  * (alignment, duplicate names, tensor extents and overlaps). Every count is
  * capped by what the remaining bytes could hold before anything is
  * allocated for it, so a corrupt count fails fast instead of allocating.
@@ -21,7 +21,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_int.h"
+#include "engine/format/eng_file.h"
 #include "kernels/kn_quant.h"
 
 #define GGUF_MAGIC "GGUF"
@@ -118,13 +118,12 @@ uint32_t eng_gguf_vtype_size(int vtype)
 __attribute__((format(printf, 3, 4)))
 static int perr(struct pctx *p, int rc, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = st_verrf(rc, p->err, p->errlen, p->g->label, fmt, ap);
 	va_end(ap);
-	return eng__errf(rc, p->err, p->errlen, "%s: %s", p->g->label, msg);
+	return rc;
 }
 
 /* truncated - the file ended while reading `what` (already formatted). */
@@ -505,7 +504,8 @@ static int open_common(struct eng_gguf *g, const char *label, struct eng_gguf **
 	g->label = mem_strdup(label ? label : "<buffer>");
 	if (!g->label) {
 		eng_gguf_close(g);
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", label ? label : "<buffer>");
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory",
+			       label ? label : "<buffer>");
 	}
 	int rc = parse_all(&p);
 	if (rc) {
@@ -522,7 +522,8 @@ int eng_gguf_open_buffer(const void *data, size_t size, const char *label,
 	*out = NULL;
 	struct eng_gguf *g = mem_calloc(1, sizeof(*g));
 	if (!g)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", label ? label : "<buffer>");
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory",
+			       label ? label : "<buffer>");
 	g->base = data;
 	g->size = data ? size : 0;
 	return open_common(g, label, out, err, errlen);
@@ -533,7 +534,7 @@ int eng_gguf_open(const char *path, struct eng_gguf **out, char *err, size_t err
 	*out = NULL;
 	struct eng_gguf *g = mem_calloc(1, sizeof(*g));
 	if (!g)
-		return eng__errf(-ST_NOMEM, err, errlen, "%s: out of memory", path);
+		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", path);
 	int rc = eng__map_file(path, &g->map, err, errlen);
 	if (rc) {
 		mem_free(g);

@@ -10,7 +10,7 @@
 #include "engine/eng.h"
 #include "engine/format/eng_ct2.h"
 #include "engine/format/eng_gguf.h"
-#include "engine/eng_int.h"
+#include "engine/format/eng_file.h"
 
 #define INSPECT_ARRAY_ITEMS 5 /* array elements shown before "…" */
 #define INSPECT_STR_BYTES 60  /* string bytes shown before "…" */

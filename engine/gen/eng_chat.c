@@ -160,8 +160,8 @@ int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, 
 	const char *tmpl = NULL;
 	*out = NULL;
 	if (!m->gguf || !m->llm)
-		return eng__errf(-ST_INVAL, err, errlen, "model '%s' is not a generation model",
-				 m->name);
+		return st_errf(-ST_INVAL, err, errlen, "model '%s' is not a generation model",
+			       m->name);
 	eng_gguf_get_str(m->gguf, "tokenizer.chat_template", &tmpl, NULL);
 	enum ec_format f = ec_detect(tmpl);
 	if (!tmpl && !strcmp(m->arch, "gemma3"))
@@ -169,16 +169,18 @@ int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, 
 	else if (!tmpl && (!strcmp(m->arch, "qwen2") || !strcmp(m->arch, "qwen3")))
 		f = EC_CHATML;
 	if (f == EC_NONE)
-		return eng__errf(-ST_UNSUPPORTED, err, errlen,
-				 "model '%s' has %s chat template; send a formatted prompt to "
-				 "/v1/completions instead", m->name, tmpl ? "an unrecognised" : "no");
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "model '%s' has %s chat template; send a formatted prompt to "
+			       "/v1/completions instead",
+			       m->name, tmpl ? "an unrecognised" : "no");
 	if (n == 0)
-		return eng__errf(-ST_INVAL, err, errlen, "messages: expected at least one message");
+		return st_errf(-ST_INVAL, err, errlen, "messages: expected at least one message");
 	for (size_t i = 0; i < n; i++)
 		if (!ec_role_ok(msgs[i].role) || !msgs[i].content)
-			return eng__errf(-ST_INVAL, err, errlen,
-					 "messages[%zu]: expected role system, user or assistant "
-					 "and a content string", i);
+			return st_errf(-ST_INVAL, err, errlen,
+				       "messages[%zu]: expected role system, user or assistant "
+				       "and a content string",
+				       i);
 	struct ec_out o = { 0 };
 	if (f == EC_GEMMA)
 		ec_gemma(&o, msgs, n);
@@ -190,7 +192,7 @@ int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, 
 		ec_inst(&o, msgs, n);
 	if (o.rc) {
 		mem_free(o.buf);
-		return eng__errf(o.rc, err, errlen, "out of memory");
+		return st_errf(o.rc, err, errlen, "out of memory");
 	}
 	*out = o.buf;
 	return 0;

@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev_pool.h"
@@ -45,7 +46,7 @@ static void egl_end(struct egl *l, size_t i, int rc, const char *err)
 	struct eng_sched *s = l->s;
 	size_t gen = r->seq ? eng__gseq_generated(r->seq) : 0;
 	size_t prompt = r->seq ? eng__gseq_prompt_tokens(r->seq) : 0;
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	pthread_mutex_lock(&s->mu);
 	s->st.generated_tokens += gen;
 	s->st.prompt_tokens += prompt;
@@ -70,7 +71,7 @@ static bool egl_admit(struct egl *l)
 	for (size_t i = 0; i < k; i++) {
 		struct eng__gen_req *r = (struct eng__gen_req *)l->taken[i];
 		char err[512] = "";
-		r->t_admit = eng__now_ms();
+		r->t_admit = st_now_ms();
 		l->run[l->n_run++] = r;
 		int rc = eng__gseq_start(r->m, &r->p, &r->seq, err, sizeof(err));
 		if (rc)
@@ -114,7 +115,7 @@ static size_t egl_batch(struct egl *l)
 /* After the pass: sample every sequence whose logits are due. */
 static void egl_sample(struct egl *l, size_t n_batch)
 {
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	for (size_t b = 0; b < n_batch; b++) {
 		struct eng__gen_req *r = l->in[b];
 		if (!eng__gseq_fed(r->seq, l->seqs[b].n))
@@ -142,9 +143,9 @@ static void egl_sample(struct egl *l, size_t n_batch)
 static void egl_step(struct egl *l)
 {
 	size_t n = egl_batch(l);
-	double t0 = eng__now_ms();
+	double t0 = st_now_ms();
 	int rc = eng_llm_forward_batch(l->s->m->llm, l->pool, l->scratch, l->seqs, n);
-	double t1 = eng__now_ms();
+	double t1 = st_now_ms();
 	struct eng_sched *s = l->s;
 	pthread_mutex_lock(&s->mu);
 	l->rp->st.busy_ms += t1 - t0;
@@ -168,7 +169,7 @@ static void egl_step(struct egl *l)
 static void egl_expire(struct egl *l, bool closing)
 {
 	closing |= eng__sched_sweep(l->rp); /* waiting ones too */
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	for (size_t i = l->n_run; i-- > 0;) {
 		int rc = closing ? -ST_CLOSED : eng__req_expired(&l->run[i]->base, now);
 		if (rc)

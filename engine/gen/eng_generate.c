@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/eng.h"
 #include "engine/eng_int.h"
 #include "engine/gen/eng_gen_int.h"
@@ -29,7 +31,7 @@ int eng__llm_model_load(struct eng_model *m, char *err, size_t errlen)
 	int rc = eng_llm_load(m->gguf, &m->llm, msg, sizeof(msg));
 	if (!rc)
 		rc = eng_tok_from_gguf(m->gguf, &m->tok, msg, sizeof(msg));
-	return rc ? eng__errf(rc, err, errlen, "%s: %s", m->path, msg) : 0;
+	return rc ? st_errf(rc, err, errlen, "%s: %s", m->path, msg) : 0;
 }
 
 void eng__llm_model_fini(struct eng_model *m)
@@ -65,36 +67,36 @@ static int eg_check(const struct eng_model *m, const struct eng_gen_params *p, c
 		    size_t errlen)
 {
 	if (!m->llm || !m->tok)
-		return eng__errf(-ST_INVAL, err, errlen, "model '%s' is not a generation model",
-				 m->name);
+		return st_errf(-ST_INVAL, err, errlen, "model '%s' is not a generation model",
+			       m->name);
 	if (p->max_tokens < 1)
-		return eng__errf(-ST_INVAL, err, errlen, "max_tokens: expected an integer >= 1");
+		return st_errf(-ST_INVAL, err, errlen, "max_tokens: expected an integer >= 1");
 	if (!(p->temperature >= 0 && p->temperature <= 2))
-		return eng__errf(-ST_INVAL, err, errlen, "temperature: expected a number in 0..2");
+		return st_errf(-ST_INVAL, err, errlen, "temperature: expected a number in 0..2");
 	if (!(p->top_p > 0 && p->top_p <= 1))
-		return eng__errf(-ST_INVAL, err, errlen, "top_p: expected a number in (0, 1]");
+		return st_errf(-ST_INVAL, err, errlen, "top_p: expected a number in (0, 1]");
 	if (!(p->presence_penalty >= -2 && p->presence_penalty <= 2) ||
 	    !(p->frequency_penalty >= -2 && p->frequency_penalty <= 2))
-		return eng__errf(-ST_INVAL, err, errlen, "penalties: expected numbers in -2..2");
+		return st_errf(-ST_INVAL, err, errlen, "penalties: expected numbers in -2..2");
 	if (!(p->repetition_penalty > 0) || p->top_k < 0 || !(p->min_p >= 0 && p->min_p <= 1))
-		return eng__errf(-ST_INVAL, err, errlen,
-				 "repetition_penalty > 0, top_k >= 0 and min_p in 0..1 expected");
+		return st_errf(-ST_INVAL, err, errlen,
+			       "repetition_penalty > 0, top_k >= 0 and min_p in 0..1 expected");
 	if (p->logprobs > ENG_GEN_MAX_TOP || p->n_stop < 0 || p->n_stop > ENG_GEN_MAX_STOP)
-		return eng__errf(-ST_INVAL, err, errlen, "logprobs: at most %d; stop: at most %d",
-				 ENG_GEN_MAX_TOP, ENG_GEN_MAX_STOP);
+		return st_errf(-ST_INVAL, err, errlen, "logprobs: at most %d; stop: at most %d",
+			       ENG_GEN_MAX_TOP, ENG_GEN_MAX_STOP);
 	if (!p->prompt)
-		return eng__errf(-ST_INVAL, err, errlen, "the prompt is missing");
+		return st_errf(-ST_INVAL, err, errlen, "the prompt is missing");
 	if (p->n_bias < 0 || p->n_bias > ENG_GEN_MAX_BIAS || (p->n_bias && !p->bias))
-		return eng__errf(-ST_INVAL, err, errlen, "logit_bias: at most %d entries",
-				 ENG_GEN_MAX_BIAS);
+		return st_errf(-ST_INVAL, err, errlen, "logit_bias: at most %d entries",
+			       ENG_GEN_MAX_BIAS);
 	int n_vocab = eng_llm_hp(m->llm)->n_vocab;
 	for (int i = 0; i < p->n_bias; i++)
 		if (p->bias[i].id < 0 || p->bias[i].id >= n_vocab || !(p->bias[i].bias >= -100) ||
 		    !(p->bias[i].bias <= 100))
-			return eng__errf(-ST_INVAL, err, errlen,
-					 "logit_bias: token %d is not in this model's vocabulary of "
-					 "%d (or its bias is not in -100..100)", (int)p->bias[i].id,
-					 n_vocab);
+			return st_errf(-ST_INVAL, err, errlen,
+				       "logit_bias: token %d is not in this model's vocabulary of "
+				       "%d (or its bias is not in -100..100)",
+				       (int)p->bias[i].id, n_vocab);
 	return 0;
 }
 
@@ -155,18 +157,7 @@ static size_t eg_final_end(const struct eng_gen_params *p, const struct eg_text 
 				break;
 			}
 	}
-	/* back off over an unfinished multi-byte character */
-	size_t i = end, back = 0;
-	while (i > 0 && back < 4 && ((unsigned char)t->buf[i - 1] & 0xC0) == 0x80) {
-		i--;
-		back++;
-	}
-	if (i > 0 && ((unsigned char)t->buf[i - 1] & 0x80)) {
-		unsigned char lead = (unsigned char)t->buf[i - 1];
-		size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-		if (back + 1 < need)
-			end = i - 1;
-	}
+	end = st_utf8_complete_len(t->buf, end); /* never split a character */
 	return end < t->sent ? t->sent : end;
 }
 
@@ -220,16 +211,17 @@ static int eg_prompt(struct eng__gseq *g, char *err, size_t errlen)
 	if (!rc && p->max_tokens_fit && n < ctx && n + g->max_tokens > ctx)
 		g->max_tokens = ctx - n;
 	if (rc == -ST_TOOBIG && n > ctx)
-		return eng__errf(-ST_TOOBIG, err, errlen,
-				 "this model's context is %zu tokens, but the prompt alone has "
-				 "more (at least %zu)", ctx, n);
+		return st_errf(-ST_TOOBIG, err, errlen,
+			       "this model's context is %zu tokens, but the prompt alone has "
+			       "more (at least %zu)",
+			       ctx, n);
 	if (rc == -ST_TOOBIG || (!rc && n + g->max_tokens > ctx))
-		return eng__errf(-ST_TOOBIG, err, errlen,
-				 "this model's context is %zu tokens, but the request needs %zu "
-				 "(%zu in the prompt, %zu for max_tokens)",
-				 ctx, n + g->max_tokens, n, g->max_tokens);
+		return st_errf(-ST_TOOBIG, err, errlen,
+			       "this model's context is %zu tokens, but the request needs %zu "
+			       "(%zu in the prompt, %zu for max_tokens)",
+			       ctx, n + g->max_tokens, n, g->max_tokens);
 	if (!rc && n == 0)
-		return eng__errf(-ST_INVAL, err, errlen, "the prompt is empty");
+		return st_errf(-ST_INVAL, err, errlen, "the prompt is empty");
 	g->n_hist = n;
 	g->res->n_prompt_tokens = n;
 	return rc;
@@ -319,7 +311,7 @@ int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
 	*out = NULL;
 	struct eng__gseq *g = mem_calloc(1, sizeof(*g));
 	if (!g)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	g->m = m;
 	g->p = p;
 	g->text.stop_at = (size_t)-1;
@@ -334,7 +326,7 @@ int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
 		rc = eng_llm_kv_create(m->llm, eng_model_context(m), &g->kv);
 	if (rc) {
 		if (err && errlen && !err[0])
-			eng__errf(rc, err, errlen, "generation failed (%s)", st_str(rc));
+			st_errf(rc, err, errlen, "generation failed (%s)", st_str(rc));
 		eng__gseq_destroy(g);
 		return rc;
 	}
@@ -415,16 +407,16 @@ int eng_generate_submit_group(const struct eng_model *m, const struct eng_gen_pa
 	if (err && errlen)
 		err[0] = '\0';
 	if (n == 0 || n > ENG_GEN_MAX_GROUP)
-		return eng__errf(-ST_INVAL, err, errlen, "a group has 1..%d completions",
-				 ENG_GEN_MAX_GROUP);
+		return st_errf(-ST_INVAL, err, errlen, "a group has 1..%d completions",
+			       ENG_GEN_MAX_GROUP);
 	for (size_t i = 0; i < n; i++) {
 		int rc = eg_check(m, ps[i], err, errlen);
 		if (rc)
 			return rc;
 	}
 	if (!m->sched)
-		return eng__errf(-ST_CLOSED, err, errlen, "model '%s' has no replica running",
-				 m->name);
+		return st_errf(-ST_CLOSED, err, errlen, "model '%s' has no replica running",
+			       m->name);
 	struct eng__gen_req *r[ENG_GEN_MAX_GROUP] = { 0 };
 	struct eng__req *base[ENG_GEN_MAX_GROUP];
 	int rc = 0;
@@ -447,10 +439,11 @@ int eng_generate_submit_group(const struct eng_model *m, const struct eng_gen_pa
 	if (rc) {
 		for (size_t i = 0; i < n; i++)
 			mem_free(r[i]);
-		return eng__errf(rc, err, errlen, rc == -ST_BUSY
-				 ? "model '%s' is busy: its queue is full, retry later"
-				 : rc == -ST_NOMEM ? "out of memory"
-				 : "model '%s' is shutting down", m->name);
+		return st_errf(rc, err, errlen,
+			       rc == -ST_BUSY ? "model '%s' is busy: its queue is full, retry later"
+			       : rc == -ST_NOMEM ? "out of memory"
+						 : "model '%s' is shutting down",
+			       m->name);
 	}
 	return 0;
 }
@@ -475,7 +468,7 @@ void eng__gen_req_end(struct eng__req *base, int rc, const char *err)
 	if (res) {
 		res->queue_ms = r->t_admit - base->t_submit;
 		res->prompt_ms = r->t_first - r->t_admit;
-		res->decode_ms = eng__now_ms() - r->t_first;
+		res->decode_ms = st_now_ms() - r->t_first;
 	}
 	eng__gseq_destroy(r->seq);
 	eng_gen_done_fn done = r->done;

@@ -138,8 +138,8 @@ int eng_whisper_decode_steps(const struct eng_whisper *w, struct dev_pool *p,
 /* How a transcription's passes run. NULL: directly on the pool given
  * (eng_whisper_encode / eng_whisper_decode). Otherwise through these
  * calls, which may hand the pass to a batcher that runs it together with
- * other transcriptions' passes (engine/asr/eng_asr_submit.c); the results are
- * the same. */
+ * other transcriptions' passes (the replica loop, engine/asr/eng_asr_replica.c);
+ * the results are the same. */
 struct eng_whisper_runner {
 	void (*encode)(void *ctx, struct eng_whisper_enc *e, const float *mel, size_t mel_stride,
 		       size_t frame0, size_t n_frames);

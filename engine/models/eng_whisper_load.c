@@ -9,6 +9,10 @@
  * the fused q|k|v (or q for cross-attention), linear_1 the output (or the
  * fused k|v of the memory for cross-attention), linear_2 the output of
  * cross-attention.
+ *
+ * Loading is straight-line: the steps share one reader (struct ew_ld)
+ * whose first error sticks; every later step is then a no-op, and
+ * eng_whisper_load checks the reader once at the end.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,18 +24,20 @@
 #include "kernels/kn.h"
 #include "kernels/kn_half.h"
 
-/* Load-time context: the reader, the error buffer, the model. */
+/* Load-time context: the reader, the model, and the first error. */
 struct ew_ld {
 	const struct eng_ct2 *ct2;
 	struct eng_whisper *w;
-	char *err;
+	int rc;      /* 0, or the first failure: later steps do nothing */
+	char *err;   /* the first failure's "NAME: what" */
 	size_t errlen;
 };
 
-static int ew_fail(struct ew_ld *ld, int rc, const char *name, const char *what)
+/* ew_fail - record rc and "NAME: what" unless an earlier failure stuck. */
+static void ew_fail(struct ew_ld *ld, int rc, const char *name, const char *what)
 {
-	snprintf(ld->err, ld->errlen, "%s: %s", name, what);
-	return rc;
+	if (!ld->rc)
+		ld->rc = st_errf(rc, ld->err, ld->errlen, "%s: %s", name, what);
 }
 
 static void *ew_track(struct eng_whisper *w, size_t bytes)
@@ -53,40 +59,53 @@ static void *ew_track(struct eng_whisper *w, size_t bytes)
 }
 
 /* The variable's binary16 bits when it is stored as float16 (a lossless
- * copy for kn gemv_f16), else NULL. Only -ST_NOMEM fails. */
-static int ew_half(struct ew_ld *ld, const char *name, uint16_t **out)
+ * copy for kn gemv_f16), else NULL. Only running out of memory fails. */
+static void ew_half(struct ew_ld *ld, const char *name, uint16_t **out)
 {
+	if (ld->rc)
+		return;
 	const struct eng_ct2_var *v = eng_ct2_var_find(ld->ct2, name);
 	*out = NULL;
 	if (!v || v->dtype != ENG_CT2_DTYPE_FLOAT16)
-		return 0;
+		return;
 	*out = ew_track(ld->w, v->size_bytes);
-	if (!*out)
-		return ew_fail(ld, -ST_NOMEM, name, "out of memory");
+	if (!*out) {
+		ew_fail(ld, -ST_NOMEM, name, "out of memory");
+		return;
+	}
 	memcpy(*out, v->data, v->size_bytes); /* the map is unaligned */
-	return 0;
 }
 
 /* Convert the variable to float32; want_dims[0..rank) must match (0 =
  * any, reported back in got_dims). */
-static int ew_tensor(struct ew_ld *ld, const char *name, int rank, const int *want_dims,
-		     int *got_dims, float **out)
+static void ew_tensor(struct ew_ld *ld, const char *name, int rank, const int *want_dims,
+		      int *got_dims, float **out)
 {
+	if (ld->rc)
+		return;
 	const struct eng_ct2_var *v = eng_ct2_var_find(ld->ct2, name);
 	*out = NULL;
-	if (!v)
-		return ew_fail(ld, -ST_CORRUPT, name, "missing from the WhisperSpec");
-	if ((int)v->rank != rank)
-		return ew_fail(ld, -ST_CORRUPT, name, "unexpected rank");
+	if (!v) {
+		ew_fail(ld, -ST_CORRUPT, name, "missing from the WhisperSpec");
+		return;
+	}
+	if ((int)v->rank != rank) {
+		ew_fail(ld, -ST_CORRUPT, name, "unexpected rank");
+		return;
+	}
 	for (int i = 0; i < rank; i++) {
-		if (want_dims && want_dims[i] && (int)v->dims[i] != want_dims[i])
-			return ew_fail(ld, -ST_CORRUPT, name, "shape disagrees with the model");
+		if (want_dims && want_dims[i] && (int)v->dims[i] != want_dims[i]) {
+			ew_fail(ld, -ST_CORRUPT, name, "shape disagrees with the model");
+			return;
+		}
 		if (got_dims)
 			got_dims[i] = (int)v->dims[i];
 	}
 	float *p = ew_track(ld->w, v->n_elems * sizeof(float));
-	if (!p)
-		return ew_fail(ld, -ST_NOMEM, name, "out of memory");
+	if (!p) {
+		ew_fail(ld, -ST_NOMEM, name, "out of memory");
+		return;
+	}
 	if (v->dtype == ENG_CT2_DTYPE_FLOAT16) {
 		/* The data is unaligned: kn's f16_to_f32 takes any pointer. */
 		kn_ops()->f16_to_f32((const uint16_t *)v->data, p, v->n_elems);
@@ -97,120 +116,110 @@ static int ew_tensor(struct ew_ld *ld, const char *name, int rank, const int *wa
 		for (uint64_t i = 0; i < v->n_elems; i++)
 			p[i] = kn_bf16_to_f32((uint16_t)(b[2 * i] | (b[2 * i + 1] << 8)));
 	} else {
-		return ew_fail(ld, -ST_UNSUPPORTED, name,
-			       "quantized (int8/int16) CTranslate2 weights are not supported yet; "
-			       "convert with --quantization float16 or float32");
+		ew_fail(ld, -ST_UNSUPPORTED, name,
+			"quantized (int8/int16) CTranslate2 weights are not supported yet; "
+			"convert with --quantization float16 or float32");
+		return;
 	}
 	*out = p;
-	return 0;
 }
 
 /* An integer scalar variable (int8/int16/int32). */
-static int ew_scalar(struct ew_ld *ld, const char *name, long *out)
+static void ew_scalar(struct ew_ld *ld, const char *name, long *out)
 {
+	if (ld->rc)
+		return;
 	const struct eng_ct2_var *v = eng_ct2_var_find(ld->ct2, name);
-	if (!v || v->n_elems != 1)
-		return ew_fail(ld, -ST_CORRUPT, name, "missing scalar");
+	if (!v || v->n_elems != 1) {
+		ew_fail(ld, -ST_CORRUPT, name, "missing scalar");
+		return;
+	}
 	const uint8_t *b = v->data;
 	switch (v->dtype) {
-	case ENG_CT2_DTYPE_INT8: *out = (int8_t)b[0]; return 0;
-	case ENG_CT2_DTYPE_INT16: *out = (int16_t)(b[0] | (b[1] << 8)); return 0;
+	case ENG_CT2_DTYPE_INT8: *out = (int8_t)b[0]; return;
+	case ENG_CT2_DTYPE_INT16: *out = (int16_t)(b[0] | (b[1] << 8)); return;
 	case ENG_CT2_DTYPE_INT32: {
 		int32_t x;
 		memcpy(&x, b, sizeof(x));
 		*out = x;
-		return 0;
+		return;
 	}
 	default:
-		return ew_fail(ld, -ST_CORRUPT, name, "not an integer scalar");
+		ew_fail(ld, -ST_CORRUPT, name, "not an integer scalar");
 	}
 }
 
-static int ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
-		     struct ew_linear *l)
+static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
+		      struct ew_linear *l)
 {
 	char name[256];
 	int dims[2] = { n_out, n_in };
 	snprintf(name, sizeof(name), "%s/weight", prefix);
-	int rc = ew_tensor(ld, name, 2, dims, NULL, &l->w);
+	ew_tensor(ld, name, 2, dims, NULL, &l->w);
 	l->n_out = n_out;
 	l->n_in = n_in;
 	l->b = NULL;
 	l->w16 = NULL;
-	if (!rc && !strncmp(prefix, "decoder/", 8))
-		rc = ew_half(ld, name, &l->w16);
-	if (rc || !bias)
-		return rc;
+	if (!strncmp(prefix, "decoder/", 8))
+		ew_half(ld, name, &l->w16);
+	if (!bias)
+		return;
 	snprintf(name, sizeof(name), "%s/bias", prefix);
-	return ew_tensor(ld, name, 1, dims, NULL, &l->b);
+	ew_tensor(ld, name, 1, dims, NULL, &l->b);
 }
 
-static int ew_norm(struct ew_ld *ld, const char *prefix, struct ew_norm *n)
+static void ew_norm(struct ew_ld *ld, const char *prefix, struct ew_norm *n)
 {
 	char name[256];
 	int d[1] = { ld->w->hp.d_model };
 	snprintf(name, sizeof(name), "%s/gamma", prefix);
-	int rc = ew_tensor(ld, name, 1, d, NULL, &n->gamma);
-	if (rc)
-		return rc;
+	ew_tensor(ld, name, 1, d, NULL, &n->gamma);
 	snprintf(name, sizeof(name), "%s/beta", prefix);
-	return ew_tensor(ld, name, 1, d, NULL, &n->beta);
+	ew_tensor(ld, name, 1, d, NULL, &n->beta);
 }
 
 /* Self-attention block "PREFIX/self_attention": norm, fused qkv, output. */
-static int ew_self_attn(struct ew_ld *ld, const char *prefix, struct ew_norm *ln,
-			struct ew_linear *qkv, struct ew_linear *out)
+static void ew_self_attn(struct ew_ld *ld, const char *prefix, struct ew_norm *ln,
+			 struct ew_linear *qkv, struct ew_linear *out)
 {
 	char p[200];
 	int d = ld->w->hp.d_model;
 	snprintf(p, sizeof(p), "%s/self_attention/layer_norm", prefix);
-	int rc = ew_norm(ld, p, ln);
+	ew_norm(ld, p, ln);
 	snprintf(p, sizeof(p), "%s/self_attention/linear_0", prefix);
-	if (!rc)
-		rc = ew_linear(ld, p, 3 * d, d, true, qkv);
+	ew_linear(ld, p, 3 * d, d, true, qkv);
 	snprintf(p, sizeof(p), "%s/self_attention/linear_1", prefix);
-	if (!rc)
-		rc = ew_linear(ld, p, d, d, true, out);
-	return rc;
+	ew_linear(ld, p, d, d, true, out);
 }
 
-static int ew_ffn(struct ew_ld *ld, const char *prefix, struct ew_norm *ln,
-		  struct ew_linear *f1, struct ew_linear *f2)
+static void ew_ffn(struct ew_ld *ld, const char *prefix, struct ew_norm *ln,
+		   struct ew_linear *f1, struct ew_linear *f2)
 {
 	char p[200];
 	const struct eng_whisper_hp *hp = &ld->w->hp;
 	snprintf(p, sizeof(p), "%s/ffn/layer_norm", prefix);
-	int rc = ew_norm(ld, p, ln);
+	ew_norm(ld, p, ln);
 	snprintf(p, sizeof(p), "%s/ffn/linear_0", prefix);
-	if (!rc)
-		rc = ew_linear(ld, p, hp->d_ffn, hp->d_model, true, f1);
+	ew_linear(ld, p, hp->d_ffn, hp->d_model, true, f1);
 	snprintf(p, sizeof(p), "%s/ffn/linear_1", prefix);
-	if (!rc)
-		rc = ew_linear(ld, p, hp->d_model, hp->d_ffn, true, f2);
-	return rc;
+	ew_linear(ld, p, hp->d_model, hp->d_ffn, true, f2);
 }
 
-static int ew_dec_layer(struct ew_ld *ld, int i, struct ew_dec_layer *l)
+static void ew_dec_layer(struct ew_ld *ld, int i, struct ew_dec_layer *l)
 {
 	char p[64], q[200];
 	int d = ld->w->hp.d_model;
 	snprintf(p, sizeof(p), "decoder/layer_%d", i);
-	int rc = ew_self_attn(ld, p, &l->ln_self, &l->self_qkv, &l->self_out);
+	ew_self_attn(ld, p, &l->ln_self, &l->self_qkv, &l->self_out);
 	snprintf(q, sizeof(q), "%s/attention/layer_norm", p);
-	if (!rc)
-		rc = ew_norm(ld, q, &l->ln_cross);
+	ew_norm(ld, q, &l->ln_cross);
 	snprintf(q, sizeof(q), "%s/attention/linear_0", p);
-	if (!rc)
-		rc = ew_linear(ld, q, d, d, true, &l->cross_q);
+	ew_linear(ld, q, d, d, true, &l->cross_q);
 	snprintf(q, sizeof(q), "%s/attention/linear_1", p);
-	if (!rc)
-		rc = ew_linear(ld, q, 2 * d, d, true, &l->cross_kv);
+	ew_linear(ld, q, 2 * d, d, true, &l->cross_kv);
 	snprintf(q, sizeof(q), "%s/attention/linear_2", p);
-	if (!rc)
-		rc = ew_linear(ld, q, d, d, true, &l->cross_out);
-	if (!rc)
-		rc = ew_ffn(ld, p, &l->ln_ffn, &l->ffn1, &l->ffn2);
-	return rc;
+	ew_linear(ld, q, d, d, true, &l->cross_out);
+	ew_ffn(ld, p, &l->ln_ffn, &l->ffn1, &l->ffn2);
 }
 
 /* Count "PREFIX/layer_N/..." layers present. */
@@ -227,91 +236,81 @@ static int ew_count_layers(const struct eng_ct2 *ct2, const char *prefix)
 
 /* Settings CTranslate2 records as scalars that this implementation fixes:
  * pre-norm blocks, GELU (ActivationType::GELU = 3), no embedding scaling. */
-static int ew_check_settings(struct ew_ld *ld)
+static void ew_check_settings(struct ew_ld *ld)
 {
 	long act = 0, pre = 0, scale = 0, heads = 0;
-	int rc = ew_scalar(ld, "decoder/activation", &act);
-	if (!rc)
-		rc = ew_scalar(ld, "decoder/pre_norm", &pre);
-	if (!rc)
-		rc = ew_scalar(ld, "decoder/scale_embeddings", &scale);
-	if (!rc)
-		rc = ew_scalar(ld, "encoder/num_heads", &heads);
-	if (rc)
-		return rc;
+	ew_scalar(ld, "decoder/activation", &act);
+	ew_scalar(ld, "decoder/pre_norm", &pre);
+	ew_scalar(ld, "decoder/scale_embeddings", &scale);
+	ew_scalar(ld, "encoder/num_heads", &heads);
 	if (act != 3 || pre != 1 || scale != 0)
-		return ew_fail(ld, -ST_UNSUPPORTED, "decoder/activation",
-			       "expected GELU, pre-norm and unscaled embeddings (a Whisper model)");
+		ew_fail(ld, -ST_UNSUPPORTED, "decoder/activation",
+			"expected GELU, pre-norm and unscaled embeddings (a Whisper model)");
 	if (heads <= 0 || ld->w->hp.d_model % heads)
-		return ew_fail(ld, -ST_CORRUPT, "encoder/num_heads", "does not divide the width");
+		ew_fail(ld, -ST_CORRUPT, "encoder/num_heads", "does not divide the width");
 	ld->w->hp.n_heads = (int)heads;
-	return 0;
 }
 
 /* Shapes: conv1 [d, n_mels, 3], embeddings [n_vocab, d], positions. */
-static int ew_hparams(struct ew_ld *ld)
+static void ew_hparams(struct ew_ld *ld)
 {
 	struct eng_whisper_hp *hp = &ld->w->hp;
-	int c1[3], emb[2], ep[2], dp[2], f[2];
-	int rc = ew_tensor(ld, "encoder/conv1/weight", 3, (int[]){ 0, 0, 3 }, c1, &ld->w->conv1.w);
-	if (!rc)
-		rc = ew_tensor(ld, "decoder/embeddings/weight", 2, (int[]){ 0, c1[0] }, emb,
-			       &ld->w->tok_emb);
-	if (!rc)
-		rc = ew_tensor(ld, "encoder/position_encodings/encodings", 2,
-			       (int[]){ 0, c1[0] }, ep, &ld->w->enc_pos);
-	if (!rc)
-		rc = ew_tensor(ld, "decoder/position_encodings/encodings", 2,
-			       (int[]){ 0, c1[0] }, dp, &ld->w->dec_pos);
-	const struct eng_ct2_var *ffn = eng_ct2_var_find(ld->ct2, "encoder/layer_0/ffn/linear_0/weight");
-	if (!rc && !ffn)
-		rc = ew_fail(ld, -ST_CORRUPT, "encoder/layer_0/ffn/linear_0/weight", "missing");
-	if (rc)
-		return rc;
-	f[0] = (int)ffn->dims[0];
+	const char *ffn0 = "encoder/layer_0/ffn/linear_0/weight";
+	int c1[3] = { 0 }, emb[2] = { 0 }, ep[2] = { 0 }, dp[2] = { 0 };
+	ew_tensor(ld, "encoder/conv1/weight", 3, (int[]){ 0, 0, 3 }, c1, &ld->w->conv1.w);
+	ew_tensor(ld, "decoder/embeddings/weight", 2, (int[]){ 0, c1[0] }, emb, &ld->w->tok_emb);
+	ew_tensor(ld, "encoder/position_encodings/encodings", 2, (int[]){ 0, c1[0] }, ep,
+		  &ld->w->enc_pos);
+	ew_tensor(ld, "decoder/position_encodings/encodings", 2, (int[]){ 0, c1[0] }, dp,
+		  &ld->w->dec_pos);
+	const struct eng_ct2_var *ffn = eng_ct2_var_find(ld->ct2, ffn0);
+	if (!ffn)
+		ew_fail(ld, -ST_CORRUPT, ffn0, "missing");
 	*hp = (struct eng_whisper_hp){
 		.n_mels = c1[1], .d_model = c1[0], .n_vocab = emb[0], .n_audio_ctx = ep[0],
-		.n_text_ctx = dp[0], .d_ffn = f[0],
+		.n_text_ctx = dp[0], .d_ffn = ffn ? (int)ffn->dims[0] : 0,
 		.enc_layers = ew_count_layers(ld->ct2, "encoder"),
 		.dec_layers = ew_count_layers(ld->ct2, "decoder"),
 	};
 	if (hp->enc_layers == 0 || hp->dec_layers == 0 || hp->n_audio_ctx * 2 != ENG_WHISPER_N_FRAMES)
-		return ew_fail(ld, -ST_CORRUPT, "encoder", "unexpected layer count or audio context");
-	return ew_check_settings(ld);
+		ew_fail(ld, -ST_CORRUPT, "encoder", "unexpected layer count or audio context");
+	ew_check_settings(ld);
 }
 
-static int ew_load_all(struct ew_ld *ld)
+/* The per-layer arrays, once the layer counts are known. */
+static void ew_layers_alloc(struct ew_ld *ld)
+{
+	struct eng_whisper *w = ld->w;
+	if (ld->rc)
+		return;
+	w->enc = mem_calloc((size_t)w->hp.enc_layers, sizeof(*w->enc));
+	w->dec = w->enc ? mem_calloc((size_t)w->hp.dec_layers, sizeof(*w->dec)) : NULL;
+	if (!w->dec)
+		ew_fail(ld, -ST_NOMEM, "layers", "out of memory");
+}
+
+static void ew_load_all(struct ew_ld *ld)
 {
 	struct eng_whisper *w = ld->w;
 	const struct eng_whisper_hp *hp = &w->hp;
+	ew_hparams(ld);
 	int d = hp->d_model;
-	int rc = ew_hparams(ld);
-	if (!rc)
-		rc = ew_half(ld, "decoder/embeddings/weight", &w->tok_emb16);
-	if (!rc)
-		rc = ew_tensor(ld, "encoder/conv1/bias", 1, (int[]){ d }, NULL, &w->conv1.b);
-	if (!rc)
-		rc = ew_tensor(ld, "encoder/conv2/weight", 3, (int[]){ d, d, 3 }, NULL, &w->conv2.w);
-	if (!rc)
-		rc = ew_tensor(ld, "encoder/conv2/bias", 1, (int[]){ d }, NULL, &w->conv2.b);
-	if (!rc && (!(w->enc = mem_calloc((size_t)hp->enc_layers, sizeof(*w->enc))) ||
-		    !(w->dec = mem_calloc((size_t)hp->dec_layers, sizeof(*w->dec)))))
-		rc = ew_fail(ld, -ST_NOMEM, "layers", "out of memory");
-	for (int i = 0; !rc && i < hp->enc_layers; i++) {
+	ew_half(ld, "decoder/embeddings/weight", &w->tok_emb16);
+	ew_tensor(ld, "encoder/conv1/bias", 1, (int[]){ d }, NULL, &w->conv1.b);
+	ew_tensor(ld, "encoder/conv2/weight", 3, (int[]){ d, d, 3 }, NULL, &w->conv2.w);
+	ew_tensor(ld, "encoder/conv2/bias", 1, (int[]){ d }, NULL, &w->conv2.b);
+	ew_layers_alloc(ld);
+	for (int i = 0; !ld->rc && i < hp->enc_layers; i++) {
 		char p[64];
 		snprintf(p, sizeof(p), "encoder/layer_%d", i);
 		struct ew_enc_layer *l = &w->enc[i];
-		rc = ew_self_attn(ld, p, &l->ln_attn, &l->qkv, &l->out);
-		if (!rc)
-			rc = ew_ffn(ld, p, &l->ln_ffn, &l->ffn1, &l->ffn2);
+		ew_self_attn(ld, p, &l->ln_attn, &l->qkv, &l->out);
+		ew_ffn(ld, p, &l->ln_ffn, &l->ffn1, &l->ffn2);
 	}
-	for (int i = 0; !rc && i < hp->dec_layers; i++)
-		rc = ew_dec_layer(ld, i, &w->dec[i]);
-	if (!rc)
-		rc = ew_norm(ld, "encoder/layer_norm", &w->enc_ln);
-	if (!rc)
-		rc = ew_norm(ld, "decoder/layer_norm", &w->dec_ln);
-	return rc;
+	for (int i = 0; !ld->rc && i < hp->dec_layers; i++)
+		ew_dec_layer(ld, i, &w->dec[i]);
+	ew_norm(ld, "encoder/layer_norm", &w->enc_ln);
+	ew_norm(ld, "decoder/layer_norm", &w->dec_ln);
 }
 
 int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *err,
@@ -319,17 +318,17 @@ int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *
 {
 	*out = NULL;
 	if (strcmp(eng_ct2_spec_name(ct2), "WhisperSpec"))
-		return snprintf(err, errlen, "not a WhisperSpec model (%s)", eng_ct2_spec_name(ct2)),
-		       -ST_UNSUPPORTED;
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "not a WhisperSpec model (%s)",
+			       eng_ct2_spec_name(ct2));
 	struct eng_whisper *w = mem_calloc(1, sizeof(*w));
 	if (!w)
-		return snprintf(err, errlen, "out of memory"), -ST_NOMEM;
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	kn_init(KN_ISA_COUNT);
 	struct ew_ld ld = { .ct2 = ct2, .w = w, .err = err, .errlen = errlen };
-	int rc = ew_load_all(&ld);
-	if (rc) {
+	ew_load_all(&ld);
+	if (ld.rc) {
 		eng_whisper_destroy(w);
-		return rc;
+		return ld.rc;
 	}
 	*out = w;
 	return 0;

@@ -1,28 +1,18 @@
 /* eng_sched.c - replicas on device queues and the queue that feeds them
- * (eng_sched.h). The task loops live in eng_gen_replica.c / eng_asr_submit.c. */
+ * (eng_sched.h). The task loops live in gen/eng_gen_replica.c and
+ * asr/eng_asr_replica.c. */
 #include "engine/sched/eng_sched.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
+#include "common/sched_defaults.h"
 #include "common/st.h"
 #include "devices/dev.h"
-#include "engine/eng_int.h"
 
-#define ES_DEF_BATCH 8
-#define ES_DEF_DELAY_MS 5
-#define ES_DEF_QUEUE 64
-#define ES_DEF_SEQS 16
-#define ES_DEF_TOKENS 512
-
-double eng__now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 int eng__req_expired(const struct eng__req *r, double now_ms)
 {
@@ -62,18 +52,18 @@ static int es_open_replica(struct eng_sched *s, int i, const char *spec, int thr
 	rp->index = i;
 	int rc = dev_open(spec, &rp->dev, msg, sizeof(msg));
 	if (rc)
-		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
+		return st_errf(rc, err, errlen, "replica %d: %s", i, msg);
 	const struct dev_caps *caps = dev_caps(rp->dev);
 	rp->threads = threads > 0 ? threads : caps->n_cores;
 	rc = dev_queue_create(rp->dev, rp->threads, &rp->q, msg, sizeof(msg));
 	if (rc)
-		return eng__errf(rc, err, errlen, "replica %d: %s", i, msg);
+		return st_errf(rc, err, errlen, "replica %d: %s", i, msg);
 	snprintf(rp->st.device, sizeof(rp->st.device), "%s", caps->name);
 	rp->st.threads = rp->threads;
-	rp->st.started_ms = eng__now_ms();
+	rp->st.started_ms = st_now_ms();
 	rc = dev_queue_submit(rp->q, loop, rp);
 	if (rc)
-		return eng__errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
+		return st_errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
 	return 0;
 }
 
@@ -92,12 +82,12 @@ static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
 	int cpus[DEV_MAX_CPUS];
 	int n_cpus = dev_cpus_available(cpus, DEV_MAX_CPUS);
 	if (n_cpus < 0)
-		return eng__errf(n_cpus, err, errlen, "cannot list the cores");
+		return st_errf(n_cpus, err, errlen, "cannot list the cores");
 	if (s->n_reps > n_cpus)
-		return eng__errf(-ST_INVAL, err, errlen,
-				 "%d replicas need at least %d cores; this process may use %d "
-				 "(a replica's threads never share a core)",
-				 s->n_reps, s->n_reps, n_cpus);
+		return st_errf(-ST_INVAL, err, errlen,
+			       "%d replicas need at least %d cores; this process may use %d "
+			       "(a replica's threads never share a core)",
+			       s->n_reps, s->n_reps, n_cpus);
 	for (int i = 0; i < s->n_reps; i++) {
 		char dspec[DEV_NAME_MAX * 4];
 		int rc = es_spread(i, s->n_reps, cpus, n_cpus, dspec, sizeof(dspec));
@@ -116,25 +106,26 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 		      char *err, size_t errlen)
 {
 	*out = NULL;
-	int n = spec->n_replicas ? (int)spec->n_replicas : es_def(spec->replica_count, 1);
+	int n = spec->n_replicas ? (int)spec->n_replicas : es_def(spec->replica_count, ST_SCHED_DEF_REPLICAS);
 	struct eng_sched *s = mem_calloc(1, sizeof(*s));
 	if (!s)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	s->m = m;
-	s->max_batch_size = es_def(spec->max_batch_size, ES_DEF_BATCH);
+	s->max_batch_size = es_def(spec->max_batch_size, ST_SCHED_DEF_MAX_BATCH_SIZE);
 	s->max_queue_delay_ms = spec->max_queue_delay_ms > 0 ? spec->max_queue_delay_ms
-				: spec->max_queue_delay_ms < 0 ? 0 : ES_DEF_DELAY_MS;
-	s->max_queue_size = es_def(spec->max_queue_size, ES_DEF_QUEUE);
-	s->max_num_seqs = es_def(spec->max_num_seqs, ES_DEF_SEQS);
-	s->max_batch_tokens = es_def(spec->max_batch_tokens, ES_DEF_TOKENS);
-	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : 0;
+				: spec->max_queue_delay_ms < 0 ? 0
+				: ST_SCHED_DEF_MAX_QUEUE_DELAY_MS;
+	s->max_queue_size = es_def(spec->max_queue_size, ST_SCHED_DEF_MAX_QUEUE_SIZE);
+	s->max_num_seqs = es_def(spec->max_num_seqs, ST_SCHED_DEF_MAX_NUM_SEQS);
+	s->max_batch_tokens = es_def(spec->max_batch_tokens, ST_SCHED_DEF_MAX_BATCH_TOKENS);
+	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : ST_SCHED_DEF_TIMEOUT_MS;
 	eng_model_stats_init(&s->st);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	s->reps = mem_calloc((size_t)n, sizeof(*s->reps));
 	if (!s->reps) {
 		eng__sched_destroy(s);
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	}
 	s->n_reps = n;
 	int rc = es_open_all(s, spec, loop, err, errlen);
@@ -195,7 +186,7 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 	int timeout = s->timeout_ms;
 	if (o && o->timeout_ms > 0 && (!timeout || o->timeout_ms < timeout))
 		timeout = o->timeout_ms; /* a request may shorten the model's deadline */
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	int p = o && o->priority == ENG_PRIORITY_HIGH;
 	for (size_t i = 0; i < n; i++) {
 		rs[i]->priority = p ? ENG_PRIORITY_HIGH : ENG_PRIORITY_NORMAL;
@@ -250,7 +241,7 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
-		double left = until_ms - eng__now_ms();
+		double left = until_ms - st_now_ms();
 		if (left <= 0)
 			break;
 		struct timespec ts;
@@ -261,7 +252,7 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 	}
 	size_t k = 0;
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	while (k < max && s->n_waiting && es_eligible(rp)) {
 		int p = s->queue[1] ? 1 : 0;
 		struct eng__req *r = s->queue[p];
@@ -321,7 +312,7 @@ bool eng__sched_sweep(struct eng__replica *rp)
 {
 	struct eng_sched *s = rp->s;
 	struct eng__req *gone = NULL;
-	double now = eng__now_ms();
+	double now = st_now_ms();
 	pthread_mutex_lock(&s->mu);
 	for (int p = 0; p < 2; p++) {
 		struct eng__req **link = &s->queue[p], *last = NULL;

@@ -148,11 +148,9 @@ int eng__waiter_wait(struct eng__waiter *w, void **result);
 /* eng__waiter_fini - destroy a waiter whose request was never submitted. */
 void eng__waiter_fini(struct eng__waiter *w);
 
-/* eng__now_ms - monotonic milliseconds. */
-double eng__now_ms(void);
-
-/* eng__req_expired - the error r should end with now, or 0: -ST_CANCELED
- * when its cancel flag is set, -ST_TIMEDOUT past its deadline. */
+/* eng__req_expired - the error r should end with at now_ms (a st_now_ms
+ * reading), or 0: -ST_CANCELED when its cancel flag is set, -ST_TIMEDOUT
+ * past its deadline. */
 int eng__req_expired(const struct eng__req *r, double now_ms);
 
 #endif /* ENG_SCHED_H */

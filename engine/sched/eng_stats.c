@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/eng_int.h"
@@ -56,7 +57,7 @@ int eng_model_stats_get(const struct eng_model *m, struct eng_stats *out)
 	struct eng_sched *s = m->sched;
 	if (!s) {
 		eng_model_stats_init(&out->model);
-		out->now_ms = eng__now_ms();
+		out->now_ms = st_now_ms();
 		return 0;
 	}
 	out->replicas = mem_calloc((size_t)s->n_reps, sizeof(*out->replicas));
@@ -72,7 +73,7 @@ int eng_model_stats_get(const struct eng_model *m, struct eng_stats *out)
 		out->replicas[i].running = rp->running;
 	}
 	pthread_mutex_unlock(&s->mu);
-	out->now_ms = eng__now_ms();
+	out->now_ms = st_now_ms();
 	return 0;
 }
 

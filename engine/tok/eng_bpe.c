@@ -21,8 +21,8 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/tok/eng_bpe_int.h"
-#include "engine/eng_int.h"
 
 #define BPE_INLINE_WORD 64 /* words up to this many bytes encode without allocating */
 #define BPE_NO_MERGE UINT32_MAX
@@ -81,18 +81,6 @@ static int cp_byte(uint32_t cp)
 	if (cp < 256)
 		return byte_cp(cp) == cp ? (int)cp : -1;
 	return cp < 256 + 68 ? extra[cp - 256] : -1;
-}
-
-/* utf8_put - write cp (< 0x800 here) as UTF-8; returns bytes. */
-static size_t utf8_put(uint32_t cp, char *out)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	out[0] = (char)(0xC0 | (cp >> 6));
-	out[1] = (char)(0x80 | (cp & 0x3F));
-	return 2;
 }
 
 /* ---- the string -> id table ---- */
@@ -185,16 +173,16 @@ static int alloc_strings(struct eng_bpe *b, const char *const *tokens, size_t n,
 
 	for (size_t i = 0; i < n; i++) {
 		if (!tokens[i])
-			return eng__errf(-ST_INVAL, err, errlen, "token %zu is NULL", i);
+			return st_errf(-ST_INVAL, err, errlen, "token %zu is NULL", i);
 		size_t l = strlen(tokens[i]);
 		if (l > ENG_BPE_MAX_TOKEN_BYTES)
-			return eng__errf(-ST_TOOBIG, err, errlen, "token %zu is %zu bytes (limit %u)", i,
-					 l, ENG_BPE_MAX_TOKEN_BYTES);
+			return st_errf(-ST_TOOBIG, err, errlen, "token %zu is %zu bytes (limit %u)",
+				       i, l, ENG_BPE_MAX_TOKEN_BYTES);
 		total += l + 1;
 	}
 	if (total > UINT32_MAX)
-		return eng__errf(-ST_TOOBIG, err, errlen, "token strings total %llu bytes",
-				 (unsigned long long)total);
+		return st_errf(-ST_TOOBIG, err, errlen, "token strings total %llu bytes",
+			       (unsigned long long)total);
 	b->n = n;
 	b->mask = table_size(n) - 1;
 	b->pool = mem_alloc((size_t)total);
@@ -205,7 +193,7 @@ static int alloc_strings(struct eng_bpe *b, const char *const *tokens, size_t n,
 	b->special = mem_calloc(n, sizeof(*b->special));
 	b->slots = mem_alloc((b->mask + 1) * sizeof(*b->slots));
 	if (!b->pool || !b->bytes || !b->off || !b->len || !b->blen || !b->special || !b->slots)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory for %zu tokens", n);
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory for %zu tokens", n);
 	memset(b->slots, 0xFF, (b->mask + 1) * sizeof(*b->slots));
 	return 0;
 }
@@ -276,12 +264,12 @@ static int add_bytes(struct eng_bpe *b, char *err, size_t errlen)
 	char ch[4];
 
 	for (unsigned v = 0; v < 256; v++) {
-		size_t l = utf8_put(byte_cp(v), ch);
+		size_t l = st_utf8_encode(byte_cp(v), ch); /* cp < 0x144: 1 or 2 bytes */
 		b->byte_id[v] = lookup(b, ch, l);
 		if (b->byte_id[v] < 0)
-			return eng__errf(-ST_CORRUPT, err, errlen,
-					 "byte 0x%02x's token \"%.*s\" is not in the vocabulary", v,
-					 (int)l, ch);
+			return st_errf(-ST_CORRUPT, err, errlen,
+				       "byte 0x%02x's token \"%.*s\" is not in the vocabulary", v,
+				       (int)l, ch);
 	}
 	for (size_t i = 0; i < b->n; i++)
 		decode_token(b, i);
@@ -292,9 +280,9 @@ static int add_special(struct eng_bpe *b, const int32_t *ids, size_t n, char *er
 {
 	for (size_t i = 0; i < n; i++) {
 		if (ids[i] < 0 || (size_t)ids[i] >= b->n)
-			return eng__errf(-ST_CORRUPT, err, errlen,
-					 "special id %ld is outside the vocabulary (%zu ids)",
-					 (long)ids[i], b->n);
+			return st_errf(-ST_CORRUPT, err, errlen,
+				       "special id %ld is outside the vocabulary (%zu ids)",
+				       (long)ids[i], b->n);
 		b->special[ids[i]] = 1;
 	}
 	return 0;
@@ -307,9 +295,9 @@ static int add_merge(struct eng_bpe *b, const char *m, uint32_t r, char *err, si
 	const char *sp = m ? strchr(m, ' ') : NULL;
 
 	if (!sp || strchr(sp + 1, ' '))
-		return eng__errf(-ST_CORRUPT, err, errlen,
-				 "merge %lu \"%.60s\" is not two tokens separated by one space",
-				 (unsigned long)r, m ? m : "(null)");
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "merge %lu \"%.60s\" is not two tokens separated by one space",
+			       (unsigned long)r, m ? m : "(null)");
 	size_t ll = (size_t)(sp - m), rl = strlen(sp + 1);
 	int32_t l = lookup(b, m, ll), rt = lookup(b, sp + 1, rl), id = -1;
 	if (l >= 0 && rt >= 0) {
@@ -318,9 +306,12 @@ static int add_merge(struct eng_bpe *b, const char *m, uint32_t r, char *err, si
 		id = lookup(b, cat, ll + rl);
 	}
 	if (id < 0)
-		return eng__errf(-ST_CORRUPT, err, errlen,
-				 "merge %lu \"%.60s\": %s is not in the vocabulary", (unsigned long)r, m,
-				 l < 0 ? "the left token" : rt < 0 ? "the right token" : "the merged token");
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "merge %lu \"%.60s\": %s is not in the vocabulary", (unsigned long)r,
+			       m,
+			       l < 0	? "the left token"
+			       : rt < 0 ? "the right token"
+					: "the merged token");
 	struct bpe_merge *s = merge_slot(b, pair_key(l, rt));
 	*s = (struct bpe_merge){ .key = pair_key(l, rt), .rank = r, .id = id };
 	return 0;
@@ -332,7 +323,7 @@ static int add_merges(struct eng_bpe *b, const char *const *merges, size_t n, ch
 	b->mmask = table_size(n) - 1;
 	b->mslots = mem_alloc((b->mmask + 1) * sizeof(*b->mslots));
 	if (!b->mslots)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory for %zu merges", n);
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory for %zu merges", n);
 	memset(b->mslots, 0xFF, (b->mmask + 1) * sizeof(*b->mslots));
 	for (size_t i = 0; i < n; i++) {
 		int rc = add_merge(b, merges[i], (uint32_t)i, err, errlen);
@@ -353,14 +344,13 @@ int eng_bpe_create(const char *const *tokens, size_t n_tokens, const char *const
 		*out = NULL;
 	if (!out || !tokens || (n_merges && !merges) || (n_special && !special_ids) ||
 	    (unsigned)pretok >= ENG_BPE_PRETOK_COUNT)
-		return eng__errf(-ST_INVAL, err, errlen, "eng_bpe_create: invalid argument");
+		return st_errf(-ST_INVAL, err, errlen, "eng_bpe_create: invalid argument");
 	if (n_tokens == 0 || n_tokens > ENG_BPE_MAX_TOKENS || n_merges > ENG_BPE_MAX_MERGES)
-		return eng__errf(-ST_TOOBIG, err, errlen,
-				 "%zu tokens, %zu merges (limits 1..%u, %u)", n_tokens, n_merges,
-				 ENG_BPE_MAX_TOKENS, ENG_BPE_MAX_MERGES);
+		return st_errf(-ST_TOOBIG, err, errlen, "%zu tokens, %zu merges (limits 1..%u, %u)",
+			       n_tokens, n_merges, ENG_BPE_MAX_TOKENS, ENG_BPE_MAX_MERGES);
 	b = mem_calloc(1, sizeof(*b));
 	if (!b)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	b->pretok = pretok;
 	rc = add_strings(b, tokens, n_tokens, err, errlen);
 	if (!rc)

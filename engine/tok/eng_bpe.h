@@ -1,5 +1,5 @@
-/* eng_bpe.h - a byte-level BPE tokenizer (GPT-2 / Whisper style; later
- * llama3 / qwen2 with their own pre-tokenizers).
+/* eng_bpe.h - a byte-level BPE tokenizer (GPT-2 / Whisper style, and
+ * llama 3 / qwen2 with their own pre-tokenizers).
  *
  * Source followed: HF `tokenizers` (tokenizer.json format; the BPE model's
  * merge loop, models/bpe/word.rs merge_all; the ByteLevel pre-tokenizer and

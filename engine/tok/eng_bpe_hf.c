@@ -22,7 +22,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "engine/eng_int.h"
+#include "engine/format/eng_file.h"
 
 /* What the JSON holds, as arrays for eng_bpe_create. Strings are borrowed
  * from the JSON tree, except pair merges joined into `joined`. */
@@ -43,13 +43,12 @@ struct hf {
 __attribute__((format(printf, 3, 4)))
 static int hf_err(struct hf *h, int rc, const char *fmt, ...)
 {
-	char msg[384];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = st_verrf(rc, h->err, h->errlen, h->path, fmt, ap);
 	va_end(ap);
-	return eng__errf(rc, h->err, h->errlen, "%s: %s", h->path, msg);
+	return rc;
 }
 
 /* hf_parse - map the file, check its size and parse it. */
@@ -277,14 +276,14 @@ int eng_bpe_load_hf(const char *path, struct eng_bpe **out, char *err, size_t er
 	if (out)
 		*out = NULL;
 	if (!path || !out)
-		return eng__errf(-ST_INVAL, err, errlen, "eng_bpe_load_hf: invalid argument");
+		return st_errf(-ST_INVAL, err, errlen, "eng_bpe_load_hf: invalid argument");
 	rc = hf_read(&h);
 	if (rc)
 		goto out_free;
 	rc = eng_bpe_create(h.tokens, h.n_tokens, h.merges, h.n_merges, h.special, h.n_special,
 			    ENG_BPE_PRETOK_GPT2, out, msg, sizeof(msg));
 	if (rc)
-		eng__errf(rc, err, errlen, "%s: %s", path, msg);
+		st_errf(rc, err, errlen, "%s: %s", path, msg);
 out_free:
 	for (size_t i = 0; h.joined && i < h.n_merges; i++)
 		mem_free(h.joined[i]);

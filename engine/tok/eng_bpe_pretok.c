@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/utf8.h"
 #include "engine/tok/eng_bpe_int.h"
 #include "engine/tok/eng_unicode_tables.h"
 
@@ -47,43 +48,12 @@ static uint8_t uclass(uint32_t cp)
 	return ENG_UCLASS_OTHER;
 }
 
-/* utf8_len - length of the well-formed sequence at s[0, n), or 0 when the
- * first byte does not start one (Unicode table 3-7: no overlongs, no
- * surrogates, nothing above U+10FFFF). */
-static uint32_t utf8_len(const uint8_t *s, size_t n, uint32_t *cp)
-{
-	uint8_t b = s[0];
-	uint32_t need, lo = 0x80, hi = 0xBF;
-
-	if (b < 0x80) {
-		*cp = b;
-		return 1;
-	}
-	if (b >= 0xC2 && b <= 0xDF)
-		need = 1, *cp = b & 0x1Fu;
-	else if (b >= 0xE0 && b <= 0xEF)
-		need = 2, *cp = b & 0x0Fu, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
-	else if (b >= 0xF0 && b <= 0xF4)
-		need = 3, *cp = b & 0x07u, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
-	else
-		return 0;
-	if (n < need + 1)
-		return 0;
-	for (uint32_t i = 1; i <= need; i++) {
-		if (s[i] < lo || s[i] > hi)
-			return 0;
-		*cp = (*cp << 6) | (s[i] & 0x3Fu);
-		lo = 0x80, hi = 0xBF;
-	}
-	return need + 1;
-}
-
 /* uchar_at - the character at text[pos], pos < len. */
 static struct uchar uchar_at(const uint8_t *text, size_t len, size_t pos)
 {
 	struct uchar u;
 
-	u.len = utf8_len(text + pos, len - pos, &u.cp);
+	u.len = st_utf8_decode((const char *)text + pos, len - pos, &u.cp);
 	if (u.len == 0) {
 		u.cp = text[pos];
 		u.len = 1;

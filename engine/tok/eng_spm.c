@@ -18,6 +18,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/tok/eng_tok_int.h"
 
 /* One symbol: a slice of the escaped text; merged-away symbols have n 0. */
@@ -155,11 +156,10 @@ static size_t escape(const char *text, size_t len, bool prefix_space, char *out)
  * lead byte, clipped at the end); returns the count. */
 static size_t split_chars(struct spm_sym *sym, const char *s, size_t n)
 {
-	static const uint8_t lead_len[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4 };
 	size_t k = 0;
 
 	for (size_t at = 0; at < n; k++) {
-		size_t l = lead_len[(uint8_t)s[at] >> 4];
+		size_t l = st_utf8_lead_len((unsigned char)s[at]);
 		if (l > n - at)
 			l = n - at;
 		sym[k] = (struct spm_sym){ .text = s + at, .n = (uint32_t)l, .prev = (int32_t)k - 1,

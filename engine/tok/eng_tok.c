@@ -14,7 +14,6 @@
 #include "common/st.h"
 #include "engine/tok/eng_bpe.h"
 #include "engine/format/eng_gguf.h"
-#include "engine/eng_int.h"
 #include "engine/tok/eng_tok_int.h"
 
 #define TOK_KEY(k) "tokenizer.ggml." k
@@ -138,11 +137,11 @@ static int get_array(const struct eng_gguf *g, const char *key, enum eng_gguf_vt
 	if (rc == -ST_NOTFOUND)
 		return rc;
 	if (rc || eng_gguf_arr_info(arr, &et, n) || (et != a && et != b))
-		return eng__errf(-ST_CORRUPT, err, errlen, "%s: not an array of %s", key,
-				 eng_gguf_vtype_name(a));
+		return st_errf(-ST_CORRUPT, err, errlen, "%s: not an array of %s", key,
+			       eng_gguf_vtype_name(a));
 	if (*n < min_n)
-		return eng__errf(-ST_CORRUPT, err, errlen, "%s: %llu entries for %llu tokens", key,
-				 (unsigned long long)*n, (unsigned long long)min_n);
+		return st_errf(-ST_CORRUPT, err, errlen, "%s: %llu entries for %llu tokens", key,
+			       (unsigned long long)*n, (unsigned long long)min_n);
 	return 0;
 }
 
@@ -168,7 +167,7 @@ static int alloc_vocab(struct eng_tok *t, size_t n, size_t pool_bytes, char *err
 	t->attr = mem_alloc(n * sizeof(*t->attr));
 	t->slots = mem_alloc((t->mask + 1) * sizeof(*t->slots));
 	if (!t->pool || !t->off || !t->len || !t->score || !t->attr || !t->slots)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory for %zu tokens", n);
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory for %zu tokens", n);
 	memset(t->slots, 0xFF, (t->mask + 1) * sizeof(*t->slots));
 	memset(t->attr, ENG_TOK_ATTR_NORMAL, n);
 	return 0;
@@ -185,20 +184,21 @@ static int pool_size(const struct eng_gguf_val *arr, uint64_t n, size_t *total, 
 
 	for (; i < n && eng_gguf_arr_next(arr, &cur, &v); i++) {
 		if (eng_gguf_val_str(&v, &s, &len))
-			return eng__errf(-ST_CORRUPT, err, errlen, "token %llu unreadable",
-					 (unsigned long long)i);
+			return st_errf(-ST_CORRUPT, err, errlen, "token %llu unreadable",
+				       (unsigned long long)i);
 		size_t l = token_bytes(s, len);
 		if (l > ENG_BPE_MAX_TOKEN_BYTES)
-			return eng__errf(-ST_TOOBIG, err, errlen, "token %llu is %zu bytes (limit %u)",
-					 (unsigned long long)i, l, ENG_BPE_MAX_TOKEN_BYTES);
+			return st_errf(-ST_TOOBIG, err, errlen,
+				       "token %llu is %zu bytes (limit %u)", (unsigned long long)i,
+				       l, ENG_BPE_MAX_TOKEN_BYTES);
 		sum += (l ? l : 24) + 1;
 	}
 	if (i != n)
-		return eng__errf(-ST_CORRUPT, err, errlen, "tokens: %llu of %llu readable",
-				 (unsigned long long)i, (unsigned long long)n);
+		return st_errf(-ST_CORRUPT, err, errlen, "tokens: %llu of %llu readable",
+			       (unsigned long long)i, (unsigned long long)n);
 	if (sum > UINT32_MAX)
-		return eng__errf(-ST_TOOBIG, err, errlen, "token strings total %llu bytes",
-				 (unsigned long long)sum);
+		return st_errf(-ST_TOOBIG, err, errlen, "token strings total %llu bytes",
+			       (unsigned long long)sum);
 	*total = (size_t)sum;
 	return 0;
 }
@@ -220,9 +220,9 @@ static int add_token(struct eng_tok *t, size_t id, const char *s, size_t l, uint
 		t->max_len = t->len[id];
 	size_t slot = find_slot(t, dst, l);
 	if (t->slots[slot] >= 0)
-		return eng__errf(-ST_CORRUPT, err, errlen,
-				 "duplicate token in vocabulary: '%.40s' has ids %ld and %zu", dst,
-				 (long)t->slots[slot], id);
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "duplicate token in vocabulary: '%.40s' has ids %ld and %zu", dst,
+			       (long)t->slots[slot], id);
 	t->slots[slot] = (int32_t)id;
 	return 0;
 }
@@ -239,12 +239,12 @@ static int load_tokens(struct eng_tok *t, const struct eng_gguf *g, char *err, s
 	int rc = get_array(g, TOK_KEY("tokens"), ENG_GGUF_VTYPE_STRING, ENG_GGUF_VTYPE_STRING, 0,
 			   &arr, &n, err, errlen);
 	if (rc == -ST_NOTFOUND)
-		return eng__errf(rc, err, errlen, "no tokenizer.ggml.tokens");
+		return st_errf(rc, err, errlen, "no tokenizer.ggml.tokens");
 	if (rc)
 		return rc;
 	if (n == 0 || n > ENG_BPE_MAX_TOKENS)
-		return eng__errf(-ST_TOOBIG, err, errlen, "%llu tokens (limits 1..%u)",
-				 (unsigned long long)n, ENG_BPE_MAX_TOKENS);
+		return st_errf(-ST_TOOBIG, err, errlen, "%llu tokens (limits 1..%u)",
+			       (unsigned long long)n, ENG_BPE_MAX_TOKENS);
 	rc = pool_size(&arr, n, &total, err, errlen);
 	if (!rc)
 		rc = alloc_vocab(t, (size_t)n, total, err, errlen);
@@ -270,7 +270,7 @@ static int load_scores(struct eng_tok *t, const struct eng_gguf *g, char *err, s
 		return rc == -ST_NOTFOUND ? 0 : rc;
 	for (size_t i = 0; i < t->n; i++) {
 		if (eng_gguf_arr_at(&arr, i, &v) || eng_gguf_val_f64(&v, &d))
-			return eng__errf(-ST_CORRUPT, err, errlen, "score %zu unreadable", i);
+			return st_errf(-ST_CORRUPT, err, errlen, "score %zu unreadable", i);
 		t->score[i] = (float)d;
 	}
 	return 0;
@@ -303,7 +303,7 @@ static int load_types(struct eng_tok *t, const struct eng_gguf *g, char *err, si
 		return rc == -ST_NOTFOUND ? 0 : rc;
 	for (size_t i = 0; i < t->n; i++) {
 		if (eng_gguf_arr_at(&arr, i, &v) || eng_gguf_val_i64(&v, &x))
-			return eng__errf(-ST_CORRUPT, err, errlen, "token_type %zu unreadable", i);
+			return st_errf(-ST_CORRUPT, err, errlen, "token_type %zu unreadable", i);
 		t->attr[i] = type_attr(x);
 	}
 	return 0;
@@ -342,7 +342,7 @@ static int opt_str(const struct eng_gguf *g, const char *key, const char **s, ch
 		*s = NULL;
 		return 0;
 	}
-	return rc ? eng__errf(-ST_CORRUPT, err, errlen, "%s: not a string", key) : 0;
+	return rc ? st_errf(-ST_CORRUPT, err, errlen, "%s: not a string", key) : 0;
 }
 
 /* opt_bool - *b = the key's value when present. */
@@ -352,7 +352,7 @@ static int opt_bool(const struct eng_gguf *g, const char *key, bool *b, char *er
 
 	if (rc == -ST_NOTFOUND)
 		return 0;
-	return rc ? eng__errf(-ST_CORRUPT, err, errlen, "%s: not a bool", key) : 0;
+	return rc ? st_errf(-ST_CORRUPT, err, errlen, "%s: not a bool", key) : 0;
 }
 
 /* load_kind - tokenizer.ggml.model and .pre: kind, defaults, *pre. */
@@ -368,21 +368,21 @@ static int load_kind(struct eng_tok *t, const struct eng_gguf *g, const struct p
 		return rc;
 	*pre = NULL;
 	if (!model)
-		return eng__errf(-ST_NOTFOUND, err, errlen, "no tokenizer.ggml.model");
+		return st_errf(-ST_NOTFOUND, err, errlen, "no tokenizer.ggml.model");
 	if (strcmp(model, "llama") == 0) {
 		t->kind = ENG_TOK_KIND_SPM;
 		t->add_bos = t->add_space_prefix = true;
 		return 0;
 	}
 	if (strcmp(model, "gpt2") != 0)
-		return eng__errf(-ST_UNSUPPORTED, err, errlen, "tokenizer model '%.40s'", model);
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "tokenizer model '%.40s'", model);
 	t->kind = ENG_TOK_KIND_BPE;
 	for (size_t i = 0; name && i < sizeof(pre_defs) / sizeof(pre_defs[0]); i++)
 		if (strcmp(name, pre_defs[i].name) == 0)
 			*pre = &pre_defs[i];
 	if (!*pre)
-		return eng__errf(-ST_UNSUPPORTED, err, errlen, "BPE pre-tokenizer '%.40s'",
-				 name ? name : "(none: llama.cpp's default chain)");
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "BPE pre-tokenizer '%.40s'",
+			       name ? name : "(none: llama.cpp's default chain)");
 	t->clean_spaces = (*pre)->clean_spaces;
 	t->add_bos = (*pre)->add_bos;
 	return 0;
@@ -401,7 +401,7 @@ static int opt_id(const struct eng_tok *t, const struct eng_gguf *g, const char 
 	if (rc == -ST_NOTFOUND)
 		return 0;
 	if (rc)
-		return eng__errf(-ST_CORRUPT, err, errlen, "%s: not an unsigned integer", key);
+		return st_errf(-ST_CORRUPT, err, errlen, "%s: not an unsigned integer", key);
 	if (v < t->n)
 		*id = (int32_t)v;
 	return 0;
@@ -619,7 +619,7 @@ static int sort_specials(struct eng_tok *t, char *err, size_t errlen)
 	size_t *start = mem_calloc(ENG_BPE_MAX_TOKEN_BYTES + 2, sizeof(*start));
 
 	if (!start)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory for the special tokens");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory for the special tokens");
 	for (size_t i = 0; i < t->n; i++) /* start[L] = specials longer than L-1 ... */
 		if (is_special_attr(t->attr[i]))
 			start[ENG_BPE_MAX_TOKEN_BYTES - t->len[i] + 1]++;
@@ -645,7 +645,7 @@ static int build_trie(struct eng_tok *t, char *err, size_t errlen)
 	t->prio = mem_calloc(t->n, sizeof(*t->prio));
 	t->by_prio = mem_alloc((t->n_special ? t->n_special : 1) * sizeof(*t->by_prio));
 	if (!t->trie || !t->prio || !t->by_prio)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory for the special tokens");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory for the special tokens");
 	t->trie[0] = (struct eng_tok_trie){ .child = -1, .sibling = -1, .id = -1 };
 	t->n_trie = 1;
 	memset(t->root, 0xFF, sizeof(t->root));
@@ -676,19 +676,19 @@ static int copy_merges(const struct eng_gguf *g, char **pool, const char ***list
 	int rc = get_array(g, TOK_KEY("merges"), ENG_GGUF_VTYPE_STRING, ENG_GGUF_VTYPE_STRING, 0,
 			   &arr, &n, err, errlen);
 	if (rc == -ST_NOTFOUND)
-		return eng__errf(rc, err, errlen, "no tokenizer.ggml.merges");
+		return st_errf(rc, err, errlen, "no tokenizer.ggml.merges");
 	if (rc)
 		return rc;
 	if (n > ENG_BPE_MAX_MERGES)
-		return eng__errf(-ST_TOOBIG, err, errlen, "%llu merges (limit %u)",
-				 (unsigned long long)n, ENG_BPE_MAX_MERGES);
+		return st_errf(-ST_TOOBIG, err, errlen, "%llu merges (limit %u)",
+			       (unsigned long long)n, ENG_BPE_MAX_MERGES);
 	while (eng_gguf_arr_next(&arr, &cur, &v) && !eng_gguf_val_str(&v, &s, &len))
 		total += token_bytes(s, len) + 1;
 	*pool = mem_alloc(total ? (size_t)total : 1);
 	*list = mem_alloc((n ? (size_t)n : 1) * sizeof(**list));
 	if (!*pool || !*list)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory for %llu merges",
-				 (unsigned long long)n);
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory for %llu merges",
+			       (unsigned long long)n);
 	size_t at = 0, i = 0;
 	for (cur = 0; i < n && eng_gguf_arr_next(&arr, &cur, &v); i++) {
 		eng_gguf_val_str(&v, &s, &len);
@@ -699,8 +699,9 @@ static int copy_merges(const struct eng_gguf *g, char **pool, const char ***list
 		at += l + 1;
 	}
 	*n_out = i;
-	return i == n ? 0 : eng__errf(-ST_CORRUPT, err, errlen, "merges: %zu of %llu readable", i,
-				      (unsigned long long)n);
+	return i == n ? 0
+		      : st_errf(-ST_CORRUPT, err, errlen, "merges: %zu of %llu readable", i,
+				(unsigned long long)n);
 }
 
 static int load_bpe(struct eng_tok *t, const struct eng_gguf *g, enum eng_bpe_pretok pretok,
@@ -713,7 +714,7 @@ static int load_bpe(struct eng_tok *t, const struct eng_gguf *g, enum eng_bpe_pr
 	int rc;
 
 	if (!tokens)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory for %zu tokens", t->n);
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory for %zu tokens", t->n);
 	for (size_t i = 0; i < t->n; i++)
 		tokens[i] = t->pool + t->off[i];
 	rc = copy_merges(g, &mpool, &merges, &n_merges, err, errlen);
@@ -741,8 +742,8 @@ static int load_flags(struct eng_tok *t, const struct eng_gguf *g, struct tok_id
 	if (rc)
 		return rc;
 	if (t->add_bos && d->bos < 0)
-		return eng__errf(-ST_CORRUPT, err, errlen,
-				 "add_bos_token is true, but bos_token_id is not set");
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "add_bos_token is true, but bos_token_id is not set");
 	return 0;
 }
 
@@ -780,10 +781,10 @@ int eng_tok_from_gguf(const struct eng_gguf *g, struct eng_tok **out, char *err,
 	if (out)
 		*out = NULL;
 	if (!g || !out)
-		return eng__errf(-ST_INVAL, err, errlen, "eng_tok_from_gguf: invalid argument");
+		return st_errf(-ST_INVAL, err, errlen, "eng_tok_from_gguf: invalid argument");
 	t = mem_calloc(1, sizeof(*t));
 	if (!t)
-		return eng__errf(-ST_NOMEM, err, errlen, "out of memory");
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	rc = tok_load(t, g, err, errlen);
 	if (rc)
 		goto out_destroy;

@@ -12,7 +12,6 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/tok/eng_bpe.h"
-#include "engine/eng_int.h"
 #include "engine/tok/eng_tok_int.h"
 
 /* ---- encode: the special-token partition (tokenizer_st_partition) ----

@@ -7,6 +7,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "engine/tok/eng_bpe.h"
 
 #define EW_MAX_SUPPRESS 512
@@ -131,10 +132,9 @@ static int ew_special_ids(struct eng_whisper_tok *t, char *err, size_t errlen)
 	t->transcribe = ew_id(t, "<|transcribe|>");
 	t->translate = ew_id(t, "<|translate|>");
 	t->ts_begin = t->no_timestamps + 1;
-	if (t->eot < 0 || t->sot < 0 || t->no_timestamps < 0 || t->sot_prev < 0) {
-		snprintf(err, errlen, "tokenizer.json lacks Whisper's special tokens");
-		return -ST_CORRUPT;
-	}
+	if (t->eot < 0 || t->sot < 0 || t->no_timestamps < 0 || t->sot_prev < 0)
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "tokenizer.json lacks Whisper's special tokens");
 	return 0;
 }
 
@@ -153,7 +153,7 @@ int eng_whisper_tok_init(struct eng_whisper_tok *t, const char *tokenizer_json,
 	if (!rc)
 		rc = ew_suppress_init(t);
 	if (rc == -ST_NOMEM)
-		snprintf(err, errlen, "out of memory");
+		st_errf(rc, err, errlen, "out of memory");
 	if (rc)
 		eng_whisper_tok_fini(t);
 	return rc;
@@ -205,26 +205,6 @@ bool eng_whisper_tok_lang_code(const struct eng_whisper_tok *t, int32_t id, char
 	return true;
 }
 
-/* Length of a valid UTF-8 sequence at p (n bytes left), or 0 if invalid. */
-static size_t ew_utf8_len(const unsigned char *p, size_t n)
-{
-	size_t len = p[0] < 0x80 ? 1 : (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3
-		   : (p[0] >> 3) == 30 ? 4 : 0;
-	if (len == 0 || len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++)
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-	uint32_t cp = len == 1 ? p[0] : len == 2 ? (p[0] & 0x1Fu) : len == 3 ? (p[0] & 0x0Fu)
-		    : (p[0] & 0x07u);
-	for (size_t i = 1; i < len; i++)
-		cp = (cp << 6) | (p[i] & 0x3Fu);
-	static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0; /* overlong, out of range or a surrogate */
-	return len;
-}
-
 char *eng_whisper_tok_text(const struct eng_whisper_tok *t, const int32_t *ids, size_t n)
 {
 	size_t n_text = 0, need = 0;
@@ -239,8 +219,9 @@ char *eng_whisper_tok_text(const struct eng_whisper_tok *t, const int32_t *ids, 
 	char *out = mem_alloc(3 * need + 1); /* each bad byte may become 3 */
 	if (raw && out && eng_bpe_decode(t->bpe, text_ids, n_text, false, raw, need + 1, &need) == 0) {
 		size_t o = 0;
+		uint32_t cp;
 		for (size_t i = 0; i < need;) {
-			size_t l = ew_utf8_len((const unsigned char *)raw + i, need - i);
+			size_t l = st_utf8_decode(raw + i, need - i, &cp);
 			if (l) {
 				memcpy(out + o, raw + i, l);
 				o += l;

@@ -9,6 +9,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "server/job/srv_audio_job.h"
 
 struct srv_audio_job *srv__audio_job_new(struct srv_req *req, size_t size)
@@ -248,19 +249,6 @@ int srv__audio_json_out(struct srv_audio_job *job, json_t *obj)
 	return 0;
 }
 
-/* Length of the UTF-8 sequence at p (at most n bytes), 0 when invalid. */
-static size_t srv_utf8_len(const unsigned char *p, size_t n)
-{
-	size_t len = p[0] < 0x80 ? 1 : p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-	if (len == 0 || len > n || p[0] > 0xf4)
-		return 0;
-	json_t *probe = len > 1 ? json_stringn((const char *)p, len) : NULL;
-	if (len > 1 && !probe)
-		return 0; /* jansson's own check: overlong, surrogate, range */
-	json_decref(probe);
-	return len;
-}
-
 json_t *srv__audio_json_str(const char *s, size_t n)
 {
 	json_t *j = json_stringn(s, n);
@@ -269,8 +257,9 @@ json_t *srv__audio_json_str(const char *s, size_t n)
 	struct srv_buf b;
 	srv_buf_init(&b, n * 3 + 1);
 	int rc = 0;
+	uint32_t cp;
 	for (size_t i = 0; i < n && !rc;) {
-		size_t k = srv_utf8_len((const unsigned char *)s + i, n - i);
+		size_t k = st_utf8_decode(s + i, n - i, &cp);
 		rc = k ? srv_buf_append(&b, s + i, k) : srv_buf_append(&b, "\xef\xbf\xbd", 3);
 		i += k ? k : 1;
 	}

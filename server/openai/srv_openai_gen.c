@@ -42,6 +42,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "server/openai/srv_openai_gen.h"
 
 
@@ -376,14 +377,6 @@ static int srv_gen_parse_model(struct srv_gen_job *job, struct srv_req *req, jso
 
 /* --- the prompt --------------------------------------------------------- */
 
-static size_t srv_gen_utf8_chars(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xC0) != 0x80;
-	return n;
-}
-
 static int srv_gen_parse_prompt(struct srv_gen_job *job, json_t *b, struct srv_gen_err *e)
 {
 	json_t *v = srv_gen_opt(b, "prompt");
@@ -534,7 +527,7 @@ static int srv_gen_parse(struct srv_gen_job *job, struct srv_req *req, json_t *b
 		rc = srv_gen_bad(e, 400, "invalid_value", NULL, "%s", msg);
 	if (!rc) {
 		job->params.prompt = job->prompt;
-		job->prompt_chars = srv_gen_utf8_chars(job->prompt);
+		job->prompt_chars = st_utf8_count(job->prompt, strlen(job->prompt));
 	}
 	return rc;
 }

@@ -27,6 +27,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "server/job/srv_audio_job.h"
 #include "server/openai/srv_openai_gen.h"
 
@@ -101,14 +102,6 @@ static json_t *srv_gen_chat_logprobs(const struct srv_gen_job *job,
 	return json_pack("{s:o,s:n}", "content", content, "refusal");
 }
 
-static size_t srv_gen_chars(const char *s, size_t n)
-{
-	size_t c = 0;
-	for (size_t i = 0; i < n; i++)
-		c += ((unsigned char)s[i] & 0xC0) != 0x80;
-	return c;
-}
-
 /* One token's row of the four completions arrays; *offset moves past it. */
 static int srv_gen_cmpl_row(const struct srv_gen_job *job, const struct eng_gen_token *t,
 			    json_t *lp, size_t *offset)
@@ -132,7 +125,7 @@ static int srv_gen_cmpl_row(const struct srv_gen_job *job, const struct eng_gen_
 	rc |= json_array_append_new(json_object_get(lp, "top_logprobs"), top);
 	rc |= json_array_append_new(json_object_get(lp, "text_offset"),
 				    json_integer((json_int_t)*offset));
-	*offset += srv_gen_chars(buf, n);
+	*offset += st_utf8_count(buf, n);
 	return rc ? -ST_NOMEM : 0;
 }
 
@@ -280,7 +273,7 @@ int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_ge
 					  "content", str, "logprobs", lp, "finish_reason")
 			      : json_pack("[{s:i,s:o,s:o,s:n}]", "index", ch->index, "text", str,
 					  "logprobs", lp, "finish_reason");
-	ch->offset_chars += srv_gen_chars(text, len);
+	ch->offset_chars += st_utf8_count(text, len);
 	return srv__gen_push_json(job, srv_gen_chunk(job, c)) ? 1 : 0;
 }
 

@@ -1,13 +1,15 @@
-/* test_common.c - the status enum names and the allocation wrapper's
- * fault injection. */
+/* test_common.c - the status enum names, the error-buffer helper, the monotonic
+ * clock and the allocation wrapper's fault injection. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
 
@@ -21,6 +23,64 @@ static void test_st_str(void **state)
 	assert_string_equal(st_str(-1000), "ST_UNKNOWN");
 	for (int i = 0; i < ST_COUNT; i++)
 		assert_true(strncmp(st_str(i), "ST_", 3) == 0);
+}
+
+static void test_st_errf(void **state)
+{
+	(void)state;
+	char err[16];
+	assert_int_equal(st_errf(-ST_CORRUPT, err, sizeof(err), "bad %s %d", "magic", 7),
+			 -ST_CORRUPT);
+	assert_string_equal(err, "bad magic 7");
+	assert_int_equal(st_errf(0, err, sizeof(err), "%s", "a long message, truncated"), 0);
+	assert_string_equal(err, "a long message,");
+	/* no buffer: nothing written, rc still returned */
+	assert_int_equal(st_errf(-ST_IO, NULL, 10, "x"), -ST_IO);
+	err[0] = 'z';
+	assert_int_equal(st_errf(-ST_IO, err, 0, "x"), -ST_IO);
+	assert_int_equal(err[0], 'z');
+}
+
+/* verrf_via - a wrapper in the style of the readers' "LABEL: ..." helpers. */
+__attribute__((format(printf, 5, 6)))
+static int verrf_via(int rc, char *err, size_t errlen, const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	rc = st_verrf(rc, err, errlen, prefix, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static void test_st_verrf_prefix(void **state)
+{
+	(void)state;
+	char err[32];
+	assert_int_equal(verrf_via(-ST_INVAL, err, sizeof(err), "f.gguf", "at %d", 3), -ST_INVAL);
+	assert_string_equal(err, "f.gguf: at 3");
+	verrf_via(0, err, sizeof(err), "", "no prefix %s", "here");
+	assert_string_equal(err, "no prefix here");
+	verrf_via(0, err, sizeof(err), NULL, "none");
+	assert_string_equal(err, "none");
+	/* a prefix that does not fit: err holds the truncated prefix only */
+	char small[6];
+	verrf_via(0, small, sizeof(small), "longname", "msg");
+	assert_string_equal(small, "longn");
+	/* the message is cut to what is left after the prefix */
+	verrf_via(0, small, sizeof(small), "ab", "cdefg");
+	assert_string_equal(small, "ab: c");
+	assert_int_equal(verrf_via(-ST_IO, NULL, 0, "p", "m"), -ST_IO);
+}
+
+static void test_st_now_ms(void **state)
+{
+	(void)state;
+	double a = st_now_ms();
+	struct timespec ts = { .tv_nsec = 2000000 };
+	nanosleep(&ts, NULL);
+	double b = st_now_ms();
+	assert_true(a > 0.0);
+	assert_true(b - a >= 1.5 && b - a < 10000.0);
 }
 
 static void test_mem_fail_after(void **state)
@@ -48,6 +108,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_st_str),
+		cmocka_unit_test(test_st_errf),
+		cmocka_unit_test(test_st_verrf_prefix),
+		cmocka_unit_test(test_st_now_ms),
 		cmocka_unit_test(test_mem_fail_after),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
