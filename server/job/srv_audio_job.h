@@ -114,7 +114,8 @@ int srv__audio_json_out(struct srv_audio_job *job, json_t *obj);
  * tokenizer can split a character). NULL when out of memory. */
 json_t *srv__audio_json_str(const char *s, size_t n);
 
-/* srv__sha256 - FIPS 180-4 SHA-256 of data [len] into out. Any thread. */
+/* srv__sha256 - FIPS 180-4 SHA-256 of data [len] into out (nettle's
+ * sha256). Any thread. */
 void srv__sha256(const void *data, size_t len, unsigned char out[32]);
 
 /* Route handlers (srv_openai_audio.c, srv_deepgram.c, srv_kserve.c). */
