@@ -13,12 +13,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/container_of.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/srv_int.h"
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
 
 static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len);
 static void srv_conn_timer_arm(struct srv_conn *conn);

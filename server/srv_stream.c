@@ -12,12 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/container_of.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/srv_stream.h"
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
 
 struct srv_stream {
 	uv_async_t async;         /* wakes the loop after a push; data = this stream */
