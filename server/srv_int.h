@@ -226,7 +226,6 @@ const char *srv__status_detail(int status);
 /* srv__req_log_gone - count and log a request whose client left before
  * any answer (status 499, as nginx logs it). */
 void srv__req_log_gone(const struct srv_req *req);
-int srv__status_from_st(int st);
 
 /* srv_routes.c */
 /* srv__req_route - match the route and check the API key from the

@@ -17,6 +17,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/srv_int.h"
+#include "server/srv_status.h"
 
 #define SRV_ZSTD_MIN_BYTES 256 /* smaller bodies go out uncompressed */
 #define SRV_ZSTD_LEVEL 3
@@ -98,41 +99,9 @@ const char *srv__status_detail(int status)
 	}
 }
 
-/* The one table from project status to HTTP status (STYLE practice 5). */
-int srv__status_from_st(int st)
-{
-	switch (st < 0 ? -st : st) {
-	case ST_OK: return 200;
-	case ST_INVAL: return 400;
-	case ST_NOTFOUND: return 404;
-	case ST_TOOBIG: return 413;
-	case ST_UNSUPPORTED: return 415;
-	case ST_AGAIN: return 429;
-	case ST_BUSY: return 429;
-	case ST_NOMEM: return 503;
-	case ST_CLOSED: return 503;
-	case ST_TIMEDOUT: return 504;
-	case ST_CANCELED: return 499;
-	default: return 500;
-	}
-}
-
 int srv__req_add_header(struct srv_req *req, const char *name, const char *value)
 {
 	return srv_buf_printf(&req->resp_headers, "%s: %s\r\n", name, value);
-}
-
-static const char *srv_error_type(int status)
-{
-	if (status == 401)
-		return "authentication_error";
-	if (status == 404)
-		return "not_found_error";
-	if (status == 429)
-		return "rate_limit_error";
-	if (status == 503)
-		return "server_overloaded";
-	return status >= 500 ? "server_error" : "invalid_request_error";
 }
 
 static json_t *srv_error_json(const struct srv_req *req, int status,
@@ -147,7 +116,7 @@ static json_t *srv_error_json(const struct srv_req *req, int status,
 				 "request_id", req->request_id);
 	default:
 		return json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg, "type",
-				 srv_error_type(status), "param", "code", code);
+				 srv__status_openai_type(status), "param", "code", code);
 	}
 }
 

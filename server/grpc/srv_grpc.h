@@ -27,6 +27,7 @@
 
 #include "server/srv_buf.h"
 #include "server/srv_int.h"
+#include "server/srv_status.h"
 
 #define SRV_GRPC_MAX_STREAMS 128       /* concurrent streams per connection */
 #define SRV_GRPC_MAX_QUEUED (4u << 20) /* written-but-unsent bytes before reading pauses */
@@ -34,20 +35,6 @@
 /* Request bytes all the streams of one connection may hold at once: two of
  * the largest messages (so one big upload does not block the others). */
 #define SRV_GRPC_CONN_IN_MAX(max_body) (2 * (size_t)(max_body) + 10)
-
-/* gRPC status codes (grpc/grpc doc/statuscodes.md). */
-enum srv_grpc_status {
-	SRV_GRPC_OK = 0,
-	SRV_GRPC_CANCELLED = 1,
-	SRV_GRPC_UNKNOWN = 2,
-	SRV_GRPC_INVALID_ARGUMENT = 3,
-	SRV_GRPC_DEADLINE_EXCEEDED = 4,
-	SRV_GRPC_NOT_FOUND = 5,
-	SRV_GRPC_RESOURCE_EXHAUSTED = 8,
-	SRV_GRPC_UNIMPLEMENTED = 12,
-	SRV_GRPC_INTERNAL = 13,
-	SRV_GRPC_UNAVAILABLE = 14,
-};
 
 struct srv_grpc_conn;
 

@@ -12,6 +12,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/job/srv_audio_job.h"
+#include "server/srv_status.h"
 
 struct srv_audio_job *srv__audio_job_new(struct srv_req *req, size_t size)
 {

@@ -36,8 +36,6 @@ struct srv *srv__grpc_srv(struct srv_grpc_stream *s);
 /* srv__grpc_job_free - free job and what it owns (the request included);
  * NULL is a no-op. Any thread once the engine is done with it. */
 void srv__grpc_job_free(struct srv_grpc_job *job);
-/* srv__grpc_status_of - the gRPC status code of a -ST_* engine error. */
-int srv__grpc_status_of(int rc);
 /* srv__grpc_raw_bytes - raw->data (new, mem.h) = one BYTES element: a
  * 4-byte little-endian length, then s [n]. 0 or -ST_NOMEM. */
 int srv__grpc_raw_bytes(ProtobufCBinaryData *raw, const char *s, size_t n);

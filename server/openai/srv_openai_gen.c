@@ -43,6 +43,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/openai/srv_openai_gen.h"
+#include "server/srv_status.h"
 
 
 /* Why a request is refused: HTTP status, OpenAI code and param, message. */
@@ -84,36 +85,15 @@ static void srv_gen_respond_err(struct srv_req *req, const struct srv_gen_err *e
 		srv__req_respond_error(req, e->status, e->code, "%s", e->msg);
 }
 
-/* An engine status and message as OpenAI's error. */
+/* An engine status and message as OpenAI's error (srv_status.h's table). */
 static void srv_gen_err_from_st(struct srv_gen_err *e, int rc, bool chat, const char *msg)
 {
-	const char *m = msg && *msg ? msg : st_str(rc);
-	switch (rc < 0 ? -rc : rc) {
-	case ST_TOOBIG:
-		srv_gen_bad(e, 400, "context_length_exceeded", chat ? "messages" : "prompt", "%s", m);
-		break;
-	case ST_INVAL:
-		srv_gen_bad(e, 400, "invalid_value", NULL, "%s", m);
-		break;
-	case ST_UNSUPPORTED:
-		srv_gen_bad(e, 400, "unsupported_chat_template", "model", "%s", m);
-		break;
-	case ST_NOMEM:
-		srv_gen_bad(e, 503, "server_overloaded", NULL, "out of memory for this request");
-		break;
-	case ST_BUSY:
-		srv_gen_bad(e, 429, "rate_limit_exceeded", NULL, "%s", m);
-		break;
-	case ST_TIMEDOUT:
-		srv_gen_bad(e, 504, "timeout", NULL, "%s", m);
-		break;
-	case ST_CLOSED:
-		srv_gen_bad(e, 503, "server_shutting_down", NULL, "%s", m);
-		break;
-	default:
-		srv_gen_bad(e, 500, "server_error", NULL, "%s", m);
-		break;
-	}
+	const struct srv_status_row *row = srv__status_row(rc);
+	const char *m = row->gen_msg ? row->gen_msg : msg && *msg ? msg : st_str(rc);
+	const char *param = row->gen_param == SRV_STATUS_PARAM_INPUT ? (chat ? "messages" : "prompt")
+			  : row->gen_param == SRV_STATUS_PARAM_MODEL ? "model"
+								      : NULL;
+	srv_gen_bad(e, row->gen_http, row->gen_code, param, "%s", m);
 }
 
 /* --- field readers: absent and null leave *out as it is ---------------- */

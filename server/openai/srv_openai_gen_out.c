@@ -29,17 +29,14 @@
 #include "common/st.h"
 #include "server/job/srv_audio_job.h"
 #include "server/openai/srv_openai_gen.h"
+#include "server/srv_status.h"
 
 #define SRV_GEN_PIECE_MAX 256 /* bytes of one token's text kept for logprobs */
 
 json_t *srv__gen_error_json(int status, const char *code, const char *param, const char *msg)
 {
-	const char *type = status == 404 ? "not_found_error"
-			 : status == 429 ? "rate_limit_error"
-			 : status == 503 ? "server_overloaded"
-			 : status >= 500 ? "server_error" : "invalid_request_error";
-	return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type", type, "param",
-			 param, "code", code);
+	return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type",
+			 srv__status_openai_type(status), "param", param, "code", code);
 }
 
 static const char *srv_gen_finish_str(enum eng_finish f)
