@@ -38,32 +38,50 @@
 
 struct srv_grpc_conn;
 
+/* The lifecycle of a stream. A unary call:
+ *   RECEIVING (collecting its one message) -> DISPATCHED at END_STREAM,
+ *   when the method runs (it answers now or when its job ends), or early
+ *   when the request is refused (too big): later DATA is dropped.
+ * ModelStreamInfer (STREAM_* states: each message runs as it completes,
+ * answers go out as they come):
+ *   STREAM_OPEN (:path named it) -> STREAM_HALF_CLOSED at the client's
+ *   END_STREAM (its running requests finish) -> STREAM_ENDING once none
+ *   runs (the trailers are on their way; nothing more is added).
+ *   STREAM_OPEN or STREAM_HALF_CLOSED -> STREAM_FAILED on an error (a
+ *   message too big, compressed or cut short): status and message are
+ *   kept, running requests are cancelled, later messages dropped ->
+ *   STREAM_ENDING once none runs.
+ * The stream is freed in any state when nghttp2 closes it. */
+enum srv_grpc_stream_state {
+	SRV_GRPC_STREAM_STATE_RECEIVING = 0,
+	SRV_GRPC_STREAM_STATE_DISPATCHED,
+	SRV_GRPC_STREAM_STATE_STREAM_OPEN,
+	SRV_GRPC_STREAM_STATE_STREAM_HALF_CLOSED,
+	SRV_GRPC_STREAM_STATE_STREAM_FAILED,
+	SRV_GRPC_STREAM_STATE_STREAM_ENDING,
+};
+
 /* One stream: its request, then its answer. Loop thread only. */
 struct srv_grpc_stream {
 	struct srv_grpc_conn *conn;
 	int32_t id;
+	enum srv_grpc_stream_state state;
+	/* what the request headers said */
 	char path[128];		/* :path, "/inference.GRPCInferenceService/ModelInfer" */
 	bool grpc_type;		/* content-type application/grpc[+proto] */
 	bool gzip;		/* grpc-encoding gzip */
 	int timeout_ms;		/* grpc-timeout, 0 none */
 	struct srv_buf in;	/* the framed request bytes */
-	bool too_big;		/* over the limit: answered, the rest dropped */
-	bool dispatched;	/* its method ran (or was refused) */
-	struct srv_buf out;	/* the framed response message */
+	struct srv_buf out;	/* the framed response message(s); a stream's grows
+				 * and is reused once sent */
 	size_t out_off;
 	int status;		/* grpc-status for the trailers */
 	char message[256];	/* grpc-message */
 	void *job;		/* work in flight (srv_kserve_grpc.c), or NULL */
 	volatile int *cancel;	/* the job's cancel flag while it runs */
-	/* ModelStreamInfer: messages are taken as they complete, answers go
-	 * out as they come (out grows; the data provider defers when it has
-	 * sent everything), trailers once the client has finished sending and
-	 * no request of the stream runs */
-	bool streaming;
+	/* ModelStreamInfer: response flags, independent of the state */
 	bool headers_sent;	/* the response HEADERS went out */
-	bool client_done;	/* END_STREAM from the client */
 	bool deferred;		/* the data provider is waiting for out to grow */
-	bool ending;		/* the trailers (status, message) are on their way */
 	int n_running;		/* its requests in flight */
 	volatile int *cancels[SRV_GRPC_STREAM_MAX_RUNNING];
 };
