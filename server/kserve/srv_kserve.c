@@ -36,7 +36,6 @@
 #include "common/st.h"
 #include "server/job/srv_audio_job.h"
 #include "server/kserve/srv_kserve.h"
-#include "server/openai/srv_openai_gen.h"
 
 #define SRV_KS_MAX_TENSORS 8
 #define SRV_KS_MAX_SAMPLES (16000u * 60u * 60u) /* an hour at 16 kHz */
@@ -468,49 +467,6 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 
 /* --- generation --------------------------------------------------------- */
 
-/* The request parameters a completions body takes, as KServe / Triton
- * clients name them. */
-static const char *const srv_ks_gen_params[] = {
-	"max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
-	"repetition_penalty", "presence_penalty", "frequency_penalty",
-};
-
-/* A /v1/completions body for model m, prompt [n] and params (borrowed). */
-static json_t *srv_ks_completions_body(const struct eng_model *m, const char *prompt, size_t n,
-				       json_t *params, bool stream)
-{
-	json_t *b = json_pack("{s:s,s:s%,s:b}", "model", eng_model_name(m), "prompt", prompt, n,
-			      "stream", stream);
-	for (size_t i = 0; b && i < sizeof(srv_ks_gen_params) / sizeof(srv_ks_gen_params[0]); i++) {
-		json_t *v = json_object_get(params, srv_ks_gen_params[i]);
-		if (v && json_object_set(b, srv_ks_gen_params[i], v)) {
-			json_decref(b);
-			return NULL;
-		}
-	}
-	return b;
-}
-
-/* Prepare and queue a generation job of kind from body (stolen). */
-static void srv_ks_gen_submit(struct srv_req *req, enum srv_gen_kind kind, json_t *body,
-			      bool binary, const char *id)
-{
-	int status = 0;
-	char msg[512] = "out of memory";
-	struct srv_gen_job *job =
-		body ? srv__gen_prepare(req, kind, body, &status, msg, sizeof(msg)) : NULL;
-	json_decref(body);
-	if (!job) {
-		if (status == 503 || status == 429 || !status)
-			srv__req_add_header(req, "Retry-After", "1");
-		srv__req_respond_error(req, status ? status : 503, NULL, "%s", msg);
-		return;
-	}
-	job->ks_binary = binary;
-	snprintf(job->ks_id, sizeof(job->ks_id), "%s", id ? id : "");
-	srv__gen_queue(req, job);
-}
-
 static void srv_ks_generate_infer(struct srv_req *req, struct srv_ks_req *r,
 				  const struct eng_model *m)
 {
@@ -533,9 +489,8 @@ static void srv_ks_generate_infer(struct srv_req *req, struct srv_ks_req *r,
 	}
 	bool binary = false;
 	srv_ks_want(r, "TEXT_OUTPUT", &binary);
-	srv_ks_gen_submit(req, SRV_GEN_KIND_KSERVE_INFER,
-			  srv_ks_completions_body(m, p, n, r->params, false), binary,
-			  json_string_value(json_object_get(r->root, "id")));
+	srv__ks_gen_submit(req, m, p, n, r->params, false, false, binary,
+			   json_string_value(json_object_get(r->root, "id")));
 }
 
 static const struct eng_model *srv_ks_model(struct srv_req *req)
@@ -593,11 +548,10 @@ static void srv_ks_generate(struct srv_req *req, bool stream)
 	json_object_set(merged, k, v);
 	if (params)
 		json_object_update(merged, params);
-	json_t *body = srv_ks_completions_body(m, json_string_value(text),
-					       json_string_length(text), merged, stream);
+	srv__ks_gen_submit(req, m, json_string_value(text), json_string_length(text), merged,
+			   stream, true, false, NULL);
 	json_decref(merged);
 	json_decref(b);
-	srv_ks_gen_submit(req, SRV_GEN_KIND_TRITON_GENERATE, body, false, NULL);
 }
 
 void srv__h_kserve_generate(struct srv_req *req)
