@@ -100,9 +100,9 @@ static bool srv_route_match(const char *pattern, const char *path, char *param, 
 	return true;
 }
 
-int srv__route_index(const struct srv_req *req)
+int srv__route_count(void)
 {
-	return req->route ? (int)(req->route - srv_routes) : SRV_N_ROUTES;
+	return SRV_N_ROUTES;
 }
 
 static const char *srv_route_name(int i)
@@ -192,8 +192,11 @@ int srv__req_route(struct srv_req *req)
 		if (!srv_route_match(r->pattern, req->path, req->path_param, sizeof(req->path_param)))
 			continue;
 		path_hit = r;
-		if (r->method == req->method || (r->method == HTTP_GET && req->method == HTTP_HEAD))
+		if (r->method == req->method ||
+		    (r->method == HTTP_GET && req->method == HTTP_HEAD)) {
 			req->route = r;
+			req->route_index = i;
+		}
 	}
 	if (!path_hit)
 		return srv_req_early(req, 404, "not_found", "no route for %s %s", method, req->path);

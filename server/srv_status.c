@@ -58,3 +58,47 @@ const char *srv__status_openai_type(int http_status)
 		return "server_overloaded";
 	return http_status >= 500 ? "server_error" : "invalid_request_error";
 }
+
+const char *srv__status_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
+	case 417: return "Expectation Failed";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Unknown";
+	}
+}
+
+/* A sentence for statuses that parser callbacks choose on their own. */
+const char *srv__status_detail(int status)
+{
+	switch (status) {
+	case 400: return "malformed request header";
+	case 413: return "the request body is larger than limits.max_body_bytes";
+	case 417: return "unsupported Expect value (only 100-continue is)";
+	case 501: return "unsupported Transfer-Encoding (only chunked is)";
+	case 505: return "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 are)";
+	case 415: return "unsupported Content-Encoding (use identity or zstd)";
+	case 431: return "the request line and headers are larger than limits.max_header_bytes";
+	case 503: return "the server is out of memory for this request";
+	default: return srv__status_reason(status);
+	}
+}

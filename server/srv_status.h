@@ -56,4 +56,13 @@ enum srv_grpc_status srv__status_grpc(int st);
  * ("invalid_request_error", "not_found_error", ...); static, never NULL. */
 const char *srv__status_openai_type(int http_status);
 
+/* srv__status_reason - the reason phrase of an HTTP status ("Not Found"),
+ * "Unknown" for one we never send; static. */
+const char *srv__status_reason(int status);
+
+/* srv__status_detail - a sentence for the statuses the HTTP parser
+ * chooses on its own (400, 413, 415, 417, 431, 501, 503, 505), else the
+ * reason phrase; static. */
+const char *srv__status_detail(int status);
+
 #endif /* SRV_STATUS_H */

@@ -15,6 +15,7 @@
 #include "common/container_of.h"
 #include "common/mem.h"
 #include "common/st.h"
+#include "server/srv_status.h"
 #include "server/srv_stream.h"
 
 struct srv_stream {
@@ -157,7 +158,7 @@ static void srv_stream_log(struct srv_stream *st, int status)
 	struct srv_req *req = &st->conn->req;
 	struct srv *srv = st->conn->srv;
 	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
-	srv_metrics_observe(&srv->metrics, srv__route_index(req), req->method, status, secs);
+	srv_metrics_observe(&srv->metrics, req->route_index, req->method, status, secs);
 	srv__req_log(req, status, st->bytes_out, secs);
 }
 

@@ -48,7 +48,7 @@ static void srv_grpc_stream_free(struct srv_grpc_stream *s)
 			l->s[i] = l->s[--l->n];
 			break;
 		}
-	srv__grpc_stream_gone(s);
+	s->conn->srv->grpc_cbs.stream_gone(s);
 	s->conn->in_bytes -= s->in.len;
 	srv_buf_fini(&s->in);
 	srv_buf_fini(&s->out);
@@ -236,7 +236,7 @@ static void srv_grpc_request_done(struct srv_grpc_stream *s)
 		return;
 	}
 	if (p[0] == 0) {
-		srv__grpc_dispatch(s, p + 5, len);
+		s->conn->srv->grpc_cbs.dispatch(s, p + 5, len);
 		return;
 	}
 	if (!s->gzip) {
@@ -254,7 +254,8 @@ static void srv_grpc_request_done(struct srv_grpc_stream *s)
 							      "limits.max_body_bytes"
 							    : "the gzip message is corrupt");
 	else
-		srv__grpc_dispatch(s, (const uint8_t *)(plain.data ? plain.data : ""), plain.len);
+		s->conn->srv->grpc_cbs.dispatch(s, (const uint8_t *)(plain.data ? plain.data : ""),
+						plain.len);
 	srv_buf_fini(&plain);
 }
 
@@ -273,7 +274,7 @@ static void srv_grpc_stream_messages(struct srv_grpc_stream *s)
 		}
 		if (s->in.len - off - 5 < len)
 			break;
-		srv__grpc_stream_message(s, h + 5, len);
+		s->conn->srv->grpc_cbs.stream_message(s, h + 5, len);
 		off += 5 + len;
 	}
 	if (off) {
@@ -477,7 +478,7 @@ void srv__grpc_stream_fail(struct srv_grpc_stream *s, int status, const char *me
 	}
 	if (s->state != SRV_GRPC_STREAM_STATE_STREAM_ENDING)
 		s->state = SRV_GRPC_STREAM_STATE_STREAM_FAILED;
-	srv__grpc_stream_gone(s);
+	s->conn->srv->grpc_cbs.stream_gone(s);
 	srv__grpc_stream_maybe_end(s);
 }
 
@@ -589,7 +590,7 @@ static void srv_grpc_conn_free(struct srv_grpc_conn *c)
 		*pp = c->next;
 	srv->n_grpc_conns--;
 	mem_free(c);
-	srv__drain_check(srv);
+	srv->cbs.conn_closed(srv);
 }
 
 static void srv_grpc_on_closed(uv_handle_t *h)

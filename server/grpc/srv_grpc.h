@@ -7,7 +7,8 @@
  * uv_write after every event. A stream collects its request message (gRPC
  * framing: 1-byte compressed flag, 4-byte big-endian length, the protobuf
  * bytes; gzip or identity) up to limits.max_body_bytes, then its method
- * runs (srv_kserve_grpc.c). An answer is HEADERS (:status 200,
+ * runs through srv->grpc_cbs (the methods, which srv.c sets: KServe's;
+ * the transport names none of them). An answer is HEADERS (:status 200,
  * content-type application/grpc), DATA (one framed message) and trailers
  * (grpc-status, grpc-message); an error is a trailers-only response.
  * Limits: SETTINGS_MAX_CONCURRENT_STREAMS, the message size above, and
@@ -77,7 +78,7 @@ struct srv_grpc_stream {
 	size_t out_off;
 	int status;		/* grpc-status for the trailers */
 	char message[256];	/* grpc-message */
-	void *job;		/* work in flight (srv_kserve_grpc.c), or NULL */
+	void *job;		/* the method's work in flight, or NULL */
 	volatile int *cancel;	/* the job's cancel flag while it runs */
 	/* ModelStreamInfer: response flags, independent of the state */
 	bool headers_sent;	/* the response HEADERS went out */
@@ -135,21 +136,11 @@ void srv__grpc_stream_maybe_end(struct srv_grpc_stream *s);
  * message (in the trailers once its running requests, now cancelled,
  * have ended); its further messages are dropped. */
 void srv__grpc_stream_fail(struct srv_grpc_stream *s, int status, const char *message);
-/* srv__grpc_stream_message - ModelStreamInfer: run one request message
- * (srv_kserve_grpc.c). */
-void srv__grpc_stream_message(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
 /* srv__grpc_flush - write what the session has to send. */
 void srv__grpc_flush(struct srv_grpc_conn *c);
 /* srv__grpc_work_done - a job that held c ended (it may close now). */
 void srv__grpc_work_done(struct srv_grpc_conn *c);
 /* srv__grpc_stream_of - stream id of c if it is still open, or NULL. */
 struct srv_grpc_stream *srv__grpc_stream_of(struct srv_grpc_conn *c, int32_t id);
-
-/* srv__grpc_dispatch - run the method of a complete request: its message
- * (unframed, decompressed) is msg [n]. Answers now or later (jobs). */
-void srv__grpc_dispatch(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
-/* srv__grpc_stream_gone - s is closing: cancel its job (which then finds
- * no stream and drops its answer). */
-void srv__grpc_stream_gone(struct srv_grpc_stream *s);
 
 #endif /* SRV_GRPC_H */

@@ -1,7 +1,7 @@
 /* srv_kserve.h - KServe v2 pieces shared by the infer handlers
  * (srv_kserve.c), generation (srv_kserve_gen.c) and the gRPC methods
- * (srv_kserve_grpc.c). Internal to server/. Any thread (they only build
- * buffers) unless said.
+ * (srv_kserve_grpc.c); the answers' pieces live in srv_kserve_out.c.
+ * Internal to server/. Any thread (they only build buffers) unless said.
  */
 #ifndef SRV_KSERVE_H
 #define SRV_KSERVE_H

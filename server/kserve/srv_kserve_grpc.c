@@ -745,7 +745,7 @@ static void srv_grpc_model_infer(struct srv_grpc_stream *s, const uint8_t *msg, 
 	srv__jobs_begin(s->conn->srv);
 }
 
-void srv__grpc_stream_gone(struct srv_grpc_stream *s)
+void srv__ks_grpc_stream_gone(struct srv_grpc_stream *s)
 {
 	if (s->cancel)
 		*s->cancel = 1; /* the engine stops at its next step; the job finds no stream */
@@ -772,7 +772,7 @@ static const struct {
 	{ "ModelInfer", srv_grpc_model_infer },
 };
 
-void srv__grpc_dispatch(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
+void srv__ks_grpc_dispatch(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
 {
 	static const char prefix[] = "/inference.GRPCInferenceService/";
 	const char *p = s->path;
