@@ -2,8 +2,10 @@
  * at this stage: health (KServe v2), model lists (OpenAI, KServe v2) and
  * Prometheus metrics; the audio routes' handlers live in srv_openai_audio.c
  * and srv_deepgram.c (srv_audio_job.h), the text generation routes' in
- * srv_openai_gen.c (srv_openai_gen.h). A new protocol is a new block of rows here (or its
- * own srv_routes_<proto>.c when it grows).
+ * srv_openai_gen.c (srv_openai_gen.h), KServe's in srv_kserve.c. A new
+ * protocol is a new block of rows here (or its own srv_routes_<proto>.c
+ * when it grows). srv.c hands srv__req_route and srv__req_begin_handling to
+ * the connection layer (struct srv_conn_cbs).
  *
  * Dispatch: decode the body (zstd on the thread pool, never on the loop
  * thread), match path then method (404 / 405 with Allow), check the API key

@@ -15,8 +15,8 @@
  * meanwhile. The job holds the connection (conn->n_work) so the
  * connection and its request body, which the job reads, outlive it.
  */
-#ifndef SRV_AUDIO_H
-#define SRV_AUDIO_H
+#ifndef SRV_AUDIO_JOB_H
+#define SRV_AUDIO_JOB_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -125,4 +125,4 @@ void srv__h_kserve_infer(struct srv_req *req);
 void srv__h_kserve_generate(struct srv_req *req);
 void srv__h_kserve_generate_stream(struct srv_req *req);
 
-#endif /* SRV_AUDIO_H */
+#endif /* SRV_AUDIO_JOB_H */
