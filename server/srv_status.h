@@ -1,8 +1,9 @@
 /* srv_status.h - the one table from a project status (common/st.h) to
  * what each protocol answers with it: the HTTP status of a plain error,
- * the gRPC status code, and the HTTP status, error code and faulty field
- * of OpenAI's text generation routes (which answer 400 where a plain
- * route says 415, and 500 for statuses a request cannot cause). Also the
+ * the gRPC status code, and the HTTP status, OpenAI error code and faulty
+ * field of the text generation routes (OpenAI's; KServe's send only the
+ * status and message), which answer 400 where a plain route says 415 and
+ * 500 for statuses a generation request cannot cause. Also the
  * gRPC status codes and OpenAI's error "type" of an HTTP status, so that
  * no protocol keeps a mapping of its own. Internal to server/; any thread
  * (the table is constant).
@@ -35,7 +36,7 @@ enum srv_status_param {
 struct srv_status_row {
 	int http;                        /* HTTP status of a plain error response */
 	enum srv_grpc_status grpc;       /* gRPC status code */
-	int gen_http;                    /* OpenAI generation routes: HTTP status */
+	int gen_http;                    /* text generation routes: HTTP status */
 	const char *gen_code;            /* ... their error code (static) */
 	enum srv_status_param gen_param; /* ... the field at fault */
 	const char *gen_msg;             /* ... a fixed message, or NULL: the engine's */
