@@ -1,7 +1,7 @@
 /* srv_routes.c - the route table and the handlers of the routes that work
  * at this stage: health (KServe v2), model lists (OpenAI, KServe v2) and
  * Prometheus metrics; the audio routes' handlers live in srv_openai_audio.c
- * and srv_deepgram.c (srv_audio_job.h), the text generation routes' in
+ * and srv_deepgram.c, the text generation routes' in
  * srv_openai_gen.c (srv_openai_gen.h), KServe's in srv_kserve.c. A new
  * protocol is a new block of rows here (or its own srv_routes_<proto>.c
  * when it grows). srv.c hands srv__req_route and srv__req_begin_handling to
@@ -20,11 +20,12 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "server/job/srv_audio_job.h"
-#include "server/srv_int.h"
+#include "server/deepgram/srv_deepgram.h"
 #include "server/kserve/srv_kserve.h"
-#include "server/srv_model_stats.h"
+#include "server/openai/srv_openai_audio.h"
 #include "server/openai/srv_openai_gen.h"
+#include "server/srv_int.h"
+#include "server/srv_model_stats.h"
 
 typedef void (*srv_handler_fn)(struct srv_req *req);
 

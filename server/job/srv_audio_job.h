@@ -1,5 +1,5 @@
 /* srv_audio_job.h - the transcription job the audio routes share (OpenAI
- * /v1/audio/transcriptions, Deepgram /v1/listen), and their handlers.
+ * /v1/audio/transcriptions, Deepgram /v1/listen, KServe v2 infer).
  * Internal to server/.
  *
  * Life of a job: a handler validates the request on the loop thread, picks
@@ -117,12 +117,5 @@ json_t *srv__audio_json_str(const char *s, size_t n);
 /* srv__sha256 - FIPS 180-4 SHA-256 of data [len] into out (nettle's
  * sha256). Any thread. */
 void srv__sha256(const void *data, size_t len, unsigned char out[32]);
-
-/* Route handlers (srv_openai_audio.c, srv_deepgram.c, srv_kserve.c). */
-void srv__h_openai_transcriptions(struct srv_req *req);
-void srv__h_deepgram_listen(struct srv_req *req);
-void srv__h_kserve_infer(struct srv_req *req);
-void srv__h_kserve_generate(struct srv_req *req);
-void srv__h_kserve_generate_stream(struct srv_req *req);
 
 #endif /* SRV_AUDIO_JOB_H */

@@ -59,4 +59,10 @@ void srv__ks_gen_submit(struct srv_req *req, const struct eng_model *m, const ch
 			size_t n, json_t *params, bool stream, bool triton, bool binary,
 			const char *id);
 
+/* Route handlers (srv_kserve.c): POST /v2/models/{name}/infer, /generate
+ * and /generate_stream. Loop thread. */
+void srv__h_kserve_infer(struct srv_req *req);
+void srv__h_kserve_generate(struct srv_req *req);
+void srv__h_kserve_generate_stream(struct srv_req *req);
+
 #endif /* SRV_KSERVE_H */
