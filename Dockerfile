@@ -25,7 +25,7 @@ RUN apt-get update \
       gcc libc6-dev meson ninja-build pkg-config \
       libuv1-dev libjansson-dev libopenblas-dev libzstd-dev libsndfile1-dev \
       libsoxr-dev libhwloc-dev node-llhttp zlib1g-dev \
-      libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler \
+      libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nettle-dev \
  && if [ "$BAKE_MODELS" = 1 ]; then \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         python3-pip unzip ca-certificates; \
@@ -51,7 +51,7 @@ FROM ${BASE_IMAGE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libuv1 libjansson4 libopenblas0-pthread libzstd1 libsndfile1 libsoxr0 \
-      libhwloc15 zlib1g libnghttp2-14 libprotobuf-c1 curl \
+      libhwloc15 zlib1g libnghttp2-14 libprotobuf-c1 libnettle8 curl \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /nonexistent \
       --shell /usr/sbin/nologin inferd

@@ -15,19 +15,8 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/grpc/srv_grpc.h"
+#include "server/kserve/srv_kserve_grpc.h"
 #include "server/srv_int.h"
-
-const char *srv__date(struct srv *srv)
-{
-	time_t now = time(NULL);
-	if (now != srv->date_sec) {
-		struct tm tm;
-		gmtime_r(&now, &tm);
-		strftime(srv->date, sizeof(srv->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-		srv->date_sec = now;
-	}
-	return srv->date;
-}
 
 static void srv_on_connection(uv_stream_t *listener, int status)
 {
@@ -61,7 +50,8 @@ static void srv_stop_loop(struct srv *srv)
 	srv__post_stop(srv);
 }
 
-void srv__drain_check(struct srv *srv)
+/* Stop once draining and the last connection has gone (srv_conn_cbs). */
+static void srv_drain_check(struct srv *srv)
 {
 	if (srv->draining && srv->n_conns == 0 && srv->n_grpc_conns == 0)
 		srv_stop_loop(srv);
@@ -95,7 +85,7 @@ static void srv_on_signal(uv_signal_t *s, int signum)
 		       (uint64_t)srv->cfg->drain_timeout_ms, 0);
 	srv__conns_close_idle(srv);
 	srv__grpc_drain(srv);
-	srv__drain_check(srv);
+	srv_drain_check(srv);
 }
 
 /* Parse "HOST:PORT" or "[V6]:PORT" into a socket address. */
@@ -207,6 +197,19 @@ int srv__create_unbound(const struct cfg *cfg, struct eng *eng, const char *extr
 		return -ST_NOMEM;
 	srv->cfg = cfg;
 	srv->eng = eng;
+	srv->n_routes = srv__route_count();
+	srv->cbs = (struct srv_conn_cbs){
+		.proto_for_path = srv__proto_for_path,
+		.route = srv__req_route,
+		.handle = srv__req_begin_handling,
+		.respond_error = srv__req_respond_error,
+		.conn_closed = srv_drain_check,
+	};
+	srv->grpc_cbs = (struct srv_grpc_cbs){
+		.dispatch = srv__ks_grpc_dispatch,
+		.stream_message = srv__ks_grpc_stream_message,
+		.stream_gone = srv__ks_grpc_stream_gone,
+	};
 	srv__parser_settings_init(&srv->parser_settings);
 	if (uv_loop_init(&srv->loop)) {
 		mem_free(srv);

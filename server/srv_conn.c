@@ -13,18 +13,32 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/container_of.h"
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/srv_int.h"
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#include "server/srv_status.h"
 
 static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len);
 static void srv_conn_timer_arm(struct srv_conn *conn);
 static int srv_conn_stash_more(struct srv_conn *conn, const char *data, size_t len);
 static void srv_conn_read_start(struct srv_conn *conn);
 static void srv_conn_read_stop(struct srv_conn *conn);
+
+/* --- the request's headers ------------------------------------------ */
+
+const char *srv__req_header(const struct srv_req *req, const char *name)
+{
+	for (size_t i = 0; i < req->n_headers; i++)
+		if (!strcasecmp(req->head.data + req->hdr_off[i][0], name))
+			return req->head.data + req->hdr_off[i][1];
+	return NULL;
+}
+
+int srv__req_add_header(struct srv_req *req, const char *name, const char *value)
+{
+	return srv_buf_printf(&req->resp_headers, "%s: %s\r\n", name, value);
+}
 
 /* --- request reset ---------------------------------------------------- */
 
@@ -35,7 +49,7 @@ static void srv_req_reset(struct srv_conn *conn)
 	srv_buf_fini(&req->head);
 	srv_buf_fini(&req->body);
 	srv_buf_fini(&req->resp_headers);
-	*req = (struct srv_req){ .conn = conn, .method = -1 };
+	*req = (struct srv_req){ .conn = conn, .method = -1, .route_index = conn->srv->n_routes };
 	srv_buf_init(&req->head, (size_t)cfg->max_header_bytes);
 	srv_buf_init(&req->body, (size_t)cfg->max_body_bytes);
 	srv_buf_init(&req->resp_headers, 8192);
@@ -230,7 +244,7 @@ static int srv_on_headers_complete(llhttp_t *p)
 	req->method = llhttp_get_method(p);
 	srv_req_split_url(req);
 	srv_req_set_request_id(req);
-	req->proto = srv__proto_for_path(req->path);
+	req->proto = conn->srv->cbs.proto_for_path(req->path);
 	req->accept_zstd = srv_accepts_zstd(srv__req_header(req, "Accept-Encoding"));
 	req->coding = srv_coding_parse(srv__req_header(req, "Content-Encoding"));
 	req->in_trailers = true;
@@ -240,7 +254,7 @@ static int srv_on_headers_complete(llhttp_t *p)
 		return srv_req_fail(req, 501);
 	/* Route and API key from the headers: a request that cannot succeed is
 	 * answered before its body is read (and decompressed), not after. */
-	int early = srv__req_route(req);
+	int early = conn->srv->cbs.route(req);
 	bool has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length);
 	if (early && has_body)
 		return srv_req_fail(req, early);
@@ -334,7 +348,7 @@ static void srv_conn_unlink(struct srv_conn *conn)
 	conn->prev = conn->next = NULL;
 	srv->n_conns--;
 	srv->metrics.open_connections--;
-	srv__drain_check(srv);
+	srv->cbs.conn_closed(srv);
 }
 
 void srv__conn_close(struct srv_conn *conn)
@@ -366,8 +380,8 @@ static void srv_conn_timeout_cb(uv_timer_t *t)
 	}
 	if (conn->state == SRV_CONN_STATE_HEAD || conn->state == SRV_CONN_STATE_BODY) {
 		conn->req.keep_alive = false;
-		srv__req_respond_error(&conn->req, 408, "request_timeout",
-				       "the request did not arrive within the time limit");
+		conn->srv->cbs.respond_error(&conn->req, 408, "request_timeout",
+					     "the request did not arrive within the time limit");
 		return;
 	}
 	srv__conn_close(conn); /* WAIT: idle keep-alive or silent client */
@@ -469,13 +483,13 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 	if (!req->path)
 		req->path = "";
 	if (status == 400 && e != HPE_USER)
-		srv__req_respond_error(req, 400, "invalid_request",
-				       "malformed HTTP request: %s (%s)",
-				       llhttp_get_error_reason(&conn->parser), llhttp_errno_name(e));
+		conn->srv->cbs.respond_error(
+			req, 400, "invalid_request", "malformed HTTP request: %s (%s)",
+			llhttp_get_error_reason(&conn->parser), llhttp_errno_name(e));
 	else if (req->early_status == status)
-		srv__req_respond_error(req, status, req->early_code, "%s", req->early_msg);
+		conn->srv->cbs.respond_error(req, status, req->early_code, "%s", req->early_msg);
 	else
-		srv__req_respond_error(req, status, NULL, "%s", srv__status_detail(status));
+		conn->srv->cbs.respond_error(req, status, NULL, "%s", srv__status_detail(status));
 }
 
 /* Keep bytes that follow a message until its response is queued. */
@@ -533,7 +547,7 @@ static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len)
 		const char *pos = llhttp_get_error_pos(&conn->parser);
 		len -= (size_t)(pos - data);
 		data = pos;
-		srv__req_begin_handling(&conn->req);
+		conn->srv->cbs.handle(&conn->req);
 		if (conn->state == SRV_CONN_STATE_HANDLING || conn->write_blocked) {
 			if (srv_conn_stash(conn, data, len))
 				srv__conn_close(conn);
@@ -735,9 +749,10 @@ int srv__conn_accept(struct srv *srv, uv_stream_t *listener)
 		srv->metrics.connections_rejected++;
 		conn->req.keep_alive = false;
 		srv__req_add_header(&conn->req, "Retry-After", "1");
-		srv__req_respond_error(&conn->req, 503, "server_busy",
-				       "too many open connections (limits.max_connections = %d)",
-				       srv->cfg->max_connections);
+		conn->srv->cbs.respond_error(
+			&conn->req, 503, "server_busy",
+			"too many open connections (limits.max_connections = %d)",
+			srv->cfg->max_connections);
 	}
 	return 0;
 }

@@ -81,6 +81,8 @@ struct srv_req {
 	const char *query;            /* after '?', or "" */
 	char path_param[128];         /* the {name} segment of the route, if any */
 	const struct srv_route *route; /* matched route, or NULL */
+	int route_index;              /* its row of the route table, or srv->n_routes
+				       * (the metrics' "unmatched" row) */
 	enum srv_proto proto;         /* error shape for this request */
 	enum srv_coding coding;       /* Content-Encoding of the body */
 	bool accept_zstd;             /* client takes zstd responses */
@@ -126,6 +128,39 @@ struct srv_conn {
 	struct srv_conn *prev, *next; /* srv->conns list */
 };
 
+struct srv_grpc_stream;
+
+/* The calls the HTTP connection layer (srv_conn.c) makes into the layers
+ * above it - the route table and the responses - held as callbacks that
+ * srv.c sets when it creates the server (as libuv's and h2o's lower
+ * layers do), so that srv_conn.c names no route or response function.
+ * Loop thread. */
+struct srv_conn_cbs {
+	/* proto_for_path - the error shape and auth scheme of path. */
+	enum srv_proto (*proto_for_path)(const char *path);
+	/* route - srv__req_route: 0 with req->route set, or the early status. */
+	int (*route)(struct srv_req *req);
+	/* handle - the message is complete: run (or refuse) its handler. */
+	void (*handle)(struct srv_req *req);
+	/* respond_error - srv__req_respond_error: an error in req's shape. */
+	int (*respond_error)(struct srv_req *req, int status, const char *code, const char *fmt,
+			     ...) __attribute__((format(printf, 4, 5)));
+	/* conn_closed - an HTTP or gRPC connection has gone (draining may end). */
+	void (*conn_closed)(struct srv *srv);
+};
+
+/* The methods behind the gRPC transport (grpc/srv_grpc.c), set by srv.c so
+ * that the transport names none of them (they are KServe's). Loop thread;
+ * msg [n] is one unframed, decompressed request message. */
+struct srv_grpc_cbs {
+	/* dispatch - run the unary method of s (s->path); answers now or later. */
+	void (*dispatch)(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
+	/* stream_message - one request message of a streaming call. */
+	void (*stream_message)(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
+	/* stream_gone - s is closing or failed: cancel its work in flight. */
+	void (*stream_gone)(struct srv_grpc_stream *s);
+};
+
 /* A job handed from an engine thread to the loop thread (srv_post.c). */
 struct srv_post {
 	struct srv_post *next;
@@ -143,6 +178,9 @@ struct srv {
 	uv_signal_t sigterm, sigint;
 	uv_timer_t drain_timer;
 	const struct cfg *cfg;        /* borrowed, read-only */
+	struct srv_conn_cbs cbs;      /* set by srv.c at creation */
+	struct srv_grpc_cbs grpc_cbs; /* set by srv.c at creation */
+	int n_routes;                 /* rows of the route table (srv_routes.c) */
 	struct eng *eng;              /* borrowed */
 	llhttp_settings_t parser_settings;
 	char **api_keys;              /* cfg keys plus INFERD_API_KEY; borrowed strings */
@@ -164,6 +202,8 @@ struct srv {
 };
 
 /* srv_conn.c */
+const char *srv__req_header(const struct srv_req *req, const char *name);
+int srv__req_add_header(struct srv_req *req, const char *name, const char *value);
 int srv__conn_accept(struct srv *srv, uv_stream_t *listener);
 int srv__conn_open_fd(struct srv *srv, int fd); /* tests/fuzz: a socketpair end */
 void srv__conn_close(struct srv_conn *conn);
@@ -201,11 +241,10 @@ void srv__post_stop(struct srv *srv);
  * srv__conn_open_fd). */
 int srv__create_unbound(const struct cfg *cfg, struct eng *eng, const char *extra_api_key,
 			struct srv **out);
-void srv__drain_check(struct srv *srv);
-const char *srv__date(struct srv *srv);
 
 /* srv_resp.c */
-const char *srv__req_header(const struct srv_req *req, const char *name);
+/* srv__date - the Date header value (cached for a second). */
+const char *srv__date(struct srv *srv);
 /* srv__req_sched_opts - the scheduling options a request asks for in its
  * headers: "Inferd-Priority: high|normal" and "Inferd-Timeout-Ms: N" (a
  * deadline from arrival, 1..86400000; absent: the model's). 0, or
@@ -217,16 +256,12 @@ int srv__req_respond(struct srv_req *req, int status, const char *content_type,
 int srv__req_respond_json(struct srv_req *req, int status, json_t *obj);
 int srv__req_respond_error(struct srv_req *req, int status, const char *code,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-int srv__req_add_header(struct srv_req *req, const char *name, const char *value);
-const char *srv__status_reason(int status);
 /* srv__req_log - the access-log line of a response of bytes body bytes
  * that took secs (srv__req_respond and streamed responses call it). */
 void srv__req_log(const struct srv_req *req, int status, size_t bytes, double secs);
-const char *srv__status_detail(int status);
 /* srv__req_log_gone - count and log a request whose client left before
  * any answer (status 499, as nginx logs it). */
 void srv__req_log_gone(const struct srv_req *req);
-int srv__status_from_st(int st);
 
 /* srv_routes.c */
 /* srv__req_route - match the route and check the API key from the
@@ -236,7 +271,8 @@ int srv__status_from_st(int st);
 int srv__req_route(struct srv_req *req);
 void srv__req_begin_handling(struct srv_req *req);
 void srv__req_dispatch(struct srv_req *req);
-int srv__route_index(const struct srv_req *req);
 enum srv_proto srv__proto_for_path(const char *path);
+/* srv__route_count - the rows of the route table. */
+int srv__route_count(void);
 
 #endif /* SRV_INT_H */

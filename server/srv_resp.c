@@ -12,21 +12,28 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <zstd.h>
 
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/srv_int.h"
+#include "server/srv_status.h"
 
 #define SRV_ZSTD_MIN_BYTES 256 /* smaller bodies go out uncompressed */
 #define SRV_ZSTD_LEVEL 3
 
-const char *srv__req_header(const struct srv_req *req, const char *name)
+/* The Date header's value, formatted once a second. */
+const char *srv__date(struct srv *srv)
 {
-	for (size_t i = 0; i < req->n_headers; i++)
-		if (!strcasecmp(req->head.data + req->hdr_off[i][0], name))
-			return req->head.data + req->hdr_off[i][1];
-	return NULL;
+	time_t now = time(NULL);
+	if (now != srv->date_sec) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(srv->date, sizeof(srv->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		srv->date_sec = now;
+	}
+	return srv->date;
 }
 
 int srv__req_sched_opts(const struct srv_req *req, struct eng_req_opts *o, char *err,
@@ -54,87 +61,6 @@ int srv__req_sched_opts(const struct srv_req *req, struct eng_req_opts *o, char 
 	return 0;
 }
 
-const char *srv__status_reason(int status)
-{
-	switch (status) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 415: return "Unsupported Media Type";
-	case 417: return "Expectation Failed";
-	case 422: return "Unprocessable Content";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Unknown";
-	}
-}
-
-/* A sentence for statuses that parser callbacks choose on their own. */
-const char *srv__status_detail(int status)
-{
-	switch (status) {
-	case 400: return "malformed request header";
-	case 413: return "the request body is larger than limits.max_body_bytes";
-	case 417: return "unsupported Expect value (only 100-continue is)";
-	case 501: return "unsupported Transfer-Encoding (only chunked is)";
-	case 505: return "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 are)";
-	case 415: return "unsupported Content-Encoding (use identity or zstd)";
-	case 431: return "the request line and headers are larger than limits.max_header_bytes";
-	case 503: return "the server is out of memory for this request";
-	default: return srv__status_reason(status);
-	}
-}
-
-/* The one table from project status to HTTP status (STYLE practice 5). */
-int srv__status_from_st(int st)
-{
-	switch (st < 0 ? -st : st) {
-	case ST_OK: return 200;
-	case ST_INVAL: return 400;
-	case ST_NOTFOUND: return 404;
-	case ST_TOOBIG: return 413;
-	case ST_UNSUPPORTED: return 415;
-	case ST_AGAIN: return 429;
-	case ST_BUSY: return 429;
-	case ST_NOMEM: return 503;
-	case ST_CLOSED: return 503;
-	case ST_TIMEDOUT: return 504;
-	case ST_CANCELED: return 499;
-	default: return 500;
-	}
-}
-
-int srv__req_add_header(struct srv_req *req, const char *name, const char *value)
-{
-	return srv_buf_printf(&req->resp_headers, "%s: %s\r\n", name, value);
-}
-
-static const char *srv_error_type(int status)
-{
-	if (status == 401)
-		return "authentication_error";
-	if (status == 404)
-		return "not_found_error";
-	if (status == 429)
-		return "rate_limit_error";
-	if (status == 503)
-		return "server_overloaded";
-	return status >= 500 ? "server_error" : "invalid_request_error";
-}
-
 static json_t *srv_error_json(const struct srv_req *req, int status,
 			      const char *code, const char *msg)
 {
@@ -147,7 +73,7 @@ static json_t *srv_error_json(const struct srv_req *req, int status,
 				 "request_id", req->request_id);
 	default:
 		return json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg, "type",
-				 srv_error_type(status), "param", "code", code);
+				 srv__status_openai_type(status), "param", "code", code);
 	}
 }
 
@@ -277,7 +203,7 @@ int srv__req_respond(struct srv_req *req, int status, const char *content_type,
 	if (req->method == HTTP_HEAD)
 		out_len = 0;
 	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
-	srv_metrics_observe(&srv->metrics, srv__route_index(req), req->method, status, secs);
+	srv_metrics_observe(&srv->metrics, req->route_index, req->method, status, secs);
 	srv__req_log(req, status, out_len, secs);
 	if (close)
 		conn->close_after_write = true;
@@ -297,6 +223,6 @@ void srv__req_log_gone(const struct srv_req *req)
 {
 	struct srv *srv = req->conn->srv;
 	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
-	srv_metrics_observe(&srv->metrics, srv__route_index(req), req->method, 499, secs);
+	srv_metrics_observe(&srv->metrics, req->route_index, req->method, 499, secs);
 	srv__req_log(req, 499, 0, secs);
 }

@@ -1,9 +1,11 @@
 /* srv_routes.c - the route table and the handlers of the routes that work
  * at this stage: health (KServe v2), model lists (OpenAI, KServe v2) and
  * Prometheus metrics; the audio routes' handlers live in srv_openai_audio.c
- * and srv_deepgram.c (srv_audio_job.h), the text generation routes' in
- * srv_openai_gen.c (srv_openai_gen.h). A new protocol is a new block of rows here (or its
- * own srv_routes_<proto>.c when it grows).
+ * and srv_deepgram.c, the text generation routes' in
+ * srv_openai_gen.c (srv_openai_gen.h), KServe's in srv_kserve.c. A new
+ * protocol is a new block of rows here (or its own srv_routes_<proto>.c
+ * when it grows). srv.c hands srv__req_route and srv__req_begin_handling to
+ * the connection layer (struct srv_conn_cbs).
  *
  * Dispatch: decode the body (zstd on the thread pool, never on the loop
  * thread), match path then method (404 / 405 with Allow), check the API key
@@ -18,11 +20,12 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "server/job/srv_audio_job.h"
-#include "server/srv_int.h"
+#include "server/deepgram/srv_deepgram.h"
 #include "server/kserve/srv_kserve.h"
-#include "server/srv_model_stats.h"
+#include "server/openai/srv_openai_audio.h"
 #include "server/openai/srv_openai_gen.h"
+#include "server/srv_int.h"
+#include "server/srv_model_stats.h"
 
 typedef void (*srv_handler_fn)(struct srv_req *req);
 
@@ -100,9 +103,9 @@ static bool srv_route_match(const char *pattern, const char *path, char *param, 
 	return true;
 }
 
-int srv__route_index(const struct srv_req *req)
+int srv__route_count(void)
 {
-	return req->route ? (int)(req->route - srv_routes) : SRV_N_ROUTES;
+	return SRV_N_ROUTES;
 }
 
 static const char *srv_route_name(int i)
@@ -192,8 +195,11 @@ int srv__req_route(struct srv_req *req)
 		if (!srv_route_match(r->pattern, req->path, req->path_param, sizeof(req->path_param)))
 			continue;
 		path_hit = r;
-		if (r->method == req->method || (r->method == HTTP_GET && req->method == HTTP_HEAD))
+		if (r->method == req->method ||
+		    (r->method == HTTP_GET && req->method == HTTP_HEAD)) {
 			req->route = r;
+			req->route_index = i;
+		}
 	}
 	if (!path_hit)
 		return srv_req_early(req, 404, "not_found", "no route for %s %s", method, req->path);

@@ -12,12 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/container_of.h"
 #include "common/mem.h"
 #include "common/st.h"
+#include "server/srv_status.h"
 #include "server/srv_stream.h"
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
 
 struct srv_stream {
 	uv_async_t async;         /* wakes the loop after a push; data = this stream */
@@ -159,7 +158,7 @@ static void srv_stream_log(struct srv_stream *st, int status)
 	struct srv_req *req = &st->conn->req;
 	struct srv *srv = st->conn->srv;
 	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
-	srv_metrics_observe(&srv->metrics, srv__route_index(req), req->method, status, secs);
+	srv_metrics_observe(&srv->metrics, req->route_index, req->method, status, secs);
 	srv__req_log(req, status, st->bytes_out, secs);
 }
 

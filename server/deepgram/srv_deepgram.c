@@ -37,6 +37,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "server/deepgram/srv_deepgram.h"
 #include "server/job/srv_audio_job.h"
 
 #define SRV_DG_VALUE_MAX 128 /* longest query value we read */

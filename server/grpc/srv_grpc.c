@@ -48,7 +48,7 @@ static void srv_grpc_stream_free(struct srv_grpc_stream *s)
 			l->s[i] = l->s[--l->n];
 			break;
 		}
-	srv__grpc_stream_gone(s);
+	s->conn->srv->grpc_cbs.stream_gone(s);
 	s->conn->in_bytes -= s->in.len;
 	srv_buf_fini(&s->in);
 	srv_buf_fini(&s->out);
@@ -93,6 +93,12 @@ static bool srv_grpc_is(const uint8_t *a, size_t n, const char *lit)
 	return n == strlen(lit) && !memcmp(a, lit, n);
 }
 
+/* A ModelStreamInfer call (a STREAM_* state), not a unary one. */
+static bool srv_grpc_is_streaming(const struct srv_grpc_stream *s)
+{
+	return s->state >= SRV_GRPC_STREAM_STATE_STREAM_OPEN;
+}
+
 /* --- nghttp2 callbacks ------------------------------------------------------ */
 
 static int srv_grpc_on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *ud)
@@ -129,7 +135,8 @@ static int srv_grpc_on_header(nghttp2_session *h2, const nghttp2_frame *f, const
 		size_t k = valuelen < sizeof(s->path) ? valuelen : 0; /* too long: unknown */
 		memcpy(s->path, value, k);
 		s->path[k] = '\0';
-		s->streaming = !strcmp(s->path, "/inference.GRPCInferenceService/ModelStreamInfer");
+		if (!strcmp(s->path, "/inference.GRPCInferenceService/ModelStreamInfer"))
+			s->state = SRV_GRPC_STREAM_STATE_STREAM_OPEN;
 	} else if (srv_grpc_is(name, namelen, "content-type")) {
 		s->grpc_type = valuelen >= 16 && !memcmp(value, "application/grpc", 16) &&
 			       (valuelen == 16 || value[16] == '+' || value[16] == ';');
@@ -147,17 +154,17 @@ static int srv_grpc_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, cons
 	(void)flags;
 	(void)ud;
 	struct srv_grpc_stream *s = nghttp2_session_get_stream_user_data(h2, id);
-	if (!s || s->too_big || s->dispatched)
-		return 0;
+	if (!s || (s->state != SRV_GRPC_STREAM_STATE_RECEIVING &&
+		   s->state != SRV_GRPC_STREAM_STATE_STREAM_OPEN))
+		return 0; /* answered or failed: the rest is dropped */
 	struct srv_grpc_conn *c = s->conn;
 	if (c->in_bytes + len > SRV_GRPC_CONN_IN_MAX(c->srv->cfg->max_body_bytes)) {
-		s->too_big = true;
-		if (s->streaming) {
+		if (srv_grpc_is_streaming(s)) {
 			srv__grpc_stream_fail(s, SRV_GRPC_RESOURCE_EXHAUSTED,
 					      "this connection's requests in progress hold too many "
 					      "bytes (limits.max_body_bytes)");
 		} else {
-			s->dispatched = true;
+			s->state = SRV_GRPC_STREAM_STATE_DISPATCHED;
 			srv__grpc_respond(s, SRV_GRPC_RESOURCE_EXHAUSTED, NULL, 0,
 					  "this connection's requests in progress hold too many "
 					  "bytes (limits.max_body_bytes)");
@@ -165,10 +172,9 @@ static int srv_grpc_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, cons
 		return 0;
 	}
 	c->in_bytes += len;
-	if (s->streaming) {
+	if (srv_grpc_is_streaming(s)) {
 		if (srv_buf_append(&s->in, data, len)) {
 			c->in_bytes -= len;
-			s->too_big = true;
 			srv__grpc_stream_fail(s, SRV_GRPC_RESOURCE_EXHAUSTED,
 					     "a message is larger than limits.max_body_bytes");
 			return 0;
@@ -178,8 +184,7 @@ static int srv_grpc_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, cons
 	}
 	if (srv_buf_append(&s->in, data, len)) {
 		c->in_bytes -= len;
-		s->too_big = true;
-		s->dispatched = true;
+		s->state = SRV_GRPC_STREAM_STATE_DISPATCHED;
 		srv__grpc_respond(s, SRV_GRPC_RESOURCE_EXHAUSTED, NULL, 0,
 				  "the request message is larger than limits.max_body_bytes");
 	}
@@ -214,7 +219,7 @@ static int srv_grpc_gunzip(const uint8_t *src, size_t n, struct srv_buf *out)
 /* The request is complete: unframe its one message and run the method. */
 static void srv_grpc_request_done(struct srv_grpc_stream *s)
 {
-	s->dispatched = true;
+	s->state = SRV_GRPC_STREAM_STATE_DISPATCHED;
 	const uint8_t *p = (const uint8_t *)s->in.data;
 	size_t n = s->in.len;
 	if (!s->grpc_type) {
@@ -231,7 +236,7 @@ static void srv_grpc_request_done(struct srv_grpc_stream *s)
 		return;
 	}
 	if (p[0] == 0) {
-		srv__grpc_dispatch(s, p + 5, len);
+		s->conn->srv->grpc_cbs.dispatch(s, p + 5, len);
 		return;
 	}
 	if (!s->gzip) {
@@ -249,7 +254,8 @@ static void srv_grpc_request_done(struct srv_grpc_stream *s)
 							      "limits.max_body_bytes"
 							    : "the gzip message is corrupt");
 	else
-		srv__grpc_dispatch(s, (const uint8_t *)(plain.data ? plain.data : ""), plain.len);
+		s->conn->srv->grpc_cbs.dispatch(s, (const uint8_t *)(plain.data ? plain.data : ""),
+						plain.len);
 	srv_buf_fini(&plain);
 }
 
@@ -258,7 +264,7 @@ static void srv_grpc_stream_messages(struct srv_grpc_stream *s)
 {
 	size_t off = 0;
 	const uint8_t *p = (const uint8_t *)s->in.data;
-	while (s->in.len - off >= 5 && !s->dispatched) {
+	while (s->in.len - off >= 5 && s->state == SRV_GRPC_STREAM_STATE_STREAM_OPEN) {
 		const uint8_t *h = p + off;
 		size_t len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
 		if (h[0] != 0) {
@@ -268,7 +274,7 @@ static void srv_grpc_stream_messages(struct srv_grpc_stream *s)
 		}
 		if (s->in.len - off - 5 < len)
 			break;
-		srv__grpc_stream_message(s, h + 5, len);
+		s->conn->srv->grpc_cbs.stream_message(s, h + 5, len);
 		off += 5 + len;
 	}
 	if (off) {
@@ -285,18 +291,20 @@ static int srv_grpc_on_frame(nghttp2_session *h2, const nghttp2_frame *f, void *
 	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
 	struct srv_grpc_stream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
-	if (s && !s->streaming && !s->dispatched) {
+	if (s && s->state == SRV_GRPC_STREAM_STATE_RECEIVING) {
 		srv_grpc_request_done(s);
 		s->conn->in_bytes -= s->in.len; /* the method has taken what it needs */
 		srv_buf_fini(&s->in);
 		return 0;
 	}
-	if (s && s->streaming) {
-		s->client_done = true;
-		if (s->in.len && !s->too_big)
+	if (s && s->state == SRV_GRPC_STREAM_STATE_STREAM_OPEN) {
+		s->state = SRV_GRPC_STREAM_STATE_STREAM_HALF_CLOSED;
+		if (s->in.len)
 			srv__grpc_stream_fail(s, SRV_GRPC_INTERNAL, "the stream ends inside a message");
 		else
 			srv__grpc_stream_maybe_end(s);
+	} else if (s && srv_grpc_is_streaming(s)) {
+		srv__grpc_stream_maybe_end(s); /* failed already */
 	}
 	return 0;
 }
@@ -337,17 +345,18 @@ static ssize_t srv_grpc_read_body(nghttp2_session *h2, int32_t id, uint8_t *buf,
 	struct srv_grpc_stream *s = src->ptr;
 	size_t left = s->out.len - s->out_off;
 	size_t k = left < length ? left : length;
-	if (s->streaming && k == 0 && !s->ending) {
+	bool more = srv_grpc_is_streaming(s) && s->state != SRV_GRPC_STREAM_STATE_STREAM_ENDING;
+	if (more && k == 0) {
 		s->deferred = true;
 		return NGHTTP2_ERR_DEFERRED;
 	}
 	memcpy(buf, s->out.data + s->out_off, k);
 	s->out_off += k;
-	if (s->streaming && s->out_off == s->out.len) { /* sent all: reuse the buffer */
+	if (srv_grpc_is_streaming(s) && s->out_off == s->out.len) { /* sent all: reuse the buffer */
 		s->out.len = 0;
 		s->out_off = 0;
 	}
-	if (s->streaming && !s->ending)
+	if (more)
 		return (ssize_t)k;
 	if (s->out_off == s->out.len) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -435,9 +444,10 @@ int srv__grpc_stream_send(struct srv_grpc_stream *s, const void *msg, size_t n)
 
 void srv__grpc_stream_maybe_end(struct srv_grpc_stream *s)
 {
-	if (!s->client_done || s->n_running > 0 || s->ending)
+	if ((s->state != SRV_GRPC_STREAM_STATE_STREAM_HALF_CLOSED &&
+	     s->state != SRV_GRPC_STREAM_STATE_STREAM_FAILED) || s->n_running > 0)
 		return;
-	s->ending = true; /* the answer is complete */
+	s->state = SRV_GRPC_STREAM_STATE_STREAM_ENDING; /* the answer is complete */
 	if (!s->headers_sent && s->status != SRV_GRPC_OK) {
 		srv__grpc_respond(s, s->status, NULL, 0, s->message);
 		return;
@@ -466,9 +476,9 @@ void srv__grpc_stream_fail(struct srv_grpc_stream *s, int status, const char *me
 		s->status = status;
 		snprintf(s->message, sizeof(s->message), "%s", message);
 	}
-	s->dispatched = true;
-	s->client_done = true;
-	srv__grpc_stream_gone(s);
+	if (s->state != SRV_GRPC_STREAM_STATE_STREAM_ENDING)
+		s->state = SRV_GRPC_STREAM_STATE_STREAM_FAILED;
+	s->conn->srv->grpc_cbs.stream_gone(s);
 	srv__grpc_stream_maybe_end(s);
 }
 
@@ -580,7 +590,7 @@ static void srv_grpc_conn_free(struct srv_grpc_conn *c)
 		*pp = c->next;
 	srv->n_grpc_conns--;
 	mem_free(c);
-	srv__drain_check(srv);
+	srv->cbs.conn_closed(srv);
 }
 
 static void srv_grpc_on_closed(uv_handle_t *h)

@@ -7,7 +7,8 @@
  * uv_write after every event. A stream collects its request message (gRPC
  * framing: 1-byte compressed flag, 4-byte big-endian length, the protobuf
  * bytes; gzip or identity) up to limits.max_body_bytes, then its method
- * runs (srv_kserve_grpc.c). An answer is HEADERS (:status 200,
+ * runs through srv->grpc_cbs (the methods, which srv.c sets: KServe's;
+ * the transport names none of them). An answer is HEADERS (:status 200,
  * content-type application/grpc), DATA (one framed message) and trailers
  * (grpc-status, grpc-message); an error is a trailers-only response.
  * Limits: SETTINGS_MAX_CONCURRENT_STREAMS, the message size above, and
@@ -27,6 +28,7 @@
 
 #include "server/srv_buf.h"
 #include "server/srv_int.h"
+#include "server/srv_status.h"
 
 #define SRV_GRPC_MAX_STREAMS 128       /* concurrent streams per connection */
 #define SRV_GRPC_MAX_QUEUED (4u << 20) /* written-but-unsent bytes before reading pauses */
@@ -35,48 +37,52 @@
  * the largest messages (so one big upload does not block the others). */
 #define SRV_GRPC_CONN_IN_MAX(max_body) (2 * (size_t)(max_body) + 10)
 
-/* gRPC status codes (grpc/grpc doc/statuscodes.md). */
-enum srv_grpc_status {
-	SRV_GRPC_OK = 0,
-	SRV_GRPC_CANCELLED = 1,
-	SRV_GRPC_UNKNOWN = 2,
-	SRV_GRPC_INVALID_ARGUMENT = 3,
-	SRV_GRPC_DEADLINE_EXCEEDED = 4,
-	SRV_GRPC_NOT_FOUND = 5,
-	SRV_GRPC_RESOURCE_EXHAUSTED = 8,
-	SRV_GRPC_UNIMPLEMENTED = 12,
-	SRV_GRPC_INTERNAL = 13,
-	SRV_GRPC_UNAVAILABLE = 14,
-};
-
 struct srv_grpc_conn;
+
+/* The lifecycle of a stream. A unary call:
+ *   RECEIVING (collecting its one message) -> DISPATCHED at END_STREAM,
+ *   when the method runs (it answers now or when its job ends), or early
+ *   when the request is refused (too big): later DATA is dropped.
+ * ModelStreamInfer (STREAM_* states: each message runs as it completes,
+ * answers go out as they come):
+ *   STREAM_OPEN (:path named it) -> STREAM_HALF_CLOSED at the client's
+ *   END_STREAM (its running requests finish) -> STREAM_ENDING once none
+ *   runs (the trailers are on their way; nothing more is added).
+ *   STREAM_OPEN or STREAM_HALF_CLOSED -> STREAM_FAILED on an error (a
+ *   message too big, compressed or cut short): status and message are
+ *   kept, running requests are cancelled, later messages dropped ->
+ *   STREAM_ENDING once none runs.
+ * The stream is freed in any state when nghttp2 closes it. */
+enum srv_grpc_stream_state {
+	SRV_GRPC_STREAM_STATE_RECEIVING = 0,
+	SRV_GRPC_STREAM_STATE_DISPATCHED,
+	SRV_GRPC_STREAM_STATE_STREAM_OPEN,
+	SRV_GRPC_STREAM_STATE_STREAM_HALF_CLOSED,
+	SRV_GRPC_STREAM_STATE_STREAM_FAILED,
+	SRV_GRPC_STREAM_STATE_STREAM_ENDING,
+};
 
 /* One stream: its request, then its answer. Loop thread only. */
 struct srv_grpc_stream {
 	struct srv_grpc_conn *conn;
 	int32_t id;
+	enum srv_grpc_stream_state state;
+	/* what the request headers said */
 	char path[128];		/* :path, "/inference.GRPCInferenceService/ModelInfer" */
 	bool grpc_type;		/* content-type application/grpc[+proto] */
 	bool gzip;		/* grpc-encoding gzip */
 	int timeout_ms;		/* grpc-timeout, 0 none */
 	struct srv_buf in;	/* the framed request bytes */
-	bool too_big;		/* over the limit: answered, the rest dropped */
-	bool dispatched;	/* its method ran (or was refused) */
-	struct srv_buf out;	/* the framed response message */
+	struct srv_buf out;	/* the framed response message(s); a stream's grows
+				 * and is reused once sent */
 	size_t out_off;
 	int status;		/* grpc-status for the trailers */
 	char message[256];	/* grpc-message */
-	void *job;		/* work in flight (srv_kserve_grpc.c), or NULL */
+	void *job;		/* the method's work in flight, or NULL */
 	volatile int *cancel;	/* the job's cancel flag while it runs */
-	/* ModelStreamInfer: messages are taken as they complete, answers go
-	 * out as they come (out grows; the data provider defers when it has
-	 * sent everything), trailers once the client has finished sending and
-	 * no request of the stream runs */
-	bool streaming;
+	/* ModelStreamInfer: response flags, independent of the state */
 	bool headers_sent;	/* the response HEADERS went out */
-	bool client_done;	/* END_STREAM from the client */
 	bool deferred;		/* the data provider is waiting for out to grow */
-	bool ending;		/* the trailers (status, message) are on their way */
 	int n_running;		/* its requests in flight */
 	volatile int *cancels[SRV_GRPC_STREAM_MAX_RUNNING];
 };
@@ -130,21 +136,11 @@ void srv__grpc_stream_maybe_end(struct srv_grpc_stream *s);
  * message (in the trailers once its running requests, now cancelled,
  * have ended); its further messages are dropped. */
 void srv__grpc_stream_fail(struct srv_grpc_stream *s, int status, const char *message);
-/* srv__grpc_stream_message - ModelStreamInfer: run one request message
- * (srv_kserve_grpc.c). */
-void srv__grpc_stream_message(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
 /* srv__grpc_flush - write what the session has to send. */
 void srv__grpc_flush(struct srv_grpc_conn *c);
 /* srv__grpc_work_done - a job that held c ended (it may close now). */
 void srv__grpc_work_done(struct srv_grpc_conn *c);
 /* srv__grpc_stream_of - stream id of c if it is still open, or NULL. */
 struct srv_grpc_stream *srv__grpc_stream_of(struct srv_grpc_conn *c, int32_t id);
-
-/* srv__grpc_dispatch - run the method of a complete request: its message
- * (unframed, decompressed) is msg [n]. Answers now or later (jobs). */
-void srv__grpc_dispatch(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
-/* srv__grpc_stream_gone - s is closing: cancel its job (which then finds
- * no stream and drops its answer). */
-void srv__grpc_stream_gone(struct srv_grpc_stream *s);
 
 #endif /* SRV_GRPC_H */

@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <nettle/sha2.h>
+
 #include "common/mem.h"
 #include "common/st.h"
 #include "common/utf8.h"
 #include "server/job/srv_audio_job.h"
+#include "server/srv_status.h"
 
 struct srv_audio_job *srv__audio_job_new(struct srv_req *req, size_t size)
 {
@@ -266,4 +269,12 @@ json_t *srv__audio_json_str(const char *s, size_t n)
 	j = rc ? NULL : json_stringn(b.data ? b.data : "", b.len);
 	srv_buf_fini(&b);
 	return j;
+}
+
+void srv__sha256(const void *data, size_t len, unsigned char out[32])
+{
+	struct sha256_ctx ctx;
+	sha256_init(&ctx);
+	sha256_update(&ctx, len, data);
+	sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
 }

@@ -1,5 +1,5 @@
 /* srv_audio_job.h - the transcription job the audio routes share (OpenAI
- * /v1/audio/transcriptions, Deepgram /v1/listen), and their handlers.
+ * /v1/audio/transcriptions, Deepgram /v1/listen, KServe v2 infer).
  * Internal to server/.
  *
  * Life of a job: a handler validates the request on the loop thread, picks
@@ -15,8 +15,8 @@
  * meanwhile. The job holds the connection (conn->n_work) so the
  * connection and its request body, which the job reads, outlive it.
  */
-#ifndef SRV_AUDIO_H
-#define SRV_AUDIO_H
+#ifndef SRV_AUDIO_JOB_H
+#define SRV_AUDIO_JOB_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -114,14 +114,8 @@ int srv__audio_json_out(struct srv_audio_job *job, json_t *obj);
  * tokenizer can split a character). NULL when out of memory. */
 json_t *srv__audio_json_str(const char *s, size_t n);
 
-/* srv__sha256 - FIPS 180-4 SHA-256 of data [len] into out. Any thread. */
+/* srv__sha256 - FIPS 180-4 SHA-256 of data [len] into out (nettle's
+ * sha256). Any thread. */
 void srv__sha256(const void *data, size_t len, unsigned char out[32]);
 
-/* Route handlers (srv_openai_audio.c, srv_deepgram.c, srv_kserve.c). */
-void srv__h_openai_transcriptions(struct srv_req *req);
-void srv__h_deepgram_listen(struct srv_req *req);
-void srv__h_kserve_infer(struct srv_req *req);
-void srv__h_kserve_generate(struct srv_req *req);
-void srv__h_kserve_generate_stream(struct srv_req *req);
-
-#endif /* SRV_AUDIO_H */
+#endif /* SRV_AUDIO_JOB_H */

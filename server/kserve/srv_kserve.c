@@ -36,7 +36,6 @@
 #include "common/st.h"
 #include "server/job/srv_audio_job.h"
 #include "server/kserve/srv_kserve.h"
-#include "server/openai/srv_openai_gen.h"
 
 #define SRV_KS_MAX_TENSORS 8
 #define SRV_KS_MAX_SAMPLES (16000u * 60u * 60u) /* an hour at 16 kHz */
@@ -239,70 +238,6 @@ static int srv_ks_check_outputs(struct srv_ks_req *r, const char *const *names, 
 	return 0;
 }
 
-/* --- rendering (worker thread) --------------------------------------------- */
-
-const struct srv_ks_tensors *srv__ks_tensors(const struct eng_model *m)
-{
-	static const struct srv_ks_tensors asr = { "AUDIO", { "TRANSCRIPT", "SEGMENTS" }, 2 };
-	static const struct srv_ks_tensors gen = { "TEXT_INPUT", { "TEXT_OUTPUT", NULL }, 1 };
-	return eng_model_task(m) == ENG_TASK_TRANSCRIPTION ? &asr : &gen;
-}
-
-void srv__ks_platform(const struct eng_model *m, char *buf, size_t n)
-{
-	snprintf(buf, n, "inferd_%s_%s", eng_format_str(eng_model_format(m)), eng_model_arch(m));
-}
-
-int srv__ks_output(json_t *outputs, struct srv_buf *bin, const char *name, const char *s,
-			 size_t n, bool binary)
-{
-	json_t *o;
-	if (binary) {
-		unsigned char len4[4] = { (unsigned char)n, (unsigned char)(n >> 8),
-					  (unsigned char)(n >> 16), (unsigned char)(n >> 24) };
-		if (srv_buf_append(bin, (const char *)len4, 4) || srv_buf_append(bin, s, n))
-			return -ST_TOOBIG;
-		o = json_pack("{s:s,s:s,s:[i],s:{s:I}}", "name", name, "datatype", "BYTES", "shape",
-			      1, "parameters", "binary_data_size", (json_int_t)(n + 4));
-	} else {
-		json_t *str = srv__audio_json_str(s, n);
-		o = str ? json_pack("{s:s,s:s,s:[i],s:[o]}", "name", name, "datatype", "BYTES",
-				    "shape", 1, "data", str)
-			: NULL;
-	}
-	return o && !json_array_append_new(outputs, o) ? 0 : -ST_NOMEM;
-}
-
-static int srv_ks_dump_cb(const char *buf, size_t size, void *data)
-{
-	return srv_buf_append(data, buf, size) ? -1 : 0;
-}
-
-int srv__ks_finish(json_t *resp, struct srv_buf *bin, struct srv_buf *out, size_t *header_len)
-{
-	if (!resp)
-		return -ST_NOMEM;
-	int rc = json_dump_callback(resp, srv_ks_dump_cb, out, JSON_COMPACT);
-	json_decref(resp);
-	if (rc)
-		return out->len + 4096 > out->max_len ? -ST_TOOBIG : -ST_NOMEM;
-	*header_len = bin->len ? out->len : 0;
-	if (bin->len && srv_buf_append(out, bin->data, bin->len))
-		return -ST_TOOBIG;
-	return 0;
-}
-
-json_t *srv__ks_response(const char *model, const char *id, json_t *outputs)
-{
-	json_t *o = json_pack("{s:s,s:s,s:o}", "model_name", model, "model_version", "1",
-			      "outputs", outputs);
-	if (o && id && *id && json_object_set_new(o, "id", json_string(id))) {
-		json_decref(o);
-		o = NULL;
-	}
-	return o;
-}
-
 /* --- transcription ------------------------------------------------------ */
 
 struct srv_ks_asr_job {
@@ -468,49 +403,6 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 
 /* --- generation --------------------------------------------------------- */
 
-/* The request parameters a completions body takes, as KServe / Triton
- * clients name them. */
-static const char *const srv_ks_gen_params[] = {
-	"max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
-	"repetition_penalty", "presence_penalty", "frequency_penalty",
-};
-
-/* A /v1/completions body for model m, prompt [n] and params (borrowed). */
-static json_t *srv_ks_completions_body(const struct eng_model *m, const char *prompt, size_t n,
-				       json_t *params, bool stream)
-{
-	json_t *b = json_pack("{s:s,s:s%,s:b}", "model", eng_model_name(m), "prompt", prompt, n,
-			      "stream", stream);
-	for (size_t i = 0; b && i < sizeof(srv_ks_gen_params) / sizeof(srv_ks_gen_params[0]); i++) {
-		json_t *v = json_object_get(params, srv_ks_gen_params[i]);
-		if (v && json_object_set(b, srv_ks_gen_params[i], v)) {
-			json_decref(b);
-			return NULL;
-		}
-	}
-	return b;
-}
-
-/* Prepare and queue a generation job of kind from body (stolen). */
-static void srv_ks_gen_submit(struct srv_req *req, enum srv_gen_kind kind, json_t *body,
-			      bool binary, const char *id)
-{
-	int status = 0;
-	char msg[512] = "out of memory";
-	struct srv_gen_job *job =
-		body ? srv__gen_prepare(req, kind, body, &status, msg, sizeof(msg)) : NULL;
-	json_decref(body);
-	if (!job) {
-		if (status == 503 || status == 429 || !status)
-			srv__req_add_header(req, "Retry-After", "1");
-		srv__req_respond_error(req, status ? status : 503, NULL, "%s", msg);
-		return;
-	}
-	job->ks_binary = binary;
-	snprintf(job->ks_id, sizeof(job->ks_id), "%s", id ? id : "");
-	srv__gen_queue(req, job);
-}
-
 static void srv_ks_generate_infer(struct srv_req *req, struct srv_ks_req *r,
 				  const struct eng_model *m)
 {
@@ -533,9 +425,8 @@ static void srv_ks_generate_infer(struct srv_req *req, struct srv_ks_req *r,
 	}
 	bool binary = false;
 	srv_ks_want(r, "TEXT_OUTPUT", &binary);
-	srv_ks_gen_submit(req, SRV_GEN_KIND_KSERVE_INFER,
-			  srv_ks_completions_body(m, p, n, r->params, false), binary,
-			  json_string_value(json_object_get(r->root, "id")));
+	srv__ks_gen_submit(req, m, p, n, r->params, false, false, binary,
+			   json_string_value(json_object_get(r->root, "id")));
 }
 
 static const struct eng_model *srv_ks_model(struct srv_req *req)
@@ -593,11 +484,10 @@ static void srv_ks_generate(struct srv_req *req, bool stream)
 	json_object_set(merged, k, v);
 	if (params)
 		json_object_update(merged, params);
-	json_t *body = srv_ks_completions_body(m, json_string_value(text),
-					       json_string_length(text), merged, stream);
+	srv__ks_gen_submit(req, m, json_string_value(text), json_string_length(text), merged,
+			   stream, true, false, NULL);
 	json_decref(merged);
 	json_decref(b);
-	srv_ks_gen_submit(req, SRV_GEN_KIND_TRITON_GENERATE, body, false, NULL);
 }
 
 void srv__h_kserve_generate(struct srv_req *req)

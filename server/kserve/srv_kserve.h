@@ -1,6 +1,7 @@
-/* srv_kserve.h - KServe v2 response pieces shared by the infer handlers
- * (srv_kserve.c) and the generation renderers (srv_kserve_gen.c). Internal
- * to server/. Any thread (they only build buffers).
+/* srv_kserve.h - KServe v2 pieces shared by the infer handlers
+ * (srv_kserve.c), generation (srv_kserve_gen.c) and the gRPC methods
+ * (srv_kserve_grpc.c); the answers' pieces live in srv_kserve_out.c.
+ * Internal to server/. Any thread (they only build buffers) unless said.
  */
 #ifndef SRV_KSERVE_H
 #define SRV_KSERVE_H
@@ -11,6 +12,7 @@
 
 #include "engine/eng.h"
 #include "server/srv_buf.h"
+#include "server/srv_int.h"
 
 /* The KServe v2 tensors of a model (docs/kserve.md): one input, one or two
  * outputs, every one BYTES [1]. AUDIO in, TRANSCRIPT and SEGMENTS out for
@@ -44,5 +46,23 @@ json_t *srv__ks_response(const char *model, const char *id, json_t *outputs);
  * data (the Inference-Header-Content-Length to send), else 0. Returns 0,
  * -ST_NOMEM or -ST_TOOBIG. */
 int srv__ks_finish(json_t *resp, struct srv_buf *bin, struct srv_buf *out, size_t *header_len);
+
+/* srv__ks_gen_submit - answer req by generating from m (a generation
+ * model) the completion of prompt [n] (valid UTF-8) with the request
+ * parameters params (borrowed; may be NULL): max_tokens, temperature,
+ * top_p, top_k, min_p, seed, stop, repetition_penalty, presence_penalty,
+ * frequency_penalty, with /v1/completions' ranges and messages (a bad one
+ * is a 400 {"error"}). triton: Triton's generate shape (stream: its
+ * generate_stream events), else the infer route's TEXT_OUTPUT (binary:
+ * as binary tensor data; id echoed when not NULL). Loop thread. */
+void srv__ks_gen_submit(struct srv_req *req, const struct eng_model *m, const char *prompt,
+			size_t n, json_t *params, bool stream, bool triton, bool binary,
+			const char *id);
+
+/* Route handlers (srv_kserve.c): POST /v2/models/{name}/infer, /generate
+ * and /generate_stream. Loop thread. */
+void srv__h_kserve_infer(struct srv_req *req);
+void srv__h_kserve_generate(struct srv_req *req);
+void srv__h_kserve_generate_stream(struct srv_req *req);
 
 #endif /* SRV_KSERVE_H */

@@ -341,29 +341,6 @@ void srv__grpc_job_free(struct srv_grpc_job *job)
 	mem_free(job);
 }
 
-int srv__grpc_status_of(int rc)
-{
-	switch (rc < 0 ? -rc : rc) {
-	case ST_INVAL:
-	case ST_UNSUPPORTED:
-		return SRV_GRPC_INVALID_ARGUMENT;
-	case ST_NOTFOUND:
-		return SRV_GRPC_NOT_FOUND;
-	case ST_BUSY:
-	case ST_TOOBIG:
-		return SRV_GRPC_RESOURCE_EXHAUSTED;
-	case ST_TIMEDOUT:
-		return SRV_GRPC_DEADLINE_EXCEEDED;
-	case ST_CANCELED:
-		return SRV_GRPC_CANCELLED;
-	case ST_NOMEM:
-	case ST_CLOSED:
-		return SRV_GRPC_UNAVAILABLE;
-	default:
-		return SRV_GRPC_INTERNAL;
-	}
-}
-
 /* One BYTES output element appended as raw output content. */
 int srv__grpc_raw_bytes(ProtobufCBinaryData *raw, const char *s, size_t n)
 {
@@ -457,7 +434,7 @@ static void srv_grpc_job_after(struct srv_post *post)
 		s->job = NULL;
 		s->cancel = NULL;
 		if (job->rc)
-			srv__grpc_respond(s, srv__grpc_status_of(job->rc), NULL, 0,
+			srv__grpc_respond(s, srv__status_grpc(job->rc), NULL, 0,
 					  job->err[0] ? job->err : st_str(job->rc));
 		else
 			srv_grpc_infer_answer(s, job);
@@ -758,7 +735,7 @@ static void srv_grpc_model_infer(struct srv_grpc_stream *s, const uint8_t *msg, 
 	char err[512] = "";
 	int rc = srv_grpc_infer_submit(s, job, err, sizeof(err));
 	if (rc) {
-		srv__grpc_respond(s, srv__grpc_status_of(rc), NULL, 0, err[0] ? err : st_str(rc));
+		srv__grpc_respond(s, srv__status_grpc(rc), NULL, 0, err[0] ? err : st_str(rc));
 		srv__grpc_job_free(job);
 		return;
 	}
@@ -768,7 +745,7 @@ static void srv_grpc_model_infer(struct srv_grpc_stream *s, const uint8_t *msg, 
 	srv__jobs_begin(s->conn->srv);
 }
 
-void srv__grpc_stream_gone(struct srv_grpc_stream *s)
+void srv__ks_grpc_stream_gone(struct srv_grpc_stream *s)
 {
 	if (s->cancel)
 		*s->cancel = 1; /* the engine stops at its next step; the job finds no stream */
@@ -795,7 +772,7 @@ static const struct {
 	{ "ModelInfer", srv_grpc_model_infer },
 };
 
-void srv__grpc_dispatch(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
+void srv__ks_grpc_dispatch(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
 {
 	static const char prefix[] = "/inference.GRPCInferenceService/";
 	const char *p = s->path;

@@ -2,8 +2,8 @@
  * ModelStreamInfer (srv_kserve_grpc_stream.c) share: the job of one ModelInfer
  * request and its helpers. Internal to server/; loop thread unless said.
  */
-#ifndef SRV_GRPC_CALL_H
-#define SRV_GRPC_CALL_H
+#ifndef SRV_KSERVE_GRPC_H
+#define SRV_KSERVE_GRPC_H
 
 #include "engine/eng.h"
 #include "kserve_v2.pb-c.h"
@@ -36,8 +36,6 @@ struct srv *srv__grpc_srv(struct srv_grpc_stream *s);
 /* srv__grpc_job_free - free job and what it owns (the request included);
  * NULL is a no-op. Any thread once the engine is done with it. */
 void srv__grpc_job_free(struct srv_grpc_job *job);
-/* srv__grpc_status_of - the gRPC status code of a -ST_* engine error. */
-int srv__grpc_status_of(int rc);
 /* srv__grpc_raw_bytes - raw->data (new, mem.h) = one BYTES element: a
  * 4-byte little-endian length, then s [n]. 0 or -ST_NOMEM. */
 int srv__grpc_raw_bytes(ProtobufCBinaryData *raw, const char *s, size_t n);
@@ -50,4 +48,17 @@ int srv__grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_job *jo
 					     const struct eng_gen_token *, size_t),
 			      void *ud, char *err, size_t errlen);
 
-#endif /* SRV_GRPC_CALL_H */
+/* The methods behind the gRPC transport (srv.c puts them in struct
+ * srv_grpc_cbs). Loop thread. */
+/* srv__ks_grpc_dispatch - run the unary method of s (s->path) on its
+ * request message msg [n] (unframed, decompressed); answers now or later
+ * (jobs). */
+void srv__ks_grpc_dispatch(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
+/* srv__ks_grpc_stream_message - ModelStreamInfer: run one request message
+ * (srv_kserve_grpc_stream.c). */
+void srv__ks_grpc_stream_message(struct srv_grpc_stream *s, const uint8_t *msg, size_t n);
+/* srv__ks_grpc_stream_gone - s is closing: cancel its jobs (which then find
+ * no stream and drop their answers). */
+void srv__ks_grpc_stream_gone(struct srv_grpc_stream *s);
+
+#endif /* SRV_KSERVE_GRPC_H */

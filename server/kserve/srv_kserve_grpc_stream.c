@@ -180,7 +180,7 @@ static int srv_grpc_stream_submit(struct srv_grpc_stream *s, struct srv_grpc_sjo
 					srv_grpc_sjob_text, j, err, errlen);
 }
 
-void srv__grpc_stream_message(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
+void srv__ks_grpc_stream_message(struct srv_grpc_stream *s, const uint8_t *msg, size_t n)
 {
 	char err[512] = "";
 	Inference__ModelInferRequest *r =

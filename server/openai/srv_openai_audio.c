@@ -36,6 +36,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/job/srv_audio_job.h"
+#include "server/openai/srv_openai_audio.h"
 #include "server/srv_multipart.h"
 
 #define SRV_OA_MAX_PARTS 64

@@ -1,5 +1,6 @@
-/* srv_openai_gen_out.c - what the generation routes send, rendered on the
- * worker thread: OpenAI's response objects, streamed chunks and logprobs.
+/* srv_openai_gen_out.c - OpenAI's render table for the generation job
+ * (srv__openai_gen_render): its response objects, streamed chunks,
+ * logprobs and errors, rendered on the replica threads.
  *
  *   text_completion   {id, object, created, model, system_fingerprint,
  *                      choices: [{index, text, logprobs, finish_reason}], usage}
@@ -23,6 +24,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -30,17 +32,14 @@
 #include "common/utf8.h"
 #include "server/job/srv_audio_job.h"
 #include "server/openai/srv_openai_gen.h"
+#include "server/srv_status.h"
 
 #define SRV_GEN_PIECE_MAX 256 /* bytes of one token's text kept for logprobs */
 
-json_t *srv__gen_error_json(int status, const char *code, const char *param, const char *msg)
+static json_t *srv_gen_error_json(int status, const char *code, const char *param, const char *msg)
 {
-	const char *type = status == 404 ? "not_found_error"
-			 : status == 429 ? "rate_limit_error"
-			 : status == 503 ? "server_overloaded"
-			 : status >= 500 ? "server_error" : "invalid_request_error";
-	return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type", type, "param",
-			 param, "code", code);
+	return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type",
+			 srv__status_openai_type(status), "param", param, "code", code);
 }
 
 static const char *srv_gen_finish_str(enum eng_finish f)
@@ -58,14 +57,14 @@ static json_t *srv_gen_real(float v)
 /* --- logprobs ------------------------------------------------------------ */
 
 /* The bytes of token id into buf (SRV_GEN_PIECE_MAX); returns the count kept. */
-static size_t srv_gen_piece(const struct srv_gen_job *job, int32_t id, char *buf)
+static size_t srv_gen_piece(const struct srv_openai_gen_job *job, int32_t id, char *buf)
 {
-	size_t n = eng_token_text(job->model, id, buf, SRV_GEN_PIECE_MAX);
+	size_t n = eng_token_text(job->base.model, id, buf, SRV_GEN_PIECE_MAX);
 	return n < SRV_GEN_PIECE_MAX ? n : SRV_GEN_PIECE_MAX - 1;
 }
 
 /* {token, logprob, bytes} (chat). */
-static json_t *srv_gen_chat_entry(const struct srv_gen_job *job, int32_t id, float logprob)
+static json_t *srv_gen_chat_entry(const struct srv_openai_gen_job *job, int32_t id, float logprob)
 {
 	char buf[SRV_GEN_PIECE_MAX];
 	size_t n = srv_gen_piece(job, id, buf);
@@ -79,7 +78,7 @@ static json_t *srv_gen_chat_entry(const struct srv_gen_job *job, int32_t id, flo
 			 srv_gen_real(logprob), "bytes", bytes);
 }
 
-static json_t *srv_gen_chat_logprobs(const struct srv_gen_job *job,
+static json_t *srv_gen_chat_logprobs(const struct srv_openai_gen_job *job,
 				     const struct eng_gen_token *toks, size_t n)
 {
 	json_t *content = json_array();
@@ -103,7 +102,7 @@ static json_t *srv_gen_chat_logprobs(const struct srv_gen_job *job,
 }
 
 /* One token's row of the four completions arrays; *offset moves past it. */
-static int srv_gen_cmpl_row(const struct srv_gen_job *job, const struct eng_gen_token *t,
+static int srv_gen_cmpl_row(const struct srv_openai_gen_job *job, const struct eng_gen_token *t,
 			    json_t *lp, size_t *offset)
 {
 	char buf[SRV_GEN_PIECE_MAX];
@@ -129,7 +128,7 @@ static int srv_gen_cmpl_row(const struct srv_gen_job *job, const struct eng_gen_
 	return rc ? -ST_NOMEM : 0;
 }
 
-static json_t *srv_gen_cmpl_logprobs(const struct srv_gen_job *job,
+static json_t *srv_gen_cmpl_logprobs(const struct srv_openai_gen_job *job,
 				     const struct eng_gen_token *toks, size_t n, size_t *offset)
 {
 	json_t *lp = json_pack("{s:[],s:[],s:[],s:[]}", "tokens", "token_logprobs", "top_logprobs",
@@ -143,8 +142,8 @@ static json_t *srv_gen_cmpl_logprobs(const struct srv_gen_job *job,
 }
 
 /* The logprobs value of a choice: null unless asked for. */
-static json_t *srv_gen_logprobs(const struct srv_gen_job *job, const struct eng_gen_token *toks,
-				size_t n, size_t *offset)
+static json_t *srv_gen_logprobs(const struct srv_openai_gen_job *job,
+				const struct eng_gen_token *toks, size_t n, size_t *offset)
 {
 	if (!job->want_logprobs)
 		return json_null();
@@ -155,18 +154,19 @@ static json_t *srv_gen_logprobs(const struct srv_gen_job *job, const struct eng_
 
 /* --- whole responses ------------------------------------------------------ */
 
-static json_t *srv_gen_usage(const struct srv_gen_job *job)
+static json_t *srv_gen_usage(const struct srv_openai_gen_job *job)
 {
-	json_int_t prompt = job->res[0] ? (json_int_t)job->res[0]->n_prompt_tokens : 0, done = 0;
-	for (int i = 0; i < job->n; i++)
-		done += job->res[i] ? (json_int_t)job->res[i]->n_completion_tokens : 0;
+	json_int_t prompt = job->base.res[0] ? (json_int_t)job->base.res[0]->n_prompt_tokens : 0,
+		   done = 0;
+	for (int i = 0; i < job->base.n; i++)
+		done += job->base.res[i] ? (json_int_t)job->base.res[i]->n_completion_tokens : 0;
 	return json_pack("{s:I,s:I,s:I}", "prompt_tokens", prompt, "completion_tokens", done,
 			 "total_tokens", prompt + done);
 }
 
-static json_t *srv_gen_choice(const struct srv_gen_job *job, int i)
+static json_t *srv_gen_choice(const struct srv_openai_gen_job *job, int i)
 {
-	const struct eng_gen_result *r = job->res[i];
+	const struct eng_gen_result *r = job->base.res[i];
 	size_t offset = job->prompt_chars;
 	json_t *text = srv__audio_json_str(r->text, r->text_len);
 	json_t *lp = srv_gen_logprobs(job, r->tokens, r->tokens ? r->n_completion_tokens : 0, &offset);
@@ -183,60 +183,37 @@ static int srv_gen_dump_cb(const char *buf, size_t size, void *data)
 	return srv_buf_append(data, buf, size) ? -1 : 0;
 }
 
-int srv__gen_render(struct srv_gen_job *job)
+static int srv_gen_body(struct srv_gen_job *base)
 {
-	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
-		return srv__ks_gen_render(job);
+	struct srv_openai_gen_job *job = (struct srv_openai_gen_job *)base;
 	json_t *choices = json_array();
-	for (int i = 0; choices && i < job->n; i++)
+	for (int i = 0; choices && i < job->base.n; i++)
 		if (json_array_append_new(choices, srv_gen_choice(job, i))) {
 			json_decref(choices);
 			choices = NULL;
 		}
 	json_t *obj = json_pack("{s:s,s:s,s:I,s:s,s:s,s:o,s:o}", "id", job->id, "object",
 				job->chat ? "chat.completion" : "text_completion", "created",
-				(json_int_t)job->created, "model", eng_model_name(job->model),
-				"system_fingerprint", SRV_GEN_FINGERPRINT, "choices", choices, "usage",
-				srv_gen_usage(job));
+				(json_int_t)job->created, "model", eng_model_name(job->base.model),
+				"system_fingerprint", SRV_GEN_FINGERPRINT, "choices", choices,
+				"usage", srv_gen_usage(job));
 	if (!obj)
 		return -ST_NOMEM;
-	int rc = json_dump_callback(obj, srv_gen_dump_cb, &job->out, JSON_COMPACT);
+	int rc = json_dump_callback(obj, srv_gen_dump_cb, &job->base.out, JSON_COMPACT);
 	json_decref(obj);
 	if (rc)
-		return job->out.len + 4096 > job->out.max_len ? -ST_TOOBIG : -ST_NOMEM;
+		return job->base.out.len + 4096 > job->base.out.max_len ? -ST_TOOBIG : -ST_NOMEM;
 	return 0;
 }
 
 /* --- streamed chunks -------------------------------------------------------- */
 
-int srv__gen_push_json(struct srv_gen_job *job, json_t *obj)
-{
-	char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-	json_decref(obj);
-	if (!s)
-		return -ST_NOMEM;
-	struct srv_buf b;
-	srv_buf_init(&b, SRV_GEN_OUT_MAX);
-	int rc = srv_buf_printf(&b, "data: %s\n\n", s);
-	free(s); /* jansson's allocator */
-	if (!rc)
-		rc = srv__stream_push(job->st, b.data, b.len);
-	srv_buf_fini(&b);
-	if (rc) {
-		pthread_mutex_lock(&job->mu);
-		if (!job->push_rc)
-			job->push_rc = rc;
-		pthread_mutex_unlock(&job->mu);
-	}
-	return rc;
-}
-
 /* A chunk around choices (stolen). */
-static json_t *srv_gen_chunk(const struct srv_gen_job *job, json_t *choices)
+static json_t *srv_gen_chunk(const struct srv_openai_gen_job *job, json_t *choices)
 {
 	json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:o}", "id", job->id, "object",
 			      job->chat ? "chat.completion.chunk" : "text_completion", "created",
-			      (json_int_t)job->created, "model", eng_model_name(job->model),
+			      (json_int_t)job->created, "model", eng_model_name(job->base.model),
 			      "system_fingerprint", SRV_GEN_FINGERPRINT, "choices", choices);
 	if (o && job->include_usage && json_object_set_new(o, "usage", json_null())) {
 		json_decref(o);
@@ -248,65 +225,94 @@ static json_t *srv_gen_chunk(const struct srv_gen_job *job, json_t *choices)
 /* Chat: the first delta of choice c, {role, content: ""}. */
 static int srv_gen_push_role(struct srv_gen_choice *c)
 {
-	struct srv_gen_job *job = c->job;
-	c->role_sent = true;
-	return srv__gen_push_json(job, srv_gen_chunk(job, json_pack("[{s:i,s:{s:s,s:s},s:n,s:n}]",
-		"index", c->index, "delta", "role", "assistant", "content", "", "logprobs",
-		"finish_reason")));
+	struct srv_openai_gen_job *job = (struct srv_openai_gen_job *)c->job;
+	job->role_sent[c->index] = true;
+	return srv__gen_push_json(
+		c->job, srv_gen_chunk(job, json_pack("[{s:i,s:{s:s,s:s},s:n,s:n}]", "index",
+						     c->index, "delta", "role", "assistant",
+						     "content", "", "logprobs", "finish_reason")));
 }
 
-int srv__gen_on_text(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
-		     size_t n_toks)
+static int srv_gen_push_piece(struct srv_gen_choice *ch, const char *text, size_t len,
+			      const struct eng_gen_token *toks, size_t n_toks)
 {
-	struct srv_gen_choice *ch = ud;
-	struct srv_gen_job *job = ch->job;
-	if (job->cancel)
+	struct srv_openai_gen_job *job = (struct srv_openai_gen_job *)ch->job;
+	if (job->chat && !job->role_sent[ch->index] && srv_gen_push_role(ch))
 		return 1;
-	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
-		return srv__ks_gen_on_text(ch, text, len) ? 1 : 0;
-	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
-		return 1;
-	size_t offset = ch->offset_chars;
+	size_t offset = job->offset_chars[ch->index];
 	json_t *lp = srv_gen_logprobs(job, toks, n_toks, &offset);
 	json_t *str = srv__audio_json_str(text, len);
 	json_t *c = job->chat ? json_pack("[{s:i,s:{s:o},s:o,s:n}]", "index", ch->index, "delta",
 					  "content", str, "logprobs", lp, "finish_reason")
 			      : json_pack("[{s:i,s:o,s:o,s:n}]", "index", ch->index, "text", str,
 					  "logprobs", lp, "finish_reason");
-	ch->offset_chars += st_utf8_count(text, len);
-	return srv__gen_push_json(job, srv_gen_chunk(job, c)) ? 1 : 0;
+	job->offset_chars[ch->index] += st_utf8_count(text, len);
+	return srv__gen_push_json(&job->base, srv_gen_chunk(job, c)) ? 1 : 0;
 }
 
-int srv__gen_push_finish(struct srv_gen_choice *ch)
+static int srv_gen_choice_end(struct srv_gen_choice *ch)
 {
-	struct srv_gen_job *job = ch->job;
+	struct srv_openai_gen_job *job = (struct srv_openai_gen_job *)ch->job;
 	int i = ch->index;
-	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
-		return 0; /* Triton's stream has no closing event */
-	const char *fr = srv_gen_finish_str(job->res[i]->finish);
-	if (job->chat && !ch->role_sent && srv_gen_push_role(ch))
+	const char *fr = srv_gen_finish_str(job->base.res[i]->finish);
+	if (job->chat && !job->role_sent[i] && srv_gen_push_role(ch))
 		return -ST_CANCELED;
 	json_t *c = job->chat ? json_pack("[{s:i,s:{},s:n,s:s}]", "index", i, "delta", "logprobs",
 					  "finish_reason", fr)
 			      : json_pack("[{s:i,s:s,s:n,s:s}]", "index", i, "text", "", "logprobs",
 					  "finish_reason", fr);
-	return srv__gen_push_json(job, srv_gen_chunk(job, c));
+	return srv__gen_push_json(&job->base, srv_gen_chunk(job, c));
 }
 
-int srv__gen_push_tail(struct srv_gen_job *job)
+static int srv_gen_stream_end(struct srv_gen_job *base)
 {
+	struct srv_openai_gen_job *job = (struct srv_openai_gen_job *)base;
 	int rc = 0;
-	if (job->kind >= SRV_GEN_KIND_KSERVE_INFER)
-		return 0;
 	if (job->include_usage) {
 		json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:[],s:o}", "id", job->id, "object",
 				      job->chat ? "chat.completion.chunk" : "text_completion",
 				      "created", (json_int_t)job->created, "model",
-				      eng_model_name(job->model), "system_fingerprint",
+				      eng_model_name(job->base.model), "system_fingerprint",
 				      SRV_GEN_FINGERPRINT, "choices", "usage", srv_gen_usage(job));
-		rc = srv__gen_push_json(job, o);
+		rc = srv__gen_push_json(&job->base, o);
 	}
 	if (!rc)
-		rc = srv__stream_push(job->st, "data: [DONE]\n\n", 14);
+		rc = srv__stream_push(job->base.st, "data: [DONE]\n\n", 14);
 	return rc;
 }
+
+/* --- errors ------------------------------------------------------------------- */
+
+void srv__openai_gen_respond_error(struct srv_req *req, const struct srv_gen_err *e)
+{
+	if (e->status == 503 || e->status == 429)
+		srv__req_add_header(req, "Retry-After", "1");
+	json_t *obj = srv_gen_error_json(e->status, e->code, e->param, e->msg);
+	if (obj)
+		srv__req_respond_json(req, e->status, obj);
+	else
+		srv__req_respond_error(req, e->status, e->code, "%s", e->msg);
+}
+
+/* "event: error" with OpenAI's error object, ending a stream. */
+static void srv_gen_stream_error(struct srv_gen_job *job, const struct srv_gen_err *e)
+{
+	json_t *obj = srv_gen_error_json(e->status, e->code, e->param, e->msg);
+	char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+	json_decref(obj);
+	struct srv_buf b;
+	srv_buf_init(&b, SRV_GEN_OUT_MAX);
+	if (s && !srv_buf_printf(&b, "event: error\ndata: %s\n\n", s))
+		srv__stream_push(job->st, b.data, b.len);
+	srv_buf_fini(&b);
+	free(s); /* jansson's allocator */
+}
+
+const struct srv_gen_render srv__openai_gen_render = {
+	.piece = srv_gen_push_piece,
+	.choice_end = srv_gen_choice_end,
+	.stream_end = srv_gen_stream_end,
+	.body = srv_gen_body,
+	.respond_error = srv__openai_gen_respond_error,
+	.stream_error = srv_gen_stream_error,
+};
