@@ -179,7 +179,7 @@ static int srv_req_early(struct srv_req *req, int status, const char *code, cons
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(req->early_msg, sizeof(req->early_msg), fmt, ap);
+	st_verrf(0, req->early_msg, sizeof(req->early_msg), NULL, fmt, ap);
 	va_end(ap);
 	req->early_status = status;
 	req->early_code = code;

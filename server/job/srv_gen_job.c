@@ -19,12 +19,13 @@ int srv__gen_err_set(struct srv_gen_err *e, int status, const char *code, const 
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	int rc = st_verrf(status == 404 ? -ST_NOTFOUND : -ST_INVAL, e->msg, sizeof(e->msg), NULL,
+			  fmt, ap);
 	va_end(ap);
 	e->status = status;
 	e->code = code;
 	e->param = param;
-	return status == 404 ? -ST_NOTFOUND : -ST_INVAL;
+	return rc;
 }
 
 void srv__gen_err_from_st(struct srv_gen_err *e, int rc, const char *input_param, const char *msg)

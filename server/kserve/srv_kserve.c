@@ -67,9 +67,9 @@ static int srv_ks_bad(struct srv_ks_req *r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	int rc = st_verrf(-ST_INVAL, r->err, sizeof(r->err), NULL, fmt, ap);
 	va_end(ap);
-	return -ST_INVAL;
+	return rc;
 }
 
 /* Elements of t, or -1 past SRV_KS_MAX_SAMPLES (checked while
