@@ -207,6 +207,27 @@ class CheckSrcTest(unittest.TestCase):
         out = self.assert_reports("call-cycle", "common/cc_a.c", "--build", build)
         self.assertIn("2 files of common/ call each other: common/cc_a.c common/cc_b.c", out)
         self.assertIn("common/cc_b.c -> common/cc_a.c: cc_a", out)
+        # allowed by a line listing its files (and one more, to drop)
+        rc, out, err = self.run_check("--build", build, "--suggest-allow")
+        self.assertIn("call-cycle common/cc_a.c common/cc_b.c  # TODO why", out)
+        allow = os.path.join(self.tmp, "allow")
+        with open(ALLOW) as f:
+            text = f.read()
+        with open(allow, "w") as f:
+            f.write(text + "call-cycle common/cc_a.c common/cc_b.c common/cc_c.c  # test\n")
+        rc, out, err = self.run_check("--build", build, allow=allow)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("shrink: no longer in a cycle: common/cc_c.c", err)
+        # a file joining the cycle is not allowed by the shorter line
+        self.write("common/cc_c.c", "int cc_a(int);\nint cc_c(int x) { return cc_a(x); }\n"
+                   "int cc_c2(int x) { return x; }\n")
+        self.write("common/cc_b.c", "int cc_a(int);\nint cc_c2(int);\n"
+                   "int cc_b(int x) { return cc_a(x) + cc_c2(x); }\n")
+        self.append("common/cc_c.c", "int cc_b(int);\nint cc_c3(int x) { return cc_b(x); }\n")
+        build = self.compile(["common/cc_a.c", "common/cc_b.c", "common/cc_c.c"])
+        with open(allow, "w") as f:
+            f.write(text + "call-cycle common/cc_a.c common/cc_b.c  # test\n")
+        self.assert_reports("call-cycle", "common/cc_a.c", "--build", build, allow=allow)
         # one way only: no cycle
         self.write("common/cc_b.c", "int cc_b(int x) { return x; }\n")
         build = self.compile(["common/cc_a.c", "common/cc_b.c", "common/cc_c.c"])
