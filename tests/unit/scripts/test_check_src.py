@@ -125,6 +125,20 @@ class CheckSrcTest(unittest.TestCase):
         rc, out, err = self.run_check()
         self.assertEqual(rc, 0, out + err)
 
+    def test_declared_in_a_lower_folder(self):
+        # a sched/ header declares what gen/ defines: sched/ would call up
+        self.append("engine/sched/eng_stats.h", "\nint eng__t_up(void);\n")
+        self.append("engine/gen/eng_sample.c", "\nint eng__t_up(void)\n{\n\treturn 0;\n}\n")
+        out = self.assert_reports("decl-folder", "engine/gen/eng_sample.c")
+        self.assertIn("eng__t_up() is declared in engine/sched/eng_stats.h", out)
+
+    def test_declared_at_the_top(self):
+        # a module's top header may declare what any of its folders defines
+        self.append("engine/eng_int.h", "\nint eng__t_top(void);\n")
+        self.append("engine/gen/eng_sample.c", "\nint eng__t_top(void)\n{\n\treturn 0;\n}\n")
+        rc, out, err = self.run_check()
+        self.assertEqual(rc, 0, out + err)
+
     # -- banned functions --
 
     def test_banned_function(self):
