@@ -171,7 +171,7 @@ static void tx_print_json(const char *path, const struct eng_transcript *t)
 	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	if (text)
 		printf("%s\n", text);
-	free(text);
+	free(text); /* jansson's allocator */
 	json_decref(o);
 }
 

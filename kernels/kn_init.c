@@ -8,12 +8,12 @@
  * last kn_init wins).
  */
 #include <assert.h>
+#include <cblas.h>
 #include <cpuid.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "kernels/kn_blas.h"
 #include "kernels/kn_int.h"
 
 static const struct kn_ops *const kn_tables[] = {
@@ -63,7 +63,10 @@ static void kn_detect(void)
 	kn_isa_ok[KN_ISA_AVX2] = avx2;
 	kn_isa_ok[KN_ISA_AVX512] = avx512;
 	kn_vnni = avx512 && kn_has_avx512vnni_cpuid();
-	kn_blas_set_threads(1); /* the engine owns threading (kn.h) */
+	/* the engine owns threading (kn.h); OpenBLAS directly, not through
+	 * kn_blas_set_threads, so that this file calls nothing in blas/ (which
+	 * calls kn_ops here) */
+	openblas_set_num_threads(1);
 }
 
 const struct kn_ops *kn_ops_for(enum kn_isa isa)

@@ -110,7 +110,7 @@ static int srv_parse_listen(const char *s, struct sockaddr_storage *ss)
 	if (*end || port < 0 || port > 65535 || colon[1] == '\0')
 		return -ST_INVAL;
 	if (!strcmp(host, "localhost"))
-		strcpy(host, "127.0.0.1");
+		snprintf(host, sizeof(host), "127.0.0.1");
 	if (!uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss))
 		return 0;
 	if (!uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)ss))

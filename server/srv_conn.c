@@ -721,7 +721,7 @@ static void srv_conn_remote(struct srv_conn *conn)
 {
 	struct sockaddr_storage ss;
 	int len = sizeof(ss);
-	strcpy(conn->remote, "-");
+	memcpy(conn->remote, "-", sizeof("-"));
 	if (uv_tcp_getpeername(&conn->h.tcp, (struct sockaddr *)&ss, &len))
 		return;
 	if (ss.ss_family == AF_INET6)
@@ -769,7 +769,7 @@ int srv__conn_open_fd(struct srv *srv, int fd)
 		uv_close(&conn->h.handle, srv_conn_close_cb);
 		return -ST_IO;
 	}
-	strcpy(conn->remote, "pipe");
+	memcpy(conn->remote, "pipe", sizeof("pipe"));
 	srv_conn_start(srv, conn);
 	return 0;
 }

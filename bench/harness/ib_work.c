@@ -874,7 +874,7 @@ static bool ib_is_string_at(json_t *root, const char *path[], size_t n)
 {
 	json_t *v = root;
 	for (size_t i = 0; i < n && v; i++)
-		v = path[i][0] == '#' ? json_array_get(v, (size_t)atoi(path[i] + 1))
+		v = path[i][0] == '#' ? json_array_get(v, (size_t)strtol(path[i] + 1, NULL, 10))
 				      : json_object_get(v, path[i]);
 	return json_is_string(v);
 }
