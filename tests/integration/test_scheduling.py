@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from conftest import MODELS, Daemon, connect, default_models, make_config, request
+from conftest import (MODELS, Daemon, connect, default_models, make_config, request,
+                      wait_until)
 from test_audio_endpoints import clip, transcribe
 
 GEMMA, WHISPER = "gemma-3-270m", "whisper-tiny.en"
@@ -88,15 +89,6 @@ def in_daemon_together(recs):
     batching needs of its clients, which a loaded machine may not give."""
     return any(max(a["submitted_ms"], b["submitted_ms"]) < min(a["ended_ms"], b["ended_ms"])
                for i, a in enumerate(recs) for b in recs[i + 1:])
-
-
-def wait_until(pred, what, timeout=120):
-    """Poll pred (the daemon's state) until true; fail after timeout s (a
-    hang guard, far above what any step here takes)."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 def together(port, model, fns, tries=3):
