@@ -25,9 +25,10 @@ import time
 
 import pytest
 
-from conftest import ROOT, Daemon, make_config
+from conftest import ROOT, Daemon, make_config, model_stats
 
 BENCH = os.environ.get("INFERD_BENCH_BIN", "build/inferd-bench")
+WHISPER, GEMMA = "whisper-tiny.en", "gemma-3-270m"
 TEST_OUT = os.environ.get("INFERD_TEST_OUT", os.path.join(tempfile.gettempdir(), "inferd-test-out"))
 AUDIO = os.path.join(ROOT, "tests", "data", "audio")
 
@@ -802,22 +803,28 @@ def test_mixed_workload_against_daemon(tmp_path):
             {"endpoint": "openai-transcriptions", "weight": 1, "audio": AUDIO},
             {"endpoint": "openai-chat", "weight": 1, "stream": True, "max_tokens": 32},
         ]}))
-        # timeout: a hang guard (1 s warm-up + 20 s + at most 15 s for the
-        # last requests in flight); the window the harness measured is 20 s
+        # --timeout and timeout: hang guards (a loaded machine may take many
+        # seconds per request); the window the harness measured is 20 s
         r = bench(tmp_path, "--url", f"http://127.0.0.1:{d.port}", "--workload", wl,
-                  "--concurrency", 4, "--warmup", 1, "--duration", 20, "--timeout", 15,
-                  "--seed", 1, timeout=90)
+                  "--concurrency", 4, "--warmup", 1, "--duration", 20, "--timeout", 120,
+                  "--seed", 1, timeout=200)
         assert abs(r.stage["window_s"] - 20) < 1, r.stage["window_s"]
+        daemon = {m: model_stats(d.port, m)["requests"] for m in (WHISPER, GEMMA)}
     finally:
         rc = d.stop()
     text = d.stderr_text()
     assert rc == 0 and "Sanitizer" not in text and "runtime error" not in text, text
     s = r.summary
-    assert s["requests"] > 10 and s["errors"] == 0, (s, r.stdout)
+    assert s["requests"] > 0 and s["errors"] == 0, (s, r.stdout)
     assert all(x["kind"] == "ok" for x in r.rows), [x for x in r.rows if x["kind"] != "ok"]
-    eps = {x["endpoint"] for x in rows_of(r)}
+    eps = {x["endpoint"] for x in r.rows}
     assert eps == {"openai-transcriptions", "openai-chat"}, eps
-    assert s["rtfx"] > 1 and s["tokens_per_s"] > 1, s
+    # every request the harness counts as answered, the daemon counts as
+    # completed, model by model (whatever the pace of the machine)
+    sent = lambda ep: sum(x["endpoint"] == ep for x in r.rows)
+    assert daemon[WHISPER]["completed"] == sent("openai-transcriptions"), (daemon, len(r.rows))
+    assert daemon[GEMMA]["completed"] == sent("openai-chat"), (daemon, len(r.rows))
+    assert s["rtfx"] > 0 and s["tokens_per_s"] > 0, s
     assert s["latency_s"]["p50"] > 0 and s["ttft_s"]["p50"] > 0 and s["itl_s"]["p50"] > 0, s
     # audio seconds (read with libsndfile) are the files' known durations
     with open(os.path.join(AUDIO, "manifest.tsv")) as f:
