@@ -148,7 +148,10 @@ def read_to_close(s):
         data += b
 
 
-def connect(port, timeout=10):
+def connect(port, timeout=120):
+    """A TCP connection to the daemon. timeout (s) bounds every socket call:
+    a hang guard, generous because a loaded machine may take many seconds
+    to answer; tests that expect silence pass their own."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return s

@@ -803,19 +803,18 @@ def test_mixed_workload_against_daemon(tmp_path):
             {"endpoint": "openai-transcriptions", "weight": 1, "audio": AUDIO},
             {"endpoint": "openai-chat", "weight": 1, "stream": True, "max_tokens": 32},
         ]}))
-        # --timeout and timeout: hang guards (a loaded machine may take many
-        # seconds per request); the window the harness measured is 20 s
+        # a window of 12 answers, not of a time a loaded machine may fill
+        # with fewer; --duration, --timeout and timeout are hang guards
         r = bench(tmp_path, "--url", f"http://127.0.0.1:{d.port}", "--workload", wl,
-                  "--concurrency", 4, "--warmup", 1, "--duration", 20, "--timeout", 120,
-                  "--seed", 1, timeout=200)
-        assert abs(r.stage["window_s"] - 20) < 1, r.stage["window_s"]
+                  "--concurrency", 4, "--warmup", 1, "--requests", 12, "--duration", 600,
+                  "--timeout", 120, "--seed", 1, timeout=900)
         daemon = {m: model_stats(d.port, m)["requests"] for m in (WHISPER, GEMMA)}
     finally:
         rc = d.stop()
     text = d.stderr_text()
     assert rc == 0 and "Sanitizer" not in text and "runtime error" not in text, text
     s = r.summary
-    assert s["requests"] > 0 and s["errors"] == 0, (s, r.stdout)
+    assert s["requests"] == 12 and s["errors"] == 0, (s, r.stdout)
     assert all(x["kind"] == "ok" for x in r.rows), [x for x in r.rows if x["kind"] != "ok"]
     eps = {x["endpoint"] for x in r.rows}
     assert eps == {"openai-transcriptions", "openai-chat"}, eps
@@ -824,8 +823,13 @@ def test_mixed_workload_against_daemon(tmp_path):
     sent = lambda ep: sum(x["endpoint"] == ep for x in r.rows)
     assert daemon[WHISPER]["completed"] == sent("openai-transcriptions"), (daemon, len(r.rows))
     assert daemon[GEMMA]["completed"] == sent("openai-chat"), (daemon, len(r.rows))
-    assert s["rtfx"] > 0 and s["tokens_per_s"] > 0, s
-    assert s["latency_s"]["p50"] > 0 and s["ttft_s"]["p50"] > 0 and s["itl_s"]["p50"] > 0, s
+    # the window's figures, from whichever requests its 12 answers were
+    window = {x["endpoint"] for x in rows_of(r)}
+    assert s["latency_s"]["p50"] > 0, s
+    assert (s["rtfx"] > 0) == ("openai-transcriptions" in window), (s, window)
+    assert (s["tokens_per_s"] > 0) == ("openai-chat" in window), (s, window)
+    if "openai-chat" in window:
+        assert s["ttft_s"]["p50"] > 0 and s["itl_s"]["p50"] > 0, s
     # audio seconds (read with libsndfile) are the files' known durations
     with open(os.path.join(AUDIO, "manifest.tsv")) as f:
         durations = {row["file"]: float(row["duration_s"])
