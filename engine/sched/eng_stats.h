@@ -43,7 +43,8 @@ struct eng_replica_stats {
 	double busy_ms;        /* time spent in batched compute steps */
 	uint64_t batches;      /* steps run */
 	uint64_t running;      /* requests taken and not finished (gauge) */
-	uint64_t requests;     /* requests taken and ended (any outcome) */
+	uint64_t requests;     /* requests taken and ended, any outcome (a transcription
+				* that could not start for want of memory or a thread aside) */
 };
 
 /* One request a replica took and ended. Times are monotonic ms (the
