@@ -7,15 +7,18 @@
  * inference_stats.success/fail/queue/compute_infer as {count, ns},
  * batch_stats[]); what Triton has no field for sits under "inferd":
  * outcomes, tokens, audio seconds, queue depth, the TTFT / inter-token /
- * queue-wait histograms and each replica's device, threads and busy
- * ratio. Rendering runs on the loop thread: it copies counters (a mutex
- * held for microseconds) and formats a few kilobytes.
+ * queue-wait histograms, each replica's device, threads, busy ratio and
+ * requests, and the last ENG_STATS_RECENT ended requests (replica,
+ * outcome, submitted / admitted / ended on the monotonic clock of
+ * "now_ms"). Rendering runs on the loop thread: it copies counters (a
+ * mutex held for microseconds) and formats a few kilobytes.
  */
 #include <stddef.h>
 #include <stdio.h>
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "engine/eng.h"
 #include "engine/sched/eng_stats.h"
 #include "server/srv_int.h"
 #include "server/srv_model_stats.h"
@@ -103,16 +106,19 @@ static double srv_v_gen(const struct eng_stats *s) { return (double)s->model.gen
 static double srv_v_audio(const struct eng_stats *s) { return s->model.audio_seconds; }
 static double srv_v_compute(const struct eng_stats *s) { return s->model.compute_ms / 1e3; }
 
-/* Per replica: busy seconds, busy ratio, running requests. */
+/* Per replica: busy seconds, busy ratio, running requests, ended ones. */
+#define SRV_PROM_REPLICA_FAMILIES 4
 static int srv_prom_replicas(struct srv_buf *out, const struct srv_prom_all *a, int which)
 {
 	static const char *const names[] = { "inferd_replica_busy_seconds_total",
-					     "inferd_replica_busy_ratio", "inferd_replica_running" };
-	static const char *const types[] = { "counter", "gauge", "gauge" };
+					     "inferd_replica_busy_ratio", "inferd_replica_running",
+					     "inferd_replica_requests_total" };
+	static const char *const types[] = { "counter", "gauge", "gauge", "counter" };
 	static const char *const helps[] = {
 		"Time a replica spent in batched compute steps.",
 		"Busy time over the time since the replica started.",
 		"Requests a replica has admitted and not finished.",
+		"Requests a replica admitted and ended, whatever the outcome.",
 	};
 	int rc = srv_prom_head(out, names[which], types[which], helps[which]);
 	for (size_t i = 0; i < a->n && !rc; i++)
@@ -121,7 +127,8 @@ static int srv_prom_replicas(struct srv_buf *out, const struct srv_prom_all *a, 
 			double up = a->s[i].now_ms - rp->started_ms;
 			double v = which == 0 ? rp->busy_ms / 1e3
 				   : which == 1 ? (up > 0 ? rp->busy_ms / up : 0.0)
-						: (double)rp->running;
+				   : which == 2 ? (double)rp->running
+						: (double)rp->requests;
 			rc = srv_buf_printf(out, "%s{model=\"%s\",replica=\"%d\",device=\"%s\"} %.6g\n",
 					    names[which], srv_prom_model(a, i), r, rp->device, v);
 		}
@@ -186,7 +193,7 @@ int srv__model_stats_prometheus(const struct eng *eng, struct srv_buf *out)
 		rc = srv_prom_scalar(out, &a, "inferd_model_compute_seconds_total", "counter",
 				     "Time the replicas spent in batched compute steps.",
 				     srv_v_compute);
-	for (int w = 0; w < 3 && !rc; w++)
+	for (int w = 0; w < SRV_PROM_REPLICA_FAMILIES && !rc; w++)
 		rc = srv_prom_replicas(out, &a, w);
 	if (!rc)
 		rc = srv_prom_hists(out, &a);
@@ -222,11 +229,37 @@ static json_t *srv_json_replicas(const struct eng_stats *s)
 	for (int r = 0; a && r < s->n_replicas; r++) {
 		const struct eng_replica_stats *rp = &s->replicas[r];
 		double up = s->now_ms - rp->started_ms;
-		json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:I,s:f,s:f,s:I}", "replica", r,
+		json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:I,s:f,s:f,s:I,s:I}", "replica", r,
 			"device", rp->device, "threads", rp->threads, "batches",
 			(json_int_t)rp->batches, "busy_seconds", rp->busy_ms / 1e3, "busy_ratio",
-			up > 0 ? rp->busy_ms / up : 0.0, "running", (json_int_t)rp->running));
+			up > 0 ? rp->busy_ms / up : 0.0, "running", (json_int_t)rp->running,
+			"requests", (json_int_t)rp->requests));
 	}
+	return a;
+}
+
+/* An ended request's outcome, named as the "requests" counters are. */
+static const char *srv_json_outcome(int rc)
+{
+	return !rc ? "completed" : rc == -ST_CANCELED ? "cancelled"
+	       : rc == -ST_TIMEDOUT ? "timed_out" : "failed";
+}
+
+/* The last ended requests, oldest first; times in monotonic ms (the
+ * clock of the model's "now_ms"). */
+static json_t *srv_json_recent(const struct eng_model_stats *st)
+{
+	const struct eng_recent_req *e[ENG_STATS_RECENT];
+	size_t n = eng_stats_recent(st, e);
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:f,s:f,s:f,s:I,s:I,s:f}",
+			"replica", e[i]->replica, "outcome", srv_json_outcome(e[i]->rc), "priority",
+			e[i]->priority == ENG_PRIORITY_HIGH ? "high" : "normal", "submitted_ms",
+			e[i]->submitted_ms, "admitted_ms", e[i]->admitted_ms, "ended_ms",
+			e[i]->ended_ms, "prompt_tokens", (json_int_t)e[i]->prompt_tokens,
+			"generated_tokens", (json_int_t)e[i]->generated_tokens, "audio_seconds",
+			e[i]->audio_seconds));
 	return a;
 }
 
@@ -247,7 +280,7 @@ static json_t *srv_json_model(const struct eng_model *m, const struct eng_stats 
 	const struct eng_model_stats *st = &s->model;
 	uint64_t failed = st->failed + st->cancelled + st->timed_out;
 	json_t *inferd = json_pack(
-		"{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:f,s:o,s:o,s:o,s:o,s:o,s:o}",
+		"{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:f,s:o}",
 		"queue_depth", (json_int_t)s->queue_depth, "requests", "submitted",
 		(json_int_t)st->submitted, "completed", (json_int_t)st->completed, "failed",
 		(json_int_t)st->failed, "cancelled", (json_int_t)st->cancelled, "timed_out",
@@ -256,7 +289,8 @@ static json_t *srv_json_model(const struct eng_model *m, const struct eng_stats 
 		"audio_seconds", st->audio_seconds, "queue_wait_ms", srv_json_hist(&st->queue_wait_ms),
 		"batch_size", srv_json_hist(&st->batch_size), "ttft_ms", srv_json_hist(&st->ttft_ms),
 		"inter_token_latency_ms", srv_json_hist(&st->itl_ms), "request_ms",
-		srv_json_hist(&st->request_ms), "replicas", srv_json_replicas(s));
+		srv_json_hist(&st->request_ms), "replicas", srv_json_replicas(s), "now_ms",
+		s->now_ms, "recent_requests", srv_json_recent(st));
 	uint64_t batches = 0;
 	for (int r = 0; r < s->n_replicas; r++)
 		batches += s->replicas[r].batches;

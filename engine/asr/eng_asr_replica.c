@@ -74,6 +74,7 @@ struct ea_driver {
 	char err[512];
 	struct eng_transcript *t;
 	double audio_s;
+	double t_admit;             /* monotonic ms: taken by the replica */
 };
 
 struct ea_loop {
@@ -226,8 +227,13 @@ static void ea_finish(struct ea_loop *l, struct ea_driver *d)
 	struct eng_sched *s = l->rp->s;
 	struct eng__asr_req *r = d->r;
 	double now = st_now_ms();
+	struct eng_recent_req e = { .replica = l->rp->index, .rc = d->rc,
+				    .priority = (int)r->base.priority,
+				    .submitted_ms = r->base.t_submit, .admitted_ms = d->t_admit,
+				    .ended_ms = now, .audio_seconds = d->audio_s };
 	pthread_mutex_lock(&s->mu);
 	s->st.audio_seconds += d->audio_s;
+	eng_stats_ended(&s->st, &l->rp->st, &e);
 	pthread_mutex_unlock(&s->mu);
 	eng__sched_count(s, d->rc, now - r->base.t_submit);
 	if (d->rc) {
@@ -253,6 +259,7 @@ static struct ea_driver *ea_start(struct ea_loop *l, struct eng__req *base)
 	if (ok) {
 		d->l = l;
 		d->r = (struct eng__asr_req *)base;
+		d->t_admit = st_now_ms();
 		d->runner = (struct eng_whisper_runner){ ea_encode, ea_decode, d };
 		pthread_cond_init(&d->cv, NULL);
 		if (l->pin)

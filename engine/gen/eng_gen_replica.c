@@ -47,9 +47,15 @@ static void egl_end(struct egl *l, size_t i, int rc, const char *err)
 	size_t gen = r->seq ? eng__gseq_generated(r->seq) : 0;
 	size_t prompt = r->seq ? eng__gseq_prompt_tokens(r->seq) : 0;
 	double now = st_now_ms();
+	struct eng_recent_req e = { .replica = l->rp->index, .rc = rc,
+				    .priority = (int)r->base.priority,
+				    .submitted_ms = r->base.t_submit, .admitted_ms = r->t_admit,
+				    .ended_ms = now, .prompt_tokens = prompt,
+				    .generated_tokens = gen };
 	pthread_mutex_lock(&s->mu);
 	s->st.generated_tokens += gen;
 	s->st.prompt_tokens += prompt;
+	eng_stats_ended(&s->st, &l->rp->st, &e);
 	pthread_mutex_unlock(&s->mu);
 	eng__sched_count(s, rc, now - r->base.t_submit);
 	r->base.end(&r->base, rc, err);

@@ -51,6 +51,24 @@ void eng_stats_batch(struct eng_model_stats *s, int size, double ms)
 	s->batch_ms[slot] += ms;
 }
 
+void eng_stats_ended(struct eng_model_stats *s, struct eng_replica_stats *rs,
+		     const struct eng_recent_req *e)
+{
+	rs->requests++;
+	s->recent[s->n_recent_total % ENG_STATS_RECENT] = *e;
+	s->n_recent_total++;
+}
+
+size_t eng_stats_recent(const struct eng_model_stats *s,
+			const struct eng_recent_req *out[ENG_STATS_RECENT])
+{
+	uint64_t n = s->n_recent_total < ENG_STATS_RECENT ? s->n_recent_total : ENG_STATS_RECENT;
+	uint64_t first = s->n_recent_total - n;
+	for (uint64_t i = 0; i < n; i++)
+		out[i] = &s->recent[(first + i) % ENG_STATS_RECENT];
+	return (size_t)n;
+}
+
 int eng_model_stats_get(const struct eng_model *m, struct eng_stats *out)
 {
 	memset(out, 0, sizeof(*out));

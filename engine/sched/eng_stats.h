@@ -1,7 +1,9 @@
 /* eng_stats.h - what a model's scheduler counts, for /metrics (Prometheus)
  * and GET /v2/models/{name}/stats: request outcomes, tokens and audio
  * seconds processed, queue depth and wait, batch sizes, per-replica busy
- * time, time to first token and inter-token latency.
+ * time and requests, time to first token and inter-token latency, and the
+ * last ENG_STATS_RECENT requests the replicas ended (which replica, when
+ * it took and ended each: what ran where and at the same time).
  *
  * Histograms have fixed upper bounds (Prometheus "le" buckets); counts are
  * per bucket here, the renderer makes them cumulative. Thread: the
@@ -18,6 +20,7 @@
 
 #define ENG_HIST_MAX 16 /* finite bucket bounds per histogram */
 #define ENG_STATS_MAX_BATCH 256
+#define ENG_STATS_RECENT 32 /* ended requests kept, newest last */
 
 struct eng_hist {
 	int n_bounds;
@@ -40,6 +43,22 @@ struct eng_replica_stats {
 	double busy_ms;        /* time spent in batched compute steps */
 	uint64_t batches;      /* steps run */
 	uint64_t running;      /* requests taken and not finished (gauge) */
+	uint64_t requests;     /* requests taken and ended, any outcome (a transcription
+				* that could not start for want of memory or a thread aside) */
+};
+
+/* One request a replica took and ended. Times are monotonic ms (the
+ * clock of eng_stats.now_ms); [admitted_ms, ended_ms] is when the replica
+ * had it: two requests whose spans intersect ran at the same time. */
+struct eng_recent_req {
+	int replica;               /* index of the replica that ran it */
+	int rc;                    /* 0, or the -ST_ code it ended with */
+	int priority;              /* enum eng_priority */
+	double submitted_ms;       /* queued (eng__sched_submit) */
+	double admitted_ms;        /* taken by the replica */
+	double ended_ms;           /* ended */
+	uint64_t prompt_tokens, generated_tokens; /* generation; 0 for transcription */
+	double audio_seconds;      /* transcription; 0 for generation */
 };
 
 /* One model (all replicas). */
@@ -63,7 +82,23 @@ struct eng_model_stats {
 	uint64_t batch_count[ENG_STATS_MAX_BATCH + 1];
 	double batch_ms[ENG_STATS_MAX_BATCH + 1];
 	double last_ms;                /* Unix ms of the last successful end (0: none) */
+	/* ring of the last ENG_STATS_RECENT ended requests: n_recent_total
+	 * recorded ever, the newest at (n_recent_total - 1) % ENG_STATS_RECENT */
+	struct eng_recent_req recent[ENG_STATS_RECENT];
+	uint64_t n_recent_total;
 };
+
+/* eng_stats_ended - a replica (rs, its stats) ended request e: count it in
+ * rs->requests and keep a copy of e in s's ring (dropping the oldest when
+ * full). e is borrowed. Under the scheduler's mutex (the loops). */
+void eng_stats_ended(struct eng_model_stats *s, struct eng_replica_stats *rs,
+		     const struct eng_recent_req *e);
+
+/* eng_stats_recent - the ended requests kept in s, oldest first: sets
+ * out[0..n) to borrowed pointers into s (out has ENG_STATS_RECENT slots)
+ * and returns n (<= ENG_STATS_RECENT). */
+size_t eng_stats_recent(const struct eng_model_stats *s,
+			const struct eng_recent_req *out[ENG_STATS_RECENT]);
 
 /* eng_stats_batch - one compute step of `size` sequences or windows that
  * took ms: the histogram and the exact per-size counts. */

@@ -148,7 +148,10 @@ def read_to_close(s):
         data += b
 
 
-def connect(port, timeout=10):
+def connect(port, timeout=120):
+    """A TCP connection to the daemon. timeout (s) bounds every socket call:
+    a hang guard, generous because a loaded machine may take many seconds
+    to answer; tests that expect silence pass their own."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return s
@@ -218,3 +221,29 @@ def request(port, method, path, headers=None, body=b"", head_only=False):
     with connect(port) as s:
         s.sendall(raw.encode() + body)
         return Reader(s).read_response(head_only=head_only)
+
+
+def model_stats(port, model):
+    """The "inferd" part of GET /v2/models/{model}/stats: what the daemon
+    itself recorded (requests by outcome, queue depth, replicas, the last
+    ended requests with their replica and monotonic times)."""
+    r = request(port, "GET", f"/v2/models/{model}/stats")
+    assert r.status == 200, r.body
+    return r.json()["model_stats"][0]["inferd"]
+
+
+def wait_until(pred, what, timeout=120):
+    """Poll pred (the daemon's state) until it is true; fail with `what`
+    after timeout s - a hang guard far above what the wait should take,
+    never the verdict itself."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def wait_submitted(port, model, before, n=1, timeout=120):
+    """Wait until n requests more than `before` (a model_stats "submitted"
+    count) reached the model's queue: the daemon has read them whole."""
+    wait_until(lambda: model_stats(port, model)["requests"]["submitted"] >= before + n,
+               f"{n} request(s) never reached {model}'s queue", timeout)

@@ -25,9 +25,10 @@ import time
 
 import pytest
 
-from conftest import ROOT, Daemon, make_config
+from conftest import ROOT, Daemon, make_config, model_stats
 
 BENCH = os.environ.get("INFERD_BENCH_BIN", "build/inferd-bench")
+WHISPER, GEMMA = "whisper-tiny.en", "gemma-3-270m"
 TEST_OUT = os.environ.get("INFERD_TEST_OUT", os.path.join(tempfile.gettempdir(), "inferd-test-out"))
 AUDIO = os.path.join(ROOT, "tests", "data", "audio")
 
@@ -648,11 +649,10 @@ def bad_workload(tmp_path, text):
 def test_bad_command_line(tmp_path, args, expect):
     args = [bad_workload(tmp_path, a[4:]) if a.startswith("{WL:") else a for a in args]
     url = [] if "--url" in args else ["--url", f"http://127.0.0.1:{closed_port()}"]
-    t0 = time.monotonic()
+    # (timeout: a hang guard; that nothing ran shows in the missing table)
     proc = subprocess.run([BENCH, *url, *args, "--duration", "0.5", "--warmup", "0"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0, (args, proc.stdout, proc.stderr)
-    assert time.monotonic() - t0 < 5, "a bad command line should fail at once"
     for word in expect:
         assert word in proc.stderr, (args, word, proc.stderr)
     assert "inferd-bench" in proc.stderr, proc.stderr
@@ -803,22 +803,33 @@ def test_mixed_workload_against_daemon(tmp_path):
             {"endpoint": "openai-transcriptions", "weight": 1, "audio": AUDIO},
             {"endpoint": "openai-chat", "weight": 1, "stream": True, "max_tokens": 32},
         ]}))
-        t0 = time.monotonic()
+        # a window of 12 answers, not of a time a loaded machine may fill
+        # with fewer; --duration, --timeout and timeout are hang guards
         r = bench(tmp_path, "--url", f"http://127.0.0.1:{d.port}", "--workload", wl,
-                  "--concurrency", 4, "--warmup", 1, "--duration", 20, "--timeout", 15,
-                  "--seed", 1, timeout=60)
-        assert time.monotonic() - t0 < 35, "the run took too long"
+                  "--concurrency", 4, "--warmup", 1, "--requests", 12, "--duration", 600,
+                  "--timeout", 120, "--seed", 1, timeout=900)
+        daemon = {m: model_stats(d.port, m)["requests"] for m in (WHISPER, GEMMA)}
     finally:
         rc = d.stop()
     text = d.stderr_text()
     assert rc == 0 and "Sanitizer" not in text and "runtime error" not in text, text
     s = r.summary
-    assert s["requests"] > 10 and s["errors"] == 0, (s, r.stdout)
+    assert s["requests"] == 12 and s["errors"] == 0, (s, r.stdout)
     assert all(x["kind"] == "ok" for x in r.rows), [x for x in r.rows if x["kind"] != "ok"]
-    eps = {x["endpoint"] for x in rows_of(r)}
+    eps = {x["endpoint"] for x in r.rows}
     assert eps == {"openai-transcriptions", "openai-chat"}, eps
-    assert s["rtfx"] > 1 and s["tokens_per_s"] > 1, s
-    assert s["latency_s"]["p50"] > 0 and s["ttft_s"]["p50"] > 0 and s["itl_s"]["p50"] > 0, s
+    # every request the harness counts as answered, the daemon counts as
+    # completed, model by model (whatever the pace of the machine)
+    sent = lambda ep: sum(x["endpoint"] == ep for x in r.rows)
+    assert daemon[WHISPER]["completed"] == sent("openai-transcriptions"), (daemon, len(r.rows))
+    assert daemon[GEMMA]["completed"] == sent("openai-chat"), (daemon, len(r.rows))
+    # the window's figures, from whichever requests its 12 answers were
+    window = {x["endpoint"] for x in rows_of(r)}
+    assert s["latency_s"]["p50"] > 0, s
+    assert (s["rtfx"] > 0) == ("openai-transcriptions" in window), (s, window)
+    assert (s["tokens_per_s"] > 0) == ("openai-chat" in window), (s, window)
+    if "openai-chat" in window:
+        assert s["ttft_s"]["p50"] > 0 and s["itl_s"]["p50"] > 0, s
     # audio seconds (read with libsndfile) are the files' known durations
     with open(os.path.join(AUDIO, "manifest.tsv")) as f:
         durations = {row["file"]: float(row["duration_s"])

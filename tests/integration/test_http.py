@@ -136,7 +136,6 @@ def test_expect_100_continue_refused_when_too_big(daemon):
 
 def test_slow_headers_closed_at_header_timeout(daemon):
     """One byte a second: the 2 s header timeout closes it, with a 408."""
-    start = time.time()
     with connect(daemon.port) as s:
         rd = Reader(s)
         closed_at = None
@@ -149,19 +148,23 @@ def test_slow_headers_closed_at_header_timeout(daemon):
             if rd.is_closed(timeout=1):
                 closed_at = time.time()
                 break
+        # cut off before its last byte (about 40 s at this pace), by the
+        # header timeout: the 408 is the daemon saying which limit it was
         assert closed_at is not None, "a slowloris client was never cut off"
-        assert closed_at - start < 6
         assert b" 408 " in rd.buf.split(b"\r\n")[0]
 
 
 def test_idle_keepalive_closed_at_idle_timeout(daemon):
     with connect(daemon.port) as s:
+        # timed from before the request: the daemon's 3 s idle timer starts
+        # after it, so a busy machine can only make this later, never
+        # earlier; more than the 2 s header timeout shows which limit it was
+        start = time.monotonic()
         s.sendall(LIVE)
         rd = Reader(s)
         assert rd.read_response().status == 200
-        start = time.time()
-        assert rd.is_closed(timeout=8)
-        assert 2 < time.time() - start < 6
+        assert rd.is_closed(timeout=60)  # a hang guard
+        assert time.monotonic() - start > 2.5
 
 
 def test_zstd_response_when_accepted(daemon):
@@ -296,9 +299,9 @@ def test_oversized_chunk_refused_at_its_header(daemon):
     with connect(daemon.port) as s:
         s.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
                   b"6400001\r\n")
-        start = time.time()
+        # answered with none of the chunk's data sent: refused at its header
+        # (waiting for the data would end in the body timeout's 408)
         assert Reader(s).read_response().status == 413
-        assert time.time() - start < 1.5
 
 
 def test_malformed_request_logged_without_a_method(daemon):

@@ -1,16 +1,17 @@
 """Start-up, command line, auth, connection limits and graceful shutdown."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 
-from conftest import BIN, MODELS, Daemon, Reader, connect, default_models, make_config, request
+from conftest import (BIN, MODELS, Daemon, Reader, connect, default_models, make_config, request,
+                      wait_until)
 
 
 def run(*args, env=None, timeout=60):
@@ -133,30 +134,55 @@ def test_loud_warning_without_key_on_public_address(fresh_daemon):
     assert "NO API KEY" not in d2.stderr_text()
 
 
+def received_since(port):
+    """A function: how many bytes the daemon has read from clients since
+    now (GET /metrics, inferd_http_received_bytes_total), less its own
+    /metrics requests - to wait until the daemon has read what a test sent,
+    instead of sleeping."""
+    def total():
+        text = request(port, "GET", "/metrics").body.decode()
+        return int(re.search(r"^inferd_http_received_bytes_total (\d+)$", text, re.M).group(1))
+    first = total()
+    per = total() - first  # one /metrics request
+    asked = [1]
+
+    def since():
+        asked[0] += 1
+        return total() - first - asked[0] * per
+    return since
+
+
 def test_max_connections(fresh_daemon):
-    d = fresh_daemon(make_config(limits={"max_connections": 2}))
+    # timeouts long enough that nothing but the limit closes a connection
+    d = fresh_daemon(make_config(limits={"max_connections": 2, "header_timeout_ms": 60000,
+                                         "idle_timeout_ms": 60000}))
     a, b = connect(d.port), connect(d.port)
-    time.sleep(0.2)
+    for s in (a, b):  # both accepted and counted: each has had an answer
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert Reader(s).read_response().status == 200
     with connect(d.port) as c:
         r = Reader(c).read_response()
         assert r.status == 503
         assert r.header("retry-after") == "1"
     a.close()
     b.close()
-    time.sleep(0.2)
-    assert request(d.port, "GET", "/v2/health/live").status == 200
+    # served again once the daemon has seen them go
+    wait_until(lambda: request(d.port, "GET", "/v2/health/live").status == 200,
+               "a closed connection still counts against max_connections", timeout=60)
 
 
 def test_sigterm_lets_in_flight_request_complete(fresh_daemon):
-    d = fresh_daemon()
+    # header and idle timeouts long enough that only the drain closes these
+    d = fresh_daemon(make_config(limits={"header_timeout_ms": 60000, "idle_timeout_ms": 60000}))
     idle = connect(d.port)
     s = connect(d.port)
-    s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")  # headers not finished
-    time.sleep(0.2)
+    read = received_since(d.port)
+    head = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"  # headers not finished
+    s.sendall(head)
+    wait_until(lambda: read() >= len(head), "the daemon never read the partial request")
     d.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
     # the idle connection is closed, no new connection is accepted
-    assert Reader(idle).is_closed(timeout=5)
+    assert Reader(idle).is_closed(timeout=30)
     with pytest.raises(OSError):
         connect(d.port, timeout=2).recv(1)
     # the in-flight request completes, then the daemon exits 0
@@ -166,19 +192,21 @@ def test_sigterm_lets_in_flight_request_complete(fresh_daemon):
     assert [m["id"] for m in r.json()["data"]] == ["whisper-tiny.en", "gemma-3-270m"]
     assert r.header("connection") == "close"
     s.close()
-    assert d.proc.wait(timeout=10) == 0
+    assert d.proc.wait(timeout=30) == 0
     assert "draining" in d.stderr_text()
 
 
 def test_drain_timeout_bounds_shutdown(fresh_daemon):
     d = fresh_daemon(make_config(limits={"drain_timeout_ms": 500, "header_timeout_ms": 60000}))
     s = connect(d.port)
-    s.sendall(b"GET /v1/models HTTP/1.1\r\n")  # never finished
-    time.sleep(0.2)
-    start = time.time()
+    read = received_since(d.port)
+    head = b"GET /v1/models HTTP/1.1\r\n"  # never finished
+    s.sendall(head)
+    wait_until(lambda: read() >= len(head), "the daemon never read the partial request")
     d.proc.send_signal(signal.SIGTERM)
-    assert d.proc.wait(timeout=10) == 0
-    assert time.time() - start < 5
+    # the daemon says the 500 ms drain ran out, and it exits long before the
+    # 60 s header timeout would have ended that connection (a hang guard)
+    assert d.proc.wait(timeout=30) == 0
     assert "drain timeout" in d.stderr_text()
     s.close()
 

@@ -431,7 +431,9 @@ static void test_queue_fifo(void **state)
 }
 
 /* A one-shot gate an item can wait on, with a deadline so that a wrong
- * implementation fails an assertion instead of hanging the test. */
+ * implementation fails an assertion instead of hanging the test (a hang
+ * guard: far longer than a loaded machine needs to open it). */
+#define GATE_TIMEOUT_MS 30000
 struct gate {
 	_Atomic bool open;
 };
@@ -457,7 +459,7 @@ static void y_item(void *arg, struct dev_pool *pool)
 {
 	(void)pool;
 	struct sync_case *s = arg;
-	atomic_store(&s->y_gate_seen, gate_wait(&s->g2, 3000));
+	atomic_store(&s->y_gate_seen, gate_wait(&s->g2, GATE_TIMEOUT_MS));
 	atomic_store(&s->y_done, true);
 }
 
@@ -467,7 +469,7 @@ static void x_item(void *arg, struct dev_pool *pool)
 {
 	(void)pool;
 	struct sync_case *s = arg;
-	gate_wait(&s->g1, 3000);
+	gate_wait(&s->g1, GATE_TIMEOUT_MS);
 	dev_queue_submit(s->q, y_item, s);
 	atomic_store(&s->sync_inside, dev_queue_sync(s->q));
 	atomic_store(&s->x_done, true);
@@ -528,12 +530,13 @@ static void noop_item(void *arg, struct dev_pool *pool)
 	(void)pool;
 }
 
-/* Submits until destroy has begun (then -ST_CLOSED). */
+/* Submits until destroy has begun (then -ST_CLOSED); gives up after a
+ * minute (a hang guard, however slowly the test's thread gets there). */
 static void late_item(void *arg, struct dev_pool *pool)
 {
 	(void)pool;
 	struct drain *dr = arg;
-	for (int i = 0; i < 5000; i++) {
+	for (int i = 0; i < 60000; i++) {
 		int rc = dev_queue_submit(dr->q, noop_item, NULL);
 		if (rc) {
 			atomic_store(&dr->closed_rc, rc);
@@ -707,12 +710,12 @@ static int list_tids(pid_t *tids, int max)
 }
 
 /* The number of threads once it settles at want (a joined thread's task
- * can outlive pthread_join by a moment), or what it is after 2 s. */
+ * can outlive pthread_join by a moment), or what it is after 20 s. */
 static int count_tids_settled(int want)
 {
 	pid_t tids[MAX_TIDS];
 	int n = list_tids(tids, MAX_TIDS);
-	for (int i = 0; i < 2000 && n != want; i++) {
+	for (int i = 0; i < 20000 && n != want; i++) {
 		sleep_ms(1);
 		n = list_tids(tids, MAX_TIDS);
 	}
