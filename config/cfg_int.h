@@ -14,6 +14,7 @@
 #define CFG_INT_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

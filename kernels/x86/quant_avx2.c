@@ -271,7 +271,6 @@ KQ_INLINE void kq_gemv(const void *W, size_t rb, const float *x, float *y, size_
 /* ---- flat types: f32, f16, bf16 (any k: vector loop + scalar tail) ----- */
 
 /* 8 elements -> floats, for the loops of x86/quant_x86.h. */
-
 KQ_INLINE __m256 kq_ld_f32(const uint8_t *p)
 {
 	return _mm256_loadu_ps((const float *)(const void *)p);

@@ -249,7 +249,6 @@ KQ_INLINE void kq_gemv(const void *W, size_t rb, const float *x, float *y, size_
 /* ---- flat types: f32, f16, bf16 (any k: vector loop + scalar tail) ----- */
 
 /* 16 elements -> floats, for the loops of x86/quant_x86.h. */
-
 KQ_INLINE __m512 kq_ld_f32(const uint8_t *p)
 {
 	return _mm512_loadu_ps(p);
