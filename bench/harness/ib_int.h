@@ -202,8 +202,11 @@ struct ib_run {
 	int n_conns; /* open */
 	int n_connecting; /* open loop: asked for, not connected yet */
 	double t_next;	 /* open loop: the next arrival */
-	double *pending; /* open loop: arrival times waiting for a connection */
-	size_t n_pending, cap_pending;
+	/* open loop: the FIFO of arrival times waiting for a connection,
+	 * pending[pending_head ...], n_pending of them; popping moves the
+	 * head, so an overloaded server's long queue costs O(1) a request */
+	double *pending;
+	size_t pending_head, n_pending, cap_pending;
 	uv_timer_t arrival, phase_timer, progress;
 	uv_signal_t sigint;
 	bool aborted;

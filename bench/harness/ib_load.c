@@ -32,11 +32,6 @@ static const struct ib_conn_cbs ib_load_conn_cbs = {
 	.on_closed = ib_load_on_closed,
 };
 
-/* The open loop's FIFO of arrivals waiting for a connection is
- * run->pending[ib_pending_head ...], run->n_pending of them: popping moves
- * the head, so an overloaded server's long queue costs O(1) a request. */
-static size_t ib_pending_head;
-
 /* --- phases ------------------------------------------------------------- */
 
 static bool ib_may_send(const struct ib_run *run)
@@ -225,12 +220,12 @@ static void ib_open_more(struct ib_run *run)
  * the head has passed half the array, else a bigger array. */
 static void ib_pending_room(struct ib_run *run)
 {
-	if (ib_pending_head + run->n_pending < run->cap_pending)
+	if (run->pending_head + run->n_pending < run->cap_pending)
 		return;
-	if (ib_pending_head > 0 && ib_pending_head >= run->cap_pending / 2) {
-		memmove(run->pending, run->pending + ib_pending_head,
+	if (run->pending_head > 0 && run->pending_head >= run->cap_pending / 2) {
+		memmove(run->pending, run->pending + run->pending_head,
 			run->n_pending * sizeof(*run->pending));
-		ib_pending_head = 0;
+		run->pending_head = 0;
 		return;
 	}
 	run->cap_pending = run->cap_pending ? run->cap_pending * 2 : 256;
@@ -244,15 +239,15 @@ static void ib_open_dispatch(struct ib_run *run, double t_arrival)
 		return;
 	}
 	ib_pending_room(run);
-	run->pending[ib_pending_head + run->n_pending++] = t_arrival;
+	run->pending[run->pending_head + run->n_pending++] = t_arrival;
 	ib_open_more(run);
 }
 
 static double ib_pending_pop(struct ib_run *run)
 {
-	double t = run->pending[ib_pending_head++];
+	double t = run->pending[run->pending_head++];
 	if (--run->n_pending == 0)
-		ib_pending_head = 0;
+		run->pending_head = 0;
 	return t;
 }
 
@@ -262,7 +257,7 @@ static void ib_pending_expire(struct ib_run *run, double now)
 {
 	double timeout = run->o->timeout_s;
 	while (run->n_pending > 0 && ib_may_send(run) &&
-	       now - run->pending[ib_pending_head] >= timeout) {
+	       now - run->pending[run->pending_head] >= timeout) {
 		double t = ib_pending_pop(run);
 		ib_unsent(run, t, t + timeout, IB_KIND_TIMEOUT);
 	}
@@ -396,7 +391,7 @@ int ib_load_stage(struct ib_run *run, int i, double load)
 	run->phase = 0;
 	run->sent_in_window = run->answered_in_window = run->in_flight = 0;
 	run->n_idle = run->n_pending = 0;
-	ib_pending_head = 0;
+	run->pending_head = 0;
 	run->n_conns = run->n_connecting = run->n_handles = 0;
 	run->last_plain = ib_now(run);
 	run->open_loop = o->sweep_rate || (o->rate > 0 && !o->n_sweep);
