@@ -3,7 +3,8 @@
  * read an event stream (text/event-stream, the WHATWG HTML "server-sent
  * events" format: lines, "data:" fields, a blank line ends an event) and
  * time its text events, enforce the request timeout, and report the
- * outcome to ib_load.c. No pipelining: one request at a time per
+ * outcome through the callbacks it was opened with (struct ib_conn_cbs:
+ * the load loop's, ib_load.c). No pipelining: one request at a time per
  * connection, kept alive unless the server says otherwise.
  */
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static void ib_conn_on_close(uv_handle_t *h)
 		c->tcp_closed = true;
 	if (!c->timer_closed || !c->tcp_closed)
 		return;
-	ib_load_on_closed(c);
+	c->cbs->on_closed(c);
 	ib_conn_free_bufs(c);
 	free(c);
 }
@@ -83,7 +84,7 @@ static void ib_conn_finish(struct ib_conn *c, enum ib_kind kind, bool reusable)
 	c->busy = false;
 	if (!reusable)
 		ib_conn_close(c);
-	ib_load_on_done(c, c->rec, reusable && !c->closing);
+	c->cbs->on_done(c, c->rec, reusable && !c->closing);
 }
 
 /* --- event stream ------------------------------------------------------ */
@@ -384,14 +385,14 @@ static void ib_on_connect(uv_connect_t *req, int status)
 	}
 	if (status != 0)
 		ib_conn_close(c);
-	ib_load_on_connected(c, status);
+	c->cbs->on_connected(c, status);
 }
 
 static void ib_on_connect_error(uv_timer_t *t)
 {
 	struct ib_conn *c = t->data;
 	ib_conn_close(c);
-	ib_load_on_connected(c, UV_ECONNREFUSED);
+	c->cbs->on_connected(c, UV_ECONNREFUSED);
 }
 
 /* No connection within --timeout (a full accept queue, a host that drops
@@ -401,15 +402,16 @@ static void ib_on_connect_timeout(uv_timer_t *t)
 {
 	struct ib_conn *c = t->data;
 	ib_conn_close(c);
-	ib_load_on_connected(c, UV_ETIMEDOUT);
+	c->cbs->on_connected(c, UV_ETIMEDOUT);
 }
 
-struct ib_conn *ib_conn_open(struct ib_run *run, int client)
+struct ib_conn *ib_conn_open(struct ib_run *run, int client, const struct ib_conn_cbs *cbs)
 {
 	struct ib_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->run = run;
+	c->cbs = cbs;
 	c->client = client;
 	c->usage_tokens = -1;
 	uv_tcp_init(run->loop, &c->tcp);

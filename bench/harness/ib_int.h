@@ -122,6 +122,18 @@ struct ib_client {
 	bool waiting; /* a request is waiting for conn to connect */
 };
 
+/* What becomes of a connection, told to whoever opened it (the load
+ * loop, ib_load.c): the libuv way, callbacks given at open. */
+struct ib_conn_cbs {
+	/* connected (status 0) or failed (a UV_E* code; c is closing) */
+	void (*on_connected)(struct ib_conn *c, int status);
+	/* rec is finished (its fields set); c is idle again if reusable,
+	 * else closing */
+	void (*on_done)(struct ib_conn *c, size_t rec, bool reusable);
+	/* c's handles are closed; c is freed when this returns */
+	void (*on_closed)(struct ib_conn *c);
+};
+
 /* One connection; embedded handles, freed in the tcp close callback. */
 struct ib_conn {
 	uv_tcp_t tcp;
@@ -130,6 +142,7 @@ struct ib_conn {
 	uv_timer_t timer;
 	llhttp_t parser;
 	struct ib_run *run;
+	const struct ib_conn_cbs *cbs; /* who opened it (borrowed) */
 	int client; /* closed loop: the client owning it; open loop: -1 */
 	bool connected, busy, closing, timer_closed, tcp_closed;
 	double t_connect; /* when the connection was asked for */
@@ -189,8 +202,11 @@ struct ib_run {
 	int n_conns; /* open */
 	int n_connecting; /* open loop: asked for, not connected yet */
 	double t_next;	 /* open loop: the next arrival */
-	double *pending; /* open loop: arrival times waiting for a connection */
-	size_t n_pending, cap_pending;
+	/* open loop: the FIFO of arrival times waiting for a connection,
+	 * pending[pending_head ...], n_pending of them; popping moves the
+	 * head, so an overloaded server's long queue costs O(1) a request */
+	double *pending;
+	size_t pending_head, n_pending, cap_pending;
 	uv_timer_t arrival, phase_timer, progress;
 	uv_signal_t sigint;
 	bool aborted;
@@ -239,21 +255,15 @@ double ib_rng_unit(uint64_t *s);
 /* --- ib_conn.c: one HTTP/1.1 connection --------------------------------- */
 
 /* ib_conn_open - a new connection of run, connecting; client as above.
- * NULL on allocation failure. ib_load_on_* is told what becomes of it. */
-struct ib_conn *ib_conn_open(struct ib_run *run, int client);
+ * NULL on allocation failure. cbs (borrowed, outliving c) is told what
+ * becomes of it. */
+struct ib_conn *ib_conn_open(struct ib_run *run, int client, const struct ib_conn_cbs *cbs);
 /* ib_conn_send - send tmpl on a connected, idle c as record rec. */
 void ib_conn_send(struct ib_conn *c, const struct ib_tmpl *tmpl, enum ib_endpoint ep, size_t rec);
 /* ib_conn_close - close c (once); its memory goes in the close callback. */
 void ib_conn_close(struct ib_conn *c);
 
 /* --- ib_load.c: stages ------------------------------------------------- */
-
-/* Callbacks of ib_conn.c into the load generator. */
-void ib_load_on_connected(struct ib_conn *c, int status);
-/* rec is finished (its fields set); c is idle again if reusable, else
- * closing. */
-void ib_load_on_done(struct ib_conn *c, size_t rec, bool reusable);
-void ib_load_on_closed(struct ib_conn *c);
 
 /* ib_load_stage - run stage i at load (concurrency or rate) to its end,
  * append its results to run->stages. Returns 0 or -1 (fatal). */
@@ -263,8 +273,13 @@ int ib_load_stage(struct ib_run *run, int i, double load);
  * second one exits at once. */
 void ib_load_on_sigint(uv_signal_t *s, int signum);
 
+/* --- ib_rec.c: the clock and the records -------------------------------- */
+
 /* ib_now - seconds since the run's start. */
 double ib_now(const struct ib_run *run);
+
+/* ib_xrealloc - realloc, or exit(2) with a message when out of memory. */
+void *ib_xrealloc(void *p, size_t n);
 
 /* ib_rec_new - a fresh record (index); aborts when out of memory. */
 size_t ib_rec_new(struct ib_run *run);

@@ -21,57 +21,16 @@
 
 #define IB_RETRY_MS 100
 
-/* The open loop's FIFO of arrivals waiting for a connection is
- * run->pending[ib_pending_head ...], run->n_pending of them: popping moves
- * the head, so an overloaded server's long queue costs O(1) a request. */
-static size_t ib_pending_head;
+static void ib_load_on_connected(struct ib_conn *c, int status);
+static void ib_load_on_done(struct ib_conn *c, size_t rec, bool reusable);
+static void ib_load_on_closed(struct ib_conn *c);
 
-double ib_now(const struct ib_run *run)
-{
-	return (double)(uv_hrtime() - run->t0_ns) * 1e-9;
-}
-
-static void *ib_xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n);
-	if (!q) {
-		fprintf(stderr, "inferd-bench: out of memory\n");
-		exit(2);
-	}
-	return q;
-}
-
-size_t ib_rec_new(struct ib_run *run)
-{
-	if (run->n_recs == run->cap_recs) {
-		run->cap_recs = run->cap_recs ? run->cap_recs * 2 : 4096;
-		run->recs = ib_xrealloc(run->recs, run->cap_recs * sizeof(*run->recs));
-	}
-	struct ib_rec *r = &run->recs[run->n_recs];
-	memset(r, 0, sizeof(*r));
-	r->stage = run->stage;
-	r->ttft = -1.0;
-	r->itl0 = run->n_itl;
-	return run->n_recs++;
-}
-
-/* Streams side by side interleave their events, so a request's gaps are
- * kept by its connection and copied here in one block when it ends. */
-void ib_rec_set_itl(struct ib_run *run, size_t rec, const float *gaps, size_t n)
-{
-	struct ib_rec *r = &run->recs[rec];
-	if (run->n_itl + n > run->cap_itl) {
-		size_t cap = run->cap_itl ? run->cap_itl : 65536;
-		while (cap < run->n_itl + n)
-			cap *= 2;
-		run->itl = ib_xrealloc(run->itl, cap * sizeof(*run->itl));
-		run->cap_itl = cap;
-	}
-	memcpy(run->itl + run->n_itl, gaps, n * sizeof(*gaps));
-	r->itl0 = run->n_itl;
-	r->n_itl = n;
-	run->n_itl += n;
-}
+/* What each connection the load loop opens tells it (ib_conn.c calls). */
+static const struct ib_conn_cbs ib_load_conn_cbs = {
+	.on_connected = ib_load_on_connected,
+	.on_done = ib_load_on_done,
+	.on_closed = ib_load_on_closed,
+};
 
 /* --- phases ------------------------------------------------------------- */
 
@@ -220,7 +179,7 @@ static void ib_client_next(struct ib_client *cl)
 	if (!ib_may_send(run))
 		return;
 	if (!cl->conn) {
-		cl->conn = ib_conn_open(run, cl->id);
+		cl->conn = ib_conn_open(run, cl->id, &ib_load_conn_cbs);
 		if (!cl->conn) {
 			uv_timer_start(&cl->retry, ib_on_retry, IB_RETRY_MS, 0);
 			return;
@@ -250,7 +209,7 @@ static void ib_open_more(struct ib_run *run)
 {
 	if (run->n_conns >= run->o->max_connections || (size_t)run->n_connecting >= run->n_pending)
 		return;
-	struct ib_conn *c = ib_conn_open(run, -1);
+	struct ib_conn *c = ib_conn_open(run, -1, &ib_load_conn_cbs);
 	if (c) {
 		run->n_conns++;
 		run->n_connecting++;
@@ -261,12 +220,12 @@ static void ib_open_more(struct ib_run *run)
  * the head has passed half the array, else a bigger array. */
 static void ib_pending_room(struct ib_run *run)
 {
-	if (ib_pending_head + run->n_pending < run->cap_pending)
+	if (run->pending_head + run->n_pending < run->cap_pending)
 		return;
-	if (ib_pending_head > 0 && ib_pending_head >= run->cap_pending / 2) {
-		memmove(run->pending, run->pending + ib_pending_head,
+	if (run->pending_head > 0 && run->pending_head >= run->cap_pending / 2) {
+		memmove(run->pending, run->pending + run->pending_head,
 			run->n_pending * sizeof(*run->pending));
-		ib_pending_head = 0;
+		run->pending_head = 0;
 		return;
 	}
 	run->cap_pending = run->cap_pending ? run->cap_pending * 2 : 256;
@@ -280,15 +239,15 @@ static void ib_open_dispatch(struct ib_run *run, double t_arrival)
 		return;
 	}
 	ib_pending_room(run);
-	run->pending[ib_pending_head + run->n_pending++] = t_arrival;
+	run->pending[run->pending_head + run->n_pending++] = t_arrival;
 	ib_open_more(run);
 }
 
 static double ib_pending_pop(struct ib_run *run)
 {
-	double t = run->pending[ib_pending_head++];
+	double t = run->pending[run->pending_head++];
 	if (--run->n_pending == 0)
-		ib_pending_head = 0;
+		run->pending_head = 0;
 	return t;
 }
 
@@ -298,7 +257,7 @@ static void ib_pending_expire(struct ib_run *run, double now)
 {
 	double timeout = run->o->timeout_s;
 	while (run->n_pending > 0 && ib_may_send(run) &&
-	       now - run->pending[ib_pending_head] >= timeout) {
+	       now - run->pending[run->pending_head] >= timeout) {
 		double t = ib_pending_pop(run);
 		ib_unsent(run, t, t + timeout, IB_KIND_TIMEOUT);
 	}
@@ -321,7 +280,7 @@ static void ib_on_arrival(uv_timer_t *t)
 
 /* --- callbacks from ib_conn.c -------------------------------------------- */
 
-void ib_load_on_connected(struct ib_conn *c, int status)
+static void ib_load_on_connected(struct ib_conn *c, int status)
 {
 	struct ib_run *run = c->run;
 	if (c->client >= 0) {
@@ -355,7 +314,7 @@ void ib_load_on_connected(struct ib_conn *c, int status)
 		ib_conn_close(c); /* connected after the window: not needed */
 }
 
-void ib_load_on_done(struct ib_conn *c, size_t rec, bool reusable)
+static void ib_load_on_done(struct ib_conn *c, size_t rec, bool reusable)
 {
 	struct ib_run *run = c->run;
 	ib_rec_end(run, rec);
@@ -374,7 +333,7 @@ void ib_load_on_done(struct ib_conn *c, size_t rec, bool reusable)
 	ib_stage_maybe_done(run);
 }
 
-void ib_load_on_closed(struct ib_conn *c)
+static void ib_load_on_closed(struct ib_conn *c)
 {
 	struct ib_run *run = c->run;
 	run->n_conns--;
@@ -432,7 +391,7 @@ int ib_load_stage(struct ib_run *run, int i, double load)
 	run->phase = 0;
 	run->sent_in_window = run->answered_in_window = run->in_flight = 0;
 	run->n_idle = run->n_pending = 0;
-	ib_pending_head = 0;
+	run->pending_head = 0;
 	run->n_conns = run->n_connecting = run->n_handles = 0;
 	run->last_plain = ib_now(run);
 	run->open_loop = o->sweep_rate || (o->rate > 0 && !o->n_sweep);

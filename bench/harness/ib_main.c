@@ -239,6 +239,164 @@ static void ib_opts_free(struct ib_opts *o)
 	free(o->sweep);
 }
 
+/* What the load options' checks need to know was given. */
+struct ib_seen {
+	bool concurrency; /* --concurrency */
+	int sweeps;       /* 1: --sweep given, 2: --sweep-rate, 3: both */
+};
+
+/* Options of the help's "target:" group (and --header's list). Each
+ * ib_opt_* returns 0 when it took option c (named name, argument arg), -1
+ * when the argument is bad (message on stderr), 1 when c is not its own. */
+static int ib_opt_target(int c, const char *name, char *arg, struct ib_opts *o)
+{
+	int ep;
+	switch (c) {
+	case OPT_URL: o->url = arg; return 0;
+	case OPT_ENDPOINT:
+		if ((ep = ib_endpoint_parse(arg)) < 0)
+			return ib_bad(name, arg, "openai-transcriptions, deepgram-listen, "
+					"openai-completions, openai-chat, kserve-infer or http-get");
+		o->proto.ep = (enum ib_endpoint)ep;
+		return 0;
+	case OPT_WORKLOAD:
+		if (!ib_utf8(arg))
+			return ib_bad(name, arg, "a UTF-8 file name");
+		o->workload_file = arg;
+		return 0;
+	case OPT_MODEL: o->proto.model = arg; return 0;
+	case OPT_PATH:
+		if (arg[0] != '/')
+			return ib_bad(name, arg, "a path starting with /");
+		o->proto.path = arg;
+		return 0;
+	case OPT_API_KEY:
+		if (!arg[0] || !ib_printable(arg, true))
+			return ib_bad(name, arg, "a key of printable ASCII characters");
+		o->api_key = arg;
+		return 0;
+	case OPT_HEADER: {
+		const char *colon = strchr(arg, ':');
+		if (!colon || colon == arg || strpbrk(arg, "\r\n"))
+			return ib_bad(name, arg, "'Name: value' on one line");
+		char **h = realloc(o->headers, (o->n_headers + 1) * sizeof(*h));
+		if (!h)
+			return -1;
+		o->headers = h;
+		o->headers[o->n_headers++] = arg;
+		return 0;
+	}
+	case OPT_LABEL:
+		if (!ib_utf8(arg))
+			return ib_bad(name, arg, "UTF-8 text");
+		o->label = arg;
+		return 0;
+	default: return 1;
+	}
+}
+
+/* Options of the "load:" group. */
+static int ib_opt_load(int c, const char *name, const char *arg, struct ib_opts *o,
+		       struct ib_seen *seen)
+{
+	long l;
+	int rc;
+	switch (c) {
+	case OPT_CONCURRENCY:
+		rc = ib_int_arg(name, arg, 1, 100000, &l);
+		o->concurrency = (int)l;
+		seen->concurrency = true;
+		return rc;
+	case OPT_RATE: return ib_num_arg(name, arg, 1e-3, 1e7, &o->rate);
+	case OPT_SWEEP:
+		rc = ib_list_arg(name, arg, true, o);
+		o->sweep_rate = false;
+		seen->sweeps |= 1;
+		return rc;
+	case OPT_SWEEP_RATE:
+		rc = ib_list_arg(name, arg, false, o);
+		o->sweep_rate = true;
+		seen->sweeps |= 2;
+		return rc;
+	case OPT_DURATION: return ib_num_arg(name, arg, 0.1, 1e6, &o->duration_s);
+	case OPT_WARMUP: return ib_num_arg(name, arg, 0, 1e6, &o->warmup_s);
+	case OPT_REQUESTS:
+		rc = ib_int_arg(name, arg, 1, 1000000000, &l);
+		o->requests = l;
+		return rc;
+	case OPT_TIMEOUT: return ib_num_arg(name, arg, 1e-3, 1e6, &o->timeout_s);
+	case OPT_MAX_CONN:
+		rc = ib_int_arg(name, arg, 1, 100000, &l);
+		o->max_connections = (int)l;
+		return rc;
+	case OPT_SEED:
+		rc = ib_int_arg(name, arg, 0, 0x7fffffffffffffffl, &l);
+		o->seed = (uint64_t)l;
+		return rc;
+	default: return 1;
+	}
+}
+
+/* Options of the "inputs:" group. */
+static int ib_opt_inputs(int c, const char *name, char *arg, struct ib_opts *o)
+{
+	long l;
+	int rc;
+	switch (c) {
+	case OPT_AUDIO: o->proto.audio_dir = arg; return 0;
+	case OPT_AUDIO_ORDER: return ib_order_arg(name, arg, &o->proto.audio_random);
+	case OPT_PROMPTS: o->proto.prompts_file = arg; return 0;
+	case OPT_PROMPT_ORDER: return ib_order_arg(name, arg, &o->proto.prompt_random);
+	case OPT_MAX_TOKENS:
+		rc = ib_int_arg(name, arg, 1, 1000000, &l);
+		o->proto.max_tokens = (int)l;
+		return rc;
+	case OPT_TEMPERATURE: return ib_num_arg(name, arg, 0, 100, &o->proto.temperature);
+	case OPT_STREAM: o->proto.stream = true; return 0;
+	default: return 1;
+	}
+}
+
+/* Options of the "output:" group; --help and --version exit here. */
+static int ib_opt_output(int c, const char *name, char *arg, struct ib_opts *o)
+{
+	switch (c) {
+	case OPT_PRICE: return ib_num_arg(name, arg, 0, 1e9, &o->price_per_hour);
+	case OPT_JSON: o->json_file = arg; return 0;
+	case OPT_CSV: o->csv_file = arg; return 0;
+	case OPT_HTML: o->html_file = arg; return 0;
+	case OPT_QUIET: o->quiet = true; return 0;
+	case OPT_NO_PROGRESS: o->progress_tty = 0; return 0;
+	case OPT_HELP: ib_usage(stdout); exit(0);
+	case OPT_VERSION: printf("inferd-bench %s\n", IB_VERSION); exit(0);
+	default: return 1;
+	}
+}
+
+/* The options that exclude each other, and what else must be given. */
+static int ib_opts_check(int argc, char **argv, const struct ib_opts *o,
+			 const struct ib_seen *seen)
+{
+	if (optind < argc) {
+		fprintf(stderr, "inferd-bench: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!o->workload_file && o->proto.ep == IB_EP_COUNT) {
+		fprintf(stderr, "inferd-bench: give --endpoint or --workload (--help lists them)\n");
+		return -1;
+	}
+	if (o->workload_file && o->proto.ep != IB_EP_COUNT) {
+		fprintf(stderr, "inferd-bench: --endpoint and --workload exclude each other\n");
+		return -1;
+	}
+	if ((o->rate > 0) + seen->concurrency + (o->n_sweep > 0) > 1 || seen->sweeps == 3) {
+		fprintf(stderr, "inferd-bench: give one of --concurrency, --rate, --sweep, "
+				"--sweep-rate\n");
+		return -1;
+	}
+	return 0;
+}
+
 static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 {
 	*o = (struct ib_opts){
@@ -252,130 +410,29 @@ static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 		.progress_tty = -1,
 		.proto = {.ep = IB_EP_COUNT, .max_tokens = 128},
 	};
+	struct ib_seen seen = {0};
 	int c;
-	long l;
-	double d;
-	bool concurrency_set = false;
-	int sweeps = 0; /* 1: --sweep given, 2: --sweep-rate */
 	while ((c = getopt_long(argc, argv, "", ib_long_opts, NULL)) != -1) {
 		const char *name = NULL;
 		for (const struct option *op = ib_long_opts; op->name; op++)
 			if (op->val == c)
 				name = op->name;
-		int rc = 0;
-		switch (c) {
-		case OPT_URL: o->url = optarg; break;
-		case OPT_ENDPOINT:
-			if ((rc = ib_endpoint_parse(optarg)) < 0)
-				return ib_bad(name, optarg, "openai-transcriptions, deepgram-listen, "
-						 "openai-completions, openai-chat, kserve-infer or http-get");
-			o->proto.ep = (enum ib_endpoint)rc;
-			rc = 0;
-			break;
-		case OPT_WORKLOAD:
-			if (!ib_utf8(optarg))
-				return ib_bad(name, optarg, "a UTF-8 file name");
-			o->workload_file = optarg;
-			break;
-		case OPT_MODEL: o->proto.model = optarg; break;
-		case OPT_PATH:
-			if (optarg[0] != '/')
-				return ib_bad(name, optarg, "a path starting with /");
-			o->proto.path = optarg;
-			break;
-		case OPT_API_KEY:
-			if (!optarg[0] || !ib_printable(optarg, true))
-				return ib_bad(name, optarg, "a key of printable ASCII characters");
-			o->api_key = optarg;
-			break;
-		case OPT_HEADER: {
-			const char *colon = strchr(optarg, ':');
-			if (!colon || colon == optarg || strpbrk(optarg, "\r\n"))
-				return ib_bad(name, optarg, "'Name: value' on one line");
-			char **h = realloc(o->headers, (o->n_headers + 1) * sizeof(*h));
-			if (!h)
-				return -1;
-			o->headers = h;
-			o->headers[o->n_headers++] = optarg;
-			break;
-		}
-		case OPT_LABEL:
-			if (!ib_utf8(optarg))
-				return ib_bad(name, optarg, "UTF-8 text");
-			o->label = optarg;
-			break;
-		case OPT_CONCURRENCY:
-			rc = ib_int_arg(name, optarg, 1, 100000, &l);
-			o->concurrency = (int)l;
-			concurrency_set = true;
-			break;
-		case OPT_RATE: rc = ib_num_arg(name, optarg, 1e-3, 1e7, &o->rate); break;
-		case OPT_SWEEP:
-			rc = ib_list_arg(name, optarg, true, o);
-			o->sweep_rate = false;
-			sweeps |= 1;
-			break;
-		case OPT_SWEEP_RATE:
-			rc = ib_list_arg(name, optarg, false, o);
-			o->sweep_rate = true;
-			sweeps |= 2;
-			break;
-		case OPT_DURATION: rc = ib_num_arg(name, optarg, 0.1, 1e6, &o->duration_s); break;
-		case OPT_WARMUP: rc = ib_num_arg(name, optarg, 0, 1e6, &o->warmup_s); break;
-		case OPT_REQUESTS:
-			rc = ib_int_arg(name, optarg, 1, 1000000000, &l);
-			o->requests = l;
-			break;
-		case OPT_TIMEOUT: rc = ib_num_arg(name, optarg, 1e-3, 1e6, &o->timeout_s); break;
-		case OPT_MAX_CONN:
-			rc = ib_int_arg(name, optarg, 1, 100000, &l);
-			o->max_connections = (int)l;
-			break;
-		case OPT_SEED:
-			rc = ib_int_arg(name, optarg, 0, 0x7fffffffffffffffl, &l);
-			o->seed = (uint64_t)l;
-			break;
-		case OPT_AUDIO: o->proto.audio_dir = optarg; break;
-		case OPT_AUDIO_ORDER: rc = ib_order_arg(name, optarg, &o->proto.audio_random); break;
-		case OPT_PROMPTS: o->proto.prompts_file = optarg; break;
-		case OPT_PROMPT_ORDER: rc = ib_order_arg(name, optarg, &o->proto.prompt_random); break;
-		case OPT_MAX_TOKENS:
-			rc = ib_int_arg(name, optarg, 1, 1000000, &l);
-			o->proto.max_tokens = (int)l;
-			break;
-		case OPT_TEMPERATURE: rc = ib_num_arg(name, optarg, 0, 100, &o->proto.temperature); break;
-		case OPT_STREAM: o->proto.stream = true; break;
-		case OPT_PRICE: rc = ib_num_arg(name, optarg, 0, 1e9, &o->price_per_hour); break;
-		case OPT_JSON: o->json_file = optarg; break;
-		case OPT_CSV: o->csv_file = optarg; break;
-		case OPT_HTML: o->html_file = optarg; break;
-		case OPT_QUIET: o->quiet = true; break;
-		case OPT_NO_PROGRESS: o->progress_tty = 0; break;
-		case OPT_HELP: ib_usage(stdout); exit(0);
-		case OPT_VERSION: printf("inferd-bench %s\n", IB_VERSION); exit(0);
-		default: ib_usage(stderr); return -1;
+		int rc = ib_opt_target(c, name, optarg, o);
+		if (rc == 1)
+			rc = ib_opt_load(c, name, optarg, o, &seen);
+		if (rc == 1)
+			rc = ib_opt_inputs(c, name, optarg, o);
+		if (rc == 1)
+			rc = ib_opt_output(c, name, optarg, o);
+		if (rc == 1) { /* not an option of ours: getopt_long said why */
+			ib_usage(stderr);
+			return -1;
 		}
 		if (rc)
 			return -1;
-		(void)d;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "inferd-bench: unexpected argument '%s'\n", argv[optind]);
+	if (ib_opts_check(argc, argv, o, &seen) != 0)
 		return -1;
-	}
-	if (!o->workload_file && o->proto.ep == IB_EP_COUNT) {
-		fprintf(stderr, "inferd-bench: give --endpoint or --workload (--help lists them)\n");
-		return -1;
-	}
-	if (o->workload_file && o->proto.ep != IB_EP_COUNT) {
-		fprintf(stderr, "inferd-bench: --endpoint and --workload exclude each other\n");
-		return -1;
-	}
-	if ((o->rate > 0) + concurrency_set + (o->n_sweep > 0) > 1 || sweeps == 3) {
-		fprintf(stderr, "inferd-bench: give one of --concurrency, --rate, --sweep, "
-				"--sweep-rate\n");
-		return -1;
-	}
 	return ib_url_parse(o);
 }
 
@@ -504,6 +561,110 @@ static int ib_write_outputs(const struct ib_opts *o, json_t *run_json)
 	return rc;
 }
 
+/* ib_run_init - run ready for its stages from o: the address, the
+ * workload and the CSV file. -1 with a message on stderr. */
+static int ib_run_init(struct ib_run *run, const struct ib_opts *o)
+{
+	signal(SIGPIPE, SIG_IGN);
+	run->o = o;
+	run->rng = o->seed * 0x9e3779b97f4a7c15ull + 1;
+	run->loop = uv_default_loop();
+	run->tty = o->progress_tty != 0 && isatty(fileno(stderr));
+	if (ib_resolve(run, o) != 0 || ib_work_load(run, o) != 0)
+		return -1;
+	if (o->csv_file) {
+		run->csv = fopen(o->csv_file, "w");
+		if (!run->csv) {
+			fprintf(stderr, "inferd-bench: %s: %s\n", o->csv_file, strerror(errno));
+			return -1;
+		}
+		ib_stats_csv_header(run->csv);
+	}
+	return 0;
+}
+
+/* The run's timers and its SIGINT handler, on the loop for every stage. */
+static void ib_handles_init(struct ib_run *run)
+{
+	uv_timer_init(run->loop, &run->arrival);
+	uv_timer_init(run->loop, &run->phase_timer);
+	uv_timer_init(run->loop, &run->progress);
+	uv_signal_init(run->loop, &run->sigint);
+	run->arrival.data = run->phase_timer.data = run->progress.data = run->sigint.data = run;
+	uv_signal_start(&run->sigint, ib_load_on_sigint, SIGINT);
+}
+
+static void ib_handles_close(struct ib_run *run)
+{
+	uv_close((uv_handle_t *)&run->arrival, NULL);
+	uv_close((uv_handle_t *)&run->phase_timer, NULL);
+	uv_close((uv_handle_t *)&run->progress, NULL);
+	uv_close((uv_handle_t *)&run->sigint, NULL);
+	uv_run(run->loop, UV_RUN_DEFAULT);
+	uv_loop_close(run->loop);
+}
+
+/* ib_run_stages - every stage in turn (one unless a sweep), its summary
+ * appended to run->stages and its records to the CSV; stops after SIGINT.
+ * Returns 0, or 1 when a stage failed. */
+static int ib_run_stages(struct ib_run *run)
+{
+	const struct ib_opts *o = run->o;
+	size_t n_stages = o->n_sweep ? o->n_sweep : 1;
+	for (size_t i = 0; i < n_stages && !run->aborted; i++) {
+		double load = o->n_sweep ? o->sweep[i] : o->rate > 0 ? o->rate : o->concurrency;
+		bool rate = o->n_sweep ? o->sweep_rate : o->rate > 0;
+		char name[64];
+		snprintf(name, sizeof(name), "%s %g", rate ? "rate" : "concurrency", load);
+		size_t first = run->n_recs;
+		if (ib_load_stage(run, (int)i, load) != 0)
+			return 1;
+		json_t *st = ib_stats_stage(run, (int)i, name);
+		if (!st)
+			return 1;
+		json_array_append_new(run->stages, st);
+		for (size_t k = first; run->csv && k < run->n_recs; k++)
+			ib_stats_csv_row(run->csv, run, &run->recs[k]);
+	}
+	return 0;
+}
+
+/* ib_run_report - the run's JSON (label, start time, options, stages):
+ * the table on stdout, then the --json and --html files. 0, or 1 when
+ * something could not be written. */
+static int ib_run_report(const struct ib_run *run, const char *label, const char *started)
+{
+	const struct ib_opts *o = run->o;
+	int rc = 0;
+	json_t *run_json = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:O}", "tool",
+				     "inferd-bench", "schema", 1, "version", IB_VERSION, "label", label,
+				     "url", o->url, "started", started, "options", ib_opts_json(o, run),
+				     "stages", run->stages);
+	if (!run_json) {
+		fprintf(stderr, "inferd-bench: out of memory\n");
+		rc = 1;
+	} else {
+		ib_stats_table(stdout, run_json);
+		if (ib_write_outputs(o, run_json) != 0)
+			rc = 1;
+	}
+	json_decref(run_json);
+	return rc;
+}
+
+/* What ib_run_init and the stages allocated (run is not used after). */
+static void ib_run_free(struct ib_run *run)
+{
+	if (run->csv)
+		fclose(run->csv);
+	json_decref(run->stages);
+	ib_work_free(run);
+	free(run->recs);
+	free(run->itl);
+	free(run->idle);
+	free(run->pending);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "report"))
@@ -513,87 +674,26 @@ int main(int argc, char **argv)
 	int rc = 2;
 	if (ib_opts_parse(argc, argv, &o) != 0)
 		goto out_opts;
-	signal(SIGPIPE, SIG_IGN);
-	run.o = &o;
-	run.rng = o.seed * 0x9e3779b97f4a7c15ull + 1;
-	run.loop = uv_default_loop();
-	run.tty = o.progress_tty != 0 && isatty(fileno(stderr));
-	if (ib_resolve(&run, &o) != 0 || ib_work_load(&run, &o) != 0)
-		goto out_work;
-	if (o.csv_file) {
-		run.csv = fopen(o.csv_file, "w");
-		if (!run.csv) {
-			fprintf(stderr, "inferd-bench: %s: %s\n", o.csv_file, strerror(errno));
-			goto out_work;
-		}
-		ib_stats_csv_header(run.csv);
-	}
-	uv_timer_init(run.loop, &run.arrival);
-	uv_timer_init(run.loop, &run.phase_timer);
-	uv_timer_init(run.loop, &run.progress);
-	uv_signal_init(run.loop, &run.sigint);
-	run.arrival.data = run.phase_timer.data = run.progress.data = run.sigint.data = &run;
-	uv_signal_start(&run.sigint, ib_load_on_sigint, SIGINT);
+	if (ib_run_init(&run, &o) != 0)
+		goto out_run;
+	ib_handles_init(&run);
 	char host_port[300], started[32];
 	snprintf(host_port, sizeof(host_port), "%s:%s", o.host, o.port);
 	const char *label = o.label ? o.label : host_port;
 	ib_iso_now(started, sizeof(started));
 	run.stages = json_array();
 	run.t0_ns = uv_hrtime();
-	size_t n_stages = o.n_sweep ? o.n_sweep : 1;
-	rc = 0;
-	for (size_t i = 0; i < n_stages && !run.aborted; i++) {
-		double load = o.n_sweep ? o.sweep[i] : o.rate > 0 ? o.rate : o.concurrency;
-		bool rate = o.n_sweep ? o.sweep_rate : o.rate > 0;
-		char name[64];
-		snprintf(name, sizeof(name), "%s %g", rate ? "rate" : "concurrency", load);
-		size_t first = run.n_recs;
-		if (ib_load_stage(&run, (int)i, load) != 0) {
-			rc = 1;
-			break;
-		}
-		json_t *st = ib_stats_stage(&run, (int)i, name);
-		if (!st) {
-			rc = 1;
-			break;
-		}
-		json_array_append_new(run.stages, st);
-		for (size_t k = first; run.csv && k < run.n_recs; k++)
-			ib_stats_csv_row(run.csv, &run, &run.recs[k]);
-	}
-	json_t *run_json = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:O}", "tool",
-				     "inferd-bench", "schema", 1, "version", IB_VERSION, "label", label,
-				     "url", o.url, "started", started, "options", ib_opts_json(&o, &run),
-				     "stages", run.stages);
-	if (!run_json) {
-		fprintf(stderr, "inferd-bench: out of memory\n");
+	rc = ib_run_stages(&run);
+	if (ib_run_report(&run, label, started) != 0)
 		rc = 1;
-	} else {
-		ib_stats_table(stdout, run_json);
-		if (ib_write_outputs(&o, run_json) != 0)
-			rc = 1;
-	}
-	json_decref(run_json);
 	if (run.csv && fclose(run.csv) != 0) {
 		fprintf(stderr, "inferd-bench: cannot write %s\n", o.csv_file);
 		rc = 1;
 	}
 	run.csv = NULL;
-	uv_close((uv_handle_t *)&run.arrival, NULL);
-	uv_close((uv_handle_t *)&run.phase_timer, NULL);
-	uv_close((uv_handle_t *)&run.progress, NULL);
-	uv_close((uv_handle_t *)&run.sigint, NULL);
-	uv_run(run.loop, UV_RUN_DEFAULT);
-	uv_loop_close(run.loop);
-out_work:
-	if (run.csv)
-		fclose(run.csv);
-	json_decref(run.stages);
-	ib_work_free(&run);
-	free(run.recs);
-	free(run.itl);
-	free(run.idle);
-	free(run.pending);
+	ib_handles_close(&run);
+out_run:
+	ib_run_free(&run);
 out_opts:
 	ib_opts_free(&o);
 	return rc;

@@ -180,91 +180,139 @@ static json_t *ib_timeseries(const struct ib_run *run, int stage, double w0, dou
 			 status);
 }
 
-json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
+/* What a stage's summary counts, from one pass over its records. */
+struct ib_tally {
+	size_t n, n_ok;             /* requests counted; of them OK */
+	size_t n_ttft, n_itl;       /* OK requests with a TTFT; their ITL gaps */
+	long kinds[IB_KIND_COUNT];  /* requests by how they ended */
+	long tokens;                /* output tokens of the OK requests */
+	double audio;               /* audio seconds of the OK requests */
+	uint64_t sent, recv;        /* bytes of every counted request */
+	json_t *by_status;          /* HTTP errors by status: {"503": n} */
+};
+
+static void ib_tally_stage(const struct ib_run *run, int stage, struct ib_tally *t)
 {
-	const struct ib_opts *o = run->o;
-	double window = run->w1 - run->w0;
-	size_t n = 0, n_ok = 0, n_ttft = 0, n_itl = 0;
-	long kinds[IB_KIND_COUNT] = {0}, tokens = 0;
-	double audio = 0.0;
-	uint64_t sent = 0, recv = 0;
-	json_t *by_status = json_object();
 	for (size_t i = 0; i < run->n_recs; i++) {
 		const struct ib_rec *r = &run->recs[i];
 		if (!ib_counted(r, stage))
 			continue;
-		n++;
-		kinds[r->kind]++;
-		sent += r->bytes_sent;
-		recv += r->bytes_recv;
+		t->n++;
+		t->kinds[r->kind]++;
+		t->sent += r->bytes_sent;
+		t->recv += r->bytes_recv;
 		if (r->kind == IB_KIND_OK) {
-			n_ok++;
-			audio += r->audio_s;
-			tokens += r->tokens;
-			n_ttft += r->ttft >= 0;
-			n_itl += r->n_itl;
+			t->n_ok++;
+			t->audio += r->audio_s;
+			t->tokens += r->tokens;
+			t->n_ttft += r->ttft >= 0;
+			t->n_itl += r->n_itl;
 		}
 		if (r->kind == IB_KIND_HTTP) {
 			char key[16];
 			snprintf(key, sizeof(key), "%d", r->status);
-			json_t *c = json_object_get(by_status, key);
-			json_object_set_new(by_status, key,
+			json_t *c = json_object_get(t->by_status, key);
+			json_object_set_new(t->by_status, key,
 					    json_integer(c ? json_integer_value(c) + 1 : 1));
 		}
 	}
-	double *lat = malloc((n_ok + 1) * sizeof(*lat));
-	double *ttft = malloc((n_ttft + 1) * sizeof(*ttft));
-	double *itl = malloc((n_itl + 1) * sizeof(*itl));
-	if (!lat || !ttft || !itl) {
-		free(lat);
-		free(ttft);
-		free(itl);
-		json_decref(by_status);
-		return NULL;
+}
+
+/* The OK requests' latencies, TTFTs and ITL gaps of a stage, sorted. */
+struct ib_samples {
+	double *lat, *ttft, *itl;
+	size_t n_lat, n_ttft, n_itl;
+};
+
+static void ib_samples_free(struct ib_samples *sm)
+{
+	free(sm->lat);
+	free(sm->ttft);
+	free(sm->itl);
+}
+
+/* Fills sm (sized by t); -1 when out of memory (sm freed). */
+static int ib_samples_collect(const struct ib_run *run, int stage, const struct ib_tally *t,
+			      struct ib_samples *sm)
+{
+	sm->lat = malloc((t->n_ok + 1) * sizeof(*sm->lat));
+	sm->ttft = malloc((t->n_ttft + 1) * sizeof(*sm->ttft));
+	sm->itl = malloc((t->n_itl + 1) * sizeof(*sm->itl));
+	if (!sm->lat || !sm->ttft || !sm->itl) {
+		ib_samples_free(sm);
+		return -1;
 	}
 	size_t a = 0, b = 0, c = 0;
 	for (size_t i = 0; i < run->n_recs; i++) {
 		const struct ib_rec *r = &run->recs[i];
 		if (!ib_counted(r, stage) || r->kind != IB_KIND_OK)
 			continue;
-		lat[a++] = r->t_end - r->t_start;
+		sm->lat[a++] = r->t_end - r->t_start;
 		if (r->ttft >= 0)
-			ttft[b++] = r->ttft;
+			sm->ttft[b++] = r->ttft;
 		for (size_t k = 0; k < r->n_itl; k++)
-			itl[c++] = run->itl[r->itl0 + k];
+			sm->itl[c++] = run->itl[r->itl0 + k];
 	}
-	qsort(lat, a, sizeof(*lat), ib_cmp_double);
-	qsort(ttft, b, sizeof(*ttft), ib_cmp_double);
-	qsort(itl, c, sizeof(*itl), ib_cmp_double);
-	double w = window > 1e-9 ? window : 1e-9;
-	double rtfx = audio / w, tps = (double)tokens / w;
-	json_t *cost = json_null();
-	if (o->price_per_hour > 0)
-		cost = json_pack("{s:f, s:o, s:o}", "price_per_hour", o->price_per_hour,
-				 "per_audio_hour",
-				 rtfx > 0 ? json_real(o->price_per_hour / rtfx) : json_null(),
-				 "per_million_tokens",
-				 tps > 0 ? json_real(o->price_per_hour / 3600.0 / tps * 1e6)
-					 : json_null());
-	json_t *summary = json_pack(
+	qsort(sm->lat, a, sizeof(*sm->lat), ib_cmp_double);
+	qsort(sm->ttft, b, sizeof(*sm->ttft), ib_cmp_double);
+	qsort(sm->itl, c, sizeof(*sm->itl), ib_cmp_double);
+	sm->n_lat = a;
+	sm->n_ttft = b;
+	sm->n_itl = c;
+	return 0;
+}
+
+/* The summary's "cost": null without --price-per-hour. */
+static json_t *ib_cost(const struct ib_opts *o, double rtfx, double tps)
+{
+	if (!(o->price_per_hour > 0))
+		return json_null();
+	return json_pack("{s:f, s:o, s:o}", "price_per_hour", o->price_per_hour, "per_audio_hour",
+			 rtfx > 0 ? json_real(o->price_per_hour / rtfx) : json_null(),
+			 "per_million_tokens",
+			 tps > 0 ? json_real(o->price_per_hour / 3600.0 / tps * 1e6) : json_null());
+}
+
+/* The stage's "summary" over a window of w seconds; steals t->by_status. */
+static json_t *ib_summary(const struct ib_opts *o, const struct ib_tally *t,
+			  const struct ib_samples *sm, double w)
+{
+	double rtfx = t->audio / w, tps = (double)t->tokens / w;
+	json_t *cost = ib_cost(o, rtfx, tps);
+	return json_pack(
 		"{s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:f, s:f, s:f, s:I, s:f, s:I, s:I,"
 		" s:o, s:o, s:o, s:o}",
-		"requests", (json_int_t)n, "ok", (json_int_t)n_ok, "errors", (json_int_t)(n - n_ok),
-		"errors_by_status", by_status, "errors_by_kind", "connect",
-		(json_int_t)kinds[IB_KIND_CONNECT], "timeout", (json_int_t)kinds[IB_KIND_TIMEOUT],
-		"protocol", (json_int_t)kinds[IB_KIND_PROTOCOL], "http",
-		(json_int_t)kinds[IB_KIND_HTTP], "rps", (double)n / w, "audio_s", audio, "rtfx",
-		rtfx, "output_tokens", (json_int_t)tokens, "tokens_per_s", tps, "bytes_sent",
-		(json_int_t)sent, "bytes_received", (json_int_t)recv, "latency_s", ib_dist(lat, a),
-		"ttft_s", ib_dist(ttft, b), "itl_s", ib_dist(itl, c), "cost", cost);
+		"requests", (json_int_t)t->n, "ok", (json_int_t)t->n_ok, "errors",
+		(json_int_t)(t->n - t->n_ok), "errors_by_status", t->by_status, "errors_by_kind",
+		"connect", (json_int_t)t->kinds[IB_KIND_CONNECT], "timeout",
+		(json_int_t)t->kinds[IB_KIND_TIMEOUT], "protocol",
+		(json_int_t)t->kinds[IB_KIND_PROTOCOL], "http", (json_int_t)t->kinds[IB_KIND_HTTP],
+		"rps", (double)t->n / w, "audio_s", t->audio, "rtfx", rtfx, "output_tokens",
+		(json_int_t)t->tokens, "tokens_per_s", tps, "bytes_sent", (json_int_t)t->sent,
+		"bytes_received", (json_int_t)t->recv, "latency_s", ib_dist(sm->lat, sm->n_lat),
+		"ttft_s", ib_dist(sm->ttft, sm->n_ttft), "itl_s", ib_dist(sm->itl, sm->n_itl), "cost",
+		cost);
+}
+
+json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
+{
+	double window = run->w1 - run->w0;
+	struct ib_tally t = {.by_status = json_object()};
+	struct ib_samples sm = {0};
+	ib_tally_stage(run, stage, &t);
+	if (ib_samples_collect(run, stage, &t, &sm) != 0) {
+		json_decref(t.by_status);
+		return NULL;
+	}
+	double w = window > 1e-9 ? window : 1e-9;
+	json_t *summary = ib_summary(run->o, &t, &sm, w);
 	json_t *st = json_pack("{s:s, s:s, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "name", name,
 			       "mode", run->open_loop ? "open" : "closed", "load", run->load,
-			       "window_s", window, "summary", summary, "latency_cdf", ib_cdf(lat, a),
-			       "timeseries", ib_timeseries(run, stage, run->w0, run->w1),
-			       "ttft_hist", ib_hist(ttft, b), "itl_hist", ib_hist(itl, c));
-	free(lat);
-	free(ttft);
-	free(itl);
+			       "window_s", window, "summary", summary, "latency_cdf",
+			       ib_cdf(sm.lat, sm.n_lat), "timeseries",
+			       ib_timeseries(run, stage, run->w0, run->w1), "ttft_hist",
+			       ib_hist(sm.ttft, sm.n_ttft), "itl_hist", ib_hist(sm.itl, sm.n_itl));
+	ib_samples_free(&sm);
 	return st;
 }
 
@@ -291,71 +339,101 @@ static const char *ib_dur(json_t *o, const char *k, char *buf, size_t n)
 	return buf;
 }
 
-void ib_stats_table(FILE *f, json_t *run_json)
+/* The table's optional column groups: those some stage has figures for. */
+struct ib_cols {
+	bool audio, tokens, ttft, cost;
+};
+
+static struct ib_cols ib_table_cols(json_t *stages)
 {
-	json_t *stages = json_object_get(run_json, "stages");
-	bool audio = false, tokens = false, ttft = false, cost = false;
+	struct ib_cols c = {0};
 	size_t i;
 	json_t *st;
 	json_array_foreach(stages, i, st)
 	{
 		json_t *s = json_object_get(st, "summary");
-		audio |= ib_num(s, "audio_s") > 0;
-		tokens |= ib_num(s, "output_tokens") > 0;
-		ttft |= json_is_object(json_object_get(s, "ttft_s"));
-		cost |= json_is_object(json_object_get(s, "cost"));
+		c.audio |= ib_num(s, "audio_s") > 0;
+		c.tokens |= ib_num(s, "output_tokens") > 0;
+		c.ttft |= json_is_object(json_object_get(s, "ttft_s"));
+		c.cost |= json_is_object(json_object_get(s, "cost"));
 	}
+	return c;
+}
+
+static void ib_table_head(FILE *f, const struct ib_cols *c)
+{
 	fprintf(f, "\n%-16s %8s %7s %9s", "stage", "requests", "errors", "req/s");
-	if (audio)
+	if (c->audio)
 		fprintf(f, " %8s", "RTFx");
-	if (tokens)
+	if (c->tokens)
 		fprintf(f, " %9s", "tok/s");
 	fprintf(f, " %9s %9s %9s %9s", "p50", "p90", "p99", "max");
-	if (ttft)
+	if (c->ttft)
 		fprintf(f, " %9s %9s %9s", "TTFT p50", "TTFT p99", "ITL p50");
-	if (cost)
-		fprintf(f, " %12s", audio ? "$/audio-h" : "$/M tok");
+	if (c->cost)
+		fprintf(f, " %12s", c->audio ? "$/audio-h" : "$/M tok");
 	fputc('\n', f);
+}
+
+/* The latency columns, then TTFT / ITL and cost where the table has them. */
+static void ib_table_times(FILE *f, const struct ib_cols *c, json_t *s)
+{
+	json_t *lat = json_object_get(s, "latency_s");
+	char b1[32], b2[32], b3[32], b4[32];
+	fprintf(f, " %9s %9s %9s %9s", ib_dur(lat, "p50", b1, 32), ib_dur(lat, "p90", b2, 32),
+		ib_dur(lat, "p99", b3, 32), ib_dur(lat, "max", b4, 32));
+	if (c->ttft) {
+		json_t *t = json_object_get(s, "ttft_s"), *it = json_object_get(s, "itl_s");
+		fprintf(f, " %9s %9s %9s", ib_dur(t, "p50", b1, 32), ib_dur(t, "p99", b2, 32),
+			ib_dur(it, "p50", b3, 32));
+	}
+	if (c->cost) {
+		json_t *cs = json_object_get(s, "cost");
+		json_t *v = json_object_get(cs, c->audio ? "per_audio_hour" : "per_million_tokens");
+		if (json_is_number(v))
+			fprintf(f, " %12.4f", json_number_value(v));
+		else
+			fprintf(f, " %12s", "-");
+	}
+}
+
+/* The line under a stage with errors: counts by kind, then by status. */
+static void ib_table_errors(FILE *f, json_t *s)
+{
+	json_t *bk = json_object_get(s, "errors_by_kind"), *bs = json_object_get(s, "errors_by_status");
+	if (json_integer_value(json_object_get(s, "errors")) <= 0)
+		return;
+	const char *k;
+	json_t *v;
+	fprintf(f, "%16s errors:", "");
+	json_object_foreach(bk, k, v)
+	if (json_integer_value(v))
+		fprintf(f, " %s %lld", k, (long long)json_integer_value(v));
+	json_object_foreach(bs, k, v)
+	fprintf(f, " [%s] %lld", k, (long long)json_integer_value(v));
+	fputc('\n', f);
+}
+
+void ib_stats_table(FILE *f, json_t *run_json)
+{
+	json_t *stages = json_object_get(run_json, "stages");
+	struct ib_cols c = ib_table_cols(stages);
+	size_t i;
+	json_t *st;
+	ib_table_head(f, &c);
 	json_array_foreach(stages, i, st)
 	{
 		json_t *s = json_object_get(st, "summary");
-		json_t *lat = json_object_get(s, "latency_s");
-		char b1[32], b2[32], b3[32], b4[32];
 		fprintf(f, "%-16s %8lld %7lld %9.2f", json_string_value(json_object_get(st, "name")),
 			(long long)json_integer_value(json_object_get(s, "requests")),
 			(long long)json_integer_value(json_object_get(s, "errors")), ib_num(s, "rps"));
-		if (audio)
+		if (c.audio)
 			fprintf(f, " %8.2f", ib_num(s, "rtfx"));
-		if (tokens)
+		if (c.tokens)
 			fprintf(f, " %9.1f", ib_num(s, "tokens_per_s"));
-		fprintf(f, " %9s %9s %9s %9s", ib_dur(lat, "p50", b1, 32), ib_dur(lat, "p90", b2, 32),
-			ib_dur(lat, "p99", b3, 32), ib_dur(lat, "max", b4, 32));
-		if (ttft) {
-			json_t *t = json_object_get(s, "ttft_s"), *it = json_object_get(s, "itl_s");
-			fprintf(f, " %9s %9s %9s", ib_dur(t, "p50", b1, 32), ib_dur(t, "p99", b2, 32),
-				ib_dur(it, "p50", b3, 32));
-		}
-		if (cost) {
-			json_t *c = json_object_get(s, "cost");
-			json_t *v = json_object_get(c, audio ? "per_audio_hour" : "per_million_tokens");
-			if (json_is_number(v))
-				fprintf(f, " %12.4f", json_number_value(v));
-			else
-				fprintf(f, " %12s", "-");
-		}
+		ib_table_times(f, &c, s);
 		fputc('\n', f);
-		json_t *bk = json_object_get(s, "errors_by_kind"), *bs = json_object_get(s, "errors_by_status");
-		if (json_integer_value(json_object_get(s, "errors")) > 0) {
-			const char *k;
-			json_t *v;
-			fprintf(f, "%16s errors:", "");
-			json_object_foreach(bk, k, v)
-			if (json_integer_value(v))
-				fprintf(f, " %s %lld", k, (long long)json_integer_value(v));
-			json_object_foreach(bs, k, v)
-			fprintf(f, " [%s] %lld", k, (long long)json_integer_value(v));
-			fputc('\n', f);
-		}
+		ib_table_errors(f, s);
 	}
 }
 

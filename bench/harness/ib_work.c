@@ -666,7 +666,8 @@ static const char *const ib_entry_keys[] = {
 	"prompt_order", "max_tokens", "temperature", "stream",
 };
 
-static int ib_workload_entry(json_t *j, size_t i, const struct ib_entry *dflt, struct ib_entry *e)
+/* Entry i (j) is an object of known keys only; -1 with a message if not. */
+static int ib_entry_keys_check(json_t *j, size_t i)
 {
 	const char *k;
 	json_t *v;
@@ -684,6 +685,29 @@ static int ib_workload_entry(json_t *j, size_t i, const struct ib_entry *dflt, s
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Entry i's "weight" (w, NULL: 1) into *out, in (0, 1e9]. */
+static int ib_entry_weight(json_t *w, size_t i, double *out)
+{
+	*out = w ? json_number_value(w) : 1.0;
+	if (!json_is_number(w) && w) {
+		fprintf(stderr, "inferd-bench: requests[%zu].weight: expected a number\n", i);
+		return -1;
+	}
+	if (!(*out > 0) || !(*out <= 1e9)) { /* their sum stays finite */
+		fprintf(stderr, "inferd-bench: requests[%zu].weight: expected a number in (0, 1e9]\n",
+			i);
+		return -1;
+	}
+	return 0;
+}
+
+static int ib_workload_entry(json_t *j, size_t i, const struct ib_entry *dflt, struct ib_entry *e)
+{
+	if (ib_entry_keys_check(j, i) != 0)
+		return -1;
 	int ep = ib_endpoint_parse(json_string_value(json_object_get(j, "endpoint")) ?: "");
 	if (ep < 0) {
 		fprintf(stderr, "inferd-bench: requests[%zu].endpoint: expected one of "
@@ -692,17 +716,8 @@ static int ib_workload_entry(json_t *j, size_t i, const struct ib_entry *dflt, s
 		return -1;
 	}
 	*e = (struct ib_entry){.ep = (enum ib_endpoint)ep};
-	json_t *w = json_object_get(j, "weight");
-	e->weight = w ? json_number_value(w) : 1.0;
-	if (!json_is_number(w) && w) {
-		fprintf(stderr, "inferd-bench: requests[%zu].weight: expected a number\n", i);
+	if (ib_entry_weight(json_object_get(j, "weight"), i, &e->weight) != 0)
 		return -1;
-	}
-	if (!(e->weight > 0) || !(e->weight <= 1e9)) { /* their sum stays finite */
-		fprintf(stderr, "inferd-bench: requests[%zu].weight: expected a number in (0, 1e9]\n",
-			i);
-		return -1;
-	}
 	json_t *mt = json_object_get(j, "max_tokens"), *t = json_object_get(j, "temperature");
 	json_t *st = json_object_get(j, "stream");
 	if ((mt && (!json_is_integer(mt) || json_integer_value(mt) < 1 ||

@@ -35,16 +35,19 @@
 #include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
 
-#define KQ_INLINE static inline __attribute__((always_inline))
+/* The vector width of the flat-type loops x86/quant_x86.h shares with
+ * x86/quant_avx2.c: 16 floats, the lane sum by _mm512_reduce_add_ps. */
+#define KQ_VEC       __m512
+#define KQ_LANES     16
+#define KQ_ZERO_PS   _mm512_setzero_ps
+#define KQ_LOADU_PS  _mm512_loadu_ps
+#define KQ_STOREU_PS _mm512_storeu_ps
+#define KQ_ADD_PS    _mm512_add_ps
+#define KQ_FMADD_PS  _mm512_fmadd_ps
+#define KQ_HSUM_PS   _mm512_reduce_add_ps
+#include "kernels/x86/quant_x86.h"
 
 /* ---- field and byte helpers ------------------------------------------- */
-
-KQ_INLINE float kq_half(const uint8_t *p)
-{
-	uint16_t h;
-	memcpy(&h, p, sizeof(h));
-	return _cvtsh_ss(h);
-}
 
 KQ_INLINE __m128i kq_ld16(const uint8_t *p)
 {
@@ -245,9 +248,7 @@ KQ_INLINE void kq_gemv(const void *W, size_t rb, const float *x, float *y, size_
 
 /* ---- flat types: f32, f16, bf16 (any k: vector loop + scalar tail) ----- */
 
-typedef __m512 (*kq_ld_fn)(const uint8_t *p);  /* 16 elements -> floats */
-typedef float (*kq_ld1_fn)(const uint8_t *p); /* 1 element -> float */
-
+/* 16 elements -> floats, for the loops of x86/quant_x86.h. */
 KQ_INLINE __m512 kq_ld_f32(const uint8_t *p)
 {
 	return _mm512_loadu_ps(p);
@@ -262,83 +263,6 @@ KQ_INLINE __m512 kq_ld_bf16(const uint8_t *p)
 {
 	__m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
 	return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
-}
-
-KQ_INLINE float kq_ld1_f32(const uint8_t *p)
-{
-	float f;
-	memcpy(&f, p, sizeof(f));
-	return f;
-}
-
-KQ_INLINE float kq_ld1_bf16(const uint8_t *p)
-{
-	uint16_t h;
-	memcpy(&h, p, sizeof(h));
-	return kn_bf16_to_f32(h);
-}
-
-KQ_INLINE void kq_dequant_flat(const void *src, float *dst, size_t n, size_t esz, kq_ld_fn ld,
-			       kq_ld1_fn ld1)
-{
-	const uint8_t *p = src;
-	size_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(dst + i, ld(p + i * esz));
-	for (; i < n; i++)
-		dst[i] = ld1(p + i * esz);
-}
-
-/* One row: two accumulators over 32 elements, then 16, then scalars. */
-KQ_INLINE float kq_dot_flat(const uint8_t *w, const float *x, size_t k, size_t esz,
-			    kq_ld_fn ld, kq_ld1_fn ld1)
-{
-	__m512 a = _mm512_setzero_ps(), b = a;
-	size_t i = 0;
-	for (; i + 32 <= k; i += 32) {
-		a = _mm512_fmadd_ps(ld(w + i * esz), _mm512_loadu_ps(x + i), a);
-		b = _mm512_fmadd_ps(ld(w + (i + 16) * esz), _mm512_loadu_ps(x + i + 16), b);
-	}
-	for (; i + 16 <= k; i += 16)
-		a = _mm512_fmadd_ps(ld(w + i * esz), _mm512_loadu_ps(x + i), a);
-	float sum = _mm512_reduce_add_ps(_mm512_add_ps(a, b));
-	for (; i < k; i++)
-		sum += ld1(w + i * esz) * x[i];
-	return sum;
-}
-
-/* Four rows share each x load; one-row tail. */
-KQ_INLINE void kq_gemv_flat(const void *W, size_t rb, const float *x, float *y,
-			    size_t n_rows, size_t k, size_t esz, kq_ld_fn ld, kq_ld1_fn ld1)
-{
-	const uint8_t *w = W;
-	size_t r = 0;
-	for (; r + 4 <= n_rows; r += 4) {
-		const uint8_t *w0 = w + r * rb, *w1 = w0 + rb, *w2 = w1 + rb, *w3 = w2 + rb;
-		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-		size_t i = 0;
-		for (; i + 16 <= k; i += 16) {
-			__m512 xv = _mm512_loadu_ps(x + i);
-			a0 = _mm512_fmadd_ps(ld(w0 + i * esz), xv, a0);
-			a1 = _mm512_fmadd_ps(ld(w1 + i * esz), xv, a1);
-			a2 = _mm512_fmadd_ps(ld(w2 + i * esz), xv, a2);
-			a3 = _mm512_fmadd_ps(ld(w3 + i * esz), xv, a3);
-		}
-		float s0 = _mm512_reduce_add_ps(a0), s1 = _mm512_reduce_add_ps(a1);
-		float s2 = _mm512_reduce_add_ps(a2), s3 = _mm512_reduce_add_ps(a3);
-		for (; i < k; i++) {
-			s0 += ld1(w0 + i * esz) * x[i];
-			s1 += ld1(w1 + i * esz) * x[i];
-			s2 += ld1(w2 + i * esz) * x[i];
-			s3 += ld1(w3 + i * esz) * x[i];
-		}
-		y[r] = s0;
-		y[r + 1] = s1;
-		y[r + 2] = s2;
-		y[r + 3] = s3;
-	}
-	for (; r < n_rows; r++)
-		y[r] = kq_dot_flat(w + r * rb, x, k, esz, ld, ld1);
 }
 
 /* ---- integer path: x quantized to Q8_0 / Q8_K (kn_quant.h) ------------ */
@@ -909,11 +833,6 @@ KQ_XQK(q6_k, KN__Q6_K_BYTES, kq_xk_q6)
 
 /* ---- activations rounded for F16 / BF16 weights (round_x) -------------- */
 
-KQ_INLINE float kq_round1_f16(float f)
-{
-	return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-
 static void kq_round_x_f16(const float *restrict x, float *restrict y, size_t k)
 {
 	size_t i = 0;
@@ -946,29 +865,7 @@ static void kq_round_x_bf16(const float *restrict x, float *restrict y, size_t k
 
 /* ---- the table ---------------------------------------------------------- */
 
-/* Binds a decoder (block types) or loaders (flat types) into the
- * dequant/gemv signatures of struct kn_qops. */
-#define KQ_BLOCK(T, ELEMS, BYTES)                                                          \
-	static void kq_dequant_##T(const void *restrict src, float *restrict dst, size_t n)  \
-	{                                                                                  \
-		kq_dequant(src, dst, n, ELEMS, BYTES, kq_dq_##T);                          \
-	}                                                                                  \
-	static void kq_gemv_##T(const void *restrict W, size_t rb, const float *restrict x,  \
-				float *restrict y, size_t n_rows, size_t k)                \
-	{                                                                                  \
-		kq_gemv(W, rb, x, y, n_rows, k, ELEMS, BYTES, kq_dq_##T);                  \
-	}
-
-#define KQ_FLAT(T, ESZ, LD1)                                                               \
-	static void kq_dequant_##T(const void *restrict src, float *restrict dst, size_t n)  \
-	{                                                                                  \
-		kq_dequant_flat(src, dst, n, ESZ, kq_ld_##T, LD1);                         \
-	}                                                                                  \
-	static void kq_gemv_##T(const void *restrict W, size_t rb, const float *restrict x,  \
-				float *restrict y, size_t n_rows, size_t k)                \
-	{                                                                                  \
-		kq_gemv_flat(W, rb, x, y, n_rows, k, ESZ, kq_ld_##T, LD1);                 \
-	}
+/* KQ_FLAT, KQ_BLOCK and the KQ_ENTRY* macros: x86/quant_x86.h. */
 
 KQ_FLAT(f32, 4, kq_ld1_f32)
 KQ_FLAT(f16, 2, kq_half)
@@ -979,39 +876,6 @@ KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
-
-#define KQ_ENTRY(TYPE, T)                                              \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                                    \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T}
-#define KQ_ENTRY_XQ(TYPE, T, X)                                        \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                                    \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T,                                                     \
-		  .xq_bytes = kq_xq_bytes_##X,                                             \
-		  .quantize_x = kq_quantize_##X,                                           \
-		  .gemv_xq = kq_gemv_xq_##T}
-
-/* A flat type whose activations are rounded first (F16, BF16). */
-#define KQ_ENTRY_RX(TYPE, T)                                           \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                                    \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T,                                                     \
-		  .round_x = kq_round_x_##T}
-
-/* A _0 type with the multi-row integer kernel too. */
-#define KQ_ENTRY_MM(TYPE, T, X)                                        \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                                    \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T,                                                     \
-		  .xq_bytes = kq_xq_bytes_##X,                                             \
-		  .quantize_x = kq_quantize_##X,                                           \
-		  .gemv_xq = kq_gemv_xq_##T,                                               \
-		  .gemm_xq = kq_gemm_xq_##T}
 
 const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
 	KQ_ENTRY(KN_Q_F32, f32),

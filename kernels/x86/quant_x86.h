@@ -1,0 +1,194 @@
+/* kernels/x86/quant_x86.h - what x86/quant_avx2.c and x86/quant_avx512.c
+ * share: the scalar field readers, the flat-type (F32, F16, BF16) loops
+ * written once over a vector width, and the macros that bind each file's
+ * kernels into its struct kn_qops table. Not a public header: each of the
+ * two files includes it once, and nothing else does.
+ *
+ * The includer defines its vector width first:
+ *   KQ_VEC              the float vector type (__m256, __m512)
+ *   KQ_LANES            floats per vector (8, 16)
+ *   KQ_ZERO_PS()        a vector of zeros
+ *   KQ_LOADU_PS(p)      an unaligned load of KQ_LANES floats from p
+ *   KQ_STOREU_PS(p, v)  an unaligned store of v to p
+ *   KQ_ADD_PS(a, b)     a + b per lane
+ *   KQ_FMADD_PS(a, b, c) a * b + c per lane, fused
+ *   KQ_HSUM_PS(v)       the float sum of v's lanes (the includer's order)
+ * so the loops below are, after expansion, exactly the includer's own:
+ * the same instructions in the same order at each width, hence the same
+ * bits as before they were shared. The includer's flat loaders kq_ld_f32,
+ * kq_ld_f16, kq_ld_bf16 (KQ_LANES elements -> floats) must be defined
+ * where KQ_FLAT is expanded, and its block-type kq_dequant / kq_gemv where
+ * KQ_BLOCK is.
+ */
+#ifndef KN_X86_QUANT_X86_H
+#define KN_X86_QUANT_X86_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/kn_half.h"
+#include "kernels/kn_int.h"
+
+#define KQ_INLINE static inline __attribute__((always_inline))
+
+/* ---- scalar field readers ----------------------------------------------- */
+
+/* The fp16 at p (any alignment) as a float. */
+KQ_INLINE float kq_half(const uint8_t *p)
+{
+	uint16_t h;
+	memcpy(&h, p, sizeof(h));
+	return _cvtsh_ss(h);
+}
+
+KQ_INLINE float kq_ld1_f32(const uint8_t *p)
+{
+	float f;
+	memcpy(&f, p, sizeof(f));
+	return f;
+}
+
+KQ_INLINE float kq_ld1_bf16(const uint8_t *p)
+{
+	uint16_t h;
+	memcpy(&h, p, sizeof(h));
+	return kn_bf16_to_f32(h);
+}
+
+/* f rounded to fp16 (nearest even) and widened back: round_x's tail. */
+KQ_INLINE float kq_round1_f16(float f)
+{
+	return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+/* ---- flat types: f32, f16, bf16 (any k: vector loop + scalar tail) ----- */
+
+typedef KQ_VEC (*kq_ld_fn)(const uint8_t *p); /* KQ_LANES elements -> floats */
+typedef float (*kq_ld1_fn)(const uint8_t *p); /* 1 element -> float */
+
+KQ_INLINE void kq_dequant_flat(const void *src, float *dst, size_t n, size_t esz, kq_ld_fn ld,
+			       kq_ld1_fn ld1)
+{
+	const uint8_t *p = src;
+	size_t i = 0;
+	for (; i + KQ_LANES <= n; i += KQ_LANES)
+		KQ_STOREU_PS(dst + i, ld(p + i * esz));
+	for (; i < n; i++)
+		dst[i] = ld1(p + i * esz);
+}
+
+/* One row: two accumulators over two vectors' worth, then one vector,
+ * then scalars. */
+KQ_INLINE float kq_dot_flat(const uint8_t *w, const float *x, size_t k, size_t esz,
+			    kq_ld_fn ld, kq_ld1_fn ld1)
+{
+	KQ_VEC a = KQ_ZERO_PS(), b = a;
+	size_t i = 0;
+	for (; i + 2 * KQ_LANES <= k; i += 2 * KQ_LANES) {
+		a = KQ_FMADD_PS(ld(w + i * esz), KQ_LOADU_PS(x + i), a);
+		b = KQ_FMADD_PS(ld(w + (i + KQ_LANES) * esz), KQ_LOADU_PS(x + i + KQ_LANES), b);
+	}
+	for (; i + KQ_LANES <= k; i += KQ_LANES)
+		a = KQ_FMADD_PS(ld(w + i * esz), KQ_LOADU_PS(x + i), a);
+	float sum = KQ_HSUM_PS(KQ_ADD_PS(a, b));
+	for (; i < k; i++)
+		sum += ld1(w + i * esz) * x[i];
+	return sum;
+}
+
+/* Four rows share each x load; one-row tail. */
+KQ_INLINE void kq_gemv_flat(const void *W, size_t rb, const float *x, float *y,
+			    size_t n_rows, size_t k, size_t esz, kq_ld_fn ld, kq_ld1_fn ld1)
+{
+	const uint8_t *w = W;
+	size_t r = 0;
+	for (; r + 4 <= n_rows; r += 4) {
+		const uint8_t *w0 = w + r * rb, *w1 = w0 + rb, *w2 = w1 + rb, *w3 = w2 + rb;
+		KQ_VEC a0 = KQ_ZERO_PS(), a1 = a0, a2 = a0, a3 = a0;
+		size_t i = 0;
+		for (; i + KQ_LANES <= k; i += KQ_LANES) {
+			KQ_VEC xv = KQ_LOADU_PS(x + i);
+			a0 = KQ_FMADD_PS(ld(w0 + i * esz), xv, a0);
+			a1 = KQ_FMADD_PS(ld(w1 + i * esz), xv, a1);
+			a2 = KQ_FMADD_PS(ld(w2 + i * esz), xv, a2);
+			a3 = KQ_FMADD_PS(ld(w3 + i * esz), xv, a3);
+		}
+		float s0 = KQ_HSUM_PS(a0), s1 = KQ_HSUM_PS(a1);
+		float s2 = KQ_HSUM_PS(a2), s3 = KQ_HSUM_PS(a3);
+		for (; i < k; i++) {
+			s0 += ld1(w0 + i * esz) * x[i];
+			s1 += ld1(w1 + i * esz) * x[i];
+			s2 += ld1(w2 + i * esz) * x[i];
+			s3 += ld1(w3 + i * esz) * x[i];
+		}
+		y[r] = s0;
+		y[r + 1] = s1;
+		y[r + 2] = s2;
+		y[r + 3] = s3;
+	}
+	for (; r < n_rows; r++)
+		y[r] = kq_dot_flat(w + r * rb, x, k, esz, ld, ld1);
+}
+
+/* ---- binding into struct kn_qops --------------------------------------- */
+
+/* Binds a decoder (block types) or loaders (flat types) into the
+ * dequant/gemv signatures of struct kn_qops. */
+#define KQ_BLOCK(T, ELEMS, BYTES)                                                          \
+	static void kq_dequant_##T(const void *restrict src, float *restrict dst, size_t n)  \
+	{                                                                                  \
+		kq_dequant(src, dst, n, ELEMS, BYTES, kq_dq_##T);                          \
+	}                                                                                  \
+	static void kq_gemv_##T(const void *restrict W, size_t rb, const float *restrict x,  \
+				float *restrict y, size_t n_rows, size_t k)                \
+	{                                                                                  \
+		kq_gemv(W, rb, x, y, n_rows, k, ELEMS, BYTES, kq_dq_##T);                  \
+	}
+
+#define KQ_FLAT(T, ESZ, LD1)                                                               \
+	static void kq_dequant_##T(const void *restrict src, float *restrict dst, size_t n)  \
+	{                                                                                  \
+		kq_dequant_flat(src, dst, n, ESZ, kq_ld_##T, LD1);                         \
+	}                                                                                  \
+	static void kq_gemv_##T(const void *restrict W, size_t rb, const float *restrict x,  \
+				float *restrict y, size_t n_rows, size_t k)                \
+	{                                                                                  \
+		kq_gemv_flat(W, rb, x, y, n_rows, k, ESZ, kq_ld_##T, LD1);                 \
+	}
+
+#define KQ_ENTRY(TYPE, T)                                                                  \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .geom = &kn__qtypes[TYPE],                                               \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T}
+
+/* A block type with the integer path (x quantized to the partner X). */
+#define KQ_ENTRY_XQ(TYPE, T, X)                                                            \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .geom = &kn__qtypes[TYPE],                                               \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .xq_bytes = kq_xq_bytes_##X,                                             \
+		  .quantize_x = kq_quantize_##X,                                           \
+		  .gemv_xq = kq_gemv_xq_##T}
+
+/* A flat type whose activations are rounded first (F16, BF16). */
+#define KQ_ENTRY_RX(TYPE, T)                                                               \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .geom = &kn__qtypes[TYPE],                                               \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .round_x = kq_round_x_##T}
+
+/* A _0 type with the multi-row integer kernel too. */
+#define KQ_ENTRY_MM(TYPE, T, X)                                                            \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .geom = &kn__qtypes[TYPE],                                               \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .xq_bytes = kq_xq_bytes_##X,                                             \
+		  .quantize_x = kq_quantize_##X,                                           \
+		  .gemv_xq = kq_gemv_xq_##T,                                               \
+		  .gemm_xq = kq_gemm_xq_##T}
+
+#endif /* KN_X86_QUANT_X86_H */
