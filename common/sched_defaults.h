@@ -1,6 +1,6 @@
 /* sched_defaults.h - the default of each per-model scheduling knob, in one
  * place for its two readers:
- *   - the config table (config/cfg.c), which fills them in for the keys a
+ *   - the config table (config/cfg_knobs.c), which fills them in for the keys a
  *     config file leaves out (and prints them in --help);
  *   - the scheduler (engine/sched/eng_sched.c), which applies them to the
  *     fields an eng_model_spec leaves 0 (callers without a config file:

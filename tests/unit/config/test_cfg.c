@@ -1,4 +1,4 @@
-/* test_cfg.c - unit tests of config/cfg.c (cmocka).
+/* test_cfg.c - unit tests of config/ (cmocka): loading, the knob table, errors, --help.
  *
  * Covers: config/default.json (found through INFERD_SOURCE_ROOT), defaults,
  * every knob read back, each error message word for word, the listen forms,

@@ -1,5 +1,5 @@
 /* test_sched_defaults.c - the scheduling knobs' defaults agree: a model
- * loaded with a config file that leaves them out (config/cfg.c's table)
+ * loaded with a config file that leaves them out (config/cfg_knobs.c's table)
  * gets the same settings as one opened with an eng_model_spec that leaves
  * them 0 (the scheduler's fallbacks), and both are common/sched_defaults.h's.
  * Opens the default Whisper model (INFERD_MODELS). */
