@@ -449,7 +449,9 @@ def test_chat_default_max_tokens_fills_the_context(srv):
     # about 2,500 tokens leaves less than 2048, so the default must shrink
     # to fit rather than fail; read the first chunks and hang up.
     words = "apple banana cherry date elder fig grape " * 360
-    s = connect(srv.port, timeout=120)
+    # a hang guard only: this prefill in the ASan build on a busy machine
+    # was seen to take over two minutes before the first chunk
+    s = connect(srv.port, timeout=600)
     t0 = send(s, CH, dict(model=MODEL, stream=True, temperature=0,
                           messages=[{"role": "user", "content": words}]))
     st = Stream(s)
