@@ -507,7 +507,10 @@ def test_server_closing_connections(tmp_path, tiny):
               "--concurrency", 2, "--warmup", 0, "--duration", 1, name="closed")
     s = r.summary
     assert s["errors"] == 0 and abs(s["rps"] - 2 / delay) <= 0.2 * 2 / delay, s
-    assert srv.connections == srv.count("/close") == len(r.rows), srv.connections
+    # one connection per request; the loop may have opened its next one just
+    # before the window closed, which then carries none
+    assert srv.count("/close") == len(r.rows), (srv.count("/close"), len(r.rows))
+    assert len(r.rows) <= srv.connections <= len(r.rows) + 2, (srv.connections, len(r.rows))
     common = ["--url", srv.url, "--endpoint", "http-get", "--rate", 40, "--warmup", 0,
               "--duration", 2, "--max-connections", 2, "--seed", 5]
     keep = bench(tmp_path, *common, "--path", "/keep", name="keep")
