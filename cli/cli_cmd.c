@@ -1,7 +1,7 @@
 /* cli_cmd.c - the commands that run without a server:
  *   inferd inspect MODEL                      metadata and tensor table
  *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
- *                     [--timestamps] [--beam-size N] [--language L] FILE...
+ *                     [--timestamps] [--beam-size N] [--language L] [--batched] FILE...
  * transcribe prints each file's transcript on stdout and a timing line per
  * file on stderr (audio seconds, wall seconds, real-time factor): what
  * bench/transcribe-vs-peers times.
@@ -48,7 +48,7 @@ static int tx_usage(void)
 {
 	fprintf(stderr, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
 			"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
-			"                         [--prompt TEXT] [--temperature T] FILE...\n");
+			"                         [--prompt TEXT] [--temperature T] [--batched] FILE...\n");
 	return 2;
 }
 
@@ -61,6 +61,10 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(o, "--timestamps") || !strcmp(o, "--json")) {
 			*(o[2] == 't' ? &a->timestamps : &a->json) = true;
+			continue;
+		}
+		if (!strcmp(o, "--batched")) {
+			a->params.batched = true;
 			continue;
 		}
 		if (!v)

@@ -146,6 +146,12 @@ struct eng_transcribe_params {
 	float no_speech_threshold; /* 0.6; > 1 disables */
 	uint64_t seed;             /* sampling seed (0: a fixed default) */
 	const volatile int *cancel; /* non-NULL and set: stop between windows (-ST_CANCELED) */
+	/* Batched long-form (default false): audio over 30 s is cut at quiet
+	 * moments into chunks of at most 30 s transcribed independently (no
+	 * text carried across chunks) and together, their windows and decode
+	 * steps batched (faster-whisper's BatchedInferencePipeline). Decoded
+	 * samples only (eng_transcribe, eng_asr_input.samples). */
+	bool batched;
 };
 
 /* One segment of a transcript (times in seconds from the audio start). */

@@ -24,6 +24,36 @@ struct eng__asr_req {
 	void *ud;
 };
 
+/* eng__asr_req_new - a request for in with p (copied), done(ud) at its
+ * end, not queued: *out, or -ST_NOMEM. Freed by its end. */
+int eng__asr_req_new(const struct eng_model *m, const struct eng_asr_input *in,
+		     const struct eng_transcribe_params *p, eng_transcribe_done_fn done, void *ud,
+		     struct eng__asr_req **out);
+
+/* eng__asr_submit_err - err for a queueing error rc of model m (-ST_BUSY,
+ * -ST_CLOSED, -ST_NOMEM); returns rc. */
+int eng__asr_submit_err(const struct eng_model *m, int rc, char *err, size_t errlen);
+
+/* Samples a chunk of batched long-form transcription holds at most: one
+ * 30-second window. */
+#define ENG_ASR_CHUNK_MAX_SAMPLES (30u * 16000u)
+
+/* eng__asr_chunks - cut samples x[n] into chunks of at most
+ * ENG_ASR_CHUNK_MAX_SAMPLES, each cut in the quietest 200 ms of the
+ * chunk's last 10 s (signal energy; faster-whisper's batched pipeline
+ * cuts with its VAD). Writes the first sample of each chunk to start[]
+ * (up to cap; start may be NULL) and returns the number of chunks
+ * (0 for n = 0). */
+size_t eng__asr_chunks(const float *x, size_t n, size_t *start, size_t cap);
+
+/* eng__asr_submit_chunked - eng_transcribe_submit for p->batched with
+ * decoded samples (eng_asr_chunked.c): the chunks queued as one group,
+ * done called once with their transcripts joined (or the first chunk's
+ * error). Returns as eng_transcribe_submit does. */
+int eng__asr_submit_chunked(const struct eng_model *m, const struct eng_asr_input *in,
+			    const struct eng_transcribe_params *p, const struct eng_req_opts *o,
+			    eng_transcribe_done_fn done, void *ud, char *err, size_t errlen);
+
 /* eng__transcribe_check - the parameter checks of eng_transcribe_submit
  * (err cleared first). 0 or -ST_INVAL with err. */
 int eng__transcribe_check(const struct eng_model *m, const struct eng_transcribe_params *p,
