@@ -14,6 +14,7 @@
 
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
+#include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
 
 /* Row-wise softmax of S[n_q, n_kv]. With the causal mask, row i sees
@@ -59,6 +60,49 @@ void kn_attention(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, cons
 			/* out_h[rows, head_dim] = S v_h */
 			kn_gemm(false, rows, head_dim, n_kv, 1.0f, scratch, n_kv, v + off, ldv, 0.0f,
 				out + i0 * ldo + off, ldo);
+		}
+	}
+}
+
+/* kn_attention_bf16's scratch: one block of scores, the head's keys and
+ * values packed, the bfloat16 rows of a product (uint16_t counted in
+ * halves of a float, rounded up). */
+static size_t kn_attn_halves(size_t n)
+{
+	return (n + 1) / 2;
+}
+
+size_t kn_attention_bf16_scratch(size_t n_kv, size_t head_dim)
+{
+	size_t a = n_kv > head_dim ? n_kv : head_dim;
+	return KN_ATTN_ROWS * n_kv + kn_attn_halves(kn_bf16_packed_len(n_kv, head_dim)) +
+	       kn_attn_halves(kn_bf16_packed_len(head_dim, n_kv)) +
+	       kn_attn_halves(kn_bf16_scratch_len(a)) + 16;
+}
+
+void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
+		       const float *q, size_t ldq, const float *k, size_t ldk, const float *v,
+		       size_t ldv, float *out, size_t ldo, float *scratch)
+{
+	const struct kn_ops *ops = kn_ops();
+	float scale = 1.0f / sqrtf((float)head_dim), *S = scratch;
+	uint16_t *kp = (uint16_t *)(S + KN_ATTN_ROWS * n_kv);
+	uint16_t *vp = kp + 2 * kn_attn_halves(kn_bf16_packed_len(n_kv, head_dim));
+	uint16_t *ab = vp + 2 * kn_attn_halves(kn_bf16_packed_len(head_dim, n_kv));
+	for (size_t h = 0; h < n_heads; h++) {
+		size_t off = h * head_dim;
+		kn_bf16_pack_rows(k + off, ldk, n_kv, head_dim, kp);  /* S = q k^T */
+		kn_bf16_pack_cols(v + off, ldv, head_dim, n_kv, vp);  /* out = P v */
+		for (size_t i0 = 0; i0 < n_q; i0 += KN_ATTN_ROWS) {
+			size_t rows = n_q - i0 < KN_ATTN_ROWS ? n_q - i0 : KN_ATTN_ROWS;
+			kn_bf16_linear(rows, n_kv, head_dim, q + i0 * ldq + off, ldq, kp, NULL, S,
+				       n_kv, ab);
+			for (size_t i = 0; i < rows; i++) {
+				ops->scale_add(S + i * n_kv, scale, NULL, n_kv);
+				ops->softmax(S + i * n_kv, n_kv);
+			}
+			kn_bf16_linear(rows, head_dim, n_kv, S, n_kv, vp, NULL, out + i0 * ldo + off,
+				       ldo, ab);
 		}
 	}
 }

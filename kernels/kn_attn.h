@@ -21,6 +21,16 @@ void kn_attention(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 		  const float *v, size_t ldv, float *out, size_t ldo,
 		  bool causal, size_t q_pos0, float *scratch);
 
+/* kn_attention_bf16 - kn_attention without a mask, both products in
+ * bfloat16 (kn_bf16.h: q, k, the probabilities and v rounded to bfloat16,
+ * sums in float32; the scaling and softmax in float32), for the
+ * "bfloat16" compute type. Needs kn_bf16_ok(). scratch: at least
+ * kn_attention_bf16_scratch(n_kv, head_dim) floats, any alignment. */
+void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
+		       const float *q, size_t ldq, const float *k, size_t ldk, const float *v,
+		       size_t ldv, float *out, size_t ldo, float *scratch);
+size_t kn_attention_bf16_scratch(size_t n_kv, size_t head_dim);
+
 /* kn_attention_window - kn_attention where causal query row i (absolute
  * position q_pos0 + i) sees only keys in [q_pos0 + i + 1 - window,
  * q_pos0 + i] (sliding-window attention as llama.cpp's

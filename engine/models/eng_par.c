@@ -6,6 +6,7 @@
 #include "devices/dev_pool.h"
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
+#include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_quant.h"
 
@@ -299,6 +300,69 @@ void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_hea
 	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, q_pos0,
 			     q, k, v, out, scratch, causal };
 	dev_pool_run(p, ep_attention, &a);
+}
+
+static void ep_attention_bf16(void *arg, int ith, int nth)
+{
+	const struct ep_attn *a = arg;
+	long h0, h1;
+	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
+	if (h1 <= h0)
+		return;
+	size_t off = (size_t)h0 * a->hd;
+	kn_attention_bf16(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq,
+			  a->k + off, a->ldk, a->v + off, a->ldv, a->out + off, a->ldo,
+			  a->scratch + (size_t)ith * eng_par_attention_bf16_scratch(a->n_q, a->n_kv,
+										     a->hd));
+}
+
+size_t eng_par_attention_bf16_scratch(size_t n_q, size_t n_kv, size_t head_dim)
+{
+	size_t need = kn_attention_bf16_scratch(n_kv, head_dim);
+	return n_q * n_kv > need ? n_q * n_kv : need;
+}
+
+void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+			    size_t head_dim, const float *q, size_t ldq, const float *k,
+			    size_t ldk, const float *v, size_t ldv, float *out, size_t ldo,
+			    float *scratch)
+{
+	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, 0,
+			     q, k, v, out, scratch, false };
+	dev_pool_run(p, ep_attention_bf16, &a);
+}
+
+/* bfloat16 products: rows split over threads, each converting its rows
+ * into its own block of scratch. */
+struct ep_linear_bf16 {
+	size_t M, N, K;
+	const float *x, *b;
+	const uint16_t *Wp;
+	float *y;
+	uint16_t *scratch;
+};
+
+static void ep_linear_bf16_rows(void *arg, int ith, int nth)
+{
+	const struct ep_linear_bf16 *a = arg;
+	long r0, r1;
+	dev_split((long)a->M, ith, nth, 32, &r0, &r1);
+	if (r1 > r0)
+		kn_bf16_linear((size_t)(r1 - r0), a->N, a->K, a->x + (size_t)r0 * a->K, a->K, a->Wp,
+			       a->b, a->y + (size_t)r0 * a->N, a->N,
+			       a->scratch + (size_t)ith * kn_bf16_scratch_len(a->K));
+}
+
+size_t eng_par_linear_bf16_scratch(struct dev_pool *p, size_t K)
+{
+	return (size_t)dev_pool_size(p) * kn_bf16_scratch_len(K);
+}
+
+void eng_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+			 const uint16_t *Wp, const float *b, float *y, uint16_t *scratch)
+{
+	struct ep_linear_bf16 a = { M, N, K, x, b, Wp, y, scratch };
+	dev_pool_run(p, ep_linear_bf16_rows, &a);
 }
 
 struct ep_conv {

@@ -57,6 +57,23 @@ void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *
 void eng_par_gelu(struct dev_pool *p, float *x, size_t n);
 void eng_par_add(struct dev_pool *p, float *y, const float *x, size_t n);
 
+/* kn_attention_bf16 with heads split over threads; scratch holds
+ * dev_pool_size(p) * eng_par_attention_bf16_scratch(n_q, n_kv, head_dim)
+ * floats (one region per thread: the size kn_attention's score block
+ * takes, or what the bfloat16 path needs when that is more). */
+void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+			    size_t head_dim, const float *q, size_t ldq, const float *k,
+			    size_t ldk, const float *v, size_t ldv, float *out, size_t ldo,
+			    float *scratch);
+size_t eng_par_attention_bf16_scratch(size_t n_q, size_t n_kv, size_t head_dim);
+
+/* kn_bf16_linear (y[M,N] = x[M,K] . W^T + b with W packed by kn_bf16_pack)
+ * with rows split over threads; scratch holds
+ * eng_par_linear_bf16_scratch(p, K) uint16_t. */
+void eng_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+			 const uint16_t *Wp, const float *b, float *y, uint16_t *scratch);
+size_t eng_par_linear_bf16_scratch(struct dev_pool *p, size_t K);
+
 /* kn_attention with heads split over threads; scratch holds
  * dev_pool_size(p) * n_q * n_kv floats (one score block per thread). */
 void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,

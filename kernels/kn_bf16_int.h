@@ -1,0 +1,33 @@
+/* kn_bf16_int.h - the bfloat16 kernels behind kn_bf16.h (kernels/ only).
+ * KN__BF16_TM rows of x are converted per block into the caller's scratch
+ * of KN__BF16_TM x Kp bfloat16 (Kp = K rounded up to 32). */
+#ifndef KN_BF16_INT_H
+#define KN_BF16_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KN__BF16_TM 32 /* rows per block: two 16-row tiles */
+#define KN__BF16_KB 32 /* k-values per tile row */
+#define KN__BF16_NB 16 /* columns per tile */
+
+/* AMX: M, N, K >= 1; abuf [KN__BF16_TM * Kp]. */
+void kn__bf16_linear_amx(size_t M, size_t N, size_t K, const float *x, size_t ldx,
+			 const uint16_t *Wp, const float *bias, float *y, size_t ldy,
+			 uint16_t *abuf);
+
+/* The scalar reference: the same products, summed in double (exact up to
+ * the final rounding to float32), for tests. */
+void kn__bf16_linear_ref(size_t M, size_t N, size_t K, const float *x, size_t ldx,
+			 const uint16_t *Wp, const float *bias, float *y, size_t ldy);
+
+/* Element (n, k) of W packed by kn_bf16_pack, as bfloat16 bits. */
+static inline uint16_t kn__bf16_packed_at(const uint16_t *Wp, size_t K, size_t n, size_t k)
+{
+	size_t kb = (K + KN__BF16_KB - 1) / KN__BF16_KB;
+	size_t blk = (n / KN__BF16_NB) * kb + k / KN__BF16_KB;
+	size_t pair = (k % KN__BF16_KB) / 2;
+	return Wp[(blk * 16 + pair) * 32 + (n % KN__BF16_NB) * 2 + (k & 1)];
+}
+
+#endif /* KN_BF16_INT_H */

@@ -1,0 +1,257 @@
+/* tests/unit/kernels/test_bf16.c - the bfloat16 product (kn_bf16.h):
+ *   - kn_bf16_round against hand-worked bit patterns (ties to even,
+ *     carries into the exponent, signs, infinity, NaN);
+ *   - packing: every (n, k) of W lands where kn__bf16_packed_at reads it,
+ *     the padding is zero;
+ *   - the scalar reference against a product computed here in double
+ *     from the rounded inputs;
+ *   - the AMX kernel against the reference over shapes on both sides of
+ *     every tile edge (M around 16 / 32, N around 16 / 32, K around 32,
+ *     the Whisper shapes), with bias and without, strided x and y: the two
+ *     sum the same exact products, so they differ only by float32
+ *     rounding of the sums, at most K * 2^-24 * sum |x_k w_k| (+ the last
+ *     rounding) per element. Columns of y past N are left as they were.
+ *   - kn_attention_bf16 against the float32 kn_attention: every output
+ *     within 2^-6 of the largest |v| (inputs and probabilities carry
+ *     bfloat16's 2^-9 relative rounding; softmax weights sum to 1).
+ * The AMX checks run where the CPU has AMX-BF16 (kn_bf16_ok).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kn.h"
+#include "kernels/kn_attn.h"
+#include "kernels/kn_bf16.h"
+#include "kernels/kn_bf16_int.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static float rng_uniform(void) /* splitmix64 -> [-1, 1) */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (float)((double)(z >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+static float from_bits(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static double bf16_value(uint16_t h)
+{
+	return (double)from_bits((uint32_t)h << 16);
+}
+
+static void test_round(void **state)
+{
+	(void)state;
+	assert_int_equal(kn_bf16_round(1.0f), 0x3f80);
+	assert_int_equal(kn_bf16_round(-2.0f), 0xc000);
+	assert_int_equal(kn_bf16_round(0.0f), 0x0000);
+	/* 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1) */
+	assert_int_equal(kn_bf16_round(from_bits(0x3f808000u)), 0x3f80);
+	/* 1 + 3 * 2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6: up */
+	assert_int_equal(kn_bf16_round(from_bits(0x3f818000u)), 0x3f82);
+	/* just above halfway rounds up, just below down */
+	assert_int_equal(kn_bf16_round(from_bits(0x3f808001u)), 0x3f81);
+	assert_int_equal(kn_bf16_round(from_bits(0x3f807fffu)), 0x3f80);
+	/* the largest mantissa carries into the exponent: 2 - 2^-23 -> 2 */
+	assert_int_equal(kn_bf16_round(from_bits(0x3fffffffu)), 0x4000);
+	assert_int_equal(kn_bf16_round(INFINITY), 0x7f80);
+	assert_int_equal(kn_bf16_round(-INFINITY), 0xff80);
+	uint16_t nan = kn_bf16_round(NAN);
+	assert_true((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0);
+}
+
+static void test_pack(void **state)
+{
+	(void)state;
+	size_t N = 37, K = 45;
+	float *W = malloc(N * K * sizeof(float));
+	for (size_t i = 0; i < N * K; i++)
+		W[i] = (float)(i + 1); /* exact in bfloat16 up to 256, then rounded */
+	size_t len = kn_bf16_packed_len(N, K);
+	assert_int_equal(len, 3 * 2 * 16 * 32); /* 48 columns, 64 k-values */
+	uint16_t *p = malloc(len * sizeof(uint16_t));
+	memset(p, 0xff, len * sizeof(uint16_t));
+	kn_bf16_pack(W, N, K, p);
+	size_t nonzero = 0;
+	for (size_t i = 0; i < len; i++)
+		nonzero += p[i] != 0;
+	assert_int_equal(nonzero, N * K); /* the padding is zero */
+	for (size_t n = 0; n < N; n++)
+		for (size_t k = 0; k < K; k++)
+			assert_int_equal(kn__bf16_packed_at(p, K, n, k), kn_bf16_round(W[n * K + k]));
+	free(W);
+	free(p);
+}
+
+/* Random x [M, ldx], W [N, K] packed, bias [N] or NULL. */
+struct prob {
+	size_t M, N, K, ldx, ldy;
+	float *x, *W, *bias;
+	uint16_t *Wp;
+};
+
+static void prob_make(struct prob *p, size_t M, size_t N, size_t K, size_t ldx, size_t ldy,
+		      bool with_bias)
+{
+	*p = (struct prob){ M, N, K, ldx, ldy, NULL, NULL, NULL, NULL };
+	p->x = malloc(M * ldx * sizeof(float));
+	p->W = malloc(N * K * sizeof(float));
+	for (size_t i = 0; i < M * ldx; i++)
+		p->x[i] = 4.0f * rng_uniform();
+	for (size_t i = 0; i < N * K; i++)
+		p->W[i] = 0.25f * rng_uniform();
+	if (with_bias) {
+		p->bias = malloc(N * sizeof(float));
+		for (size_t i = 0; i < N; i++)
+			p->bias[i] = rng_uniform();
+	}
+	p->Wp = malloc(kn_bf16_packed_len(N, K) * sizeof(uint16_t));
+	kn_bf16_pack(p->W, N, K, p->Wp);
+}
+
+static void prob_free(struct prob *p)
+{
+	free(p->x);
+	free(p->W);
+	free(p->bias);
+	free(p->Wp);
+}
+
+/* sum_k |bf16(x) bf16(w)| for element (m, n). */
+static double abs_sum(const struct prob *p, size_t m, size_t n)
+{
+	double s = 0;
+	for (size_t k = 0; k < p->K; k++)
+		s += fabs(bf16_value(kn_bf16_round(p->x[m * p->ldx + k])) *
+			  bf16_value(kn_bf16_round(p->W[n * p->K + k])));
+	return s;
+}
+
+static void test_reference(void **state)
+{
+	(void)state;
+	struct prob p;
+	prob_make(&p, 5, 19, 70, 73, 21, true);
+	float *y = malloc(p.M * p.ldy * sizeof(float));
+	kn__bf16_linear_ref(p.M, p.N, p.K, p.x, p.ldx, p.Wp, p.bias, y, p.ldy);
+	for (size_t m = 0; m < p.M; m++)
+		for (size_t n = 0; n < p.N; n++) {
+			double want = 0;
+			for (size_t k = 0; k < p.K; k++)
+				want += bf16_value(kn_bf16_round(p.x[m * p.ldx + k])) *
+					bf16_value(kn_bf16_round(p.W[n * p.K + k]));
+			want += p.bias[n];
+			assert_true(fabs(y[m * p.ldy + n] - want) <= 1e-6 * (1 + abs_sum(&p, m, n)));
+		}
+	free(y);
+	prob_free(&p);
+}
+
+static void check_amx(size_t M, size_t N, size_t K, size_t ldx, size_t ldy, bool with_bias)
+{
+	struct prob p;
+	prob_make(&p, M, N, K, ldx, ldy, with_bias);
+	float *want = malloc(M * ldy * sizeof(float)), *got = malloc(M * ldy * sizeof(float));
+	for (size_t i = 0; i < M * ldy; i++)
+		want[i] = got[i] = -7.0f; /* past N stays */
+	uint16_t *scratch = malloc(kn_bf16_scratch_len(K) * sizeof(uint16_t));
+	kn__bf16_linear_ref(M, N, K, p.x, ldx, p.Wp, p.bias, want, ldy);
+	kn_bf16_linear(M, N, K, p.x, ldx, p.Wp, p.bias, got, ldy, scratch);
+	for (size_t m = 0; m < M; m++)
+		for (size_t n = 0; n < ldy; n++) {
+			float g = got[m * ldy + n], w = want[m * ldy + n];
+			if (n >= N) {
+				assert_true(g == -7.0f);
+				continue;
+			}
+			double bound = ((double)K + 2) * ldexp(1.0, -24) *
+				       (abs_sum(&p, m, n) + (with_bias ? fabs(p.bias[n]) : 0));
+			if (!(fabs((double)g - (double)w) <= bound)) {
+				printf("M %zu N %zu K %zu: y[%zu][%zu] = %.9g, reference %.9g\n", M, N,
+				       K, m, n, g, w);
+				fail();
+			}
+		}
+	free(want);
+	free(got);
+	free(scratch);
+	prob_free(&p);
+}
+
+static void test_amx_against_reference(void **state)
+{
+	(void)state;
+	if (!kn_bf16_ok())
+		skip();
+	const size_t Ms[] = { 1, 15, 16, 17, 31, 32, 33, 64, 100 };
+	const size_t Ns[] = { 1, 15, 16, 17, 32, 48, 65 };
+	const size_t Ks[] = { 1, 31, 32, 33, 64, 100 };
+	for (size_t a = 0; a < sizeof(Ms) / sizeof(*Ms); a++)
+		for (size_t b = 0; b < sizeof(Ns) / sizeof(*Ns); b++)
+			for (size_t c = 0; c < sizeof(Ks) / sizeof(*Ks); c++) {
+				size_t M = Ms[a], N = Ns[b], K = Ks[c];
+				check_amx(M, N, K, K + (a & 1) * 3, N + (b & 1) * 5, (c & 1) != 0);
+			}
+	/* Whisper tiny's encoder products, a block of rows each */
+	check_amx(96, 1152, 384, 384, 1152, true);
+	check_amx(64, 384, 1536, 1536, 384, true);
+	check_amx(40, 1536, 384, 384, 1536, false);
+}
+
+static void test_attention_against_float32(void **state)
+{
+	(void)state;
+	if (!kn_bf16_ok())
+		skip();
+	kn_init(KN_ISA_COUNT);
+	const size_t shapes[][4] = { { 100, 70, 2, 64 }, { 1, 1, 1, 64 }, { 200, 300, 3, 32 } };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(*shapes); s++) {
+		size_t n_q = shapes[s][0], n_kv = shapes[s][1], H = shapes[s][2], hd = shapes[s][3];
+		size_t d = H * hd, ld = 3 * d + 5;
+		float *qkv = malloc((n_q > n_kv ? n_q : n_kv) * ld * sizeof(float));
+		for (size_t i = 0; i < (n_q > n_kv ? n_q : n_kv) * ld; i++)
+			qkv[i] = 2.0f * rng_uniform();
+		float *want = malloc(n_q * d * sizeof(float)), *got = malloc(n_q * d * sizeof(float));
+		size_t sl = n_q * n_kv > kn_attention_bf16_scratch(n_kv, hd)
+				    ? n_q * n_kv : kn_attention_bf16_scratch(n_kv, hd);
+		float *scratch = malloc(sl * sizeof(float));
+		kn_attention(n_q, n_kv, H, hd, qkv, ld, qkv + d, ld, qkv + 2 * d, ld, want, d, false, 0,
+			     scratch);
+		kn_attention_bf16(n_q, n_kv, H, hd, qkv, ld, qkv + d, ld, qkv + 2 * d, ld, got, d,
+				  scratch);
+		for (size_t i = 0; i < n_q * d; i++)
+			assert_true(fabsf(got[i] - want[i]) <= 2.0f / 64.0f);
+		free(qkv);
+		free(want);
+		free(got);
+		free(scratch);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round),
+		cmocka_unit_test(test_pack),
+		cmocka_unit_test(test_reference),
+		cmocka_unit_test(test_amx_against_reference),
+		cmocka_unit_test(test_attention_against_float32),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
