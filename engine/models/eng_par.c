@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "common/mem.h"
+#include "common/st.h"
 #include "devices/dev_pool.h"
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
@@ -353,16 +355,17 @@ static void ep_linear_bf16_rows(void *arg, int ith, int nth)
 			       a->scratch + (size_t)ith * kn_bf16_scratch_len(a->K));
 }
 
-size_t eng_par_linear_bf16_scratch(struct dev_pool *p, size_t K)
+int eng_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+			const uint16_t *Wp, const float *b, float *y)
 {
-	return (size_t)dev_pool_size(p) * kn_bf16_scratch_len(K);
-}
-
-void eng_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
-			 const uint16_t *Wp, const float *b, float *y, uint16_t *scratch)
-{
+	uint16_t *scratch = mem_alloc((size_t)dev_pool_size(p) * kn_bf16_scratch_len(K) *
+				      sizeof(uint16_t));
+	if (!scratch)
+		return -ST_NOMEM;
 	struct ep_linear_bf16 a = { M, N, K, x, b, Wp, y, scratch };
 	dev_pool_run(p, ep_linear_bf16_rows, &a);
+	mem_free(scratch);
+	return 0;
 }
 
 struct ep_conv {

@@ -68,11 +68,10 @@ void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t 
 size_t eng_par_attention_bf16_scratch(size_t n_q, size_t n_kv, size_t head_dim);
 
 /* kn_bf16_linear (y[M,N] = x[M,K] . W^T + b with W packed by kn_bf16_pack)
- * with rows split over threads; scratch holds
- * eng_par_linear_bf16_scratch(p, K) uint16_t. */
-void eng_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
-			 const uint16_t *Wp, const float *b, float *y, uint16_t *scratch);
-size_t eng_par_linear_bf16_scratch(struct dev_pool *p, size_t K);
+ * with rows split over threads, each with its block of scratch (allocated
+ * here, 32 x K bfloat16 per thread). 0, or -ST_NOMEM with nothing written. */
+int eng_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+			const uint16_t *Wp, const float *b, float *y);
 
 /* kn_attention with heads split over threads; scratch holds
  * dev_pool_size(p) * n_q * n_kv floats (one score block per thread). */
