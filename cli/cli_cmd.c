@@ -1,7 +1,8 @@
 /* cli_cmd.c - the commands that run without a server:
  *   inferd inspect MODEL                      metadata and tensor table
  *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
- *                     [--timestamps] [--beam-size N] [--language L] [--batched] FILE...
+ *                     [--timestamps] [--beam-size N] [--language L]
+ *                     [--compute-type default|float32|int8|int8_float32] [--batched] FILE...
  * transcribe prints each file's transcript on stdout and a timing line per
  * file on stderr (audio seconds, wall seconds, real-time factor): what
  * bench/transcribe-vs-peers times.
@@ -38,6 +39,7 @@ struct tx_args {
 	const char *config;
 	const char *model;
 	int threads;
+	int compute_type; /* enum cfg_compute_type, or -1: the config's (else default) */
 	bool timestamps;
 	bool json; /* one JSON object per file: text, segments with tokens */
 	struct eng_transcribe_params params;
@@ -48,13 +50,14 @@ static int tx_usage(void)
 {
 	fprintf(stderr, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
 			"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
-			"                         [--prompt TEXT] [--temperature T] [--batched] FILE...\n");
+			"                         [--prompt TEXT] [--temperature T]\n"
+			"                         [--compute-type default|float32|int8|int8_float32] [--batched] FILE...\n");
 	return 2;
 }
 
 static int tx_parse(int argc, char **argv, struct tx_args *a)
 {
-	*a = (struct tx_args){ .config = "config/default.json" };
+	*a = (struct tx_args){ .config = "config/default.json", .compute_type = -1 };
 	eng_transcribe_params_init(&a->params);
 	int i = 2;
 	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
@@ -78,7 +81,13 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			a->threads = (int)strtol(v, NULL, 10);
 		else if (!strcmp(o, "--beam-size"))
 			a->params.beam_size = (int)strtol(v, NULL, 10);
-		else if (!strcmp(o, "--language"))
+		else if (!strcmp(o, "--compute-type")) {
+			if ((a->compute_type = cfg_compute_type_parse(v)) < 0) {
+				fprintf(stderr, "inferd: --compute-type: expected default, float32, int8 "
+						"or int8_float32, not '%s'\n", v);
+				return tx_usage();
+			}
+		} else if (!strcmp(o, "--language"))
 			a->params.language = v;
 		else if (!strcmp(o, "--prompt"))
 			a->params.prompt = v;
@@ -92,13 +101,13 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 	return i < argc ? 0 : tx_usage();
 }
 
-/* A model by path (a CT2 folder) or by name from the config; NULL name:
- * the config's first transcription model. */
 /* A model by path (a CT2 folder or GGUF file) or by name from the config;
- * NULL name: the config's first model of format `want`. */
+ * NULL name: the config's first model of format `want`. compute_type:
+ * enum cfg_compute_type, or -1 for the config entry's (default for a
+ * path). */
 static int cli_load(const char *config, const char *model, enum cfg_model_format want,
-		    int threads, struct eng **eng, const struct eng_model **m, char *err,
-		    size_t errlen)
+		    int threads, int compute_type, struct eng **eng, const struct eng_model **m,
+		    char *err, size_t errlen)
 {
 	struct stat st;
 	struct cfg *cfg = NULL;
@@ -117,6 +126,7 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 			if (model ? !strcmp(cm->name, model) : cm->format == want) {
 				spec.name = cm->name;
 				spec.path = cm->path;
+				spec.compute_type = (enum eng_compute_type)cm->compute_type;
 			}
 		}
 	}
@@ -124,6 +134,8 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 		snprintf(err, errlen, "no model '%s' in %s", model ? model : "", config);
 		rc = -ST_NOTFOUND;
 	}
+	if (compute_type >= 0) /* the command line's wins */
+		spec.compute_type = (enum eng_compute_type)compute_type;
 	if (!rc)
 		rc = eng_create(&spec, 1, eng, err, errlen);
 	if (!rc)
@@ -234,8 +246,8 @@ int cli_transcribe(int argc, char **argv)
 	char err[1024];
 	if (tx_parse(argc, argv, &a))
 		return 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, &eng, &m, err,
-			  sizeof(err));
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, a.compute_type, &eng,
+			  &m, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "inferd: %s\n", err);
 		return 1;
@@ -334,7 +346,7 @@ int cli_generate(int argc, char **argv)
 	char err[1024], *chat = NULL;
 	if (gen_parse(argc, argv, &a))
 		return 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, &eng, &m, err,
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, -1, &eng, &m, err,
 			  sizeof(err));
 	if (!rc && a.chat) {
 		struct eng_chat_msg msg = { "user", a.prompt };

@@ -19,6 +19,14 @@
 #include "server/srv.h"
 #include "cli/cli_cmd.h"
 
+/* config/'s compute types are engine/'s, value for value */
+_Static_assert((int)CFG_COMPUTE_DEFAULT == (int)ENG_COMPUTE_DEFAULT &&
+		       (int)CFG_COMPUTE_FLOAT32 == (int)ENG_COMPUTE_FLOAT32 &&
+		       (int)CFG_COMPUTE_INT8 == (int)ENG_COMPUTE_INT8 &&
+		       (int)CFG_COMPUTE_INT8_FLOAT32 == (int)ENG_COMPUTE_INT8_FLOAT32 &&
+		       (int)CFG_COMPUTE_COUNT == (int)ENG_COMPUTE_COUNT,
+	       "enum cfg_compute_type and enum eng_compute_type agree");
+
 #define DEFAULT_CONFIG "config/default.json"
 
 static void usage(FILE *out)
@@ -80,6 +88,7 @@ static struct eng_model_spec *specs_from_cfg(const struct cfg *cfg)
 			.max_num_seqs = m->max_num_seqs,
 			.max_batch_tokens = m->max_batch_tokens,
 			.timeout_ms = m->timeout_ms,
+			.compute_type = (enum eng_compute_type)m->compute_type,
 		};
 		reps += m->n_replicas;
 	}

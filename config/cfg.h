@@ -24,6 +24,19 @@ enum cfg_model_format {
 	CFG_MODEL_FORMAT_COUNT
 };
 
+/* "compute_type" of a model, as faster-whisper / CTranslate2 name them:
+ * "default" keeps the weights' stored type (float16/float32 folders run
+ * float32), "float32" runs float32 (int8 weights dequantized), "int8" and
+ * "int8_float32" run the Whisper linears in int8 (weights quantized per
+ * output row at load, activations per row at run time). */
+enum cfg_compute_type {
+	CFG_COMPUTE_DEFAULT = 0,
+	CFG_COMPUTE_FLOAT32,
+	CFG_COMPUTE_INT8,
+	CFG_COMPUTE_INT8_FLOAT32,
+	CFG_COMPUTE_COUNT
+};
+
 /* One placement of "replicas": [{"device": "cpu:0-1", "threads": 2}, ...]. */
 struct cfg_replica {
 	char *device;                 /* device spec, "cpu", "cpu:N", "cpu:A-B", "cpu:0,2-3" */
@@ -48,6 +61,7 @@ struct cfg_model {
 	int max_num_seqs;             /* generation: sequences in the running batch; default 16, 1..256 */
 	int max_batch_tokens;         /* generation: tokens per forward pass; default 512, 16..65536 */
 	int timeout_ms;               /* request deadline (504 past it); default 0 = none, 0..86400000 */
+	enum cfg_compute_type compute_type; /* "compute_type"; default "default" */
 };
 
 struct cfg {
@@ -99,5 +113,12 @@ void cfg_help_print(FILE *out);
 
 /* cfg_model_format_str - "auto", "gguf" or "ct2". */
 const char *cfg_model_format_str(enum cfg_model_format f);
+
+/* cfg_compute_type_str - "default", "float32", "int8", "int8_float32"
+ * ("unknown" out of range). cfg_compute_type_parse - the value s names,
+ * or -1 for any other string (NULL too); what the config knob and
+ * `inferd transcribe --compute-type` accept. */
+const char *cfg_compute_type_str(enum cfg_compute_type c);
+int cfg_compute_type_parse(const char *s);
 
 #endif /* CFG_H */

@@ -112,6 +112,7 @@ extern const struct cfg_type cfg__type_bool;        /* bool */
 extern const struct cfg_type cfg__type_str;         /* new string, min..max bytes */
 extern const struct cfg_type cfg__type_name;        /* a model name [A-Za-z0-9._-] */
 extern const struct cfg_type cfg__type_format;      /* enum cfg_model_format */
+extern const struct cfg_type cfg__type_compute;     /* enum cfg_compute_type */
 extern const struct cfg_type cfg__type_listen;      /* "HOST:PORT" -> host, port */
 extern const struct cfg_type cfg__type_grpc_listen; /* the same, "" = none */
 extern const struct cfg_type cfg__type_keys;        /* array of API key strings */

@@ -84,6 +84,11 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .offset = offsetof(struct cfg_model, timeout_ms), .def = ST_SCHED_DEF_TIMEOUT_MS, .min = 0,
 	  .max = CFG_DAY_MS,
 	  .doc = "request deadline, 504 past it; 0 = none; Inferd-Timeout-Ms may shorten it" },
+	{ .path = "compute_type", .type = &cfg__type_compute,
+	  .offset = offsetof(struct cfg_model, compute_type), .def_str = "\"default\"",
+	  .doc = "transcription: \"default\" (the stored type; float folders run float32), "
+		 "\"float32\", \"int8\" or \"int8_float32\" (the linears in int8, as "
+		 "CTranslate2's compute types)" },
 };
 
 /* Keys of "limits"; offsets into struct cfg. */

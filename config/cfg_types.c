@@ -268,6 +268,53 @@ const struct cfg_type cfg__type_format = {
 	cfg_format_finish,
 };
 
+/* ---- compute type ------------------------------------------------------ */
+
+static const char *const cfg_compute_names[] = {
+	[CFG_COMPUTE_DEFAULT] = "default",
+	[CFG_COMPUTE_FLOAT32] = "float32",
+	[CFG_COMPUTE_INT8] = "int8",
+	[CFG_COMPUTE_INT8_FLOAT32] = "int8_float32",
+};
+static_assert(CFG_N(cfg_compute_names) == CFG_COMPUTE_COUNT,
+	      "cfg_compute_names must name every compute type");
+
+const char *cfg_compute_type_str(enum cfg_compute_type c)
+{
+	if ((unsigned)c >= CFG_COMPUTE_COUNT)
+		return "unknown";
+	return cfg_compute_names[c];
+}
+
+int cfg_compute_type_parse(const char *s)
+{
+	for (int i = 0; s && i < CFG_COMPUTE_COUNT; i++)
+		if (strcmp(s, cfg_compute_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* An absent key is "default" (the zero value): nothing to finish. */
+static void cfg_compute_unset(const struct cfg_knob *k, void *base)
+{
+	*(enum cfg_compute_type *)((char *)base + k->offset) = CFG_COMPUTE_DEFAULT;
+}
+
+static int cfg_compute_read(struct cfg_ctx *ctx, const struct cfg_knob *k, void *base,
+			    json_t *v, const char *path)
+{
+	int c = cfg_compute_type_parse(json_string_value(v)); /* NULL when not a string */
+	if (c < 0)
+		return cfg__fail(ctx, -ST_INVAL, path,
+				"expected \"default\", \"float32\", \"int8\" or \"int8_float32\"");
+	*(enum cfg_compute_type *)((char *)base + k->offset) = (enum cfg_compute_type)c;
+	return 0;
+}
+
+const struct cfg_type cfg__type_compute = {
+	"string", CFG_SHOW_TEXT, NULL, cfg_compute_unset, cfg_compute_read, NULL,
+};
+
 /* ---- listen ----------------------------------------------------------- */
 
 /* cfg_port_parse - 1 to 5 decimal digits, 0..65535; -1 when not. */

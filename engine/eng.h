@@ -33,6 +33,23 @@ enum eng_task {
 	ENG_TASK_COUNT
 };
 
+/* How a model's matrix products are computed, as faster-whisper's
+ * compute_type names them (CTranslate2 docs/quantization.md):
+ *   DEFAULT: the type the weights are stored in (an int8 CTranslate2 folder
+ *            runs int8, a float16/float32 one float32 as it always did);
+ *   FLOAT32: float32 products (int8 weights are dequantized at load);
+ *   INT8, INT8_FLOAT32: int8 weights (quantized per output row at load
+ *            unless stored so) and per-row dynamically quantized
+ *            activations for the Whisper linears; everything else float32.
+ * Transcription (CT2) models only; a GGUF model refuses INT8. */
+enum eng_compute_type {
+	ENG_COMPUTE_DEFAULT = 0,
+	ENG_COMPUTE_FLOAT32,
+	ENG_COMPUTE_INT8,
+	ENG_COMPUTE_INT8_FLOAT32,
+	ENG_COMPUTE_COUNT
+};
+
 /* Where one replica runs: a device spec (devices/dev.h: "cpu:0-1") and
  * its compute threads (0: one per core of the device). */
 struct eng_replica_spec {
@@ -60,6 +77,7 @@ struct eng_model_spec {
 	int max_num_seqs;       /* generation: sequences in the running batch */
 	int max_batch_tokens;   /* generation: tokens per forward pass */
 	int timeout_ms;         /* request deadline, ms (0 / default: none) */
+	enum eng_compute_type compute_type; /* 0: DEFAULT */
 };
 
 /* eng_create - open and validate every model in specs[0..n_specs).

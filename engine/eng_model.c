@@ -25,6 +25,11 @@
 
 static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 {
+	if (m->compute_type == ENG_COMPUTE_INT8 || m->compute_type == ENG_COMPUTE_INT8_FLOAT32)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "%s: compute_type int8 applies to CTranslate2 Whisper models only "
+			       "(a GGUF model runs its own block types)",
+			       m->path);
 	const char *arch;
 
 	int rc = eng_gguf_open(m->path, &m->gguf, err, errlen);
@@ -76,6 +81,10 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 	if (!m->name || !m->path)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	m->format = spec->format;
+	if ((unsigned)spec->compute_type >= ENG_COMPUTE_COUNT)
+		return st_errf(-ST_INVAL, err, errlen, "unknown compute type %d",
+			       (int)spec->compute_type);
+	m->compute_type = spec->compute_type;
 	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
 	if (rc)
 		return rc;

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "kernels/kn_i8_int.h"
 #include "kernels/kn_int.h"
 
 static const struct kn_ops *const kn_tables[] = {
@@ -27,6 +28,7 @@ static_assert(sizeof(kn_tables) / sizeof(kn_tables[0]) == KN_ISA_COUNT,
 static pthread_once_t kn_detect_once = PTHREAD_ONCE_INIT;
 static bool kn_isa_ok[KN_ISA_COUNT];		 /* written once in kn_detect */
 static bool kn_vnni;				 /* AVX512-VNNI, written once too */
+static bool kn_avxvnni;				 /* AVX-VNNI (ymm), written once too */
 static atomic_bool kn_vnni_off;			 /* tests: kn__set_avx512vnni(false) */
 static _Atomic(const struct kn_ops *) kn_chosen; /* NULL until kn_init */
 
@@ -51,6 +53,14 @@ static bool kn_has_avx512vnni_cpuid(void)
 	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
 }
 
+static bool kn_has_avxvnni_cpuid(void)
+{
+	/* CPUID leaf 7 subleaf 1, EAX bit 4 (AVX-VNNI, VEX-encoded); only
+	 * consulted once AVX2 (and so the YMM state) is usable. */
+	unsigned a, b, c, d;
+	return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
+}
+
 static void kn_detect(void)
 {
 	__builtin_cpu_init();
@@ -63,6 +73,7 @@ static void kn_detect(void)
 	kn_isa_ok[KN_ISA_AVX2] = avx2;
 	kn_isa_ok[KN_ISA_AVX512] = avx512;
 	kn_vnni = avx512 && kn_has_avx512vnni_cpuid();
+	kn_avxvnni = avx2 && kn_has_avxvnni_cpuid();
 	/* the engine owns threading (kn.h); OpenBLAS directly, not through
 	 * kn_blas_set_threads, so that this file calls nothing in blas/ (which
 	 * calls kn_ops here) */
@@ -81,6 +92,12 @@ bool kn__has_avx512vnni(void)
 {
 	pthread_once(&kn_detect_once, kn_detect);
 	return kn_vnni && !atomic_load_explicit(&kn_vnni_off, memory_order_relaxed);
+}
+
+bool kn__has_avxvnni(void)
+{
+	pthread_once(&kn_detect_once, kn_detect);
+	return kn_avxvnni;
 }
 
 bool kn__set_avx512vnni(bool on)

@@ -35,7 +35,7 @@
 int eng__whisper_model_load(struct eng_model *m, char *err, size_t errlen)
 {
 	char msg[512];
-	int rc = eng_whisper_load(m->ct2, &m->whisper, msg, sizeof(msg));
+	int rc = eng_whisper_load_ct(m->ct2, m->compute_type, &m->whisper, msg, sizeof(msg));
 	if (rc)
 		return st_errf(rc, err, errlen, "%s: %s", m->path, msg);
 	const char *tj = eng_ct2_tokenizer_path(m->ct2);

@@ -10,6 +10,7 @@
 #include "kernels/kn_attn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
+#include "kernels/kn_i8.h"
 #include "kernels/kn_quant.h"
 
 /* --- linear ------------------------------------------------------------ */
@@ -204,6 +205,59 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		a.y = y + m0 * N;
 		dev_pool_run(p, ep_qlinear_xq, &a);
 	}
+}
+
+/* --- int8 linear ------------------------------------------------------ */
+
+struct ep_i8 {
+	size_t M;
+	const float *x, *b;
+	const struct kn_i8w *w;
+	float *y;
+};
+
+#define EP_I8_ROWS 64 /* rows quantized at a time */
+
+/* Rows [r0, r1) times columns [c0, c1): quantized in chunks that fit the
+ * stack buffer, then one kernel call per chunk. */
+static void ep_i8_run(const struct ep_i8 *a, size_t r0, size_t r1, size_t c0, size_t c1)
+{
+	int8_t xq[ENG_PAR_I8_MAX_K + 64];
+	float xs[EP_I8_ROWS];
+	const struct kn_i8_ops *o = kn_i8_ops();
+	size_t K = a->w->K, ldq = kn_i8_kpad(K);
+	size_t chunk = sizeof(xq) / ldq < EP_I8_ROWS ? sizeof(xq) / ldq : EP_I8_ROWS;
+	for (size_t r = r0; r < r1; r += chunk) {
+		size_t n = r1 - r < chunk ? r1 - r : chunk;
+		o->quantize_rows(a->x + r * K, K, n, K, xq, ldq, xs);
+		o->gemm(n, c0, c1, xq, ldq, xs, a->w, a->b, a->y + r * a->w->N, a->w->N);
+	}
+}
+
+static void ep_i8_rows(void *arg, int ith, int nth)
+{
+	const struct ep_i8 *a = arg;
+	long r0, r1;
+	dev_split((long)a->M, ith, nth, 1, &r0, &r1);
+	if (r1 > r0)
+		ep_i8_run(a, (size_t)r0, (size_t)r1, 0, a->w->N);
+}
+
+static void ep_i8_cols(void *arg, int ith, int nth)
+{
+	const struct ep_i8 *a = arg;
+	long c0, c1;
+	dev_split((long)a->w->N, ith, nth, KN_I8_NB, &c0, &c1);
+	if (c1 > c0)
+		ep_i8_run(a, 0, a->M, (size_t)c0, (size_t)c1);
+}
+
+void eng_par_linear_i8(struct dev_pool *p, size_t M, const float *x, const struct kn_i8w *w,
+		       const float *b, float *y)
+{
+	struct ep_i8 a = { M, x, b, w, y };
+	int nth = dev_pool_size(p);
+	dev_pool_run(p, M >= (size_t)(8 * nth) ? ep_i8_rows : ep_i8_cols, &a);
 }
 
 /* --- row and element ops ---------------------------------------------- */

@@ -49,6 +49,23 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch);
 
+struct kn_i8w;
+
+/* Widest input eng_par_linear_i8 takes (its threads quantize rows into a
+ * stack buffer of this many bytes). */
+#define ENG_PAR_I8_MAX_K 32768
+
+/* y[M,N] = x[M,K] W[N,K]^T + b[N] with W int8 (kn_i8.h: packed, one scale
+ * per output row; N, K from w, K <= ENG_PAR_I8_MAX_K), CTranslate2's int8
+ * compute type: each x row quantized per row (scale max|x| / 127) by the
+ * thread that needs it, integer products, the float epilogue of kn_i8.h.
+ * Rows are split when there are enough of them, else output columns (in
+ * blocks of 16; every thread then quantizes the few rows itself). A row's
+ * result is the same for any M, any split and any thread count. b may be
+ * NULL; y does not alias x. */
+void eng_par_linear_i8(struct dev_pool *p, size_t M, const float *x, const struct kn_i8w *w,
+		       const float *b, float *y);
+
 /* LayerNorm of each of rows rows of width d; y may equal x. */
 void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,
 			const float *gamma, const float *beta, float *y, float eps);

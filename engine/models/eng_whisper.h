@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/eng.h"
+
 struct eng_ct2;
 struct eng_whisper;
 struct eng_whisper_enc;
@@ -54,6 +56,17 @@ struct eng_whisper_hp {
  * err gets one line naming the variable. Start-up thread. */
 int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *err,
 		     size_t errlen);
+
+/* eng_whisper_load_ct - eng_whisper_load for a compute type (eng.h):
+ * int8 quantizes every encoder and decoder linear and the tied output
+ * projection per output row (kn_i8.h), or takes the codes and their
+ * "<name>_scale" (CTranslate2's weight_scale, 127 / amax per row) as
+ * stored; FLOAT32 / DEFAULT on a float folder is eng_whisper_load. An
+ * int8-stored folder loaded as float32 is dequantized (q / weight_scale).
+ * Errors as eng_whisper_load, and -ST_INVAL for a compute type out of
+ * range. */
+int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
+			struct eng_whisper **out, char *err, size_t errlen);
 void eng_whisper_destroy(struct eng_whisper *w);
 const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w);
 /* Bytes of float32 weights held. */

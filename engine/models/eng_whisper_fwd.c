@@ -131,7 +131,9 @@ static void ew_layer_norm_rows(struct dev_pool *p, const struct ew_norm *n, cons
 static void ew_linear_apply(struct dev_pool *p, const struct ew_linear *l, const float *x,
 			    float *y, size_t rows)
 {
-	if (l->w16 && rows <= EW_F16_MAX_ROWS)
+	if (l->i8.packed) /* compute type int8 */
+		eng_par_linear_i8(p, rows, x, &l->i8, l->b, y);
+	else if (l->w16 && rows <= EW_F16_MAX_ROWS)
 		eng_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
 	else
 		eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
@@ -345,7 +347,9 @@ static void ew_logits(const struct eng_whisper *w, struct dev_pool *p, const flo
 	const struct eng_whisper_hp *hp = &w->hp;
 	size_t d = (size_t)hp->d_model;
 	kn_ops()->layer_norm(row, w->dec_ln.gamma, w->dec_ln.beta, tmp, d, EW_LN_EPS);
-	if (w->tok_emb16)
+	if (w->tok_emb_i8.packed)
+		eng_par_linear_i8(p, 1, tmp, &w->tok_emb_i8, NULL, logits);
+	else if (w->tok_emb16)
 		eng_par_linear_f16(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb16, NULL, logits);
 	else
 		eng_par_linear(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
@@ -387,7 +391,9 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 static void ew_step_linear(struct dev_pool *p, const struct ew_linear *l, const float *x,
 			   float *y, size_t rows)
 {
-	if (l->w16)
+	if (l->i8.packed) /* compute type int8 */
+		eng_par_linear_i8(p, rows, x, &l->i8, l->b, y);
+	else if (l->w16)
 		eng_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
 	else
 		eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
@@ -468,7 +474,9 @@ static int ew_step_logits(const struct eng_whisper *w, struct dev_pool *p,
 					     s->h + k * d, d, EW_LN_EPS);
 			dst[k++] = out;
 		}
-	if (w->tok_emb16)
+	if (w->tok_emb_i8.packed)
+		eng_par_linear_i8(p, k, s->h, &w->tok_emb_i8, NULL, logits);
+	else if (w->tok_emb16)
 		eng_par_linear_f16(p, k, nv, d, s->h, w->tok_emb16, NULL, logits);
 	else
 		eng_par_linear(p, k, nv, d, s->h, w->tok_emb, NULL, logits);

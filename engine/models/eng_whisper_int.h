@@ -4,13 +4,17 @@
 #define ENG_WHISPER_INT_H
 
 #include "engine/models/eng_whisper.h"
+#include "kernels/kn_i8.h"
 
 /* nn.Linear: w [n_out, n_in] row-major, b [n_out] (NULL: no bias).
  * Decoder weights stored as float16 also keep those bits in w16, which a
- * decode step (one row) reads at half the bandwidth (kn gemv_f16). */
+ * decode step (one row) reads at half the bandwidth (kn gemv_f16).
+ * Compute type int8: i8 holds the packed int8 weights (kn_i8.h) and w,
+ * w16 are NULL; otherwise i8.packed is NULL. */
 struct ew_linear {
 	float *w;
 	uint16_t *w16; /* [n_out, n_in] binary16, or NULL */
+	struct kn_i8w i8;
 	float *b;
 	int n_out, n_in;
 };
@@ -47,6 +51,8 @@ struct eng_whisper {
 	struct ew_norm enc_ln;
 	float *tok_emb;                /* [n_vocab, d], also the output projection */
 	uint16_t *tok_emb16;           /* the same as binary16 when stored so, or NULL */
+	struct kn_i8w tok_emb_i8;      /* compute type int8: the projection in int8, else
+					* packed NULL (tok_emb16 is then NULL too) */
 	float *dec_pos;                /* [n_text_ctx, d] */
 	struct ew_dec_layer *dec;      /* [dec_layers] */
 	struct ew_norm dec_ln;

@@ -1,5 +1,6 @@
 /* eng_whisper_load.c - Whisper weights from a CTranslate2 WhisperSpec,
- * converted to float32 once at load.
+ * converted to float32 once at load, or with compute type int8 the
+ * linears quantized to int8 per output row (kn_i8.h).
  *
  * Variable names follow CTranslate2's WhisperSpec (python/ctranslate2/
  * specs/whisper_spec.py): encoder/conv1, encoder/conv2,
@@ -20,14 +21,17 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/format/eng_ct2.h"
+#include "engine/models/eng_par.h"
 #include "engine/models/eng_whisper_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_half.h"
+#include "kernels/kn_i8.h"
 
 /* Load-time context: the reader, the model, and the first error. */
 struct ew_ld {
 	const struct eng_ct2 *ct2;
 	struct eng_whisper *w;
+	bool int8;   /* compute type int8: linears as kn_i8w, no float copies */
 	int rc;      /* 0, or the first failure: later steps do nothing */
 	char *err;   /* the first failure's "NAME: what" */
 	size_t errlen;
@@ -58,6 +62,18 @@ static void *ew_track(struct eng_whisper *w, size_t bytes)
 	return p;
 }
 
+/* Free p, an ew_track'ed block of `bytes` (a float copy int8 replaced). */
+static void ew_untrack(struct eng_whisper *w, void *p, size_t bytes)
+{
+	for (size_t i = w->n_allocs; i-- > 0;)
+		if (w->allocs[i] == p) {
+			w->allocs[i] = w->allocs[--w->n_allocs];
+			w->weight_bytes -= bytes;
+			mem_free(p);
+			return;
+		}
+}
+
 /* The variable's binary16 bits when it is stored as float16 (a lossless
  * copy for kn gemv_f16), else NULL. Only running out of memory fails. */
 static void ew_half(struct ew_ld *ld, const char *name, uint16_t **out)
@@ -74,6 +90,53 @@ static void ew_half(struct ew_ld *ld, const char *name, uint16_t **out)
 		return;
 	}
 	memcpy(*out, v->data, v->size_bytes); /* the map is unaligned */
+}
+
+/* The per-row scales of an int8 variable NAME: CTranslate2 stores
+ * "NAME_scale" (python/ctranslate2/specs/model_spec.py: weight_scale =
+ * 127 / amax of each row, 127 for an all-zero row; the codes are
+ * rint(w * scale)), float32 or float16. scale[0..rows) = 1 / that (what
+ * one code is worth), the kn_i8.h convention. */
+static void ew_i8_scales(struct ew_ld *ld, const char *name, size_t rows, float *scale)
+{
+	char sname[272];
+	snprintf(sname, sizeof(sname), "%s_scale", name);
+	const struct eng_ct2_var *s = eng_ct2_var_find(ld->ct2, sname);
+	if (!s || s->n_elems != rows ||
+	    (s->dtype != ENG_CT2_DTYPE_FLOAT32 && s->dtype != ENG_CT2_DTYPE_FLOAT16)) {
+		ew_fail(ld, -ST_CORRUPT, sname, "missing, or not one float per row of the int8 weight");
+		return;
+	}
+	for (size_t r = 0; r < rows; r++) {
+		float f;
+		if (s->dtype == ENG_CT2_DTYPE_FLOAT32) {
+			memcpy(&f, (const char *)s->data + 4 * r, sizeof(f));
+		} else {
+			uint16_t h;
+			memcpy(&h, (const char *)s->data + 2 * r, sizeof(h));
+			kn_ops()->f16_to_f32(&h, &f, 1);
+		}
+		scale[r] = f > 0.0f ? 1.0f / f : 0.0f;
+	}
+}
+
+/* p[r, k] = q[r, k] / weight_scale[r]: an int8-stored [rows, cols]
+ * variable back in float32 (compute type float32). */
+static void ew_dequant_i8(struct ew_ld *ld, const struct eng_ct2_var *v, const char *name,
+			  float *p)
+{
+	size_t rows = v->dims[0], cols = v->dims[1];
+	float *scale = mem_alloc(rows * sizeof(float));
+	if (!scale) {
+		ew_fail(ld, -ST_NOMEM, name, "out of memory");
+		return;
+	}
+	ew_i8_scales(ld, name, rows, scale);
+	const int8_t *q = v->data;
+	for (size_t r = 0; !ld->rc && r < rows; r++)
+		for (size_t k = 0; k < cols; k++)
+			p[r * cols + k] = (float)q[r * cols + k] * scale[r];
+	mem_free(scale);
 }
 
 /* Convert the variable to float32; want_dims[0..rank) must match (0 =
@@ -115,10 +178,14 @@ static void ew_tensor(struct ew_ld *ld, const char *name, int rank, const int *w
 		const uint8_t *b = v->data;
 		for (uint64_t i = 0; i < v->n_elems; i++)
 			p[i] = kn_bf16_to_f32((uint16_t)(b[2 * i] | (b[2 * i + 1] << 8)));
+	} else if (v->dtype == ENG_CT2_DTYPE_INT8 && rank == 2) {
+		ew_dequant_i8(ld, v, name, p);
+		if (ld->rc)
+			return;
 	} else {
 		ew_fail(ld, -ST_UNSUPPORTED, name,
-			"quantized (int8/int16) CTranslate2 weights are not supported yet; "
-			"convert with --quantization float16 or float32");
+			"int16 CTranslate2 weights are not supported; convert with "
+			"--quantization int8, float16 or float32");
 		return;
 	}
 	*out = p;
@@ -149,18 +216,73 @@ static void ew_scalar(struct ew_ld *ld, const char *name, long *out)
 	}
 }
 
+/* Stored int8 NAME [N, K] (CTranslate2 int8*): its codes packed as they
+ * are, its weight_scale inverted. */
+static void ew_i8_stored(struct ew_ld *ld, const struct eng_ct2_var *v, const char *name,
+			 struct kn_i8w *q)
+{
+	if (v->rank != 2 || v->dims[0] != q->N || v->dims[1] != q->K) {
+		ew_fail(ld, -ST_CORRUPT, name, "shape disagrees with the model");
+		return;
+	}
+	memset((float *)q->scale, 0, kn_i8_npad(q->N) * sizeof(float));
+	ew_i8_scales(ld, name, q->N, (float *)q->scale);
+	kn_i8_pack(v->data, q->N, q->K, (int8_t *)q->packed, (int32_t *)q->comp);
+}
+
+/* q = NAME [N, K] as int8 (kn_i8.h): the stored codes when the folder is
+ * int8, else wf (float32, borrowed) or the variable converted to float32
+ * (then freed) quantized per output row. */
+static void ew_linear_i8(struct ew_ld *ld, const char *name, int N, int K, const float *wf,
+			 struct kn_i8w *q)
+{
+	if (ld->rc)
+		return;
+	size_t np = kn_i8_npad((size_t)N), kp = kn_i8_kpad((size_t)K);
+	*q = (struct kn_i8w){ .N = (size_t)N, .K = (size_t)K };
+	if ((size_t)K > ENG_PAR_I8_MAX_K) {
+		ew_fail(ld, -ST_UNSUPPORTED, name, "too wide for the int8 product");
+		return;
+	}
+	int8_t *packed = ew_track(ld->w, np * kp), *row = mem_alloc(kp);
+	float *scale = ew_track(ld->w, np * sizeof(float));
+	int32_t *comp = ew_track(ld->w, np * sizeof(int32_t));
+	if (!packed || !row || !scale || !comp) {
+		mem_free(row);
+		ew_fail(ld, -ST_NOMEM, name, "out of memory");
+		return;
+	}
+	*q = (struct kn_i8w){ packed, scale, comp, (size_t)N, (size_t)K };
+	const struct eng_ct2_var *v = eng_ct2_var_find(ld->ct2, name);
+	float *tmp = NULL;
+	if (v && v->dtype == ENG_CT2_DTYPE_INT8)
+		ew_i8_stored(ld, v, name, q);
+	else if (!wf)
+		ew_tensor(ld, name, 2, (int[]){ N, K }, NULL, &tmp);
+	if (!ld->rc && (!v || v->dtype != ENG_CT2_DTYPE_INT8))
+		kn_i8_quantize_w(wf ? wf : tmp, (size_t)N, (size_t)K, packed, scale, comp, row);
+	if (tmp)
+		ew_untrack(ld->w, tmp, (size_t)N * (size_t)K * sizeof(float));
+	mem_free(row);
+}
+
 static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
 		      struct ew_linear *l)
 {
 	char name[256];
 	int dims[2] = { n_out, n_in };
 	snprintf(name, sizeof(name), "%s/weight", prefix);
-	ew_tensor(ld, name, 2, dims, NULL, &l->w);
+	l->w = NULL;
+	l->w16 = NULL;
+	l->i8 = (struct kn_i8w){ 0 };
+	if (ld->int8)
+		ew_linear_i8(ld, name, n_out, n_in, NULL, &l->i8);
+	else
+		ew_tensor(ld, name, 2, dims, NULL, &l->w);
 	l->n_out = n_out;
 	l->n_in = n_in;
 	l->b = NULL;
-	l->w16 = NULL;
-	if (!strncmp(prefix, "decoder/", 8))
+	if (!ld->int8 && !strncmp(prefix, "decoder/", 8))
 		ew_half(ld, name, &l->w16);
 	if (!bias)
 		return;
@@ -295,7 +417,11 @@ static void ew_load_all(struct ew_ld *ld)
 	const struct eng_whisper_hp *hp = &w->hp;
 	ew_hparams(ld);
 	int d = hp->d_model;
-	ew_half(ld, "decoder/embeddings/weight", &w->tok_emb16);
+	if (ld->int8)
+		ew_linear_i8(ld, "decoder/embeddings/weight", hp->n_vocab, d, w->tok_emb,
+			     &w->tok_emb_i8);
+	else
+		ew_half(ld, "decoder/embeddings/weight", &w->tok_emb16);
 	ew_tensor(ld, "encoder/conv1/bias", 1, (int[]){ d }, NULL, &w->conv1.b);
 	ew_tensor(ld, "encoder/conv2/weight", 3, (int[]){ d, d, 3 }, NULL, &w->conv2.w);
 	ew_tensor(ld, "encoder/conv2/bias", 1, (int[]){ d }, NULL, &w->conv2.b);
@@ -313,10 +439,26 @@ static void ew_load_all(struct ew_ld *ld)
 	ew_norm(ld, "decoder/layer_norm", &w->dec_ln);
 }
 
+/* Whether the folder stores its linears as int8 (CTranslate2 int8*). */
+static bool ew_stored_int8(const struct eng_ct2 *ct2)
+{
+	const struct eng_ct2_var *v =
+		eng_ct2_var_find(ct2, "encoder/layer_0/ffn/linear_0/weight");
+	return v && v->dtype == ENG_CT2_DTYPE_INT8;
+}
+
 int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *err,
 		     size_t errlen)
 {
+	return eng_whisper_load_ct(ct2, ENG_COMPUTE_DEFAULT, out, err, errlen);
+}
+
+int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
+			struct eng_whisper **out, char *err, size_t errlen)
+{
 	*out = NULL;
+	if ((unsigned)ct >= ENG_COMPUTE_COUNT)
+		return st_errf(-ST_INVAL, err, errlen, "unknown compute type %d", (int)ct);
 	if (strcmp(eng_ct2_spec_name(ct2), "WhisperSpec"))
 		return st_errf(-ST_UNSUPPORTED, err, errlen, "not a WhisperSpec model (%s)",
 			       eng_ct2_spec_name(ct2));
@@ -324,7 +466,9 @@ int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *
 	if (!w)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	kn_init(KN_ISA_COUNT);
-	struct ew_ld ld = { .ct2 = ct2, .w = w, .err = err, .errlen = errlen };
+	bool int8 = ct == ENG_COMPUTE_INT8 || ct == ENG_COMPUTE_INT8_FLOAT32 ||
+		    (ct == ENG_COMPUTE_DEFAULT && ew_stored_int8(ct2));
+	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8 = int8, .err = err, .errlen = errlen };
 	ew_load_all(&ld);
 	if (ld.rc) {
 		eng_whisper_destroy(w);

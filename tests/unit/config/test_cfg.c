@@ -302,6 +302,14 @@ static void test_errors_shape(void **state)
 	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
 		     "\"format\": 1}]}",
 		     -ST_INVAL, "models[0].format: expected \"gguf\" or \"ct2\"");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+		     "\"compute_type\": \"int4\"}]}",
+		     -ST_INVAL, "models[0].compute_type: expected \"default\", \"float32\", "
+				"\"int8\" or \"int8_float32\"");
+	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
+		     "\"compute_type\": 8}]}",
+		     -ST_INVAL, "models[0].compute_type: expected \"default\", \"float32\", "
+				"\"int8\" or \"int8_float32\"");
 	expect_error("{\"api_keys\": \"k\", " MIN_MODELS "}", -ST_INVAL,
 		     "api_keys: expected an array of at most 1024 non-empty strings");
 	expect_error("{\"api_keys\": [\"a\", \"\"], " MIN_MODELS "}", -ST_INVAL,
@@ -844,6 +852,7 @@ static void test_help(void **state)
 		"models[].max_num_seqs (integer, default 16, 1..256)",
 		"models[].max_batch_tokens (integer, default 512, 16..65536)",
 		"models[].timeout_ms (integer, default 0, 0..86400000)",
+		"models[].compute_type (string, default \"default\")",
 		/* the replicas doc names all three forms */
 		"N or {\"count\": N}", "[{\"device\": \"cpu:0-3\", \"threads\": 4}",
 		"models given the same cores share them",
@@ -857,12 +866,38 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 26);
+	assert_int_equal(lines, 2 * 27);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_CT2), "ct2");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_COUNT), "unknown");
+}
+
+/* "compute_type": absent is "default"; each faster-whisper name loads. */
+static void test_compute_type(void **state)
+{
+	(void)state;
+	static const char *const names[] = { "default", "float32", "int8", "int8_float32" };
+	struct cfg *cfg;
+	assert_int_equal(load("{" MIN_MODELS "}", &cfg, NULL, 0), 0);
+	assert_int_equal(cfg->models[0].compute_type, CFG_COMPUTE_DEFAULT);
+	cfg_destroy(cfg);
+	for (int i = 0; i < 4; i++) {
+		char text[160];
+		snprintf(text, sizeof(text),
+			 "{\"models\": [{\"name\": \"m\", \"path\": \"p\", \"compute_type\": \"%s\"}]}",
+			 names[i]);
+		assert_int_equal(load(text, &cfg, NULL, 0), 0);
+		assert_int_equal(cfg->models[0].compute_type, i);
+		assert_string_equal(cfg_compute_type_str(cfg->models[0].compute_type), names[i]);
+		assert_int_equal(cfg_compute_type_parse(names[i]), i);
+		cfg_destroy(cfg);
+	}
+	assert_int_equal(cfg_compute_type_parse("INT8"), -1);
+	assert_int_equal(cfg_compute_type_parse("int8_float16"), -1);
+	assert_int_equal(cfg_compute_type_parse(NULL), -1);
+	assert_string_equal(cfg_compute_type_str(CFG_COMPUTE_COUNT), "unknown");
 }
 
 /* limit_value - the loaded value of limits.<key>, via a small name table. */
@@ -1063,9 +1098,9 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
 	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
 	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
-	assert_int_equal(json_object_size(mprops), 10);
-	static const char *const mkeys[] = { "name", "path", "format", "replicas" };
-	for (size_t i = 0; i < 4; i++)
+	assert_int_equal(json_object_size(mprops), 11);
+	static const char *const mkeys[] = { "name", "path", "format", "replicas", "compute_type" };
+	for (size_t i = 0; i < 5; i++)
 		assert_non_null(json_object_get(mprops, mkeys[i]));
 	check_schema_replicas(json_object_get(mprops, "replicas"));
 	/* Every other model key is a scheduling integer: probe it. */
@@ -1073,7 +1108,7 @@ static void test_schema_agrees(void **state)
 	size_t n_ints = 0;
 	json_object_foreach(mprops, key, prop) {
 		bool known = false;
-		for (size_t i = 0; i < 4; i++)
+		for (size_t i = 0; i < 5; i++)
 			known = known || strcmp(key, mkeys[i]) == 0;
 		if (known)
 			continue;
@@ -1181,6 +1216,7 @@ int main(void)
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_help),
 		cmocka_unit_test(test_schema_agrees),
+		cmocka_unit_test(test_compute_type),
 		cmocka_unit_test(test_array_ceilings),
 		cmocka_unit_test(test_alloc_failures),
 	};

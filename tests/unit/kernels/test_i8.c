@@ -1,0 +1,261 @@
+/* tests/unit/kernels/test_i8.c - the int8 products of kernels/kn_i8.h:
+ *   - the quantizer on hand-computed rows (scale = amax / 127, round half
+ *     to even, clamp, an all-zero row), in every variant, pad bytes zero;
+ *   - packing: the reference product equals a plain dot product of the
+ *     unpacked codes (so the layout and the compensation are right);
+ *   - every SIMD variant (AVX2, AVX-VNNI, AVX-512BW, AVX-512 VNNI, where
+ *     the CPU has them) against the reference bit for bit, quantizer and
+ *     product, over odd shapes (tails in M, N and K), column sub-ranges,
+ *     with and without bias, leading dimensions wider than the rows;
+ *   - extreme codes (every x and w at +-127): the AVX2 sign trick must not
+ *     saturate, VNNI's compensation must cancel exactly;
+ *   - the result is the float product within the quantization error.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kn.h"
+#include "kernels/kn_i8.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static float rng_uniform(void) /* splitmix64 -> [-1, 1) */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (float)((double)(z >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+static void check_row(const struct kn_i8_ops *o, const float *x, size_t K, float want_scale,
+		      const int8_t *want)
+{
+	int8_t q[16];
+	float s = -1.0f;
+	memset(q, 0x55, sizeof(q));
+	o->quantize_rows(x, K, 1, K, q, sizeof(q), &s);
+	assert_true(s == want_scale);
+	for (size_t k = 0; k < K; k++) {
+		if (q[k] != want[k])
+			fail_msg("%s: k %zu: %d, want %d", o->name, k, q[k], want[k]);
+	}
+	for (size_t k = K; k < kn_i8_kpad(K); k++)
+		assert_int_equal(q[k], 0);
+}
+
+static void test_quantizer_hand(void **state)
+{
+	(void)state;
+	/* amax 127: scale 1, codes = round half even of x */
+	const float a[7] = { 127.0f, -3.5f, 2.5f, 0.4f, -126.6f, 64.5f, 0.0f };
+	const int8_t qa[7] = { 127, -4, 2, 0, -127, 64, 0 };
+	/* amax 254: scale 2 */
+	const float b[5] = { -254.0f, 1.0f, 3.0f, -127.0f, 200.0f };
+	const int8_t qb[5] = { -127, 0, 2, -64, 100 };
+	const float z[3] = { 0.0f, -0.0f, 0.0f };
+	const int8_t qz[3] = { 0, 0, 0 };
+	for (int kind = 0; kind < KN_I8_COUNT; kind++) {
+		const struct kn_i8_ops *o = kn_i8_ops_for((enum kn_i8_kind)kind);
+		if (!o)
+			continue;
+		check_row(o, a, 7, 1.0f, qa);
+		check_row(o, b, 5, 2.0f, qb);
+		check_row(o, z, 3, 0.0f, qz);
+	}
+	int8_t q[7];
+	float s;
+	kn_i8_quantize_row(a, 7, q, &s);
+	assert_true(s == 1.0f);
+	assert_memory_equal(q, qa, 7);
+}
+
+/* One problem: float x [M, ldx], W [N, K], its packed int8 form. */
+struct prob {
+	size_t M, N, K, ldx, ldq, ldy;
+	float *x, *W, *b, *ws;
+	int8_t *wp, *xq;
+	int32_t *comp;
+	float *xs;
+	struct kn_i8w w;
+};
+
+static void prob_init(struct prob *p, size_t M, size_t N, size_t K, float wval)
+{
+	*p = (struct prob){ .M = M, .N = N, .K = K, .ldx = K + 3, .ldq = kn_i8_kpad(K) + 8,
+			    .ldy = N + 5 };
+	p->x = malloc(M * p->ldx * sizeof(float));
+	p->W = malloc(N * K * sizeof(float));
+	p->b = malloc(N * sizeof(float));
+	p->ws = malloc(kn_i8_npad(N) * sizeof(float));
+	p->comp = malloc(kn_i8_npad(N) * sizeof(int32_t));
+	p->wp = malloc(kn_i8_npad(N) * kn_i8_kpad(K));
+	p->xq = malloc(M * p->ldq);
+	p->xs = malloc(M * sizeof(float));
+	int8_t *scratch = malloc(K);
+	assert_true(p->x && p->W && p->b && p->ws && p->comp && p->wp && p->xq && p->xs && scratch);
+	for (size_t i = 0; i < M * p->ldx; i++)
+		p->x[i] = wval ? (rng_uniform() < 0 ? -wval : wval) : 3.0f * rng_uniform();
+	for (size_t i = 0; i < N * K; i++)
+		p->W[i] = wval ? (rng_uniform() < 0 ? -wval : wval) : 0.1f * rng_uniform();
+	for (size_t i = 0; i < N; i++)
+		p->b[i] = rng_uniform();
+	kn_i8_quantize_w(p->W, N, K, p->wp, p->ws, p->comp, scratch);
+	free(scratch);
+	p->w = (struct kn_i8w){ p->wp, p->ws, p->comp, N, K };
+}
+
+static void prob_fini(struct prob *p)
+{
+	free(p->x);
+	free(p->W);
+	free(p->b);
+	free(p->ws);
+	free(p->comp);
+	free(p->wp);
+	free(p->xq);
+	free(p->xs);
+}
+
+/* The reference against a plain dot product of codes quantized row by
+ * row with kn_i8_quantize_row (no packing involved). */
+static void check_ref_unpacked(struct prob *p, const float *y)
+{
+	int8_t *wq = malloc(p->K), *xq = malloc(p->K);
+	assert_true(wq && xq);
+	for (size_t m = 0; m < p->M; m++) {
+		float xs, ws;
+		kn_i8_quantize_row(p->x + m * p->ldx, p->K, xq, &xs);
+		for (size_t n = 0; n < p->N; n++) {
+			kn_i8_quantize_row(p->W + n * p->K, p->K, wq, &ws);
+			int32_t acc = 0;
+			for (size_t k = 0; k < p->K; k++)
+				acc += (int32_t)xq[k] * wq[k];
+			float want = fmaf((float)acc, xs * ws, p->b[n]);
+			assert_true(y[m * p->ldy + n] == want);
+			/* and close to the float product */
+			double exact = p->b[n], mag = fabs(p->b[n]);
+			for (size_t k = 0; k < p->K; k++) {
+				exact += (double)p->x[m * p->ldx + k] * p->W[n * p->K + k];
+				mag += fabs((double)p->x[m * p->ldx + k] * p->W[n * p->K + k]);
+			}
+			assert_true(fabs(y[m * p->ldy + n] - exact) <= 0.02 * mag + 1e-6);
+		}
+	}
+	free(wq);
+	free(xq);
+}
+
+/* Run variant o on p over columns [n0, n1) with or without bias into y. */
+static void run(const struct kn_i8_ops *o, struct prob *p, size_t n0, size_t n1, bool bias,
+		float *y)
+{
+	o->quantize_rows(p->x, p->ldx, p->M, p->K, p->xq, p->ldq, p->xs);
+	o->gemm(p->M, n0, n1, p->xq, p->ldq, p->xs, &p->w, bias ? p->b : NULL, y, p->ldy);
+}
+
+static void compare_variants(struct prob *p)
+{
+	const struct kn_i8_ops *ref = kn_i8_ops_for(KN_I8_REF);
+	size_t ny = p->M * p->ldy;
+	float *yr = malloc(ny * sizeof(float)), *yv = malloc(ny * sizeof(float));
+	int8_t *xq_ref = malloc(p->M * p->ldq);
+	float *xs_ref = malloc(p->M * sizeof(float));
+	assert_true(yr && yv && xq_ref && xs_ref);
+	for (int bias = 0; bias < 2; bias++) {
+		size_t n0 = bias && p->N > 16 ? 16 : 0; /* a column sub-range too */
+		memset(yr, 0, ny * sizeof(float));
+		run(ref, p, n0, p->N, bias, yr);
+		if (bias && n0 == 0)
+			check_ref_unpacked(p, yr);
+		memcpy(xq_ref, p->xq, p->M * p->ldq);
+		memcpy(xs_ref, p->xs, p->M * sizeof(float));
+		for (int kind = KN_I8_REF + 1; kind < KN_I8_COUNT; kind++) {
+			const struct kn_i8_ops *o = kn_i8_ops_for((enum kn_i8_kind)kind);
+			if (!o)
+				continue;
+			memset(yv, 0, ny * sizeof(float));
+			memset(p->xq, 0x33, p->M * p->ldq);
+			run(o, p, n0, p->N, bias, yv);
+			for (size_t m = 0; m < p->M; m++) {
+				assert_true(p->xs[m] == xs_ref[m]);
+				assert_memory_equal(p->xq + m * p->ldq, xq_ref + m * p->ldq,
+						    kn_i8_kpad(p->K));
+			}
+			/* bit for bit, and nothing outside [n0, N) of each row written */
+			if (memcmp(yr, yv, ny * sizeof(float)))
+				fail_msg("%s: M %zu N %zu K %zu bias %d differs from ref", o->name,
+					 p->M, p->N, p->K, bias);
+		}
+	}
+	free(yr);
+	free(yv);
+	free(xq_ref);
+	free(xs_ref);
+}
+
+static void test_variants_vs_ref(void **state)
+{
+	(void)state;
+	static const size_t Ms[] = { 1, 2, 3, 4, 5, 9 };
+	static const size_t Ns[] = { 1, 7, 16, 17, 33, 64, 65, 100 };
+	static const size_t Ks[] = { 1, 3, 4, 5, 31, 64, 67, 384 };
+	for (size_t i = 0; i < sizeof(Ms) / sizeof(Ms[0]); i++)
+		for (size_t j = 0; j < sizeof(Ns) / sizeof(Ns[0]); j++)
+			for (size_t k = 0; k < sizeof(Ks) / sizeof(Ks[0]); k++) {
+				struct prob p;
+				prob_init(&p, Ms[i], Ns[j], Ks[k], 0.0f);
+				compare_variants(&p);
+				prob_fini(&p);
+			}
+}
+
+/* Every code +-127: the largest int16 pair sums the AVX2 path forms. */
+static void test_extreme_codes(void **state)
+{
+	(void)state;
+	struct prob p;
+	prob_init(&p, 5, 70, 1539, 0.75f);
+	compare_variants(&p);
+	prob_fini(&p);
+}
+
+static void test_dispatch(void **state)
+{
+	(void)state;
+	const struct kn_i8_ops *o = kn_i8_ops();
+	assert_non_null(o);
+	printf("# int8 product: %s\n", o->name);
+	kn_init(KN_ISA_REF);
+	assert_int_equal(kn_i8_ops()->kind, KN_I8_REF);
+	if (kn_ops_for(KN_ISA_AVX2)) {
+		kn_init(KN_ISA_AVX2);
+		enum kn_i8_kind k = kn_i8_ops()->kind;
+		assert_true(k == KN_I8_AVX2 || k == KN_I8_AVXVNNI);
+	}
+	kn_init(KN_ISA_COUNT);
+}
+
+int main(void)
+{
+	kn_init(KN_ISA_COUNT);
+	for (int kind = 0; kind < KN_I8_COUNT; kind++) {
+		const struct kn_i8_ops *o = kn_i8_ops_for((enum kn_i8_kind)kind);
+		printf("# variant %d: %s\n", kind, o ? o->name : "(not on this CPU)");
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_quantizer_hand),
+		cmocka_unit_test(test_variants_vs_ref),
+		cmocka_unit_test(test_extreme_codes),
+		cmocka_unit_test(test_dispatch),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
