@@ -2,7 +2,7 @@
  *   inferd inspect MODEL                      metadata and tensor table
  *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
  *                     [--timestamps] [--beam-size N] [--language L]
- *                     [--compute-type default|float32|int8|int8_float32] [--batched] FILE...
+ *                     [--compute-type T] [--batched] FILE...
  * transcribe prints each file's transcript on stdout and a timing line per
  * file on stderr (audio seconds, wall seconds, real-time factor): what
  * bench/transcribe-vs-peers times.
@@ -51,7 +51,7 @@ static int tx_usage(void)
 	fprintf(stderr, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
 			"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 			"                         [--prompt TEXT] [--temperature T]\n"
-			"                         [--compute-type default|float32|int8|int8_float32] [--batched] FILE...\n");
+			"                         [--compute-type T] [--batched] FILE...\n");
 	return 2;
 }
 
@@ -83,8 +83,8 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			a->params.beam_size = (int)strtol(v, NULL, 10);
 		else if (!strcmp(o, "--compute-type")) {
 			if ((a->compute_type = cfg_compute_type_parse(v)) < 0) {
-				fprintf(stderr, "inferd: --compute-type: expected default, float32, int8 "
-						"or int8_float32, not '%s'\n", v);
+				fprintf(stderr, "inferd: --compute-type: expected default, float32, int8, "
+						"int8_float32, bfloat16 or int8_bfloat16, not '%s'\n", v);
 				return tx_usage();
 			}
 		} else if (!strcmp(o, "--language"))

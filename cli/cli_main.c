@@ -24,6 +24,8 @@ _Static_assert((int)CFG_COMPUTE_DEFAULT == (int)ENG_COMPUTE_DEFAULT &&
 		       (int)CFG_COMPUTE_FLOAT32 == (int)ENG_COMPUTE_FLOAT32 &&
 		       (int)CFG_COMPUTE_INT8 == (int)ENG_COMPUTE_INT8 &&
 		       (int)CFG_COMPUTE_INT8_FLOAT32 == (int)ENG_COMPUTE_INT8_FLOAT32 &&
+		       (int)CFG_COMPUTE_BFLOAT16 == (int)ENG_COMPUTE_BFLOAT16 &&
+		       (int)CFG_COMPUTE_INT8_BFLOAT16 == (int)ENG_COMPUTE_INT8_BFLOAT16 &&
 		       (int)CFG_COMPUTE_COUNT == (int)ENG_COMPUTE_COUNT,
 	       "enum cfg_compute_type and enum eng_compute_type agree");
 

@@ -34,6 +34,8 @@ enum cfg_compute_type {
 	CFG_COMPUTE_FLOAT32,
 	CFG_COMPUTE_INT8,
 	CFG_COMPUTE_INT8_FLOAT32,
+	CFG_COMPUTE_BFLOAT16,
+	CFG_COMPUTE_INT8_BFLOAT16,
 	CFG_COMPUTE_COUNT
 };
 
@@ -114,7 +116,8 @@ void cfg_help_print(FILE *out);
 /* cfg_model_format_str - "auto", "gguf" or "ct2". */
 const char *cfg_model_format_str(enum cfg_model_format f);
 
-/* cfg_compute_type_str - "default", "float32", "int8", "int8_float32"
+/* cfg_compute_type_str - "default", "float32", "int8", "int8_float32",
+ * "bfloat16", "int8_bfloat16"
  * ("unknown" out of range). cfg_compute_type_parse - the value s names,
  * or -1 for any other string (NULL too); what the config knob and
  * `inferd transcribe --compute-type` accept. */

@@ -275,6 +275,8 @@ static const char *const cfg_compute_names[] = {
 	[CFG_COMPUTE_FLOAT32] = "float32",
 	[CFG_COMPUTE_INT8] = "int8",
 	[CFG_COMPUTE_INT8_FLOAT32] = "int8_float32",
+	[CFG_COMPUTE_BFLOAT16] = "bfloat16",
+	[CFG_COMPUTE_INT8_BFLOAT16] = "int8_bfloat16",
 };
 static_assert(CFG_N(cfg_compute_names) == CFG_COMPUTE_COUNT,
 	      "cfg_compute_names must name every compute type");

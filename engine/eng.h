@@ -40,13 +40,20 @@ enum eng_task {
  *   FLOAT32: float32 products (int8 weights are dequantized at load);
  *   INT8, INT8_FLOAT32: int8 weights (quantized per output row at load
  *            unless stored so) and per-row dynamically quantized
- *            activations for the Whisper linears; everything else float32.
+ *            activations for the Whisper linears; everything else float32;
+ *   BFLOAT16: the encoder's products and attention and the decoder's
+ *            cross-attention keys/values in bfloat16 on Intel AMX
+ *            (kernels/kn_bf16.h; refused where the CPU lacks it), the
+ *            decoder's other products as DEFAULT;
+ *   INT8_BFLOAT16: the encoder as BFLOAT16, the decoder's products as INT8.
  * Transcription (CT2) models only; a GGUF model refuses INT8. */
 enum eng_compute_type {
 	ENG_COMPUTE_DEFAULT = 0,
 	ENG_COMPUTE_FLOAT32,
 	ENG_COMPUTE_INT8,
 	ENG_COMPUTE_INT8_FLOAT32,
+	ENG_COMPUTE_BFLOAT16,
+	ENG_COMPUTE_INT8_BFLOAT16,
 	ENG_COMPUTE_COUNT
 };
 

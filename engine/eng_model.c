@@ -25,9 +25,9 @@
 
 static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 {
-	if (m->compute_type == ENG_COMPUTE_INT8 || m->compute_type == ENG_COMPUTE_INT8_FLOAT32)
+	if (m->compute_type != ENG_COMPUTE_DEFAULT && m->compute_type != ENG_COMPUTE_FLOAT32)
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
-			       "%s: compute_type int8 applies to CTranslate2 Whisper models only "
+			       "%s: compute_type int8 or bfloat16 applies to CTranslate2 Whisper models only "
 			       "(a GGUF model runs its own block types)",
 			       m->path);
 	const char *arch;

@@ -14,6 +14,7 @@
 
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_bf16_int.h"
+#include "kernels/kn_half.h"
 
 #define KN_ARCH_REQ_XCOMP_PERM 0x1023
 #define KN_XFEATURE_XTILEDATA  18
@@ -39,16 +40,6 @@ bool kn_bf16_ok(void)
 	return kn_amx;
 }
 
-uint16_t kn_bf16_round(float x)
-{
-	uint32_t u;
-	memcpy(&u, &x, sizeof(u));
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40u); /* NaN: keep it quiet */
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
 size_t kn_bf16_packed_len(size_t N, size_t K)
 {
 	size_t nb = (N + KN__BF16_NB - 1) / KN__BF16_NB, kb = (K + KN__BF16_KB - 1) / KN__BF16_KB;
@@ -69,7 +60,7 @@ static void kn_bf16_pack_strided(const float *src, size_t sn, size_t sk, size_t 
 						size_t n = i * KN__BF16_NB + c;
 						size_t k = j * KN__BF16_KB + 2 * pair + e;
 						blk[pair * 32 + c * 2 + e] =
-							n < N && k < K ? kn_bf16_round(src[n * sn + k * sk]) : 0;
+							n < N && k < K ? kn_f32_to_bf16(src[n * sn + k * sk]) : 0;
 					}
 		}
 }

@@ -5,6 +5,7 @@
  * bfloat16 to nearest-even. W is packed once (kn_bf16_pack) into the tile
  * layout the kernel reads: 16 columns by 32 k-values per 1 KB block, the
  * k-values in pairs (the VNNI order), zero-padded to N % 16 = K % 32 = 0.
+ * Rounding is kn_half.h's kn_f32_to_bf16.
  *
  * Runs where the CPU has AMX-TILE and AMX-BF16 and Linux grants the tile
  * state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here): kn_bf16_ok()
@@ -48,9 +49,5 @@ size_t kn_bf16_scratch_len(size_t K);
 void kn_bf16_linear(size_t M, size_t N, size_t K, const float *x, size_t ldx,
 		    const uint16_t *Wp, const float *bias, float *y, size_t ldy,
 		    uint16_t *scratch);
-
-/* kn_bf16_round - x rounded to the nearest bfloat16 (ties to even), as
- * the products read it; the bits of that bfloat16. NaN stays NaN. */
-uint16_t kn_bf16_round(float x);
 
 #endif /* KN_BF16_H */

@@ -131,6 +131,9 @@ static void ew_layer_norm_rows(struct dev_pool *p, const struct ew_norm *n, cons
 static void ew_linear_apply(struct dev_pool *p, const struct ew_linear *l, const float *x,
 			    float *y, size_t rows)
 {
+	if (l->wbf && rows > EW_F16_MAX_ROWS &&
+	    !eng_par_linear_bf16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->wbf, l->b, y))
+		return; /* compute type bfloat16 (out of memory: float32 below) */
 	if (l->i8.packed) /* compute type int8 */
 		eng_par_linear_i8(p, rows, x, &l->i8, l->b, y);
 	else if (l->w16 && rows <= EW_F16_MAX_ROWS)
@@ -151,6 +154,19 @@ static void ew_mlp(struct dev_pool *p, const struct ew_norm *ln, const struct ew
 }
 
 /* --- encoder ------------------------------------------------------------ */
+
+/* Self-attention of one window's A rows: qkv [A, 3d] -> out [A, d]. */
+static void ew_encoder_attention(const struct eng_whisper *w, struct dev_pool *p, size_t A,
+				 const float *qkv, float *out, float *scratch)
+{
+	size_t d = (size_t)w->hp.d_model, H = (size_t)w->hp.n_heads;
+	if (w->bf16)
+		eng_par_attention_bf16(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d,
+				       3 * d, out, d, scratch);
+	else
+		eng_par_attention(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d,
+				  out, d, false, 0, scratch);
+}
 
 static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc *e,
 			     struct dev_pool *p, const float *mel, size_t stride, size_t frame0,
@@ -176,11 +192,10 @@ static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_la
 			     struct eng_whisper_enc *e, struct dev_pool *p)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
 	ew_layer_norm_rows(p, &l->ln_attn, e->x, e->attn, A, d);
 	ew_linear_apply(p, &l->qkv, e->attn, e->h, A);
-	eng_par_attention(p, A, A, H, d / H, e->h, 3 * d, e->h + d, 3 * d, e->h + 2 * d, 3 * d,
-			  e->attn, d, false, 0, e->scratch);
+	ew_encoder_attention(w, p, A, e->h, e->attn, e->scratch);
 	ew_linear_apply(p, &l->out, e->attn, e->conv1, A); /* conv1 is free now: [A, d] temp */
 	eng_par_add(p, e->x, e->conv1, A * d);
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
@@ -218,7 +233,7 @@ static void ew_encoder_stacked(const struct eng_whisper *w, struct dev_pool *p,
 			       float *U, size_t n)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model, H_ = (size_t)hp->n_heads;
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
 	size_t rows = n * A;
 	for (int i = 0; i < hp->enc_layers; i++) {
 		const struct ew_enc_layer *l = &w->enc[i];
@@ -226,8 +241,7 @@ static void ew_encoder_stacked(const struct eng_whisper *w, struct dev_pool *p,
 		ew_linear_apply(p, &l->qkv, T, H, rows);
 		for (size_t b = 0; b < n; b++) {
 			const float *h = H + b * A * 3 * d;
-			eng_par_attention(p, A, A, H_, d / H_, h, 3 * d, h + d, 3 * d, h + 2 * d, 3 * d,
-					  T + b * A * d, d, false, 0, e0->scratch);
+			ew_encoder_attention(w, p, A, h, T + b * A * d, e0->scratch);
 		}
 		ew_linear_apply(p, &l->out, T, U, rows);
 		eng_par_add(p, X, U, rows * d);

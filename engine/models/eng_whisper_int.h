@@ -14,6 +14,7 @@
 struct ew_linear {
 	float *w;
 	uint16_t *w16; /* [n_out, n_in] binary16, or NULL */
+	uint16_t *wbf; /* compute type bfloat16: w packed by kn_bf16_pack, or NULL */
 	struct kn_i8w i8;
 	float *b;
 	int n_out, n_in;
@@ -56,6 +57,7 @@ struct eng_whisper {
 	float *dec_pos;                /* [n_text_ctx, d] */
 	struct ew_dec_layer *dec;      /* [dec_layers] */
 	struct ew_norm dec_ln;
+	bool bf16;                     /* encoder attention in bfloat16 (kn_attention_bf16) */
 	void **allocs;                 /* every weight array above, for destroy */
 	size_t n_allocs, cap_allocs;
 	size_t weight_bytes;

@@ -24,6 +24,7 @@
 #include "engine/models/eng_par.h"
 #include "engine/models/eng_whisper_int.h"
 #include "kernels/kn.h"
+#include "kernels/kn_bf16.h"
 #include "kernels/kn_half.h"
 #include "kernels/kn_i8.h"
 
@@ -31,7 +32,8 @@
 struct ew_ld {
 	const struct eng_ct2 *ct2;
 	struct eng_whisper *w;
-	bool int8;   /* compute type int8: linears as kn_i8w, no float copies */
+	bool int8_enc, int8_dec; /* int8 linears (kn_i8w, no float copies) there */
+	bool bf16;   /* encoder products and cross-attention K/V in bfloat16 */
 	int rc;      /* 0, or the first failure: later steps do nothing */
 	char *err;   /* the first failure's "NAME: what" */
 	size_t errlen;
@@ -266,6 +268,20 @@ static void ew_linear_i8(struct ew_ld *ld, const char *name, int N, int K, const
 	mem_free(row);
 }
 
+/* l's float32 weights packed for the bfloat16 products (kn_bf16.h). */
+static void ew_pack_bf16(struct ew_ld *ld, const char *name, struct ew_linear *l)
+{
+	if (ld->rc)
+		return;
+	size_t n = kn_bf16_packed_len((size_t)l->n_out, (size_t)l->n_in);
+	l->wbf = ew_track(ld->w, n * sizeof(uint16_t));
+	if (!l->wbf) {
+		ew_fail(ld, -ST_NOMEM, name, "out of memory");
+		return;
+	}
+	kn_bf16_pack(l->w, (size_t)l->n_out, (size_t)l->n_in, l->wbf);
+}
+
 static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
 		      struct ew_linear *l)
 {
@@ -274,15 +290,23 @@ static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in,
 	snprintf(name, sizeof(name), "%s/weight", prefix);
 	l->w = NULL;
 	l->w16 = NULL;
+	l->wbf = NULL;
 	l->i8 = (struct kn_i8w){ 0 };
-	if (ld->int8)
+	bool enc = !strncmp(prefix, "encoder/", 8);
+	size_t pl = strlen(prefix), sl = strlen("/attention/linear_1");
+	bool cross_kv = pl > sl && !strcmp(prefix + pl - sl, "/attention/linear_1");
+	bool bf16 = ld->bf16 && (enc || cross_kv); /* the products over encoder rows */
+	bool int8 = !bf16 && (enc ? ld->int8_enc : ld->int8_dec);
+	if (int8)
 		ew_linear_i8(ld, name, n_out, n_in, NULL, &l->i8);
 	else
 		ew_tensor(ld, name, 2, dims, NULL, &l->w);
 	l->n_out = n_out;
 	l->n_in = n_in;
 	l->b = NULL;
-	if (!ld->int8 && !strncmp(prefix, "decoder/", 8))
+	if (bf16)
+		ew_pack_bf16(ld, name, l);
+	if (!int8 && !enc)
 		ew_half(ld, name, &l->w16);
 	if (!bias)
 		return;
@@ -417,7 +441,7 @@ static void ew_load_all(struct ew_ld *ld)
 	const struct eng_whisper_hp *hp = &w->hp;
 	ew_hparams(ld);
 	int d = hp->d_model;
-	if (ld->int8)
+	if (ld->int8_dec)
 		ew_linear_i8(ld, "decoder/embeddings/weight", hp->n_vocab, d, w->tok_emb,
 			     &w->tok_emb_i8);
 	else
@@ -468,7 +492,18 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 	kn_init(KN_ISA_COUNT);
 	bool int8 = ct == ENG_COMPUTE_INT8 || ct == ENG_COMPUTE_INT8_FLOAT32 ||
 		    (ct == ENG_COMPUTE_DEFAULT && ew_stored_int8(ct2));
-	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8 = int8, .err = err, .errlen = errlen };
+	bool bf16 = ct == ENG_COMPUTE_BFLOAT16 || ct == ENG_COMPUTE_INT8_BFLOAT16;
+	if (bf16 && !kn_bf16_ok()) {
+		mem_free(w);
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "compute type bfloat16 needs a CPU with AMX-BF16 (Intel Sapphire "
+			       "Rapids or later) and a kernel granting its tile state; use int8 or "
+			       "float32 here");
+	}
+	w->bf16 = bf16;
+	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8_enc = int8, .bf16 = bf16,
+			    .int8_dec = int8 || ct == ENG_COMPUTE_INT8_BFLOAT16, .err = err,
+			    .errlen = errlen };
 	ew_load_all(&ld);
 	if (ld.rc) {
 		eng_whisper_destroy(w);

@@ -6,6 +6,7 @@
 
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_bf16_int.h"
+#include "kernels/kn_half.h"
 
 static double kn_bf16_value(uint16_t h)
 {
@@ -22,7 +23,7 @@ void kn__bf16_linear_ref(size_t M, size_t N, size_t K, const float *x, size_t ld
 		for (size_t n = 0; n < N; n++) {
 			double acc = 0;
 			for (size_t k = 0; k < K; k++)
-				acc += kn_bf16_value(kn_bf16_round(x[m * ldx + k])) *
+				acc += kn_bf16_value(kn_f32_to_bf16(x[m * ldx + k])) *
 				       kn_bf16_value(kn__bf16_packed_at(Wp, K, n, k));
 			y[m * ldy + n] = (float)acc + (bias ? bias[n] : 0.0f);
 		}

@@ -1,5 +1,5 @@
 /* tests/unit/kernels/test_bf16.c - the bfloat16 product (kn_bf16.h):
- *   - kn_bf16_round against hand-worked bit patterns (ties to even,
+ *   - kn_f32_to_bf16 (kn_half.h, the rounding the products use) against hand-worked bit patterns (ties to even,
  *     carries into the exponent, signs, infinity, NaN);
  *   - packing: every (n, k) of W lands where kn__bf16_packed_at reads it,
  *     the padding is zero;
@@ -31,6 +31,7 @@
 #include "kernels/kn_attn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_bf16_int.h"
+#include "kernels/kn_half.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -58,21 +59,21 @@ static double bf16_value(uint16_t h)
 static void test_round(void **state)
 {
 	(void)state;
-	assert_int_equal(kn_bf16_round(1.0f), 0x3f80);
-	assert_int_equal(kn_bf16_round(-2.0f), 0xc000);
-	assert_int_equal(kn_bf16_round(0.0f), 0x0000);
+	assert_int_equal(kn_f32_to_bf16(1.0f), 0x3f80);
+	assert_int_equal(kn_f32_to_bf16(-2.0f), 0xc000);
+	assert_int_equal(kn_f32_to_bf16(0.0f), 0x0000);
 	/* 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1) */
-	assert_int_equal(kn_bf16_round(from_bits(0x3f808000u)), 0x3f80);
+	assert_int_equal(kn_f32_to_bf16(from_bits(0x3f808000u)), 0x3f80);
 	/* 1 + 3 * 2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6: up */
-	assert_int_equal(kn_bf16_round(from_bits(0x3f818000u)), 0x3f82);
+	assert_int_equal(kn_f32_to_bf16(from_bits(0x3f818000u)), 0x3f82);
 	/* just above halfway rounds up, just below down */
-	assert_int_equal(kn_bf16_round(from_bits(0x3f808001u)), 0x3f81);
-	assert_int_equal(kn_bf16_round(from_bits(0x3f807fffu)), 0x3f80);
+	assert_int_equal(kn_f32_to_bf16(from_bits(0x3f808001u)), 0x3f81);
+	assert_int_equal(kn_f32_to_bf16(from_bits(0x3f807fffu)), 0x3f80);
 	/* the largest mantissa carries into the exponent: 2 - 2^-23 -> 2 */
-	assert_int_equal(kn_bf16_round(from_bits(0x3fffffffu)), 0x4000);
-	assert_int_equal(kn_bf16_round(INFINITY), 0x7f80);
-	assert_int_equal(kn_bf16_round(-INFINITY), 0xff80);
-	uint16_t nan = kn_bf16_round(NAN);
+	assert_int_equal(kn_f32_to_bf16(from_bits(0x3fffffffu)), 0x4000);
+	assert_int_equal(kn_f32_to_bf16(INFINITY), 0x7f80);
+	assert_int_equal(kn_f32_to_bf16(-INFINITY), 0xff80);
+	uint16_t nan = kn_f32_to_bf16(NAN);
 	assert_true((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0);
 }
 
@@ -94,7 +95,7 @@ static void test_pack(void **state)
 	assert_int_equal(nonzero, N * K); /* the padding is zero */
 	for (size_t n = 0; n < N; n++)
 		for (size_t k = 0; k < K; k++)
-			assert_int_equal(kn__bf16_packed_at(p, K, n, k), kn_bf16_round(W[n * K + k]));
+			assert_int_equal(kn__bf16_packed_at(p, K, n, k), kn_f32_to_bf16(W[n * K + k]));
 	free(W);
 	free(p);
 }
@@ -138,8 +139,8 @@ static double abs_sum(const struct prob *p, size_t m, size_t n)
 {
 	double s = 0;
 	for (size_t k = 0; k < p->K; k++)
-		s += fabs(bf16_value(kn_bf16_round(p->x[m * p->ldx + k])) *
-			  bf16_value(kn_bf16_round(p->W[n * p->K + k])));
+		s += fabs(bf16_value(kn_f32_to_bf16(p->x[m * p->ldx + k])) *
+			  bf16_value(kn_f32_to_bf16(p->W[n * p->K + k])));
 	return s;
 }
 
@@ -154,8 +155,8 @@ static void test_reference(void **state)
 		for (size_t n = 0; n < p.N; n++) {
 			double want = 0;
 			for (size_t k = 0; k < p.K; k++)
-				want += bf16_value(kn_bf16_round(p.x[m * p.ldx + k])) *
-					bf16_value(kn_bf16_round(p.W[n * p.K + k]));
+				want += bf16_value(kn_f32_to_bf16(p.x[m * p.ldx + k])) *
+					bf16_value(kn_f32_to_bf16(p.W[n * p.K + k]));
 			want += p.bias[n];
 			assert_true(fabs(y[m * p.ldy + n] - want) <= 1e-6 * (1 + abs_sum(&p, m, n)));
 		}
