@@ -1,4 +1,6 @@
-/* kn_blas.h - matrix products through OpenBLAS (cblas), row-major.
+/* kn_blas.h - matrix products, row-major: our AVX2 / AVX-512 kernels
+ * (kn__sgemm in kn_int.h) for two or more rows when kn_init chose that
+ * ISA's table, OpenBLAS (cblas) otherwise and for one row.
  *
  * C[M,N] = alpha * A[M,K] * op(B) + beta * C, with op(B) = B[K,N] (trans_b
  * false) or B[N,K]^T (trans_b true, the layout of nn.Linear weights
