@@ -21,6 +21,13 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 void kn_linear(size_t M, size_t N, size_t K, const float *x, const float *W,
 	       const float *bias, float *y);
 
+/* kn_blas_core - the kernel set OpenBLAS chose for this CPU when it was
+ * loaded (openblas_get_corename: "Haswell", "Zen", "SkylakeX", ...;
+ * "Prescott", its SSE3 fallback, for a CPU it does not know; the
+ * OPENBLAS_CORETYPE environment variable overrides). Borrowed static
+ * string. Thread: any. */
+const char *kn_blas_core(void);
+
 /* kn_blas_set_threads - OpenBLAS threads for calls from now on. */
 void kn_blas_set_threads(int n);
 

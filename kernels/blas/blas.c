@@ -109,6 +109,11 @@ void kn_linear(size_t M, size_t N, size_t K, const float *x, const float *W, con
 	kn_gemm(true, M, N, K, 1.0f, x, K, W, K, 1.0f, y, N);
 }
 
+const char *kn_blas_core(void)
+{
+	return openblas_get_corename();
+}
+
 void kn_blas_set_threads(int n)
 {
 	openblas_set_num_threads(n < 1 ? 1 : n);
