@@ -37,6 +37,48 @@ static inline __m256i lanes(size_t n)
 				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* 8 x 8 transpose: rows r[0..7] (8 floats each) to columns. */
+static inline void transpose8(__m256 r[8])
+{
+	__m256 t[8];
+	for (int i = 0; i < 8; i += 2) {
+		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+	}
+	__m256 u[8];
+	for (int i = 0; i < 8; i += 4) {
+		u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+		u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+		u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+	}
+	for (int i = 0; i < 4; i++) {
+		r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+		r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+	}
+}
+
+/* One panel from B[N,K] (trans_b): p[k][j] = b[j * ldb + k] for j < nr,
+ * zero for nr <= j < NR; whole 8 x 8 blocks through transpose8. */
+static void pack_bt(const float *b, size_t ldb, size_t kc, size_t nr, float *p)
+{
+	if (nr < NR)
+		memset(p, 0, kc * NR * sizeof(float));
+	size_t j8 = nr & ~(size_t)7, k8 = kc & ~(size_t)7;
+	for (size_t j = 0; j < j8; j += 8)
+		for (size_t k = 0; k < k8; k += 8) {
+			__m256 r[8];
+			for (int i = 0; i < 8; i++)
+				r[i] = _mm256_loadu_ps(b + (j + i) * ldb + k);
+			transpose8(r);
+			for (int i = 0; i < 8; i++)
+				_mm256_storeu_ps(p + (k + i) * NR + j, r[i]);
+		}
+	for (size_t j = 0; j < nr; j++)
+		for (size_t k = j < j8 ? k8 : 0; k < kc; k++)
+			p[k * NR + j] = b[j * ldb + k];
+}
+
 /* Pack op(B)[k0:k0+kc, j0:j0+nc] into ceil(nc/NR) panels of kc x NR,
  * columns past nc zeroed. */
 static void pack_b(bool trans_b, const float *B, size_t ldb, size_t k0, size_t kc, size_t j0,
@@ -45,22 +87,16 @@ static void pack_b(bool trans_b, const float *B, size_t ldb, size_t k0, size_t k
 	for (size_t jp = 0; jp < nc; jp += NR) {
 		size_t nr = nc - jp < NR ? nc - jp : NR;
 		float *p = bp + jp * kc;
-		if (!trans_b) {
-			const float *b = B + k0 * ldb + j0 + jp;
-			__m256i m0 = lanes(nr >= 8 ? 8 : nr), m1 = lanes(nr <= 8 ? 0 : nr - 8);
-			for (size_t k = 0; k < kc; k++, b += ldb) {
-				_mm256_storeu_ps(p + k * NR, _mm256_maskload_ps(b, m0));
-				_mm256_storeu_ps(p + k * NR + 8, _mm256_maskload_ps(b + 8, m1));
-			}
+		if (trans_b) {
+			/* op(B)[k][j] = B[j][k]: each column j is a row of B */
+			pack_bt(B + (j0 + jp) * ldb + k0, ldb, kc, nr, p);
 			continue;
 		}
-		/* op(B)[k][j] = B[j][k]: each column j is a contiguous row of B. */
-		if (nr < NR)
-			memset(p, 0, kc * NR * sizeof(float));
-		for (size_t j = 0; j < nr; j++) {
-			const float *b = B + (j0 + jp + j) * ldb + k0;
-			for (size_t k = 0; k < kc; k++)
-				p[k * NR + j] = b[k];
+		const float *b = B + k0 * ldb + j0 + jp;
+		__m256i m0 = lanes(nr >= 8 ? 8 : nr), m1 = lanes(nr <= 8 ? 0 : nr - 8);
+		for (size_t k = 0; k < kc; k++, b += ldb) {
+			_mm256_storeu_ps(p + k * NR, _mm256_maskload_ps(b, m0));
+			_mm256_storeu_ps(p + k * NR + 8, _mm256_maskload_ps(b + 8, m1));
 		}
 	}
 }
@@ -72,6 +108,7 @@ micro(int mr, size_t kc, const float *a, size_t lda, const float *bp, __m256 acc
 #pragma GCC unroll 6
 	for (int r = 0; r < mr; r++)
 		acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
 	for (size_t k = 0; k < kc; k++) {
 		__m256 b0 = _mm256_loadu_ps(bp + k * NR);
 		__m256 b1 = _mm256_loadu_ps(bp + k * NR + 8);
