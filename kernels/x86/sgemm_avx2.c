@@ -136,8 +136,13 @@ store(int mr, size_t nr, __m256 acc[MR][2], float *C, size_t ldc, float alpha, f
 			c0 = _mm256_mul_ps(va, acc[r][0]);
 			c1 = _mm256_mul_ps(va, acc[r][1]);
 		} else {
-			c0 = _mm256_maskload_ps(c, m0);
-			c1 = _mm256_maskload_ps(c + 8, m1);
+			if (nr == NR) {
+				c0 = _mm256_loadu_ps(c);
+				c1 = _mm256_loadu_ps(c + 8);
+			} else {
+				c0 = _mm256_maskload_ps(c, m0);
+				c1 = _mm256_maskload_ps(c + 8, m1);
+			}
 			if (first) {
 				c0 = _mm256_mul_ps(vb, c0);
 				c1 = _mm256_mul_ps(vb, c1);
@@ -155,9 +160,15 @@ store(int mr, size_t nr, __m256 acc[MR][2], float *C, size_t ldc, float alpha, f
 	}
 }
 
+/* The C tile's lines (a row of 16 floats spans at most 2), fetched while
+ * the micro-kernel runs: C is not in L1 (often not in L2) by then. */
 #define TILE(rows)                                                      \
 	do {                                                            \
 		__m256 acc[MR][2];                                      \
+		for (int r_ = 0; r_ < (rows); r_++) {                   \
+			_mm_prefetch((const char *)(c + r_ * ldc), _MM_HINT_T0);      \
+			_mm_prefetch((const char *)(c + r_ * ldc + 15), _MM_HINT_T0); \
+		}                                                       \
 		micro((rows), kc, a, lda, bp, acc);                     \
 		store((rows), nr, acc, c, ldc, alpha, beta, first);    \
 	} while (0)
