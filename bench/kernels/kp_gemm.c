@@ -92,31 +92,28 @@ static bool blas_is_avx512(void)
 	return strstr(c, "SkylakeX") || strstr(c, "Cooperlake") || strstr(c, "SapphireRapids");
 }
 
-static void gemm_row(const struct gemm_shape *s, const bool have[KP_N], const double pk[KP_N],
-		     double min_ms)
+struct gemm_result {
+	bool ok, same;
+	double gflops[KP_N];
+	bool cut[KP_N];
+};
+
+static void gemm_row(const struct gemm_shape *s, const bool have[KP_N], double min_ms,
+		     struct gemm_result *res)
 {
 	struct gemm_bufs b = {0};
 	unsigned seed = 12345u;
 	b.A = rand_new(s->M * s->K, &seed);
 	b.B = rand_new(s->N * s->K, &seed);
 	b.pack = malloc(KN__SGEMM_PACK * sizeof(float));
-	bool ok = b.A && b.B && b.pack;
+	res->ok = b.A && b.B && b.pack;
 	for (int k = 0; k < KP_N; k++)
-		ok = ok && (b.C[k] = calloc(s->M * s->N, sizeof(float)));
-	printf("  %-34s %5zu %5zu %5zu", s->name, s->M, s->N, s->K);
-	for (int k = 0; ok && k < KP_N; k++) {
-		if (!have[k]) {
-			printf(" |      -       ");
-			continue;
-		}
-		bool cut;
-		double g = time_kernel(k, s, &b, min_ms, &cut);
-		printf(" | %7.1f%s%4.0f%%", g, cut ? "*" : " ", 100.0 * g / pk[k]);
-	}
-	if (ok && have[KP_AVX2] && have[KP_AVX512])
-		printf(" | %s", memcmp(b.C[KP_AVX2], b.C[KP_AVX512], s->M * s->N * sizeof(float)) ? "DIFFER"
-												  : "same");
-	printf(ok ? "\n" : " (out of memory)\n");
+		res->ok = res->ok && (b.C[k] = calloc(s->M * s->N, sizeof(float)));
+	for (int k = 0; res->ok && k < KP_N; k++)
+		if (have[k])
+			res->gflops[k] = time_kernel(k, s, &b, min_ms, &res->cut[k]);
+	res->same = res->ok && have[KP_AVX2] && have[KP_AVX512] &&
+		    !memcmp(b.C[KP_AVX2], b.C[KP_AVX512], s->M * s->N * sizeof(float));
 	for (int k = 0; k < KP_N; k++)
 		free(b.C[k]);
 	free(b.A);
@@ -124,19 +121,51 @@ static void gemm_row(const struct gemm_shape *s, const bool have[KP_N], const do
 	free(b.pack);
 }
 
+static void gemm_print(const struct gemm_shape *s, const bool have[KP_N], const double pk[KP_N],
+		       const struct gemm_result *res)
+{
+	printf("  %-34s %5zu %5zu %5zu", s->name, s->M, s->N, s->K);
+	if (!res->ok) {
+		printf(" (out of memory)\n");
+		return;
+	}
+	for (int k = 0; k < KP_N; k++) {
+		if (!have[k]) {
+			printf(" |      -       ");
+			continue;
+		}
+		printf(" | %7.1f%s%4.0f%%", res->gflops[k], res->cut[k] ? "*" : " ",
+		       100.0 * res->gflops[k] / pk[k]);
+	}
+	if (have[KP_AVX2] && have[KP_AVX512])
+		printf(" | %s", res->same ? "same" : "DIFFER");
+	printf("\n");
+}
+
 void kp__gemm_table(double peak_ymm, double peak_zmm, double min_ms)
 {
+	enum { N_SHAPES = sizeof(gemm_shapes) / sizeof(gemm_shapes[0]) };
 	bool have[KP_N] = {true, kn_ops_for(KN_ISA_AVX2) != NULL, kn_ops_for(KN_ISA_AVX512) != NULL};
+	struct gemm_result res[N_SHAPES] = {0};
+	kn_init(KN_ISA_REF); /* kn_gemm -> cblas_sgemm */
+	for (size_t i = 0; i <= N_SHAPES; i++) {
+		double y = kp__fma_probe(false), z = have[KP_AVX512] ? kp__fma_probe(true) : 0.0;
+		peak_ymm = y > peak_ymm ? y : peak_ymm;
+		peak_zmm = z > peak_zmm ? z : peak_zmm;
+		if (i < N_SHAPES)
+			gemm_row(&gemm_shapes[i], have, min_ms, &res[i]);
+	}
+	kn_init(KN_ISA_COUNT);
 	double pk[KP_N] = {blas_is_avx512() && peak_zmm > 0 ? peak_zmm : peak_ymm, peak_ymm,
 			   peak_zmm};
 	printf("float32 GEMM, one thread: GFLOP/s and %% of the ISA's FMA peak (OpenBLAS: of the "
 	       "%s peak)\n",
-	       pk[KP_BLAS] == peak_zmm ? "zmm" : "ymm");
+	       blas_is_avx512() && peak_zmm > 0 ? "zmm" : "ymm");
 	printf("  %-34s %5s %5s %5s | %-13s | %-13s | %-13s | avx2 vs avx512 bits\n", "product",
 	       "M", "N", "K", "OpenBLAS", "kn avx2", "kn avx512");
-	kn_init(KN_ISA_REF); /* kn_gemm -> cblas_sgemm */
-	for (size_t i = 0; i < sizeof(gemm_shapes) / sizeof(gemm_shapes[0]); i++)
-		gemm_row(&gemm_shapes[i], have, pk, min_ms);
-	kn_init(KN_ISA_COUNT);
+	for (size_t i = 0; i < N_SHAPES; i++)
+		gemm_print(&gemm_shapes[i], have, pk, &res[i]);
+	printf("  FMA peak, best over the whole run: ymm %.1f, zmm %.1f GFLOP/s (the %% above)\n",
+	       peak_ymm, peak_zmm);
 	printf("  (* the best run was still interrupted by other processes: a lower bound)\n");
 }

@@ -8,6 +8,7 @@
 #ifndef KP_INT_H
 #define KP_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,13 +35,16 @@ void kp__i8_zmm(long n);
 #define KP_VNNI_ZMM_OPS (24 * 64 * 2 * 4)
 void kp__vnni_zmm(long n);
 
-/* kp_gemm.c: the GEMM table; peak_ymm/peak_zmm in GFLOP/s (zmm 0: no
- * AVX-512), min_ms the time each kernel is repeated for at least. */
+/* kp_gemm.c: the GEMM table; peak_ymm/peak_zmm the FMA peaks measured so
+ * far in GFLOP/s (zmm 0: no AVX-512), min_ms the time each kernel is
+ * repeated for at least. */
 void kp__gemm_table(double peak_ymm, double peak_zmm, double min_ms);
 
 /* kp_main.c: seconds on CLOCK_MONOTONIC; this thread's CPU seconds
  * (CLOCK_THREAD_CPUTIME_ID). */
 double kp__now(void);
 double kp__cpu_now(void);
+/* The FMA peak in GFLOP/s, ymm or zmm, from a 150 ms best-of probe. */
+double kp__fma_probe(bool zmm);
 
 #endif /* KP_INT_H */

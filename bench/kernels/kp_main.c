@@ -16,7 +16,10 @@
  * L3) and a 32 MiB one (L3-resident on a large-L3 server part, in DRAM on
  * a small one); then the GEMM table of kp_gemm.c: the Whisper tiny
  * encoder's products through OpenBLAS, kn__sgemm_avx2 and
- * kn__sgemm_avx512, GFLOP/s and the fraction of the matching peak above.
+ * kn__sgemm_avx512, GFLOP/s and the fraction of the matching FMA peak
+ * (the FMA peaks are measured again before each product and after the
+ * last; the fractions are of the best over the whole run, the figure
+ * printed below the table).
  * OpenBLAS picks its kernels by CPU model at load time (the core name is
  * printed; "Prescott" is its SSE3 fallback for a model it does not know);
  * run with OPENBLAS_CORETYPE=Haswell (AVX2) or SkylakeX (AVX-512) to
@@ -56,10 +59,10 @@ double kp__cpu_now(void)
 }
 
 /* Best time in seconds of runs of fn(n), n grown first until one run
- * takes >= 2 ms, then repeated for 300 ms (at least 20 runs): short runs,
- * so that on a shared machine some run is likely to go uninterrupted;
- * *n_out is that n. */
-static double best_loop(void (*fn)(long), long *n_out)
+ * takes >= 2 ms, then repeated for window_s (at least 20 runs): short
+ * runs, so that on a shared machine some run is likely to go
+ * uninterrupted; *n_out is that n. */
+static double best_loop(void (*fn)(long), long *n_out, double window_s)
 {
 	long n = 100;
 	double t = 0.0;
@@ -72,7 +75,7 @@ static double best_loop(void (*fn)(long), long *n_out)
 		n *= 2;
 	}
 	double start = kp__now();
-	for (int r = 0; r < 20 || kp__now() - start < 0.3; r++) {
+	for (int r = 0; r < 20 || kp__now() - start < window_s; r++) {
 		double t0 = kp__now();
 		fn(n);
 		double d = kp__now() - t0;
@@ -82,11 +85,18 @@ static double best_loop(void (*fn)(long), long *n_out)
 	return t;
 }
 
+double kp__fma_probe(bool zmm)
+{
+	long n;
+	double t = best_loop(zmm ? kp__fma_zmm : kp__fma_ymm, &n, 0.15);
+	return (zmm ? KP_FMA_ZMM_OPS : KP_FMA_YMM_OPS) * (double)n / t * 1e-9;
+}
+
 /* G operations per second of a peak loop doing ops per iteration. */
 static double peak(const char *what, void (*fn)(long), double ops, double ghz, const char *unit)
 {
 	long n;
-	double t = best_loop(fn, &n);
+	double t = best_loop(fn, &n, 0.3);
 	double g = ops * (double)n / t * 1e-9;
 	printf("  %-44s %8.1f %s  (%.1f per cycle)\n", what, g, unit, g / ghz);
 	return g;
@@ -176,7 +186,7 @@ static double read_bw(size_t size_bytes, int reps)
 static void peaks(const struct cpu *c, double *ymm, double *zmm)
 {
 	long n;
-	double ghz = KP_ADD_CHAIN_OPS * 1e-9 / best_loop(kp__add_chain, &n) * (double)n;
+	double ghz = KP_ADD_CHAIN_OPS * 1e-9 / best_loop(kp__add_chain, &n, 0.3) * (double)n;
 	printf("clock     %.2f GHz (dependent 64-bit adds, 1 cycle each)\n", ghz);
 	printf("peak, one core:\n");
 	*ymm = peak("fp32 FMA ymm (AVX2 vfmadd231ps)", kp__fma_ymm, KP_FMA_YMM_OPS, ghz, "GFLOP/s");
