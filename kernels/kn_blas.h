@@ -1,4 +1,6 @@
-/* kn_blas.h - matrix products through OpenBLAS (cblas), row-major.
+/* kn_blas.h - matrix products, row-major: our AVX2 / AVX-512 kernels
+ * (kn__sgemm in kn_int.h) for two or more rows when kn_init chose that
+ * ISA's table, OpenBLAS (cblas) otherwise and for one row.
  *
  * C[M,N] = alpha * A[M,K] * op(B) + beta * C, with op(B) = B[K,N] (trans_b
  * false) or B[N,K]^T (trans_b true, the layout of nn.Linear weights
@@ -18,6 +20,13 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
  * the nn.Linear product with weights stored [out, in]. */
 void kn_linear(size_t M, size_t N, size_t K, const float *x, const float *W,
 	       const float *bias, float *y);
+
+/* kn_blas_core - the kernel set OpenBLAS chose for this CPU when it was
+ * loaded (openblas_get_corename: "Haswell", "Zen", "SkylakeX", ...;
+ * "Prescott", its SSE3 fallback, for a CPU it does not know; the
+ * OPENBLAS_CORETYPE environment variable overrides). Borrowed static
+ * string. Thread: any. */
+const char *kn_blas_core(void);
 
 /* kn_blas_set_threads - OpenBLAS threads for calls from now on. */
 void kn_blas_set_threads(int n);

@@ -113,16 +113,20 @@ bool kn__set_avx512vnni(bool on);
  * KN__SGEMM_KC; per block acc = fmaf(A[i][k], op(B)[k][j], acc) from 0 for
  * k in order; then C = alpha * acc (first block, beta 0: C is not read),
  * fmaf(alpha, acc, beta * C) (first block) or fmaf(alpha, acc, C) (later
- * blocks). The scalar reference (ref/sgemm.c) and the AVX-512 kernel
- * (x86/sgemm_avx512.c) agree bit for bit. pack: KN__SGEMM_PACK floats of
- * scratch (the AVX-512 kernel's packed op(B) block; the reference ignores
- * it); no alignment needed. M, N, K >= 1. */
+ * blocks). The scalar reference (ref/sgemm.c), the AVX2 kernel
+ * (x86/sgemm_avx2.c) and the AVX-512 kernel (x86/sgemm_avx512.c) agree
+ * bit for bit. pack: KN__SGEMM_PACK floats of scratch (the SIMD kernels'
+ * packed op(B) block; the reference ignores it); no alignment needed.
+ * M, N, K >= 1. */
 #define KN__SGEMM_KC   256
 #define KN__SGEMM_NC   512
 #define KN__SGEMM_PACK (KN__SGEMM_KC * KN__SGEMM_NC)
 void kn__sgemm_ref(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 		   size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
 		   float *pack);
+void kn__sgemm_avx2(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
+		    size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
+		    float *pack);
 void kn__sgemm_avx512(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 		      size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
 		      float *pack);

@@ -1,9 +1,10 @@
 /* kernels/blas/blas.c - kn_gemm / kn_linear, the contract in
- * kernels/kn_blas.h: our AVX-512 kernel (x86/sgemm_avx512.c) when the
- * chosen kn_ops table is AVX-512 and A has several rows, else OpenBLAS's
- * cblas_sgemm / cblas_sgemv (row-major).
+ * kernels/kn_blas.h: our AVX-512 or AVX2 kernel (x86/sgemm_avx512.c,
+ * x86/sgemm_avx2.c) when the chosen kn_ops table is that ISA's and A has
+ * several rows, else OpenBLAS's cblas_sgemm / cblas_sgemv (row-major).
+ * The two kernels give the same bits (kn__sgemm in kn_int.h).
  *
- * The AVX-512 kernel needs a packing buffer per thread: allocated on the
+ * The SIMD kernels need a packing buffer per thread: allocated on the
  * thread's first product, kept in a pthread key, freed at thread exit (if
  * it cannot be allocated the product goes to OpenBLAS). Every row of two
  * or more goes to the same kernel, so a row's result never depends on the
@@ -32,7 +33,7 @@ static void kn_pack_key_make(void)
 	kn_pack_key_ok = pthread_key_create(&kn_pack_key, free) == 0;
 }
 
-/* This thread's packing buffer for kn__sgemm_avx512, or NULL. */
+/* This thread's packing buffer for kn__sgemm_avx2/avx512, or NULL. */
 static float *kn_pack_buf(void)
 {
 	pthread_once(&kn_pack_once, kn_pack_key_make);
@@ -82,9 +83,14 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 				    beta, C, 1);
 		return;
 	}
+	enum kn_isa isa = kn_ops()->isa;
 	float *pack;
-	if (kn_ops()->isa == KN_ISA_AVX512 && (pack = kn_pack_buf())) {
-		kn__sgemm_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
+	if ((isa == KN_ISA_AVX512 || isa == KN_ISA_AVX2) && (pack = kn_pack_buf())) {
+		if (isa == KN_ISA_AVX512)
+			kn__sgemm_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+					 pack);
+		else
+			kn__sgemm_avx2(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
 		return;
 	}
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
@@ -101,6 +107,11 @@ void kn_linear(size_t M, size_t N, size_t K, const float *x, const float *W, con
 	for (size_t i = 0; i < M; i++)
 		memcpy(y + i * N, bias, N * sizeof(*y));
 	kn_gemm(true, M, N, K, 1.0f, x, K, W, K, 1.0f, y, N);
+}
+
+const char *kn_blas_core(void)
+{
+	return openblas_get_corename();
 }
 
 void kn_blas_set_threads(int n)

@@ -2,16 +2,18 @@
  * kn_int.h (kn__sgemm_*):
  *   - the scalar reference against a double-precision product (it is a
  *     correct product, within 1e-5 of the sum of |terms|);
- *   - the AVX-512 kernel against the reference bit for bit (the two follow
- *     one order of operations), over shapes on both sides of every blocking
- *     edge (MR 12, NR 32, KC 256, NC 512), both layouts of B, alpha/beta
- *     variants (beta 0 with NaN in C: C must not be read), leading
- *     dimensions wider than the matrices and pointers off vector alignment;
+ *   - the AVX2 and AVX-512 kernels against the reference bit for bit (all
+ *     follow one order of operations), over shapes on both sides of every
+ *     blocking edge (AVX2 MR 6 / NR 16, AVX-512 MR 12 / NR 32, MC 96,
+ *     KC 256, NC 512), both layouts of B, alpha/beta variants (beta 0 with
+ *     NaN in C: C must not be read), leading dimensions wider than the
+ *     matrices and pointers off vector alignment;
  *   - row and column independence: a block of rows or columns computed
  *     alone equals the same block inside a larger product, bit for bit
  *     (batched requests get the results they get alone);
- *   - kn_gemm with the AVX-512 table chosen takes that kernel.
- * The AVX-512 checks run where the CPU has AVX-512 (kn_ops_for).
+ *   - kn_gemm with the AVX2 or AVX-512 table chosen takes that kernel, and
+ *     the two give the same bits.
+ * Each ISA's checks run where the CPU has it (kn_ops_for).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,6 +105,10 @@ static const struct shape shapes[] = {
 	{25, 64, 512, false, 1.0f, 0.0f, 1},  {97, 513, 300, true, 1.0f, 0.0f, 5},
 	{97, 520, 40, false, 0.125f, 2.0f, 0}, {150, 100, 600, true, 1.0f, 1.0f, 16},
 	{5, 1030, 64, false, 1.0f, 0.0f, 0},  {200, 40, 1500, false, 1.0f, 0.0f, 0},
+	{6, 16, 1, false, 1.0f, 0.0f, 0},     {7, 17, 9, true, 1.0f, 0.5f, 1},
+	{5, 15, 256, false, 1.0f, 1.0f, 0},   {96, 8, 257, true, 2.0f, 0.0f, 0},
+	{103, 9, 33, false, 1.0f, -3.0f, 7},  {19, 1500, 64, true, 0.125f, 0.0f, 0},
+	{96, 64, 1500, false, 1.0f, 0.0f, 4},
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
@@ -153,11 +159,21 @@ static float *pack_new(void)
 	return pack;
 }
 
-static void test_avx512_vs_ref(void **state)
+/* The SIMD kernels, each with the ISA kn_ops_for must grant. */
+static const struct {
+	const char *name;
+	enum kn_isa isa;
+	sgemm_fn *fn;
+} kernels[] = {
+	{"AVX2", KN_ISA_AVX2, kn__sgemm_avx2},
+	{"AVX-512", KN_ISA_AVX512, kn__sgemm_avx512},
+};
+#define N_KERNELS (sizeof(kernels) / sizeof(kernels[0]))
+
+static void simd_vs_ref(size_t kn)
 {
-	(void)state;
-	if (!kn_ops_for(KN_ISA_AVX512)) {
-		printf("[ kn ] no AVX-512 on this CPU: the reference alone is checked\n");
+	if (!kn_ops_for(kernels[kn].isa)) {
+		printf("[ kn ] no %s on this CPU: its kernel is not checked\n", kernels[kn].name);
 		return;
 	}
 	float *pack = pack_new();
@@ -166,12 +182,12 @@ static void test_avx512_vs_ref(void **state)
 		struct prob p;
 		prob_new(s, &p);
 		float *want = run(kn__sgemm_ref, s, &p, NULL);
-		float *got = run(kn__sgemm_avx512, s, &p, pack);
+		float *got = run(kernels[kn].fn, s, &p, pack);
 		for (size_t i = 0; i < s->M * p.ldc; i++)
 			if (memcmp(&want[i], &got[i], sizeof(float)) != 0)
-				fail_msg("shape %zu (%zu,%zu,%zu trans_b %d): C[%zu][%zu] %.9g, ref %.9g",
-					 t, s->M, s->N, s->K, s->trans_b, i / p.ldc, i % p.ldc,
-					 got[i], want[i]);
+				fail_msg("%s shape %zu (%zu,%zu,%zu trans_b %d): C[%zu][%zu] %.9g, ref %.9g",
+					 kernels[kn].name, t, s->M, s->N, s->K, s->trans_b, i / p.ldc,
+					 i % p.ldc, got[i], want[i]);
 		free(want);
 		free(got);
 		prob_free(&p);
@@ -179,20 +195,28 @@ static void test_avx512_vs_ref(void **state)
 	free(pack);
 }
 
-/* Rows [r0, r0+m) and columns [c0, c0+n) computed alone equal the same
- * block of the whole product (beta 0 and beta 1, both layouts). */
-static void test_block_independence(void **state)
+static void test_avx2_vs_ref(void **state)
 {
 	(void)state;
-	if (!kn_ops_for(KN_ISA_AVX512))
-		return;
-	float *pack = pack_new();
+	simd_vs_ref(0);
+}
+
+static void test_avx512_vs_ref(void **state)
+{
+	(void)state;
+	simd_vs_ref(1);
+}
+
+/* Rows [r0, r0+m) and columns [c0, c0+n) computed alone equal the same
+ * block of the whole product (beta 0 and beta 1, both layouts). */
+static void block_independence(sgemm_fn *fn, float *pack)
+{
 	for (int tb = 0; tb < 2; tb++)
 		for (int bt = 0; bt < 2; bt++) {
 			struct shape s = {61, 150, 700, tb, 1.0f, (float)bt, 3};
 			struct prob p;
 			prob_new(&s, &p);
-			float *whole = run(kn__sgemm_avx512, &s, &p, pack);
+			float *whole = run(fn, &s, &p, pack);
 			static const size_t blocks[][4] = {
 				{0, 1, 0, 150}, {5, 2, 0, 150}, {13, 30, 17, 40}, {60, 1, 149, 1},
 				{24, 37, 64, 86},
@@ -204,8 +228,8 @@ static void test_block_independence(void **state)
 				assert_non_null(C);
 				memcpy(C, p.C0, s.M * p.ldc * sizeof(float));
 				const float *B = tb ? p.B + c0 * p.ldb : p.B + c0;
-				kn__sgemm_avx512(s.trans_b, m, n, s.K, s.alpha, p.A + r0 * p.lda, p.lda, B,
-						 p.ldb, s.beta, C + r0 * p.ldc + c0, p.ldc, pack);
+				fn(s.trans_b, m, n, s.K, s.alpha, p.A + r0 * p.lda, p.lda, B, p.ldb,
+				   s.beta, C + r0 * p.ldc + c0, p.ldc, pack);
 				for (size_t i = r0; i < r0 + m; i++)
 					assert_memory_equal(C + i * p.ldc + c0, whole + i * p.ldc + c0,
 							    n * sizeof(float));
@@ -214,29 +238,43 @@ static void test_block_independence(void **state)
 			free(whole);
 			prob_free(&p);
 		}
+}
+
+static void test_block_independence(void **state)
+{
+	(void)state;
+	float *pack = pack_new();
+	for (size_t kn = 0; kn < N_KERNELS; kn++)
+		if (kn_ops_for(kernels[kn].isa))
+			block_independence(kernels[kn].fn, pack);
 	free(pack);
 }
 
-/* kn_gemm under the AVX-512 table gives the AVX-512 kernel's bits for two
- * or more rows (one row stays sgemv), and OpenBLAS under the others stays
- * within the product tolerance of it. */
+/* kn_gemm under the AVX2 and AVX-512 tables gives that kernel's bits for
+ * two or more rows (one row stays sgemv), the two kernels' bits are the
+ * same, and OpenBLAS under the reference table stays within the product
+ * tolerance of them. */
 static void test_kn_gemm_dispatch(void **state)
 {
 	(void)state;
-	if (!kn_init(KN_ISA_AVX512) || kn_ops()->isa != KN_ISA_AVX512) {
-		kn_init(KN_ISA_COUNT);
-		return;
-	}
 	float *pack = pack_new();
 	struct shape s = {40, 70, 300, true, 1.0f, 0.0f, 0};
 	struct prob p;
 	prob_new(&s, &p);
-	float *want = run(kn__sgemm_avx512, &s, &p, pack);
+	float *want = run(kn__sgemm_ref, &s, &p, NULL);
 	float *got = malloc(s.M * p.ldc * sizeof(float));
 	assert_non_null(got);
-	kn_gemm(true, s.M, s.N, s.K, 1.0f, p.A, p.lda, p.B, p.ldb, 0.0f, got, p.ldc);
-	assert_memory_equal(got, want, s.M * p.ldc * sizeof(float));
-	kn_init(KN_ISA_AVX2);
+	for (size_t kn = 0; kn < N_KERNELS; kn++) {
+		if (!kn_init(kernels[kn].isa) || kn_ops()->isa != kernels[kn].isa)
+			continue;
+		float *direct = run(kernels[kn].fn, &s, &p, pack);
+		assert_memory_equal(direct, want, s.M * p.ldc * sizeof(float));
+		memset(got, 0xff, s.M * p.ldc * sizeof(float));
+		kn_gemm(true, s.M, s.N, s.K, 1.0f, p.A, p.lda, p.B, p.ldb, 0.0f, got, p.ldc);
+		assert_memory_equal(got, want, s.M * p.ldc * sizeof(float));
+		free(direct);
+	}
+	kn_init(KN_ISA_REF);
 	kn_gemm(true, s.M, s.N, s.K, 1.0f, p.A, p.lda, p.B, p.ldb, 0.0f, got, p.ldc);
 	for (size_t i = 0; i < s.M * p.ldc; i++)
 		assert_true(fabsf(got[i] - want[i]) <= 1e-5f * (float)s.K);
@@ -252,6 +290,7 @@ int main(void)
 	kn_init(KN_ISA_COUNT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ref_vs_double),
+		cmocka_unit_test(test_avx2_vs_ref),
 		cmocka_unit_test(test_avx512_vs_ref),
 		cmocka_unit_test(test_block_independence),
 		cmocka_unit_test(test_kn_gemm_dispatch),
