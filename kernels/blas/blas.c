@@ -1,14 +1,16 @@
 /* kernels/blas/blas.c - kn_gemm / kn_linear, the contract in
  * kernels/kn_blas.h: our AVX-512 or AVX2 kernel (x86/sgemm_avx512.c,
- * x86/sgemm_avx2.c) when the chosen kn_ops table is that ISA's and A has
- * several rows, else OpenBLAS's cblas_sgemm / cblas_sgemv (row-major).
- * The two kernels give the same bits (kn__sgemm in kn_int.h).
+ * x86/sgemm_avx2.c) when the chosen kn_ops table is that ISA's (one row
+ * against B's rows, trans_b: one kn_ops dot per output instead), else
+ * OpenBLAS's cblas_sgemm / cblas_sgemv (row-major). The two kernels give
+ * the same bits (kn__sgemm in kn_int.h).
  *
  * The SIMD kernels need a packing buffer per thread: allocated on the
  * thread's first product, kept in a pthread key, freed at thread exit (if
  * it cannot be allocated the product goes to OpenBLAS). Every row of two
  * or more goes to the same kernel, so a row's result never depends on the
- * rows batched with it (see kn__sgemm in kn_int.h); one row keeps sgemv.
+ * rows batched with it (see kn__sgemm in kn_int.h) - except a single row
+ * times B^T, which takes the dots (as it took sgemv before them).
  *
  * Degenerate shapes are handled here rather than passed on: OpenBLAS's
  * argument checker (xerbla) prints to stderr for M or N = 0 with ld = 0,
@@ -50,6 +52,17 @@ static float *kn_pack_buf(void)
 	return p;
 }
 
+/* C[j] = alpha * dot(a, B row j) (+ beta * C[j]; beta 0 reads no C). */
+static void kn_gemv_rows(size_t N, size_t K, float alpha, const float *a, const float *B,
+			 size_t ldb, float beta, float *C)
+{
+	const struct kn_ops *ops = kn_ops();
+	for (size_t j = 0; j < N; j++) {
+		float d = alpha * ops->dot(a, B + j * ldb, K);
+		C[j] = beta == 0.0f ? d : d + beta * C[j];
+	}
+}
+
 /* C[M,N] = beta * C when there is nothing to multiply (K = 0). BLAS reads
  * no C when beta is 0, so neither do we (C may hold NaN garbage). */
 static void kn_gemm_scale_only(size_t M, size_t N, float beta, float *C, size_t ldc)
@@ -72,9 +85,17 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 	}
 	assert(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX);
 	assert(lda >= K && ldb >= (trans_b ? K : N) && ldc >= N && ldc <= INT_MAX);
-	if (M == 1) {
-		/* One row (a decode step): a matrix-vector product. sgemm would
-		 * pack all of B on every call, which costs more than the product. */
+	enum kn_isa isa = kn_ops()->isa;
+	bool simd = isa == KN_ISA_AVX512 || isa == KN_ISA_AVX2;
+	if (M == 1 && trans_b && simd) {
+		/* One row against rows of B (a decode step's q k^T, a float32
+		 * linear): one kn_ops dot per output - about twice OpenBLAS's
+		 * sgemv at head_dim 64, and no packing. */
+		kn_gemv_rows(N, K, alpha, A, B, ldb, beta, C);
+		return;
+	}
+	if (M == 1 && !simd) {
+		/* One row: a matrix-vector product; sgemm would pack all of B. */
 		if (trans_b)
 			cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)N, (int)K, alpha, B, (int)ldb, A,
 				    1, beta, C, 1);
@@ -83,14 +104,21 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 				    beta, C, 1);
 		return;
 	}
-	enum kn_isa isa = kn_ops()->isa;
 	float *pack;
-	if ((isa == KN_ISA_AVX512 || isa == KN_ISA_AVX2) && (pack = kn_pack_buf())) {
+	if (simd && (pack = kn_pack_buf())) {
+		/* (one row times B [K, N], attention's p v, included: packing B's
+		 * rows is a copy, and the kernel then beats sgemv twice over) */
 		if (isa == KN_ISA_AVX512)
 			kn__sgemm_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
 					 pack);
 		else
 			kn__sgemm_avx2(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
+		return;
+	}
+	if (M == 1) { /* no packing buffer */
+		cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans,
+			    trans_b ? (int)N : (int)K, trans_b ? (int)K : (int)N, alpha, B, (int)ldb,
+			    A, 1, beta, C, 1);
 		return;
 	}
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
