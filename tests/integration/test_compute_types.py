@@ -1,0 +1,73 @@
+"""The faster compute types against the float (exact) mode on the same
+clips: int8 (CTranslate2's int8 compute type: int8 linears with per-row
+dynamically quantized activations), bfloat16 (the encoder's products and
+attention in bfloat16 on AMX) and int8_bfloat16 (that encoder with the
+int8 decoder). The word error rate against the human transcripts of
+tests/data/audio/manifest.tsv may not grow by more than 0.3 points. On a
+CPU without AMX-BF16 the bfloat16 types must be refused with a clear
+error instead."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, MODELS
+from test_transcribe import AUDIO, manifest, normalise, transcribe, word_errors
+
+MODEL = os.path.join(MODELS, "whisper-tiny.en")
+
+
+def wer(out, rows):
+    errs = words = 0
+    for clip, row in rows.items():
+        truth = normalise(row["reference_transcript"])
+        words += len(truth)
+        errs += word_errors(truth, normalise(out[clip]["text"]))
+    return 100.0 * errs / words
+
+
+@pytest.fixture(scope="module")
+def exact():
+    rows = manifest()
+    return transcribe([os.path.join(AUDIO, c) for c in sorted(rows)], "--compute-type",
+                      "float32")
+
+
+def amx_refusal(ct):
+    """inferd's refusal of ct on this CPU, or None when it runs here."""
+    r = subprocess.run([BIN, "transcribe", "--model", MODEL, "--temperature", "0",
+                        "--compute-type", ct, os.path.join(AUDIO, "jfk.wav")],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode == 0:
+        return None
+    assert r.returncode == 1, r.stderr
+    return r.stderr
+
+
+@pytest.mark.parametrize("ct", ["int8", "bfloat16", "int8_bfloat16"])
+def test_wer_within_0_3_points_of_float(exact, ct):
+    if ct.endswith("bfloat16"):
+        refusal = amx_refusal(ct)
+        if refusal is not None:  # no AMX here: the refusal must say why
+            assert "needs a CPU with AMX-BF16" in refusal, refusal
+            return
+    rows = manifest()
+    clips = [os.path.join(AUDIO, c) for c in sorted(rows)]
+    fast = transcribe(clips, "--compute-type", ct)
+    wer_f, wer_q = wer(exact, rows), wer(fast, rows)
+    print(f"WER float32 {wer_f:.2f} %, {ct} {wer_q:.2f} % over {len(clips)} clips")
+    assert wer_q <= wer_f + 0.3
+    # a different computation, not the float one relabelled: the segments'
+    # average log-probabilities differ somewhere
+    lp = lambda o: [round(s["avg_logprob"], 6) for c in sorted(o) for s in o[c]["segments"]]
+    assert lp(exact) != lp(fast)
+
+
+def test_unknown_compute_type_refused():
+    r = subprocess.run([BIN, "transcribe", "--model", MODEL,
+                        "--compute-type", "int4", os.path.join(AUDIO, "jfk.wav")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert ("--compute-type: expected default, float32, int8, int8_float32, bfloat16 or "
+            "int8_bfloat16, not 'int4'") in r.stderr
