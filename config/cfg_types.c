@@ -308,7 +308,8 @@ static int cfg_compute_read(struct cfg_ctx *ctx, const struct cfg_knob *k, void 
 	int c = cfg_compute_type_parse(json_string_value(v)); /* NULL when not a string */
 	if (c < 0)
 		return cfg__fail(ctx, -ST_INVAL, path,
-				"expected \"default\", \"float32\", \"int8\" or \"int8_float32\"");
+				"expected \"default\", \"float32\", \"int8\", \"int8_float32\", "
+				"\"bfloat16\" or \"int8_bfloat16\"");
 	*(enum cfg_compute_type *)((char *)base + k->offset) = (enum cfg_compute_type)c;
 	return 0;
 }

@@ -305,11 +305,11 @@ static void test_errors_shape(void **state)
 	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
 		     "\"compute_type\": \"int4\"}]}",
 		     -ST_INVAL, "models[0].compute_type: expected \"default\", \"float32\", "
-				"\"int8\" or \"int8_float32\"");
+				"\"int8\", \"int8_float32\", \"bfloat16\" or \"int8_bfloat16\"");
 	expect_error("{\"models\": [{\"name\": \"a\", \"path\": \"p\", "
 		     "\"compute_type\": 8}]}",
 		     -ST_INVAL, "models[0].compute_type: expected \"default\", \"float32\", "
-				"\"int8\" or \"int8_float32\"");
+				"\"int8\", \"int8_float32\", \"bfloat16\" or \"int8_bfloat16\"");
 	expect_error("{\"api_keys\": \"k\", " MIN_MODELS "}", -ST_INVAL,
 		     "api_keys: expected an array of at most 1024 non-empty strings");
 	expect_error("{\"api_keys\": [\"a\", \"\"], " MIN_MODELS "}", -ST_INVAL,
@@ -878,12 +878,13 @@ static void test_help(void **state)
 static void test_compute_type(void **state)
 {
 	(void)state;
-	static const char *const names[] = { "default", "float32", "int8", "int8_float32" };
+	static const char *const names[] = { "default",	 "float32",  "int8",
+					     "int8_float32", "bfloat16", "int8_bfloat16" };
 	struct cfg *cfg;
 	assert_int_equal(load("{" MIN_MODELS "}", &cfg, NULL, 0), 0);
 	assert_int_equal(cfg->models[0].compute_type, CFG_COMPUTE_DEFAULT);
 	cfg_destroy(cfg);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		char text[160];
 		snprintf(text, sizeof(text),
 			 "{\"models\": [{\"name\": \"m\", \"path\": \"p\", \"compute_type\": \"%s\"}]}",
