@@ -32,16 +32,13 @@
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_bf16_int.h"
 #include "kernels/kn_half.h"
+#include "tests/unit/kernels/kn_test_rng.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-static float rng_uniform(void) /* splitmix64 -> [-1, 1) */
+static float rng_uniform(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)((double)(z >> 40) / (double)(1ull << 23) - 1.0);
+	return kn_test_uniform(&rng_state);
 }
 
 static float from_bits(uint32_t u)

@@ -29,16 +29,13 @@
 #include "kernels/kn.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_int.h"
+#include "tests/unit/kernels/kn_test_rng.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
-static float rng_uniform(void) /* splitmix64 -> [-1, 1) */
+static float rng_uniform(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)((double)(z >> 40) / (double)(1ull << 23) - 1.0);
+	return kn_test_uniform(&rng_state);
 }
 
 /* n floats, one float past a malloc'd block's start (off vector alignment);
