@@ -98,6 +98,11 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			return tx_usage();
 	}
 	a->first_file = i;
+	for (int j = i; j < argc; j++)
+		if (!strncmp(argv[j], "--", 2)) { /* not silently a file name */
+			fprintf(stderr, "inferd: %s: options go before the files\n", argv[j]);
+			return tx_usage();
+		}
 	return i < argc ? 0 : tx_usage();
 }
 

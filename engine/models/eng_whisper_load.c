@@ -496,9 +496,9 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 	if (bf16 && !kn_bf16_ok()) {
 		mem_free(w);
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
-			       "compute type bfloat16 needs a CPU with AMX-BF16 (Intel Sapphire "
-			       "Rapids or later) and a kernel granting its tile state; use int8 or "
-			       "float32 here");
+			       "compute type %s needs a CPU with AMX-BF16 (Intel Sapphire Rapids or "
+			       "later) and a kernel granting its tile state; use int8 or float32 here",
+			       ct == ENG_COMPUTE_BFLOAT16 ? "bfloat16" : "int8_bfloat16");
 	}
 	w->bf16 = bf16;
 	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8_enc = int8, .bf16 = bf16,

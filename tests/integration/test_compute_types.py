@@ -50,7 +50,7 @@ def test_wer_within_0_3_points_of_float(exact, ct):
     if ct.endswith("bfloat16"):
         refusal = amx_refusal(ct)
         if refusal is not None:  # no AMX here: the refusal must say why
-            assert "needs a CPU with AMX-BF16" in refusal, refusal
+            assert f"compute type {ct} needs a CPU with AMX-BF16" in refusal, refusal
             return
     rows = manifest()
     clips = [os.path.join(AUDIO, c) for c in sorted(rows)]
@@ -71,3 +71,13 @@ def test_unknown_compute_type_refused():
     assert r.returncode == 2
     assert ("--compute-type: expected default, float32, int8, int8_float32, bfloat16 or "
             "int8_bfloat16, not 'int4'") in r.stderr
+
+
+def test_options_after_the_files_refused():
+    """An option after a file name is not read as another file (nor
+    ignored): the mode the user asked for would silently not run."""
+    r = subprocess.run([BIN, "transcribe", "--model", MODEL, os.path.join(AUDIO, "jfk.wav"),
+                        "--compute-type", "int8"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "--compute-type: options go before the files" in r.stderr
+    assert r.stdout == ""
