@@ -19,8 +19,7 @@
 #include "engine/asr/eng_asr_int.h"
 #include "engine/eng_int.h"
 
-#define EC_RATE     16000
-#define EC_MAX_S    30                  /* a chunk is at most one window */
+#define EC_RATE     ENG_WHISPER_SAMPLE_RATE
 #define EC_SEARCH_S 10                  /* the cut lies in the chunk's last 10 s */
 #define EC_HOP      160                 /* energy in 10 ms hops */
 #define EC_QUIET    20                  /* the quietest 200 ms (hops) */
@@ -44,11 +43,12 @@ struct ec_part {
 	size_t i;
 };
 
-/* The sample where a chunk starting at s and longer than EC_MAX_S ends:
+/* The sample where a chunk starting at s and longer than
+ * ENG_ASR_CHUNK_MAX_SAMPLES ends:
  * the middle of the quietest EC_QUIET hops in its last EC_SEARCH_S. */
 static size_t ec_cut(const float *x, size_t s)
 {
-	size_t lo = s + (size_t)(EC_MAX_S - EC_SEARCH_S) * EC_RATE;
+	size_t lo = s + ENG_ASR_CHUNK_MAX_SAMPLES - (size_t)EC_SEARCH_S * EC_RATE;
 	size_t n_hops = (size_t)EC_SEARCH_S * EC_RATE / EC_HOP;
 	double e[(size_t)EC_SEARCH_S * EC_RATE / EC_HOP];
 	for (size_t h = 0; h < n_hops; h++) {
@@ -74,7 +74,7 @@ static size_t ec_cut(const float *x, size_t s)
 
 size_t eng__asr_chunks(const float *x, size_t n, size_t *start, size_t cap)
 {
-	size_t k = 0, s = 0, max = (size_t)EC_MAX_S * EC_RATE;
+	size_t k = 0, s = 0, max = ENG_ASR_CHUNK_MAX_SAMPLES;
 	while (s < n) {
 		if (start && k < cap)
 			start[k] = s;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "engine/eng.h"
+#include "engine/models/eng_whisper.h"
 #include "engine/sched/eng_sched.h"
 
 struct dev_pool;
@@ -36,7 +37,7 @@ int eng__asr_submit_err(const struct eng_model *m, int rc, char *err, size_t err
 
 /* Samples a chunk of batched long-form transcription holds at most: one
  * 30-second window. */
-#define ENG_ASR_CHUNK_MAX_SAMPLES (30u * 16000u)
+#define ENG_ASR_CHUNK_MAX_SAMPLES (30u * ENG_WHISPER_SAMPLE_RATE)
 
 /* eng__asr_chunks - cut samples x[n] into chunks of at most
  * ENG_ASR_CHUNK_MAX_SAMPLES, each cut in the quietest 200 ms of the

@@ -282,8 +282,12 @@ static void ew_pack_bf16(struct ew_ld *ld, const char *name, struct ew_linear *l
 	kn_bf16_pack(l->w, (size_t)l->n_out, (size_t)l->n_in, l->wbf);
 }
 
-static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
-		      struct ew_linear *l)
+/* Linear PREFIX/weight [n_out, n_in] (+ PREFIX/bias): enc_rows when its
+ * product runs over the encoder's rows (every encoder linear, and the
+ * decoder's cross-attention keys/values), which the bfloat16 types compute
+ * on AMX. */
+static void ew_linear_at(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
+			 bool enc_rows, struct ew_linear *l)
 {
 	char name[256];
 	int dims[2] = { n_out, n_in };
@@ -293,9 +297,7 @@ static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in,
 	l->wbf = NULL;
 	l->i8 = (struct kn_i8w){ 0 };
 	bool enc = !strncmp(prefix, "encoder/", 8);
-	size_t pl = strlen(prefix), sl = strlen("/attention/linear_1");
-	bool cross_kv = pl > sl && !strcmp(prefix + pl - sl, "/attention/linear_1");
-	bool bf16 = ld->bf16 && (enc || cross_kv); /* the products over encoder rows */
+	bool bf16 = ld->bf16 && enc_rows;
 	bool int8 = !bf16 && (enc ? ld->int8_enc : ld->int8_dec);
 	if (int8)
 		ew_linear_i8(ld, name, n_out, n_in, NULL, &l->i8);
@@ -312,6 +314,12 @@ static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in,
 		return;
 	snprintf(name, sizeof(name), "%s/bias", prefix);
 	ew_tensor(ld, name, 1, dims, NULL, &l->b);
+}
+
+static void ew_linear(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
+		      struct ew_linear *l)
+{
+	ew_linear_at(ld, prefix, n_out, n_in, bias, !strncmp(prefix, "encoder/", 8), l);
 }
 
 static void ew_norm(struct ew_ld *ld, const char *prefix, struct ew_norm *n)
@@ -362,7 +370,7 @@ static void ew_dec_layer(struct ew_ld *ld, int i, struct ew_dec_layer *l)
 	snprintf(q, sizeof(q), "%s/attention/linear_0", p);
 	ew_linear(ld, q, d, d, true, &l->cross_q);
 	snprintf(q, sizeof(q), "%s/attention/linear_1", p);
-	ew_linear(ld, q, 2 * d, d, true, &l->cross_kv);
+	ew_linear_at(ld, q, 2 * d, d, true, true, &l->cross_kv); /* over the encoder output */
 	snprintf(q, sizeof(q), "%s/attention/linear_2", p);
 	ew_linear(ld, q, d, d, true, &l->cross_out);
 	ew_ffn(ld, p, &l->ln_ffn, &l->ffn1, &l->ffn2);

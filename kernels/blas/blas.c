@@ -94,16 +94,6 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 		kn_gemv_rows(N, K, alpha, A, B, ldb, beta, C);
 		return;
 	}
-	if (M == 1 && !simd) {
-		/* One row: a matrix-vector product; sgemm would pack all of B. */
-		if (trans_b)
-			cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)N, (int)K, alpha, B, (int)ldb, A,
-				    1, beta, C, 1);
-		else
-			cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)N, alpha, B, (int)ldb, A, 1,
-				    beta, C, 1);
-		return;
-	}
 	float *pack;
 	if (simd && (pack = kn_pack_buf())) {
 		/* (one row times B [K, N], attention's p v, included: packing B's
@@ -115,7 +105,7 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 			kn__sgemm_avx2(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
 		return;
 	}
-	if (M == 1) { /* no packing buffer */
+	if (M == 1) { /* a matrix-vector product: sgemm would pack all of B */
 		cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans,
 			    trans_b ? (int)N : (int)K, trans_b ? (int)K : (int)N, alpha, B, (int)ldb,
 			    A, 1, beta, C, 1);
