@@ -96,8 +96,8 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 	}
 	float *pack;
 	if (simd && (pack = kn_pack_buf())) {
-		/* (one row times B [K, N], attention's p v, included: packing B's
-		 * rows is a copy, and the kernel then beats sgemv twice over) */
+		/* (a few rows times B [K, N], a decode step's p v, included: the
+		 * kernels read B in place for up to KN__SGEMM_DIRECT_M rows) */
 		if (isa == KN_ISA_AVX512)
 			kn__sgemm_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
 					 pack);

@@ -187,10 +187,71 @@ static void tile(size_t mr, size_t nr, size_t kc, const float *a, size_t lda, co
 	}
 }
 
+/* One row of A against op(B) = B[K,N] read in place, DIRECT_NR columns
+ * (8 accumulators) per pass, as in x86/sgemm_avx512.c: the same chain per
+ * element as the packed path. */
+#define DIRECT_NR 64
+static void row_direct(size_t N, size_t K, float alpha, const float *a, const float *B,
+		       size_t ldb, float beta, float *c)
+{
+	const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+	for (size_t j = 0; j < N; j += DIRECT_NR) {
+		__m256i m[8];
+		bool full = j + DIRECT_NR <= N;
+		for (int v = 0; v < 8; v++) {
+			size_t lo = j + 8 * (size_t)v;
+			m[v] = lanes(lo >= N ? 0 : N - lo >= 8 ? 8 : N - lo);
+		}
+		for (size_t k0 = 0; k0 < K; k0 += KC) {
+			size_t kc = K - k0 < KC ? K - k0 : KC;
+			__m256 acc[8];
+			for (int v = 0; v < 8; v++)
+				acc[v] = _mm256_setzero_ps();
+			const float *b = B + k0 * ldb + j;
+			if (full) {
+				for (size_t k = 0; k < kc; k++, b += ldb) {
+					__m256 ak = _mm256_broadcast_ss(a + k0 + k);
+#pragma GCC unroll 8
+					for (int v = 0; v < 8; v++)
+						acc[v] = _mm256_fmadd_ps(ak, _mm256_loadu_ps(b + 8 * v),
+									 acc[v]);
+				}
+			} else {
+				for (size_t k = 0; k < kc; k++, b += ldb) {
+					__m256 ak = _mm256_broadcast_ss(a + k0 + k);
+#pragma GCC unroll 8
+					for (int v = 0; v < 8; v++)
+						acc[v] = _mm256_fmadd_ps(
+							ak, _mm256_maskload_ps(b + 8 * v, m[v]), acc[v]);
+				}
+			}
+#pragma GCC unroll 8
+			for (int v = 0; v < 8; v++) {
+				float *cv = c + j + 8 * (size_t)v;
+				__m256 cc;
+				if (k0 == 0 && beta == 0.0f) {
+					cc = _mm256_mul_ps(va, acc[v]);
+				} else {
+					cc = _mm256_maskload_ps(cv, m[v]);
+					if (k0 == 0)
+						cc = _mm256_mul_ps(vb, cc);
+					cc = _mm256_fmadd_ps(va, acc[v], cc);
+				}
+				_mm256_maskstore_ps(cv, m[v], cc);
+			}
+		}
+	}
+}
+
 void kn__sgemm_avx2(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 		    size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
 		    float *pack)
 {
+	if (!trans_b && M <= KN__SGEMM_DIRECT_M) {
+		for (size_t i = 0; i < M; i++)
+			row_direct(N, K, alpha, A + i * lda, B, ldb, beta, C + i * ldc);
+		return;
+	}
 	for (size_t j0 = 0; j0 < N; j0 += NC) {
 		size_t nc = N - j0 < NC ? N - j0 : NC;
 		for (size_t k0 = 0; k0 < K; k0 += KC) {

@@ -139,10 +139,60 @@ static void tile(size_t mr, size_t nr, size_t kc, const float *a, size_t lda, co
 	}
 }
 
+/* One row of A against op(B) = B[K,N] read in place, DIRECT_NR columns
+ * per pass (a decode step's p v: packing B for one row would copy it all
+ * to read it once). Each element's chain is the packed path's: per KC
+ * block acc = fma(a[k], b[k], acc) from 0, then the same C update. */
+#define DIRECT_NR 64
+static void row_direct(size_t N, size_t K, float alpha, const float *a, const float *B,
+		       size_t ldb, float beta, float *c)
+{
+	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	for (size_t j = 0; j < N; j += DIRECT_NR) {
+		__mmask16 m[4];
+		for (int v = 0; v < 4; v++) {
+			size_t lo = j + 16 * (size_t)v, n = lo >= N ? 0 : N - lo;
+			m[v] = (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1);
+		}
+		for (size_t k0 = 0; k0 < K; k0 += KC) {
+			size_t kc = K - k0 < KC ? K - k0 : KC;
+			__m512 acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(),
+					  _mm512_setzero_ps(), _mm512_setzero_ps() };
+			const float *b = B + k0 * ldb + j;
+			for (size_t k = 0; k < kc; k++, b += ldb) {
+				__m512 ak = _mm512_set1_ps(a[k0 + k]);
+#pragma GCC unroll 4
+				for (int v = 0; v < 4; v++)
+					acc[v] = _mm512_fmadd_ps(
+						ak, _mm512_maskz_loadu_ps(m[v], b + 16 * v), acc[v]);
+			}
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++) {
+				float *cv = c + j + 16 * (size_t)v;
+				__m512 cc;
+				if (k0 == 0 && beta == 0.0f) {
+					cc = _mm512_mul_ps(va, acc[v]);
+				} else {
+					cc = _mm512_maskz_loadu_ps(m[v], cv);
+					if (k0 == 0)
+						cc = _mm512_mul_ps(vb, cc);
+					cc = _mm512_fmadd_ps(va, acc[v], cc);
+				}
+				_mm512_mask_storeu_ps(cv, m[v], cc);
+			}
+		}
+	}
+}
+
 void kn__sgemm_avx512(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 		      size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
 		      float *pack)
 {
+	if (!trans_b && M <= KN__SGEMM_DIRECT_M) {
+		for (size_t i = 0; i < M; i++)
+			row_direct(N, K, alpha, A + i * lda, B, ldb, beta, C + i * ldc);
+		return;
+	}
 	for (size_t j0 = 0; j0 < N; j0 += NC) {
 		size_t nc = N - j0 < NC ? N - j0 : NC;
 		for (size_t k0 = 0; k0 < K; k0 += KC) {

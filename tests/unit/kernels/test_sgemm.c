@@ -105,7 +105,9 @@ static const struct shape shapes[] = {
 	{6, 16, 1, false, 1.0f, 0.0f, 0},     {7, 17, 9, true, 1.0f, 0.5f, 1},
 	{5, 15, 256, false, 1.0f, 1.0f, 0},   {96, 8, 257, true, 2.0f, 0.0f, 0},
 	{103, 9, 33, false, 1.0f, -3.0f, 7},  {19, 1500, 64, true, 0.125f, 0.0f, 0},
-	{96, 64, 1500, false, 1.0f, 0.0f, 4},
+	{96, 64, 1500, false, 1.0f, 0.0f, 4}, {1, 64, 1500, false, 1.0f, 0.0f, 0},
+	{3, 70, 600, false, 0.5f, 1.0f, 2},   {4, 200, 513, false, 1.0f, -0.5f, 0},
+	{1, 1030, 64, false, 1.0f, 1.0f, 0},
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
