@@ -59,6 +59,13 @@ struct kn_ops {
 	 * llama/qwen). Max abs error vs double <= 1e-5 * (1 + |result|). */
 	void (*gelu_tanh_mul)(float *restrict gate, const float *restrict up, size_t n);
 	void (*silu_mul)(float *restrict gate, const float *restrict up, size_t n);
+	/* log(sum exp(x[i])) over one row, max-subtracted, in double after
+	 * the exps (a decode step's log-softmax over the vocabulary): -INFINITY
+	 * when n is 0 or every x[i] is -INFINITY. The SIMD variants take float
+	 * exps (kn_int.h's approximation) summed in float per block of
+	 * KN__LSE_BLOCK and in double across blocks; within 1e-6 of the
+	 * reference's double exps. */
+	double (*logsumexp)(const float *x, size_t n);
 };
 
 /* kn_init - detect the CPU and fill the table; force picks an ISA

@@ -106,6 +106,10 @@ bool kn__set_avx512vnni(bool on);
 
 #define KN__SQRT1_2 0.70710678118654752f /* 1/sqrt(2) */
 
+/* Elements whose float exps the SIMD logsumexp sums in float before
+ * adding the block's sum to a double. */
+#define KN__LSE_BLOCK 1024
+
 /* kn__sgemm_* - C[M,N] = alpha * A[M,K] * op(B) + beta * C, the kn_gemm
  * contract of kn_blas.h (op(B) = B[K,N], or B[N,K]^T when trans_b), with
  * one fixed order of operations per element, so that a row's result never
@@ -121,6 +125,9 @@ bool kn__set_avx512vnni(bool on);
 #define KN__SGEMM_KC   256
 #define KN__SGEMM_NC   512
 #define KN__SGEMM_PACK (KN__SGEMM_KC * KN__SGEMM_NC)
+/* Up to this many rows times B [K,N] (no trans_b), the SIMD kernels read B
+ * in place, one row at a time, instead of packing it (same chains). */
+#define KN__SGEMM_DIRECT_M 4
 void kn__sgemm_ref(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 		   size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
 		   float *pack);

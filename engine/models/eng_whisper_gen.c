@@ -10,6 +10,7 @@
 #include "common/st.h"
 #include "engine/models/eng_whisper.h"
 #include "engine/tok/eng_whisper_tok.h"
+#include "kernels/kn.h"
 
 /* Everything one window's decoding needs. */
 struct ewg {
@@ -38,15 +39,7 @@ struct ewg_hyp {
 
 static double ewg_logsumexp(const float *x, size_t n)
 {
-	float m = -INFINITY;
-	for (size_t i = 0; i < n; i++)
-		m = x[i] > m ? x[i] : m;
-	if (m == -INFINITY)
-		return -INFINITY;
-	double s = 0;
-	for (size_t i = 0; i < n; i++)
-		s += exp((double)(x[i] - m));
-	return m + log(s);
+	return kn_ops()->logsumexp(x, n);
 }
 
 static void ewg_disable(float *logits, int32_t from, int32_t to) /* [from, to) */

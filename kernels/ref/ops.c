@@ -61,6 +61,19 @@ static void ref_softmax(float *x, size_t n)
 		x[i] /= sum;
 }
 
+static double ref_logsumexp(const float *x, size_t n)
+{
+	float m = -INFINITY;
+	for (size_t i = 0; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	if (m == -INFINITY)
+		return -INFINITY;
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += exp((double)(x[i] - m));
+	return m + log(s);
+}
+
 static void ref_add(float *restrict y, const float *restrict x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -143,4 +156,5 @@ const struct kn_ops kn__ops_ref = {
 	.rms_norm = ref_rms_norm,
 	.gelu_tanh_mul = ref_gelu_tanh_mul,
 	.silu_mul = ref_silu_mul,
+	.logsumexp = ref_logsumexp,
 };

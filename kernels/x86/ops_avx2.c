@@ -193,6 +193,40 @@ static void avx2_softmax(float *x, size_t n)
 		x[i] *= inv;
 }
 
+static double avx2_logsumexp(const float *x, size_t n)
+{
+	size_t i = 0;
+	float m = -INFINITY;
+	if (n >= W) {
+		__m256 vmax = _mm256_loadu_ps(x);
+		for (i = W; i + W <= n; i += W)
+			vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+		m = hmax8(vmax);
+	}
+	for (; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	if (m == -INFINITY)
+		return -INFINITY;
+	__m256 vm = _mm256_set1_ps(m);
+	double s = 0;
+	for (i = 0; i + W <= n;) {
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+		size_t end = i + KN__LSE_BLOCK;
+		for (; i + 2 * W <= n && i < end; i += 2 * W) {
+			a0 = _mm256_add_ps(a0, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
+			a1 = _mm256_add_ps(a1, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + W), vm)));
+		}
+		if (i + W <= n && i < end) {
+			a0 = _mm256_add_ps(a0, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
+			i += W;
+		}
+		s += (double)hsum8(_mm256_add_ps(a0, a1));
+	}
+	for (; i < n; i++)
+		s += exp((double)(x[i] - m));
+	return m + log(s);
+}
+
 static void avx2_add(float *restrict y, const float *restrict x, size_t n)
 {
 	size_t i = 0;
@@ -364,4 +398,5 @@ const struct kn_ops kn__ops_avx2 = {
 	.rms_norm = avx2_rms_norm,
 	.gelu_tanh_mul = avx2_gelu_tanh_mul,
 	.silu_mul = avx2_silu_mul,
+	.logsumexp = avx2_logsumexp,
 };

@@ -176,6 +176,33 @@ static void avx512_softmax(float *x, size_t n)
 		x[i] *= inv;
 }
 
+static double avx512_logsumexp(const float *x, size_t n)
+{
+	size_t i = 0;
+	float m = -INFINITY;
+	if (n >= W) {
+		__m512 vmax = _mm512_loadu_ps(x);
+		for (i = W; i + W <= n; i += W)
+			vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+		m = _mm512_reduce_max_ps(vmax);
+	}
+	for (; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	if (m == -INFINITY)
+		return -INFINITY;
+	__m512 vm = SET1(m);
+	double s = 0;
+	for (i = 0; i + W <= n;) {
+		__m512 acc = _mm512_setzero_ps();
+		for (size_t end = i + KN__LSE_BLOCK; i + W <= n && i < end; i += W)
+			acc = _mm512_add_ps(acc, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
+		s += (double)_mm512_reduce_add_ps(acc);
+	}
+	for (; i < n; i++)
+		s += exp((double)(x[i] - m));
+	return m + log(s);
+}
+
 static void avx512_add(float *restrict y, const float *restrict x, size_t n)
 {
 	size_t i = 0;
@@ -348,4 +375,5 @@ const struct kn_ops kn__ops_avx512 = {
 	.rms_norm = avx512_rms_norm,
 	.gelu_tanh_mul = avx512_gelu_tanh_mul,
 	.silu_mul = avx512_silu_mul,
+	.logsumexp = avx512_logsumexp,
 };

@@ -415,6 +415,46 @@ static void test_softmax(void **state)
 	for_each_case("softmax", case_softmax);
 }
 
+/* ---- logsumexp ---------------------------------------------------------- */
+
+/* |lse - lse_double| <= 1e-6 (1 + |lse_double|), inputs as for softmax
+ * (every 5th -INFINITY); an all -INFINITY row gives -INFINITY. */
+static double case_logsumexp(const struct kn_ops *ops, size_t n, size_t off)
+{
+	float *xb, *x = buf_new(n, off, &xb);
+	fill(x, n, off ? 990.0f : -30.0f, off ? 1010.0f : 10.0f);
+	for (size_t i = 3; i < n; i += 5)
+		x[i] = -INFINITY;
+	double max = -INFINITY, sum = 0.0, worst = 0.0;
+	for (size_t i = 0; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	for (size_t i = 0; i < n; i++)
+		sum += exp((double)x[i] - max);
+	double want = n ? max + log(sum) : -INFINITY, got = ops->logsumexp(x, n);
+	if (n == 0)
+		worst = got == -INFINITY ? 0.0 : 2.0;
+	else
+		worst = fabs(got - want) / (1e-6 * (1.0 + fabs(want)));
+	for (size_t i = 0; i < n; i++)
+		x[i] = -INFINITY;
+	if (ops->logsumexp(x, n) != -INFINITY)
+		worst = 2.0;
+	free(xb);
+	return worst;
+}
+
+static void test_logsumexp(void **state)
+{
+	(void)state;
+	for_each_case("logsumexp", case_logsumexp);
+	/* a vocabulary's row (Whisper's 51864): many blocks of KN__LSE_BLOCK */
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		for (size_t off = 0; ops && off < 2; off++)
+			assert_true(case_logsumexp(ops, 51864, off) <= 1.0);
+	}
+}
+
 /* ---- add, scale_add, dot ------------------------------------------------ */
 
 static double case_add(const struct kn_ops *ops, size_t n, size_t off)
@@ -876,7 +916,7 @@ int main(void)
 		cmocka_unit_test(test_f16_exhaustive), cmocka_unit_test(test_f16_sizes),
 		cmocka_unit_test(test_half_roundings),
 		cmocka_unit_test(test_layer_norm),     cmocka_unit_test(test_gelu_sweep),
-		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_add),
+		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_logsumexp),	       cmocka_unit_test(test_add),
 		cmocka_unit_test(test_vs_ref),	       cmocka_unit_test(test_gemv_f16),
 		cmocka_unit_test(test_rms_norm),       cmocka_unit_test(test_gelu_tanh_mul),
 		cmocka_unit_test(test_silu_mul),
