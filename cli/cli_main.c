@@ -156,6 +156,7 @@ int main(int argc, char **argv)
 		listen = NULL;
 	/* A client that hangs up mid-write must cost an EPIPE, not the process. */
 	signal(SIGPIPE, SIG_IGN);
+	mem_keep_freed();
 	if (argc > 1 && !strcmp(argv[1], "inspect"))
 		return cli_inspect(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "transcribe"))

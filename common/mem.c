@@ -8,6 +8,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static atomic_long mem_budget = -1; /* < 0: never fail */
 
@@ -21,6 +24,16 @@ static int mem_should_fail(void)
 			return 0;
 	}
 	return b == 0;
+}
+
+void mem_keep_freed(void)
+{
+#ifdef __GLIBC__
+	/* 32 MB is glibc's largest mmap threshold on 64-bit (its
+	 * DEFAULT_MMAP_THRESHOLD_MAX); a larger value would be refused. */
+	mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+#endif
 }
 
 void mem_fail_after(long n)

@@ -18,6 +18,16 @@ char *mem_strdup(const char *s);
 char *mem_strndup(const char *s, size_t n);
 void mem_free(void *p);
 
+/* mem_keep_freed - ask the allocator (glibc's malloc) to serve blocks up to
+ * 32 MB from its heaps and to keep what is freed there for reuse, instead of
+ * mapping each big block anew and returning it at free (M_MMAP_THRESHOLD,
+ * M_TRIM_THRESHOLD; mallopt(3)). A request's buffers (a Whisper window's
+ * cross-attention keys and values are 18 MB) then cost no page faults when
+ * the next request takes them again. Call once at start-up, before any
+ * thread; the process keeps its peak heap instead of trimming it. A no-op
+ * where the C library has no mallopt. */
+void mem_keep_freed(void);
+
 /* mem_fail_after - test hook: the next n allocations succeed and every later one fails, until called
  * again with n < 0 (never fail, the default). Process-wide, for tests only. */
 void mem_fail_after(long n);
