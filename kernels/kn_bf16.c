@@ -47,8 +47,8 @@ size_t kn_bf16_packed_len(size_t N, size_t K)
 }
 
 /* Pack element (n, k) = src[n * sn + k * sk] of an N x K operand. */
-static void kn_bf16_pack_strided(const float *src, size_t sn, size_t sk, size_t N, size_t K,
-				 uint16_t *out)
+void kn__bf16_pack_ref(const float *src, size_t sn, size_t sk, size_t N, size_t K,
+		       uint16_t *out)
 {
 	size_t nb = (N + KN__BF16_NB - 1) / KN__BF16_NB, kb = (K + KN__BF16_KB - 1) / KN__BF16_KB;
 	for (size_t i = 0; i < nb; i++)
@@ -67,17 +67,23 @@ static void kn_bf16_pack_strided(const float *src, size_t sn, size_t sk, size_t 
 
 void kn_bf16_pack(const float *W, size_t N, size_t K, uint16_t *out)
 {
-	kn_bf16_pack_strided(W, K, 1, N, K, out);
+	kn_bf16_pack_rows(W, K, N, K, out);
 }
 
 void kn_bf16_pack_rows(const float *W, size_t ldw, size_t N, size_t K, uint16_t *out)
 {
-	kn_bf16_pack_strided(W, ldw, 1, N, K, out);
+	if (kn_bf16_ok())
+		kn__bf16_pack_rows_avx512(W, ldw, N, K, out);
+	else
+		kn__bf16_pack_ref(W, ldw, 1, N, K, out);
 }
 
 void kn_bf16_pack_cols(const float *B, size_t ldb, size_t N, size_t K, uint16_t *out)
 {
-	kn_bf16_pack_strided(B, 1, ldb, N, K, out);
+	if (kn_bf16_ok())
+		kn__bf16_pack_cols_avx512(B, ldb, N, K, out);
+	else
+		kn__bf16_pack_ref(B, 1, ldb, N, K, out);
 }
 
 size_t kn_bf16_scratch_len(size_t K)

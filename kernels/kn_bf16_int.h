@@ -16,6 +16,15 @@ void kn__bf16_linear_amx(size_t M, size_t N, size_t K, const float *x, size_t ld
 			 const uint16_t *Wp, const float *bias, float *y, size_t ldy,
 			 uint16_t *abuf);
 
+/* The packers of kn_bf16.h with AVX-512 (BW), used where kn_bf16_ok():
+ * element (n, k) of the N x K operand is W[n * ldw + k] (rows) or
+ * B[k * ldb + n] (cols). kn__bf16_pack_ref is the scalar packer they
+ * match bit for bit: element (n, k) = src[n * sn + k * sk]. */
+void kn__bf16_pack_rows_avx512(const float *W, size_t ldw, size_t N, size_t K, uint16_t *out);
+void kn__bf16_pack_cols_avx512(const float *B, size_t ldb, size_t N, size_t K, uint16_t *out);
+void kn__bf16_pack_ref(const float *src, size_t sn, size_t sk, size_t N, size_t K,
+		       uint16_t *out);
+
 /* The scalar reference: the same products, summed in double (exact up to
  * the final rounding to float32), for tests. */
 void kn__bf16_linear_ref(size_t M, size_t N, size_t K, const float *x, size_t ldx,

@@ -63,6 +63,76 @@ static void kn_rows_to_bf16(const float *x, size_t ldx, size_t rows, size_t K, s
 	}
 }
 
+/* u rounded to bfloat16 in its high half (nearest even), NaN kept quiet:
+ * kn_f32_to_bf16's rule, per lane. */
+static inline __m512i kn_rne_hi(__m512i u)
+{
+	const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+	__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+	__m512i r = _mm512_add_epi32(u, _mm512_add_epi32(round, lsb));
+	__mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+						_mm512_set1_epi32(0x7f800000));
+	return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+}
+
+/* 16 floats at p (the first nv of them; the rest 0), as raw bits. */
+static inline __m512i kn_load16(const float *p, size_t nv)
+{
+	__mmask16 m = nv >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nv) - 1);
+	return _mm512_castps_si512(_mm512_maskz_loadu_ps(m, p));
+}
+
+void kn__bf16_pack_cols_avx512(const float *B, size_t ldb, size_t N, size_t K, uint16_t *out)
+{
+	size_t nb = (N + KN__BF16_NB - 1) / KN__BF16_NB, kb = (K + KN__BF16_KB - 1) / KN__BF16_KB;
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	for (size_t i = 0; i < nb; i++) {
+		size_t n0 = i * KN__BF16_NB, nv = N - n0 < 16 ? N - n0 : 16;
+		for (size_t j = 0; j < kb; j++) {
+			uint16_t *blk = out + (i * kb + j) * KN__BF16_NB * KN__BF16_KB;
+			for (size_t pair = 0; pair < KN__BF16_KB / 2; pair++) {
+				size_t k = j * KN__BF16_KB + 2 * pair;
+				__m512i u0 = k < K ? kn_load16(B + k * ldb + n0, nv) : _mm512_setzero_si512();
+				__m512i u1 = k + 1 < K ? kn_load16(B + (k + 1) * ldb + n0, nv)
+						       : _mm512_setzero_si512();
+				__m512i v = _mm512_or_si512(_mm512_srli_epi32(kn_rne_hi(u0), 16),
+							    _mm512_and_si512(kn_rne_hi(u1), hi));
+				_mm512_storeu_si512(blk + pair * 32, v);
+			}
+		}
+	}
+}
+
+void kn__bf16_pack_rows_avx512(const float *W, size_t ldw, size_t N, size_t K, uint16_t *out)
+{
+	size_t nb = (N + KN__BF16_NB - 1) / KN__BF16_NB, kb = (K + KN__BF16_KB - 1) / KN__BF16_KB;
+	/* the high halves of lanes 0..15 of a, then of b: 32 bfloat16 in order */
+	const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
+					     35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9,
+					     7, 5, 3, 1);
+	uint32_t t[16][16];
+	for (size_t i = 0; i < nb; i++)
+		for (size_t j = 0; j < kb; j++) {
+			size_t k0 = j * KN__BF16_KB, kv = K - k0 < 32 ? K - k0 : 32;
+			for (size_t c = 0; c < KN__BF16_NB; c++) {
+				size_t n = i * KN__BF16_NB + c;
+				__m512i v = _mm512_setzero_si512();
+				if (n < N) {
+					const float *src = W + n * ldw + k0;
+					__m512i a = kn_rne_hi(kn_load16(src, kv));
+					__m512i b = kv > 16 ? kn_rne_hi(kn_load16(src + 16, kv - 16))
+							    : _mm512_setzero_si512();
+					v = _mm512_permutex2var_epi16(a, odd, b);
+				}
+				_mm512_storeu_si512(t[c], v); /* t[c][pair]: k-values 2 pair, +1 */
+			}
+			uint32_t *blk = (uint32_t *)(out + (i * kb + j) * KN__BF16_NB * KN__BF16_KB);
+			for (size_t pair = 0; pair < 16; pair++)
+				for (size_t c = 0; c < 16; c++)
+					blk[pair * 16 + c] = t[c][pair];
+		}
+}
+
 /* Tile t holds y rows [r, r + 16), columns [c, c + 16): store what lies
  * inside M x N. */
 #define KN_STORE(t, r, c)                                                                  \

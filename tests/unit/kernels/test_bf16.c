@@ -3,6 +3,9 @@
  *     carries into the exponent, signs, infinity, NaN);
  *   - packing: every (n, k) of W lands where kn__bf16_packed_at reads it,
  *     the padding is zero;
+ *   - the AVX-512 packers (rows and columns of a strided operand) against
+ *     the scalar packer bit for bit, over edges of 16 / 32 and values that
+ *     round to even, carry, or are infinite or NaN;
  *   - the scalar reference against a product computed here in double
  *     from the rounded inputs;
  *   - the AMX kernel against the reference over shapes on both sides of
@@ -95,6 +98,39 @@ static void test_pack(void **state)
 			assert_int_equal(kn__bf16_packed_at(p, K, n, k), kn_f32_to_bf16(W[n * K + k]));
 	free(W);
 	free(p);
+}
+
+static void test_pack_simd(void **state)
+{
+	(void)state;
+	if (!kn_bf16_ok()) {
+		printf("[ kn ] no AMX-BF16 here: the AVX-512 packers are not run\n");
+		return;
+	}
+	static const size_t shapes[][2] = { { 1, 1 }, { 16, 32 }, { 17, 33 }, { 37, 45 },
+					    { 64, 1500 }, { 1500, 64 }, { 15, 31 } };
+	static const uint32_t special[] = { 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
+					    0x7f800000u, 0xff800000u, 0x7fc00001u, 0x00000001u };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		size_t N = shapes[s][0], K = shapes[s][1], ld = (N > K ? N : K) + 3;
+		float *src = malloc(ld * ld * sizeof(float));
+		for (size_t i = 0; i < ld * ld; i++)
+			src[i] = i % 13 == 5 ? from_bits(special[i % 8]) : 8.0f * rng_uniform();
+		size_t len = kn_bf16_packed_len(N, K);
+		uint16_t *want = malloc(len * sizeof(uint16_t)), *got = malloc(len * sizeof(uint16_t));
+		for (int cols = 0; cols < 2; cols++) {
+			kn__bf16_pack_ref(src, cols ? 1 : ld, cols ? ld : 1, N, K, want);
+			memset(got, 0xa5, len * sizeof(uint16_t));
+			if (cols)
+				kn__bf16_pack_cols_avx512(src, ld, N, K, got);
+			else
+				kn__bf16_pack_rows_avx512(src, ld, N, K, got);
+			assert_memory_equal(got, want, len * sizeof(uint16_t));
+		}
+		free(src);
+		free(want);
+		free(got);
+	}
 }
 
 /* Random x [M, ldx], W [N, K] packed, bias [N] or NULL. */
@@ -247,6 +283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round),
 		cmocka_unit_test(test_pack),
+		cmocka_unit_test(test_pack_simd),
 		cmocka_unit_test(test_reference),
 		cmocka_unit_test(test_amx_against_reference),
 		cmocka_unit_test(test_attention_against_float32),
