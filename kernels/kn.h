@@ -66,6 +66,12 @@ struct kn_ops {
 	 * KN__LSE_BLOCK and in double across blocks; within 1e-6 of the
 	 * reference's double exps. */
 	double (*logsumexp)(const float *x, size_t n);
+	/* y[0..n) = bfloat16(softmax(scale * x)) (kn_half.h's nearest-even
+	 * rounding), y[n..n_pad) = 0: one row of attention probabilities as
+	 * kn_bf16_linear_b16 reads them. x is clobbered. Bit for bit what
+	 * scale_add(x, scale, NULL), softmax(x) and kn_f32_to_bf16 of each
+	 * element give in the same table. n >= 1, n_pad >= n. */
+	void (*softmax_bf16)(float *x, size_t n, float scale, uint16_t *y, size_t n_pad);
 };
 
 /* kn_init - detect the CPU and fill the table; force picks an ISA

@@ -65,8 +65,9 @@ void kn_attention(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, cons
 }
 
 /* kn_attention_bf16's scratch: one block of scores, the head's keys and
- * values packed, the bfloat16 rows of a product (uint16_t counted in
- * halves of a float, rounded up). */
+ * values packed, the bfloat16 rows of the first product, the block's
+ * probabilities in bfloat16 (uint16_t counted in halves of a float,
+ * rounded up). */
 static size_t kn_attn_halves(size_t n)
 {
 	return (n + 1) / 2;
@@ -74,10 +75,10 @@ static size_t kn_attn_halves(size_t n)
 
 size_t kn_attention_bf16_scratch(size_t n_kv, size_t head_dim)
 {
-	size_t a = n_kv > head_dim ? n_kv : head_dim;
 	return KN_ATTN_ROWS * n_kv + kn_attn_halves(kn_bf16_packed_len(n_kv, head_dim)) +
 	       kn_attn_halves(kn_bf16_packed_len(head_dim, n_kv)) +
-	       kn_attn_halves(kn_bf16_scratch_len(a)) + 16;
+	       kn_attn_halves(kn_bf16_scratch_len(head_dim)) +
+	       kn_attn_halves(KN_ATTN_ROWS * kn_bf16_lda(n_kv)) + 16;
 }
 
 void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
@@ -89,6 +90,8 @@ void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 	uint16_t *kp = (uint16_t *)(S + KN_ATTN_ROWS * n_kv);
 	uint16_t *vp = kp + 2 * kn_attn_halves(kn_bf16_packed_len(n_kv, head_dim));
 	uint16_t *ab = vp + 2 * kn_attn_halves(kn_bf16_packed_len(head_dim, n_kv));
+	uint16_t *pb = ab + 2 * kn_attn_halves(kn_bf16_scratch_len(head_dim));
+	size_t ldp = kn_bf16_lda(n_kv);
 	for (size_t h = 0; h < n_heads; h++) {
 		size_t off = h * head_dim;
 		kn_bf16_pack_rows(k + off, ldk, n_kv, head_dim, kp);  /* S = q k^T */
@@ -97,12 +100,14 @@ void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 			size_t rows = n_q - i0 < KN_ATTN_ROWS ? n_q - i0 : KN_ATTN_ROWS;
 			kn_bf16_linear(rows, n_kv, head_dim, q + i0 * ldq + off, ldq, kp, NULL, S,
 				       n_kv, ab);
-			for (size_t i = 0; i < rows; i++) {
-				ops->scale_add(S + i * n_kv, scale, NULL, n_kv);
-				ops->softmax(S + i * n_kv, n_kv);
-			}
-			kn_bf16_linear(rows, head_dim, n_kv, S, n_kv, vp, NULL, out + i0 * ldo + off,
-				       ldo, ab);
+			/* P = bf16(softmax(scale S)) straight into the rows the
+			 * second product reads; rows up to the next 32 zeroed */
+			for (size_t i = 0; i < rows; i++)
+				ops->softmax_bf16(S + i * n_kv, n_kv, scale, pb + i * ldp, ldp);
+			size_t padded = (rows + 31) / 32 * 32;
+			memset(pb + rows * ldp, 0, (padded - rows) * ldp * sizeof(*pb));
+			kn_bf16_linear_b16(rows, head_dim, n_kv, pb, ldp, vp, NULL,
+					   out + i0 * ldo + off, ldo);
 		}
 	}
 }

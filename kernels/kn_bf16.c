@@ -91,6 +91,19 @@ size_t kn_bf16_scratch_len(size_t K)
 	return KN__BF16_TM * ((K + KN__BF16_KB - 1) / KN__BF16_KB * KN__BF16_KB);
 }
 
+size_t kn_bf16_lda(size_t K)
+{
+	return (K + KN__BF16_KB - 1) / KN__BF16_KB * KN__BF16_KB;
+}
+
+void kn_bf16_linear_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t ldxb,
+			const uint16_t *Wp, const float *bias, float *y, size_t ldy)
+{
+	if (M == 0 || N == 0)
+		return;
+	kn__bf16_linear_amx_b16(M, N, K, xb, ldxb, Wp, bias, y, ldy);
+}
+
 void kn_bf16_linear(size_t M, size_t N, size_t K, const float *x, size_t ldx,
 		    const uint16_t *Wp, const float *bias, float *y, size_t ldy,
 		    uint16_t *scratch)

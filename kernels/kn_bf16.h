@@ -50,4 +50,17 @@ void kn_bf16_linear(size_t M, size_t N, size_t K, const float *x, size_t ldx,
 		    const uint16_t *Wp, const float *bias, float *y, size_t ldy,
 		    uint16_t *scratch);
 
+/* kn_bf16_lda - K rounded up to 32: the least row stride of x for
+ * kn_bf16_linear_b16 (the k-values of one tile row). */
+size_t kn_bf16_lda(size_t K);
+
+/* kn_bf16_linear_b16 - kn_bf16_linear with x already rounded to bfloat16:
+ * row m of x is xb[m * ldxb ..], ldxb >= kn_bf16_lda(K), its entries
+ * [K, kn_bf16_lda(K)) zero; rows are read in blocks of 32, so xb holds M
+ * rounded up to 32 rows (what the rows past M hold does not reach y).
+ * Bit for bit kn_bf16_linear of the float32 rows those bfloat16 values
+ * widen to. Needs kn_bf16_ok(). */
+void kn_bf16_linear_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t ldxb,
+			const uint16_t *Wp, const float *bias, float *y, size_t ldy);
+
 #endif /* KN_BF16_H */

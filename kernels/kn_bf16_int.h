@@ -16,6 +16,11 @@ void kn__bf16_linear_amx(size_t M, size_t N, size_t K, const float *x, size_t ld
 			 const uint16_t *Wp, const float *bias, float *y, size_t ldy,
 			 uint16_t *abuf);
 
+/* AMX with x already in bfloat16: xb rows ldxb >= K rounded up to 32
+ * apart, zero in [K, that), and rows up to M rounded up to 32 readable. */
+void kn__bf16_linear_amx_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t ldxb,
+			     const uint16_t *Wp, const float *bias, float *y, size_t ldy);
+
 /* The packers of kn_bf16.h with AVX-512 (BW), used where kn_bf16_ok():
  * element (n, k) of the N x K operand is W[n * ldw + k] (rows) or
  * B[k * ldb + n] (cols). kn__bf16_pack_ref is the scalar packer they

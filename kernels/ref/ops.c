@@ -142,6 +142,14 @@ static void ref_silu_mul(float *restrict gate, const float *restrict up, size_t 
 		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+static void ref_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
+{
+	ref_scale_add(x, scale, NULL, n);
+	ref_softmax(x, n);
+	for (size_t i = 0; i < n_pad; i++)
+		y[i] = i < n ? kn_f32_to_bf16(x[i]) : 0;
+}
+
 const struct kn_ops kn__ops_ref = {
 	.isa = KN_ISA_REF,
 	.name = "ref",
@@ -157,4 +165,5 @@ const struct kn_ops kn__ops_ref = {
 	.gelu_tanh_mul = ref_gelu_tanh_mul,
 	.silu_mul = ref_silu_mul,
 	.logsumexp = ref_logsumexp,
+	.softmax_bf16 = ref_softmax_bf16,
 };

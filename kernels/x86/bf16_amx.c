@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kn_bf16_int.h"
+#include "kernels/x86/bf16_avx512.h"
 
 struct kn_tilecfg {
 	uint8_t palette, start_row;
@@ -63,18 +64,6 @@ static void kn_rows_to_bf16(const float *x, size_t ldx, size_t rows, size_t K, s
 	}
 }
 
-/* u rounded to bfloat16 in its high half (nearest even), NaN kept quiet:
- * kn_f32_to_bf16's rule, per lane. */
-static inline __m512i kn_rne_hi(__m512i u)
-{
-	const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
-	__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
-	__m512i r = _mm512_add_epi32(u, _mm512_add_epi32(round, lsb));
-	__mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-						_mm512_set1_epi32(0x7f800000));
-	return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-}
-
 /* 16 floats at p (the first nv of them; the rest 0), as raw bits. */
 static inline __m512i kn_load16(const float *p, size_t nv)
 {
@@ -95,8 +84,8 @@ void kn__bf16_pack_cols_avx512(const float *B, size_t ldb, size_t N, size_t K, u
 				__m512i u0 = k < K ? kn_load16(B + k * ldb + n0, nv) : _mm512_setzero_si512();
 				__m512i u1 = k + 1 < K ? kn_load16(B + (k + 1) * ldb + n0, nv)
 						       : _mm512_setzero_si512();
-				__m512i v = _mm512_or_si512(_mm512_srli_epi32(kn_rne_hi(u0), 16),
-							    _mm512_and_si512(kn_rne_hi(u1), hi));
+				__m512i v = _mm512_or_si512(_mm512_srli_epi32(kn__rne_hi512(u0), 16),
+							    _mm512_and_si512(kn__rne_hi512(u1), hi));
 				_mm512_storeu_si512(blk + pair * 32, v);
 			}
 		}
@@ -119,8 +108,8 @@ void kn__bf16_pack_rows_avx512(const float *W, size_t ldw, size_t N, size_t K, u
 				__m512i v = _mm512_setzero_si512();
 				if (n < N) {
 					const float *src = W + n * ldw + k0;
-					__m512i a = kn_rne_hi(kn_load16(src, kv));
-					__m512i b = kv > 16 ? kn_rne_hi(kn_load16(src + 16, kv - 16))
+					__m512i a = kn__rne_hi512(kn_load16(src, kv));
+					__m512i b = kv > 16 ? kn__rne_hi512(kn_load16(src + 16, kv - 16))
 							    : _mm512_setzero_si512();
 					v = _mm512_permutex2var_epi16(a, odd, b);
 				}
@@ -149,64 +138,85 @@ void kn__bf16_pack_rows_avx512(const float *W, size_t ldw, size_t N, size_t K, u
 		}                                                                          \
 	} while (0)
 
+/* y rows [m0, m0 + 32) (those below M) = the 32 bfloat16 rows at a
+ * (lda elements apart; rows past M are read, their results dropped) times
+ * the packed W, + bias. */
+static void kn_amx_rows(size_t m0, size_t M, size_t N, size_t kb, const uint16_t *a, size_t lda,
+			const uint16_t *Wp, const float *bias, float *y, size_t ldy, float *edge)
+{
+	size_t nb = (N + KN__BF16_NB - 1) / KN__BF16_NB, blk = KN__BF16_NB * KN__BF16_KB;
+	size_t rows = M - m0 < KN__BF16_TM ? M - m0 : KN__BF16_TM;
+	long ldab = (long)(lda * sizeof(uint16_t));
+	const uint16_t *a0 = a, *a1 = a + 16 * lda;
+	size_t j = 0;
+	for (; j + 2 <= nb; j += 2) {
+		const uint16_t *b0 = Wp + j * kb * blk, *b1 = b0 + kb * blk;
+		_tile_zero(0);
+		_tile_zero(1);
+		_tile_zero(2);
+		_tile_zero(3);
+		for (size_t k = 0; k < kb; k++) {
+			_tile_loadd(4, a0 + k * KN__BF16_KB, ldab);
+			_tile_loadd(5, a1 + k * KN__BF16_KB, ldab);
+			_tile_loadd(6, b0 + k * blk, 64);
+			_tile_loadd(7, b1 + k * blk, 64);
+			_tile_dpbf16ps(0, 4, 6);
+			_tile_dpbf16ps(1, 4, 7);
+			_tile_dpbf16ps(2, 5, 6);
+			_tile_dpbf16ps(3, 5, 7);
+		}
+		KN_STORE(0, m0, j * 16);
+		KN_STORE(1, m0, j * 16 + 16);
+		KN_STORE(2, m0 + 16, j * 16);
+		KN_STORE(3, m0 + 16, j * 16 + 16);
+	}
+	if (j < nb) { /* an odd last block of 16 columns */
+		const uint16_t *b0 = Wp + j * kb * blk;
+		_tile_zero(0);
+		_tile_zero(2);
+		for (size_t k = 0; k < kb; k++) {
+			_tile_loadd(4, a0 + k * KN__BF16_KB, ldab);
+			_tile_loadd(5, a1 + k * KN__BF16_KB, ldab);
+			_tile_loadd(6, b0 + k * blk, 64);
+			_tile_dpbf16ps(0, 4, 6);
+			_tile_dpbf16ps(2, 5, 6);
+		}
+		KN_STORE(0, m0, j * 16);
+		KN_STORE(2, m0 + 16, j * 16);
+	}
+	for (size_t r = 0; bias && r < rows; r++) {
+		float *row = y + (m0 + r) * ldy;
+		size_t n = 0;
+		for (; n + 16 <= N; n += 16)
+			_mm512_storeu_ps(row + n, _mm512_add_ps(_mm512_loadu_ps(row + n),
+								_mm512_loadu_ps(bias + n)));
+		for (; n < N; n++)
+			row[n] += bias[n];
+	}
+}
+
 void kn__bf16_linear_amx(size_t M, size_t N, size_t K, const float *x, size_t ldx,
 			 const uint16_t *Wp, const float *bias, float *y, size_t ldy,
 			 uint16_t *abuf)
 {
 	size_t kb = (K + KN__BF16_KB - 1) / KN__BF16_KB, kp = kb * KN__BF16_KB;
-	size_t nb = (N + KN__BF16_NB - 1) / KN__BF16_NB, blk = KN__BF16_NB * KN__BF16_KB;
-	long lda = (long)(kp * sizeof(uint16_t));
 	float edge[16 * 16];
 	kn_tiles_config();
 	for (size_t m0 = 0; m0 < M; m0 += KN__BF16_TM) {
 		size_t rows = M - m0 < KN__BF16_TM ? M - m0 : KN__BF16_TM;
 		kn_rows_to_bf16(x + m0 * ldx, ldx, rows, K, kp, abuf);
-		const uint16_t *a0 = abuf, *a1 = abuf + 16 * kp;
-		size_t j = 0;
-		for (; j + 2 <= nb; j += 2) {
-			const uint16_t *b0 = Wp + j * kb * blk, *b1 = b0 + kb * blk;
-			_tile_zero(0);
-			_tile_zero(1);
-			_tile_zero(2);
-			_tile_zero(3);
-			for (size_t k = 0; k < kb; k++) {
-				_tile_loadd(4, a0 + k * KN__BF16_KB, lda);
-				_tile_loadd(5, a1 + k * KN__BF16_KB, lda);
-				_tile_loadd(6, b0 + k * blk, 64);
-				_tile_loadd(7, b1 + k * blk, 64);
-				_tile_dpbf16ps(0, 4, 6);
-				_tile_dpbf16ps(1, 4, 7);
-				_tile_dpbf16ps(2, 5, 6);
-				_tile_dpbf16ps(3, 5, 7);
-			}
-			KN_STORE(0, m0, j * 16);
-			KN_STORE(1, m0, j * 16 + 16);
-			KN_STORE(2, m0 + 16, j * 16);
-			KN_STORE(3, m0 + 16, j * 16 + 16);
-		}
-		if (j < nb) { /* an odd last block of 16 columns */
-			const uint16_t *b0 = Wp + j * kb * blk;
-			_tile_zero(0);
-			_tile_zero(2);
-			for (size_t k = 0; k < kb; k++) {
-				_tile_loadd(4, a0 + k * KN__BF16_KB, lda);
-				_tile_loadd(5, a1 + k * KN__BF16_KB, lda);
-				_tile_loadd(6, b0 + k * blk, 64);
-				_tile_dpbf16ps(0, 4, 6);
-				_tile_dpbf16ps(2, 5, 6);
-			}
-			KN_STORE(0, m0, j * 16);
-			KN_STORE(2, m0 + 16, j * 16);
-		}
-		for (size_t r = 0; bias && r < rows; r++) {
-			float *row = y + (m0 + r) * ldy;
-			size_t n = 0;
-			for (; n + 16 <= N; n += 16)
-				_mm512_storeu_ps(row + n, _mm512_add_ps(_mm512_loadu_ps(row + n),
-									_mm512_loadu_ps(bias + n)));
-			for (; n < N; n++)
-				row[n] += bias[n];
-		}
+		kn_amx_rows(m0, M, N, kb, abuf, kp, Wp, bias, y, ldy, edge);
 	}
+	_tile_release();
+}
+
+void kn__bf16_linear_amx_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t ldxb,
+			     const uint16_t *Wp, const float *bias, float *y, size_t ldy)
+{
+	size_t kb = (K + KN__BF16_KB - 1) / KN__BF16_KB;
+	float edge[16 * 16];
+	kn_tiles_config();
+	for (size_t m0 = 0; m0 < M; m0 += KN__BF16_TM)
+		kn_amx_rows(m0, M, N, kb, xb + m0 * ldxb, ldxb, Wp, bias, y, ldy, edge);
 	_tile_release();
 }

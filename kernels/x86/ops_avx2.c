@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
 
 #define W 8 /* floats per __m256 */
@@ -384,6 +385,14 @@ static void avx2_silu_mul(float *restrict gate, const float *restrict up, size_t
 		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+static void avx2_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
+{
+	avx2_scale_add(x, scale, NULL, n);
+	avx2_softmax(x, n);
+	for (size_t i = 0; i < n_pad; i++)
+		y[i] = i < n ? kn_f32_to_bf16(x[i]) : 0;
+}
+
 const struct kn_ops kn__ops_avx2 = {
 	.isa = KN_ISA_AVX2,
 	.name = "avx2",
@@ -399,4 +408,5 @@ const struct kn_ops kn__ops_avx2 = {
 	.gelu_tanh_mul = avx2_gelu_tanh_mul,
 	.silu_mul = avx2_silu_mul,
 	.logsumexp = avx2_logsumexp,
+	.softmax_bf16 = avx2_softmax_bf16,
 };

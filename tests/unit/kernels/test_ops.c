@@ -415,6 +415,42 @@ static void test_softmax(void **state)
 	for_each_case("softmax", case_softmax);
 }
 
+/* ---- softmax_bf16 ------------------------------------------------------- */
+
+/* Bit for bit the table's own scale_add, softmax and kn_f32_to_bf16, and
+ * zeros to n_pad (the padding starts dirty). */
+static double case_softmax_bf16(const struct kn_ops *ops, size_t n, size_t off)
+{
+	if (n == 0)
+		return 0.0;
+	float *xb, *x = buf_new(n, off, &xb), *x2 = malloc(n * sizeof(float));
+	size_t n_pad = n + 31;
+	uint16_t *got = malloc(n_pad * sizeof(uint16_t));
+	assert_true(x2 && got);
+	fill(x, n, off ? 990.0f : -10.0f, off ? 1010.0f : 10.0f);
+	for (size_t i = 3; i < n; i += 5)
+		x[i] = -INFINITY;
+	memcpy(x2, x, n * sizeof(float));
+	memset(got, 0xa5, n_pad * sizeof(uint16_t));
+	ops->softmax_bf16(x, n, 0.125f * (1.0f + (float)off / 3.0f), got, n_pad);
+	ops->scale_add(x2, 0.125f * (1.0f + (float)off / 3.0f), NULL, n);
+	ops->softmax(x2, n);
+	double worst = 0.0;
+	for (size_t i = 0; i < n_pad; i++)
+		if (got[i] != (i < n ? kn_f32_to_bf16(x2[i]) : 0))
+			worst = 2.0;
+	free(xb);
+	free(x2);
+	free(got);
+	return worst;
+}
+
+static void test_softmax_bf16(void **state)
+{
+	(void)state;
+	for_each_case("softmax_bf16", case_softmax_bf16);
+}
+
 /* ---- logsumexp ---------------------------------------------------------- */
 
 /* |lse - lse_double| <= 1e-6 (1 + |lse_double|), inputs as for softmax
@@ -916,7 +952,7 @@ int main(void)
 		cmocka_unit_test(test_f16_exhaustive), cmocka_unit_test(test_f16_sizes),
 		cmocka_unit_test(test_half_roundings),
 		cmocka_unit_test(test_layer_norm),     cmocka_unit_test(test_gelu_sweep),
-		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_logsumexp),	       cmocka_unit_test(test_add),
+		cmocka_unit_test(test_softmax),	       cmocka_unit_test(test_softmax_bf16),	       cmocka_unit_test(test_logsumexp),	       cmocka_unit_test(test_add),
 		cmocka_unit_test(test_vs_ref),	       cmocka_unit_test(test_gemv_f16),
 		cmocka_unit_test(test_rms_norm),       cmocka_unit_test(test_gelu_tanh_mul),
 		cmocka_unit_test(test_silu_mul),
