@@ -72,6 +72,13 @@ struct kn_ops {
 	 * scale_add(x, scale, NULL), softmax(x) and kn_f32_to_bf16 of each
 	 * element give in the same table. n >= 1, n_pad >= n. */
 	void (*softmax_bf16)(float *x, size_t n, float scale, uint16_t *y, size_t n_pad);
+	/* y[c] = sum_r x[r] * bf16(W[r*ldw + c]) for c < n, W bfloat16 bits,
+	 * y overwritten: a row vector times a bfloat16 matrix (a decode
+	 * step's query times a head's transposed key cache, its probabilities
+	 * times the value cache). float32 products and sums, the order the
+	 * variant's; y aliases neither input. */
+	void (*gemv_t_bf16)(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			    float *restrict y, size_t n_rows, size_t n);
 };
 
 /* kn_init - detect the CPU and fill the table; force picks an ISA

@@ -112,6 +112,25 @@ void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 	}
 }
 
+void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
+		       const float *q, size_t ldq, const uint16_t *kt, size_t ldkt,
+		       const uint16_t *v, size_t ldv, float *out, size_t ldo, float *scratch)
+{
+	const struct kn_ops *ops = kn_ops();
+	float scale = 1.0f / sqrtf((float)head_dim);
+	for (size_t h = 0; h < n_heads; h++) {
+		size_t off = h * head_dim;
+		for (size_t i = 0; i < n_q; i++) {
+			/* scores[j] = sum_c q[c] kt[c][j] over the head's columns */
+			ops->gemv_t_bf16(kt + off * ldkt, ldkt, q + i * ldq + off, scratch, head_dim,
+					 n_kv);
+			ops->scale_add(scratch, scale, NULL, n_kv);
+			ops->softmax(scratch, n_kv);
+			ops->gemv_t_bf16(v + off, ldv, scratch, out + i * ldo + off, n_kv, head_dim);
+		}
+	}
+}
+
 /* The arguments of one kn_attention_window call that its blocks share. */
 struct kn_win {
 	const float *q, *k, *v; /* column 0 of head 0 */

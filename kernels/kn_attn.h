@@ -31,6 +31,19 @@ void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 		       size_t ldv, float *out, size_t ldo, float *scratch);
 size_t kn_attention_bf16_scratch(size_t n_kv, size_t head_dim);
 
+/* kn_attention_kv16 - kn_attention without a mask for a few query rows
+ * against keys and values stored in bfloat16 (a decode step's
+ * cross-attention over the encoder output, kept in bfloat16 when the
+ * encoder runs in it, as CTranslate2's bfloat16 compute types keep their
+ * activations): per head, query row by row, scores = q k^T / sqrt(hd),
+ * softmax, out = p v, each product a kn_ops gemv_t_bf16 (no horizontal
+ * sums), float32 throughout. The keys are stored transposed: element
+ * (key j, column c) at kt[c * ldkt + j], c < n_heads * head_dim; values
+ * row-major, (j, c) at v[j * ldv + c]. scratch: n_kv floats. */
+void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
+		       const float *q, size_t ldq, const uint16_t *kt, size_t ldkt,
+		       const uint16_t *v, size_t ldv, float *out, size_t ldo, float *scratch);
+
 /* kn_attention_window - kn_attention where causal query row i (absolute
  * position q_pos0 + i) sees only keys in [q_pos0 + i + 1 - window,
  * q_pos0 + i] (sliding-window attention as llama.cpp's

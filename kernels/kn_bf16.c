@@ -91,6 +91,28 @@ size_t kn_bf16_scratch_len(size_t K)
 	return KN__BF16_TM * ((K + KN__BF16_KB - 1) / KN__BF16_KB * KN__BF16_KB);
 }
 
+void kn_bf16_from_f32(const float *x, uint16_t *y, size_t n)
+{
+	if (kn_bf16_ok()) {
+		kn__bf16_from_f32_avx512(x, y, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		y[i] = kn_f32_to_bf16(x[i]);
+}
+
+void kn_bf16_from_f32_t(const float *x, size_t ldx, size_t rows, size_t cols, uint16_t *y,
+			size_t ldy)
+{
+	if (kn_bf16_ok()) {
+		kn__bf16_from_f32_t_avx512(x, ldx, rows, cols, y, ldy);
+		return;
+	}
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++)
+			y[c * ldy + r] = kn_f32_to_bf16(x[r * ldx + c]);
+}
+
 size_t kn_bf16_lda(size_t K)
 {
 	return (K + KN__BF16_KB - 1) / KN__BF16_KB * KN__BF16_KB;

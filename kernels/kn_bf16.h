@@ -50,6 +50,17 @@ void kn_bf16_linear(size_t M, size_t N, size_t K, const float *x, size_t ldx,
 		    const uint16_t *Wp, const float *bias, float *y, size_t ldy,
 		    uint16_t *scratch);
 
+/* kn_bf16_from_f32 - y[i] = kn_f32_to_bf16(x[i]) for i < n (a cache of
+ * activations kept in bfloat16); AVX-512 where kn_bf16_ok(), else scalar,
+ * the same bits. */
+void kn_bf16_from_f32(const float *x, uint16_t *y, size_t n);
+
+/* kn_bf16_from_f32_t - the same into the transpose: y[c * ldy + r] =
+ * kn_f32_to_bf16(x[r * ldx + c]) for r < rows, c < cols (a key cache
+ * stored column by column). */
+void kn_bf16_from_f32_t(const float *x, size_t ldx, size_t rows, size_t cols, uint16_t *y,
+			size_t ldy);
+
 /* kn_bf16_lda - K rounded up to 32: the least row stride of x for
  * kn_bf16_linear_b16 (the k-values of one tile row). */
 size_t kn_bf16_lda(size_t K);

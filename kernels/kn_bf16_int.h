@@ -27,6 +27,9 @@ void kn__bf16_linear_amx_b16(size_t M, size_t N, size_t K, const uint16_t *xb, s
  * match bit for bit: element (n, k) = src[n * sn + k * sk]. */
 void kn__bf16_pack_rows_avx512(const float *W, size_t ldw, size_t N, size_t K, uint16_t *out);
 void kn__bf16_pack_cols_avx512(const float *B, size_t ldb, size_t N, size_t K, uint16_t *out);
+void kn__bf16_from_f32_avx512(const float *x, uint16_t *y, size_t n);
+void kn__bf16_from_f32_t_avx512(const float *x, size_t ldx, size_t rows, size_t cols,
+				uint16_t *y, size_t ldy);
 void kn__bf16_pack_ref(const float *src, size_t sn, size_t sk, size_t N, size_t K,
 		       uint16_t *out);
 

@@ -358,6 +358,36 @@ void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_hea
 	dev_pool_run(p, ep_attention, &a);
 }
 
+struct ep_attn16 {
+	size_t n_q, n_kv, n_heads, hd, ldq, ldkt, ldv, ldo;
+	const float *q;
+	const uint16_t *kt, *v;
+	float *out, *scratch;
+};
+
+static void ep_attention_kv16(void *arg, int ith, int nth)
+{
+	const struct ep_attn16 *a = arg;
+	long h0, h1;
+	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
+	if (h1 <= h0)
+		return;
+	size_t off = (size_t)h0 * a->hd;
+	kn_attention_kv16(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq,
+			  a->kt + off * a->ldkt, a->ldkt, a->v + off, a->ldv, a->out + off, a->ldo,
+			  a->scratch + (size_t)ith * a->n_kv);
+}
+
+void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+			    size_t head_dim, const float *q, size_t ldq, const uint16_t *kt,
+			    size_t ldkt, const uint16_t *v, size_t ldv, float *out, size_t ldo,
+			    float *scratch)
+{
+	struct ep_attn16 a = { n_q, n_kv, n_heads, head_dim, ldq, ldkt, ldv, ldo,
+			       q, kt, v, out, scratch };
+	dev_pool_run(p, ep_attention_kv16, &a);
+}
+
 static void ep_attention_bf16(void *arg, int ith, int nth)
 {
 	const struct ep_attn *a = arg;

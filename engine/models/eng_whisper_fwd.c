@@ -11,6 +11,7 @@
 #include "engine/models/eng_whisper_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
+#include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
 #include "engine/models/eng_par.h"
 #include "devices/dev_pool.h"
@@ -38,13 +39,17 @@ int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whis
 		nth = 1;
 	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), (size_t)nth * A * A);
 	e->x = mem_alloc(A * d * sizeof(float));
-	e->cross_kv = mem_alloc((size_t)hp->dec_layers * A * 2 * d * sizeof(float));
+	size_t n_kv = (size_t)hp->dec_layers * A * 2 * d;
+	if (w->bf16)
+		e->cross_kv16 = mem_alloc(n_kv * sizeof(uint16_t));
+	else
+		e->cross_kv = mem_alloc(n_kv * sizeof(float));
 	e->mel_t = mem_alloc(T * (size_t)hp->n_mels * sizeof(float));
 	e->conv1 = mem_alloc(T * d * sizeof(float));
 	e->h = mem_alloc(A * ew_max(3 * d, (size_t)hp->d_ffn) * sizeof(float));
 	e->attn = mem_alloc(A * d * sizeof(float));
 	e->scratch = mem_alloc(e->scratch_len * sizeof(float));
-	if (!e->x || !e->cross_kv || !e->mel_t || !e->conv1 || !e->h || !e->attn || !e->scratch) {
+	if (!e->x || (!e->cross_kv && !e->cross_kv16) || !e->mel_t || !e->conv1 || !e->h || !e->attn || !e->scratch) {
 		eng_whisper_enc_destroy(e);
 		return -ST_NOMEM;
 	}
@@ -58,6 +63,7 @@ void eng_whisper_enc_destroy(struct eng_whisper_enc *e)
 		return;
 	mem_free(e->x);
 	mem_free(e->cross_kv);
+	mem_free(e->cross_kv16);
 	mem_free(e->mel_t);
 	mem_free(e->conv1);
 	mem_free(e->h);
@@ -201,6 +207,16 @@ static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_la
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
 }
 
+/* One decoder layer's cross-attention keys and values kv [A, 2d] (k then
+ * v per row) into the bfloat16 cache out: the keys transposed [d, A]
+ * (kn_attention_kv16's layout), then the values [A, d]. */
+static void ew_cross_kv16(const float *kv, size_t A, size_t d, uint16_t *out)
+{
+	kn_bf16_from_f32_t(kv, 2 * d, A, d, out, A);
+	for (size_t j = 0; j < A; j++)
+		kn_bf16_from_f32(kv + j * 2 * d + d, out + d * A + j * d, d);
+}
+
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 			struct dev_pool *p, const float *mel, size_t mel_stride, size_t frame0,
 			size_t n_frames)
@@ -212,9 +228,15 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 		ew_encoder_layer(w, &w->enc[i], e, p);
 	ew_layer_norm_rows(p, &w->enc_ln, e->x, e->x, A, d);
 	/* The decoder's cross-attention keys and values depend only on the
-	 * encoder output: compute them once per window. */
-	for (int i = 0; i < hp->dec_layers; i++)
-		ew_linear_apply(p, &w->dec[i].cross_kv, e->x, e->cross_kv + (size_t)i * A * 2 * d, A);
+	 * encoder output: compute them once per window (in bfloat16 through
+	 * h, which is free now). */
+	for (int i = 0; i < hp->dec_layers; i++) {
+		size_t off = (size_t)i * A * 2 * d;
+		ew_linear_apply(p, &w->dec[i].cross_kv, e->x,
+				e->cross_kv16 ? e->h : e->cross_kv + off, A);
+		if (e->cross_kv16)
+			ew_cross_kv16(e->h, A, d, e->cross_kv16 + off);
+	}
 }
 
 /* --- encoder, several windows at once ------------------------------------- */
@@ -276,9 +298,14 @@ int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
 	 * decoder layer over all rows */
 	for (int i = 0; !rc && i < hp->dec_layers; i++) {
 		ew_linear_apply(p, &w->dec[i].cross_kv, X, U, rows);
-		for (size_t b = 0; b < n; b++)
-			memcpy(encs[b]->cross_kv + (size_t)i * A * 2 * d, U + b * A * 2 * d,
-			       A * 2 * d * sizeof(float));
+		for (size_t b = 0; b < n; b++) {
+			size_t off = (size_t)i * A * 2 * d;
+			if (encs[b]->cross_kv16)
+				ew_cross_kv16(U + b * A * 2 * d, A, d, encs[b]->cross_kv16 + off);
+			else
+				memcpy(encs[b]->cross_kv + off, U + b * A * 2 * d,
+				       A * 2 * d * sizeof(float));
+		}
 	}
 	mem_free(X);
 	mem_free(H);
@@ -288,6 +315,25 @@ int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
 }
 
 /* --- decoder ------------------------------------------------------------ */
+
+/* out[n, d] = cross-attention of the queries q [n, d] over window e's keys
+ * and values of decoder layer li (bfloat16 when the encoder keeps them
+ * so). scores: the decoder's score scratch. */
+static void ew_cross_attention(struct dev_pool *p, const struct eng_whisper_enc *e, int li,
+			       size_t A, size_t H, size_t d, const float *q, float *out, size_t n,
+			       float *scores)
+{
+	size_t off = (size_t)li * A * 2 * d;
+	if (e->cross_kv16) { /* ew_cross_kv16's layout */
+		const uint16_t *kv = e->cross_kv16 + off;
+		eng_par_attention_kv16(p, n, A, H, d / H, q, d, kv, A, kv + d * A, d, out, d,
+				       scores);
+		return;
+	}
+	const float *kv = e->cross_kv + off;
+	eng_par_attention(p, n, A, H, d / H, q, d, kv, 2 * d, kv + d, 2 * d, out, d, false, 0,
+			  scores);
+}
 
 /* Scratch for n decoder rows: x, t, h [n, d_ffn], qkv [n, 3d], scores. */
 struct ew_dec_scratch {
@@ -344,11 +390,9 @@ static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct e
 	ew_linear_apply(p, &l->self_out, s->t, s->h, n);
 	eng_par_add(p, s->x, s->h, n * d);
 	/* cross-attention over the encoder output */
-	const float *ckv = e->cross_kv + (size_t)li * A * 2 * d;
 	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, n, d);
 	ew_linear_apply(p, &l->cross_q, s->t, s->qkv, n);
-	eng_par_attention(p, n, A, H, d / H, s->qkv, d, ckv, 2 * d, ckv + d, 2 * d, s->t, d, false,
-			  0, s->scores);
+	ew_cross_attention(p, e, li, A, H, d, s->qkv, s->t, n, s->scores);
 	ew_linear_apply(p, &l->cross_out, s->t, s->h, n);
 	eng_par_add(p, s->x, s->h, n * d);
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, s->x, s->t, s->h, n, d);
@@ -449,11 +493,9 @@ static void ew_step_layer(const struct eng_whisper *w, int li, struct dev_pool *
 	eng_par_add(p, s->x, s->h, rows * d);
 	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, rows, d);
 	ew_step_linear(p, &l->cross_q, s->t, s->qkv, rows);
-	for (size_t i = 0; i < n; i++) {
-		const float *ckv = st[i].e->cross_kv + (size_t)li * A * 2 * d;
-		eng_par_attention(p, st[i].n, A, H, d / H, s->qkv + r0[i] * d, d, ckv, 2 * d,
-				  ckv + d, 2 * d, s->t + r0[i] * d, d, false, 0, s->scores);
-	}
+	for (size_t i = 0; i < n; i++)
+		ew_cross_attention(p, st[i].e, li, A, H, d, s->qkv + r0[i] * d, s->t + r0[i] * d,
+				   st[i].n, s->scores);
 	ew_step_linear(p, &l->cross_out, s->t, s->h, rows);
 	eng_par_add(p, s->x, s->h, rows * d);
 	ew_layer_norm_rows(p, &l->ln_ffn, s->x, s->t, rows, d);

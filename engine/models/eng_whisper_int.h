@@ -57,7 +57,8 @@ struct eng_whisper {
 	float *dec_pos;                /* [n_text_ctx, d] */
 	struct ew_dec_layer *dec;      /* [dec_layers] */
 	struct ew_norm dec_ln;
-	bool bf16;                     /* encoder attention in bfloat16 (kn_attention_bf16) */
+	bool bf16;                     /* encoder attention in bfloat16 (kn_attention_bf16),
+					* and the cross-attention keys and values kept so */
 	void **allocs;                 /* every weight array above, for destroy */
 	size_t n_allocs, cap_allocs;
 	size_t weight_bytes;
@@ -66,7 +67,10 @@ struct eng_whisper {
 /* One window's encoder scratch and output; cross K/V for the decoder. */
 struct eng_whisper_enc {
 	float *x;       /* [n_audio_ctx, d]: encoder output after the final norm */
-	float *cross_kv; /* [dec_layers][n_audio_ctx, 2d] */
+	float *cross_kv; /* [dec_layers][n_audio_ctx, 2d], or NULL when: */
+	uint16_t *cross_kv16; /* the same in bfloat16 (model bf16 set), else NULL:
+			       * per layer the keys transposed [d, A], then the
+			       * values [A, d] */
 	float *mel_t;   /* [3000, n_mels] time-major input */
 	float *conv1;   /* [3000, d] */
 	float *h;       /* [n_audio_ctx, max(3d, d_ffn)] */

@@ -142,6 +142,16 @@ static void ref_silu_mul(float *restrict gate, const float *restrict up, size_t 
 		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+static void ref_gemv_t_bf16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			    float *restrict y, size_t n_rows, size_t n)
+{
+	for (size_t c = 0; c < n; c++)
+		y[c] = 0.0f;
+	for (size_t r = 0; r < n_rows; r++)
+		for (size_t c = 0; c < n; c++)
+			y[c] += x[r] * kn_bf16_to_f32(W[r * ldw + c]);
+}
+
 static void ref_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
 {
 	ref_scale_add(x, scale, NULL, n);
@@ -166,4 +176,5 @@ const struct kn_ops kn__ops_ref = {
 	.silu_mul = ref_silu_mul,
 	.logsumexp = ref_logsumexp,
 	.softmax_bf16 = ref_softmax_bf16,
+	.gemv_t_bf16 = ref_gemv_t_bf16,
 };

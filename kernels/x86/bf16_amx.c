@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kn_bf16_int.h"
+#include "kernels/kn_half.h"
 #include "kernels/x86/bf16_avx512.h"
 
 struct kn_tilecfg {
@@ -69,6 +70,41 @@ static inline __m512i kn_load16(const float *p, size_t nv)
 {
 	__mmask16 m = nv >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nv) - 1);
 	return _mm512_castps_si512(_mm512_maskz_loadu_ps(m, p));
+}
+
+void kn__bf16_from_f32_avx512(const float *x, uint16_t *y, size_t n)
+{
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512i u = _mm512_castps_si512(_mm512_loadu_ps(x + i));
+		_mm256_storeu_si256((__m256i *)(y + i),
+				    _mm512_cvtepi32_epi16(_mm512_srli_epi32(kn__rne_hi512(u), 16)));
+	}
+	for (; i < n; i++)
+		y[i] = kn_f32_to_bf16(x[i]);
+}
+
+/* Blocks of 16 x 16: 16 rows of x converted (kn_rows_to_bf16's rounding,
+ * NaN included) into a small buffer, then written out column by column. */
+void kn__bf16_from_f32_t_avx512(const float *x, size_t ldx, size_t rows, size_t cols,
+				uint16_t *y, size_t ldy)
+{
+	uint16_t t[16][16];
+	for (size_t r0 = 0; r0 < rows; r0 += 16) {
+		size_t nr = rows - r0 < 16 ? rows - r0 : 16;
+		for (size_t c0 = 0; c0 < cols; c0 += 16) {
+			size_t nc = cols - c0 < 16 ? cols - c0 : 16;
+			for (size_t i = 0; i < nr; i++) {
+				__m512i u = kn_load16(x + (r0 + i) * ldx + c0, nc);
+				_mm256_storeu_si256((__m256i *)t[i],
+						    _mm512_cvtepi32_epi16(_mm512_srli_epi32(
+							    kn__rne_hi512(u), 16)));
+			}
+			for (size_t c = 0; c < nc; c++)
+				for (size_t i = 0; i < nr; i++)
+					y[(c0 + c) * ldy + r0 + i] = t[i][c];
+		}
+	}
 }
 
 void kn__bf16_pack_cols_avx512(const float *B, size_t ldb, size_t N, size_t K, uint16_t *out)

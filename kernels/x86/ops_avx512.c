@@ -178,6 +178,62 @@ static void avx512_softmax(float *x, size_t n)
 		x[i] *= inv;
 }
 
+/* 16 bfloat16 at p (the first nv; the rest 0) widened to float32. */
+static inline __m512 bf16x16(const uint16_t *p, __mmask16 m)
+{
+	__m256i h = _mm256_maskz_loadu_epi16(m, p);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* 64 columns per pass: two 512-bit loads of 32 bfloat16 each, split
+ * without a conversion into the even columns (shifted up 16) and the odd
+ * ones (masked), 4 FMA chains per row, two rows at a time into two sets;
+ * the sets are added and the even/odd halves interleaved back at the end. */
+static void avx512_gemv_t_bf16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
+			       float *restrict y, size_t n_rows, size_t n)
+{
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+	const __m512i hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+						 15, 31);
+	for (size_t c0 = 0; c0 < n; c0 += 4 * W) {
+		__mmask32 m[2];
+		for (int h = 0; h < 2; h++) {
+			size_t lo = c0 + 32 * (size_t)h, nv = lo >= n ? 0 : n - lo;
+			m[h] = nv >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << nv) - 1);
+		}
+		__m512 a[2][4];
+		for (int v = 0; v < 4; v++)
+			a[0][v] = a[1][v] = _mm512_setzero_ps();
+		size_t r = 0;
+		for (; r < n_rows; r += 2) {
+			int sets = r + 1 < n_rows ? 2 : 1;
+			for (int t = 0; t < sets; t++) {
+				const uint16_t *w = Wt + (r + (size_t)t) * ldw + c0;
+				__m512 xv = SET1(x[r + (size_t)t]);
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++) {
+					__m512i u = _mm512_maskz_loadu_epi16(m[h], w + 32 * h);
+					__m512 ev = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+					__m512 od = _mm512_castsi512_ps(_mm512_and_si512(u, hi));
+					a[t][2 * h] = _mm512_fmadd_ps(xv, ev, a[t][2 * h]);
+					a[t][2 * h + 1] = _mm512_fmadd_ps(xv, od, a[t][2 * h + 1]);
+				}
+			}
+		}
+		for (int h = 0; h < 2; h++) {
+			__m512 ev = _mm512_add_ps(a[0][2 * h], a[1][2 * h]);
+			__m512 od = _mm512_add_ps(a[0][2 * h + 1], a[1][2 * h + 1]);
+			size_t lo = c0 + 32 * (size_t)h;
+			__mmask32 mh = m[h];
+			_mm512_mask_storeu_ps(y + lo, (__mmask16)(mh & 0xffff),
+					      _mm512_permutex2var_ps(ev, lo_idx, od));
+			_mm512_mask_storeu_ps(y + lo + 16, (__mmask16)(mh >> 16),
+					      _mm512_permutex2var_ps(ev, hi_idx, od));
+		}
+	}
+}
+
 /* scale_add(x, scale), softmax(x) and the bfloat16 rounding in three
  * passes instead of five, each step the same instructions as there. */
 static void avx512_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
@@ -428,4 +484,5 @@ const struct kn_ops kn__ops_avx512 = {
 	.silu_mul = avx512_silu_mul,
 	.logsumexp = avx512_logsumexp,
 	.softmax_bf16 = avx512_softmax_bf16,
+	.gemv_t_bf16 = avx512_gemv_t_bf16,
 };

@@ -17,6 +17,13 @@
  *   - kn_attention_bf16 against the float32 kn_attention: every output
  *     within 2^-6 of the largest |v| (inputs and probabilities carry
  *     bfloat16's 2^-9 relative rounding; softmax weights sum to 1).
+ *   - every kn_ops table's gemv_t_bf16 (a float32 row vector times a
+ *     bfloat16 matrix) against double sums of the same products, within
+ *     float32 summation's bound (terms + 2) 2^-24 sum |terms|;
+ *   - kn_bf16_from_f32 / kn_bf16_from_f32_t (plain and transposed) against
+ *     kn_f32_to_bf16 per element;
+ *   - kn_attention_kv16 against the float32 kn_attention over keys and
+ *     values that are exactly those bfloat16 values: within 1e-5.
  * The AMX checks run where the CPU has AMX-BF16 (kn_bf16_ok).
  */
 #include <stdarg.h>
@@ -103,10 +110,8 @@ static void test_pack(void **state)
 static void test_pack_simd(void **state)
 {
 	(void)state;
-	if (!kn_bf16_ok()) {
-		printf("[ kn ] no AMX-BF16 here: the AVX-512 packers are not run\n");
-		return;
-	}
+	if (!kn_bf16_ok())
+		skip();
 	static const size_t shapes[][2] = { { 1, 1 }, { 16, 32 }, { 17, 33 }, { 37, 45 },
 					    { 64, 1500 }, { 1500, 64 }, { 15, 31 } };
 	static const uint32_t special[] = { 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
@@ -127,6 +132,16 @@ static void test_pack_simd(void **state)
 				kn__bf16_pack_rows_avx512(src, ld, N, K, got);
 			assert_memory_equal(got, want, len * sizeof(uint16_t));
 		}
+		/* the plain conversion, over every length up to 16 past the shape */
+		uint16_t *one = malloc((N * K + 17) * sizeof(uint16_t));
+		for (size_t n = N * K; n <= N * K + 16 && n <= ld * ld; n++) {
+			memset(one, 0xa5, (N * K + 17) * sizeof(uint16_t));
+			kn__bf16_from_f32_avx512(src, one, n);
+			for (size_t i = 0; i < n; i++)
+				assert_int_equal(one[i], kn_f32_to_bf16(src[i]));
+			assert_int_equal(one[n], 0xa5a5);
+		}
+		free(one);
 		free(src);
 		free(want);
 		free(got);
@@ -278,6 +293,88 @@ static void test_attention_against_float32(void **state)
 	}
 }
 
+/* Random bfloat16 bits of values in [-2, 2). */
+static void bf16_fill(uint16_t *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] = kn_f32_to_bf16(2.0f * rng_uniform());
+}
+
+static void check_gemv(const struct kn_ops *ops, size_t rows, size_t k)
+{
+	size_t ldw = k + 3;
+	uint16_t *w = malloc((rows * ldw + 1) * sizeof(uint16_t));
+	float *x = malloc((rows > k ? rows : k) * sizeof(float) + 4);
+	float *y = malloc((k + 1) * sizeof(float));
+	bf16_fill(w, rows * ldw);
+	for (size_t i = 0; i < (rows > k ? rows : k); i++)
+		x[i] = rng_uniform();
+	y[k] = 12345.0f; /* past the end: left alone */
+	ops->gemv_t_bf16(w, ldw, x, y, rows, k); /* y[c] = sum_r x[r] w[r][c] */
+	for (size_t c = 0; c < k; c++) {
+		double exact = 0, mag = 0;
+		for (size_t r = 0; r < rows; r++) {
+			exact += x[r] * bf16_value(w[r * ldw + c]);
+			mag += fabs(x[r] * bf16_value(w[r * ldw + c]));
+		}
+		assert_true(fabs(y[c] - exact) <= (double)(rows + 2) * 0x1p-24 * mag + 1e-30);
+	}
+	assert_true(y[k] == 12345.0f);
+	free(w);
+	free(x);
+	free(y);
+}
+
+static void test_gemv_bf16(void **state)
+{
+	(void)state;
+	static const size_t rows[] = { 0, 1, 2, 3, 4, 5, 7, 33, 1500 };
+	static const size_t ks[] = { 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1500 };
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		for (size_t a = 0; ops && a < sizeof(rows) / sizeof(*rows); a++)
+			for (size_t b = 0; b < sizeof(ks) / sizeof(*ks); b++)
+				check_gemv(ops, rows[a], ks[b]);
+	}
+}
+
+static void test_attention_kv16(void **state)
+{
+	(void)state;
+	kn_init(KN_ISA_COUNT);
+	const size_t shapes[][4] = { { 1, 1500, 6, 64 }, { 3, 70, 2, 64 }, { 2, 33, 3, 32 } };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(*shapes); s++) {
+		size_t n_q = shapes[s][0], n_kv = shapes[s][1], H = shapes[s][2], hd = shapes[s][3];
+		size_t d = H * hd, ld = 2 * d + 3;
+		float *q = malloc(n_q * d * sizeof(float)), *kv = malloc(n_kv * ld * sizeof(float));
+		uint16_t *kv16 = malloc(n_kv * ld * sizeof(uint16_t));
+		uint16_t *kt = malloc(d * (n_kv + 5) * sizeof(uint16_t));
+		for (size_t i = 0; i < n_q * d; i++)
+			q[i] = 2.0f * rng_uniform();
+		bf16_fill(kv16, n_kv * ld);
+		for (size_t i = 0; i < n_kv * ld; i++)
+			kv[i] = (float)bf16_value(kv16[i]);
+		/* the keys transposed, row stride n_kv + 5 */
+		kn_bf16_from_f32_t(kv, ld, n_kv, d, kt, n_kv + 5);
+		for (size_t j = 0; j < n_kv; j++)
+			for (size_t c = 0; c < d; c++)
+				assert_int_equal(kt[c * (n_kv + 5) + j], kv16[j * ld + c]);
+		float *want = malloc(n_q * d * sizeof(float)), *got = malloc(n_q * d * sizeof(float));
+		float *scratch = malloc(n_q * n_kv * sizeof(float));
+		kn_attention(n_q, n_kv, H, hd, q, d, kv, ld, kv + d, ld, want, d, false, 0, scratch);
+		kn_attention_kv16(n_q, n_kv, H, hd, q, d, kt, n_kv + 5, kv16 + d, ld, got, d, scratch);
+		for (size_t i = 0; i < n_q * d; i++)
+			assert_true(fabsf(got[i] - want[i]) <= 1e-5f);
+		free(q);
+		free(kv);
+		free(kv16);
+		free(kt);
+		free(want);
+		free(got);
+		free(scratch);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +384,8 @@ int main(void)
 		cmocka_unit_test(test_reference),
 		cmocka_unit_test(test_amx_against_reference),
 		cmocka_unit_test(test_attention_against_float32),
+		cmocka_unit_test(test_gemv_bf16),
+		cmocka_unit_test(test_attention_kv16),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
