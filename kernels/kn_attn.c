@@ -247,8 +247,8 @@ size_t kn_conv1d_out_len(size_t t_in, size_t k, size_t stride, size_t pad)
 
 /* cols[t - t0, ci*k + kk] = x[t*stride + kk - pad, ci] for t in [t0, t1),
  * 0 outside [0, t_in). */
-void kn_im2col(size_t t_in, size_t c_in, size_t k, size_t stride, size_t pad, size_t t0,
-	       size_t t1, const float *x, float *cols)
+static void kn_im2col(size_t t_in, size_t c_in, size_t k, size_t stride, size_t pad, size_t t0,
+		      size_t t1, const float *x, float *cols)
 {
 	size_t width = c_in * k;
 	for (size_t t = t0; t < t1; t++) {

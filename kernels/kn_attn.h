@@ -82,13 +82,6 @@ void kn_conv1d_rows(size_t t_in, size_t c_in, size_t c_out, size_t k, size_t str
 		    size_t t0, size_t t1, const float *x, const float *w, const float *bias,
 		    float *y, float *scratch);
 
-/* kn_im2col - the rows [t0, t1) of kn_conv1d's im2col matrix: cols
- * [(t1 - t0), c_in * k], row t holding x's padded input at t * stride + kk
- * for channel ci at ci * k + kk (w's layout), so that y = cols . w^T is
- * the convolution (the bfloat16 products run it that way). */
-void kn_im2col(size_t t_in, size_t c_in, size_t k, size_t stride, size_t pad, size_t t0,
-	       size_t t1, const float *x, float *cols);
-
 /* kn_conv1d_out_len - t_out for the arguments above. */
 size_t kn_conv1d_out_len(size_t t_in, size_t k, size_t stride, size_t pad);
 

@@ -468,26 +468,6 @@ static void ep_conv1d(void *arg, int ith, int nth)
 		       a->scratch + (size_t)t0 * a->c_in * a->k);
 }
 
-static void ep_im2col(void *arg, int ith, int nth)
-{
-	const struct ep_conv *a = arg;
-	long t0, t1;
-	dev_split((long)a->t_out, ith, nth, 1, &t0, &t1);
-	if (t1 > t0)
-		kn_im2col(a->t_in, a->c_in, a->k, a->stride, a->pad, (size_t)t0, (size_t)t1, a->x,
-			  a->scratch + (size_t)t0 * a->c_in * a->k);
-}
-
-int eng_par_conv1d_bf16(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
-			size_t stride, size_t pad, const float *x, const uint16_t *wbf,
-			const float *bias, float *y, float *scratch)
-{
-	size_t t_out = kn_conv1d_out_len(t_in, k, stride, pad);
-	struct ep_conv a = { t_in, c_in, c_out, k, stride, pad, t_out, x, NULL, bias, y, scratch };
-	dev_pool_run(p, ep_im2col, &a);
-	return eng_par_linear_bf16(p, t_out, c_out, c_in * k, scratch, wbf, bias, y);
-}
-
 void eng_par_conv1d(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
 		    size_t stride, size_t pad, const float *x, const float *w, const float *bias,
 		    float *y, float *scratch)

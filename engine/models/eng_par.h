@@ -110,12 +110,4 @@ void eng_par_conv1d(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, 
 		    size_t stride, size_t pad, const float *x, const float *w, const float *bias,
 		    float *y, float *scratch);
 
-/* The same convolution with w packed for the bfloat16 products (kn_bf16.h;
- * w [c_out, c_in * k]): im2col over threads into scratch, then
- * eng_par_linear_bf16. -ST_NOMEM if that product's scratch cannot be had
- * (nothing is written to y then). */
-int eng_par_conv1d_bf16(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
-			size_t stride, size_t pad, const float *x, const uint16_t *wbf,
-			const float *bias, float *y, float *scratch);
-
 #endif /* ENG_PAR_H */

@@ -174,17 +174,6 @@ static void ew_encoder_attention(const struct eng_whisper *w, struct dev_pool *p
 				  out, d, false, 0, scratch);
 }
 
-/* Conv1d, kernel 3, padding 1: on AMX when its weights are packed for it
- * (the bfloat16 types), else (or out of memory there) in float32. */
-static void ew_conv(struct dev_pool *p, const struct ew_linear *c, size_t t_in, size_t c_in,
-		    size_t c_out, size_t stride, const float *x, float *y, float *scratch)
-{
-	if (c->wbf && !eng_par_conv1d_bf16(p, t_in, c_in, c_out, 3, stride, 1, x, c->wbf, c->b, y,
-					   scratch))
-		return;
-	eng_par_conv1d(p, t_in, c_in, c_out, 3, stride, 1, x, c->w, c->b, y, scratch);
-}
-
 static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc *e,
 			     struct dev_pool *p, const float *mel, size_t stride, size_t frame0,
 			     size_t n_frames)
@@ -198,9 +187,9 @@ static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc
 	for (size_t t = 0; t < T; t++)
 		for (size_t m = 0; m < M; m++)
 			e->mel_t[t * M + m] = t < n_frames ? mel[m * stride + frame0 + t] : 0.0f;
-	ew_conv(p, &w->conv1, T, M, d, 1, e->mel_t, e->conv1, e->scratch);
+	eng_par_conv1d(p, T, M, d, 3, 1, 1, e->mel_t, w->conv1.w, w->conv1.b, e->conv1, e->scratch);
 	eng_par_gelu(p, e->conv1, T * d);
-	ew_conv(p, &w->conv2, T, d, d, 2, e->conv1, e->x, e->scratch);
+	eng_par_conv1d(p, T, d, d, 3, 2, 1, e->conv1, w->conv2.w, w->conv2.b, e->x, e->scratch);
 	eng_par_gelu(p, e->x, A * d);
 	eng_par_add(p, e->x, w->enc_pos, A * d);
 }

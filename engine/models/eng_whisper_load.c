@@ -457,13 +457,6 @@ static void ew_load_all(struct ew_ld *ld)
 	ew_tensor(ld, "encoder/conv1/bias", 1, (int[]){ d }, NULL, &w->conv1.b);
 	ew_tensor(ld, "encoder/conv2/weight", 3, (int[]){ d, d, 3 }, NULL, &w->conv2.w);
 	ew_tensor(ld, "encoder/conv2/bias", 1, (int[]){ d }, NULL, &w->conv2.b);
-	w->conv1 = (struct ew_linear){ .w = w->conv1.w, .b = w->conv1.b, .n_out = d,
-				       .n_in = hp->n_mels * 3 };
-	w->conv2 = (struct ew_linear){ .w = w->conv2.w, .b = w->conv2.b, .n_out = d, .n_in = d * 3 };
-	if (ld->bf16) { /* the convolutions as products over im2col rows, on AMX too */
-		ew_pack_bf16(ld, "encoder/conv1/weight", &w->conv1);
-		ew_pack_bf16(ld, "encoder/conv2/weight", &w->conv2);
-	}
 	ew_layers_alloc(ld);
 	for (int i = 0; !ld->rc && i < hp->enc_layers; i++) {
 		char p[64];
