@@ -112,21 +112,60 @@ void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 	}
 }
 
-void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
-		       const float *q, size_t ldq, const uint16_t *kt, size_t ldkt,
-		       const uint16_t *v, size_t ldv, float *out, size_t ldo, float *scratch)
+static size_t kn_kv16_blocks(size_t n_kv)
+{
+	return (n_kv + KN_KV16_BLOCK - 1) / KN_KV16_BLOCK;
+}
+
+size_t kn_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim)
+{
+	return n_heads * head_dim * (kn_kv16_blocks(n_kv) * KN_KV16_BLOCK + n_kv);
+}
+
+void kn_kv16_pack(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads, size_t head_dim,
+		  uint16_t *cache)
+{
+	size_t nb = kn_kv16_blocks(n_kv), d = n_heads * head_dim, blk = head_dim * KN_KV16_BLOCK;
+	uint16_t *vals = cache + n_heads * nb * blk;
+	for (size_t h = 0; h < n_heads; h++) {
+		for (size_t b = 0; b < nb; b++) {
+			uint16_t *dst = cache + (h * nb + b) * blk;
+			size_t j0 = b * KN_KV16_BLOCK;
+			size_t rows = n_kv - j0 < KN_KV16_BLOCK ? n_kv - j0 : KN_KV16_BLOCK;
+			if (rows < KN_KV16_BLOCK)
+				memset(dst, 0, blk * sizeof(*dst));
+			kn_bf16_from_f32_t(kv + j0 * ldkv + h * head_dim, ldkv, rows, head_dim, dst,
+					   KN_KV16_BLOCK);
+		}
+		for (size_t j = 0; j < n_kv; j++)
+			kn_bf16_from_f32(kv + j * ldkv + d + h * head_dim,
+					 vals + (h * n_kv + j) * head_dim, head_dim);
+	}
+}
+
+void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, size_t h0,
+		       size_t h1, const float *q, size_t ldq, const uint16_t *cache, float *out,
+		       size_t ldo, float *scratch)
 {
 	const struct kn_ops *ops = kn_ops();
 	float scale = 1.0f / sqrtf((float)head_dim);
-	for (size_t h = 0; h < n_heads; h++) {
+	size_t nb = kn_kv16_blocks(n_kv), blk = head_dim * KN_KV16_BLOCK;
+	const uint16_t *vals = cache + n_heads * nb * blk;
+	for (size_t h = h0; h < h1; h++) {
 		size_t off = h * head_dim;
+		const uint16_t *keys = cache + h * nb * blk, *v = vals + h * n_kv * head_dim;
 		for (size_t i = 0; i < n_q; i++) {
-			/* scores[j] = sum_c q[c] kt[c][j] over the head's columns */
-			ops->gemv_t_bf16(kt + off * ldkt, ldkt, q + i * ldq + off, scratch, head_dim,
-					 n_kv);
+			const float *qi = q + i * ldq + off;
+			/* scores[j] = sum_c q[c] k[j][c], one block of keys at a time */
+			for (size_t b = 0; b < nb; b++) {
+				size_t j0 = b * KN_KV16_BLOCK;
+				size_t n = n_kv - j0 < KN_KV16_BLOCK ? n_kv - j0 : KN_KV16_BLOCK;
+				ops->gemv_t_bf16(keys + b * blk, KN_KV16_BLOCK, qi, scratch + j0,
+						 head_dim, n);
+			}
 			ops->scale_add(scratch, scale, NULL, n_kv);
 			ops->softmax(scratch, n_kv);
-			ops->gemv_t_bf16(v + off, ldv, scratch, out + i * ldo + off, n_kv, head_dim);
+			ops->gemv_t_bf16(v, head_dim, scratch, out + i * ldo + off, n_kv, head_dim);
 		}
 	}
 }

@@ -31,18 +31,30 @@ void kn_attention_bf16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 		       size_t ldv, float *out, size_t ldo, float *scratch);
 size_t kn_attention_bf16_scratch(size_t n_kv, size_t head_dim);
 
-/* kn_attention_kv16 - kn_attention without a mask for a few query rows
- * against keys and values stored in bfloat16 (a decode step's
+/* A bfloat16 cache of attention keys and values (a decode step's
  * cross-attention over the encoder output, kept in bfloat16 when the
  * encoder runs in it, as CTranslate2's bfloat16 compute types keep their
- * activations): per head, query row by row, scores = q k^T / sqrt(hd),
- * softmax, out = p v, each product a kn_ops gemv_t_bf16 (no horizontal
- * sums), float32 throughout. The keys are stored transposed: element
- * (key j, column c) at kt[c * ldkt + j], c < n_heads * head_dim; values
- * row-major, (j, c) at v[j * ldv + c]. scratch: n_kv floats. */
-void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
-		       const float *q, size_t ldq, const uint16_t *kt, size_t ldkt,
-		       const uint16_t *v, size_t ldv, float *out, size_t ldo, float *scratch);
+ * activations), laid out for reading each head in one sweep: first the
+ * keys, per head in blocks of KN_KV16_BLOCK keys, each block [head_dim]
+ * [KN_KV16_BLOCK] (key j of the block at column j; keys past n_kv zero),
+ * then the values, per head [n_kv][head_dim]. kn_kv16_len - its uint16_t
+ * elements. kn_kv16_pack - fill it from float32 keys kv[j * ldkv + c] and
+ * values kv[j * ldkv + d + c] (c < d = n_heads * head_dim), rounded to
+ * nearest even. */
+#define KN_KV16_BLOCK 64
+size_t kn_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim);
+void kn_kv16_pack(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads, size_t head_dim,
+		  uint16_t *cache);
+
+/* kn_attention_kv16 - kn_attention without a mask, heads [h0, h1) of
+ * n_heads, for a few query rows against such a cache: per head and query
+ * row, scores = q k^T / sqrt(head_dim), softmax, out = p v, each product
+ * a kn_ops gemv_t_bf16 (no horizontal sums), float32 throughout. q, out:
+ * rows of n_heads * head_dim (head h at column h * head_dim), strides ldq,
+ * ldo. scratch: n_kv rounded up to KN_KV16_BLOCK floats. */
+void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, size_t h0,
+		       size_t h1, const float *q, size_t ldq, const uint16_t *cache, float *out,
+		       size_t ldo, float *scratch);
 
 /* kn_attention_window - kn_attention where causal query row i (absolute
  * position q_pos0 + i) sees only keys in [q_pos0 + i + 1 - window,

@@ -252,11 +252,17 @@ static void ep_i8_cols(void *arg, int ith, int nth)
 		ep_i8_run(a, 0, a->M, (size_t)c0, (size_t)c1);
 }
 
+/* Below this many multiply-adds (a decode step's 384 x 384 products) an
+ * int8 product runs on the calling thread. */
+#define EP_I8_MIN_PAR_MACS 200000
+
 void eng_par_linear_i8(struct dev_pool *p, size_t M, const float *x, const struct kn_i8w *w,
 		       const float *b, float *y)
 {
 	struct ep_i8 a = { M, x, b, w, y };
 	int nth = dev_pool_size(p);
+	if (M * w->N * w->K < EP_I8_MIN_PAR_MACS)
+		p = NULL; /* less work than waking the pool costs */
 	dev_pool_run(p, M >= (size_t)(8 * nth) ? ep_i8_rows : ep_i8_cols, &a);
 }
 
@@ -359,9 +365,9 @@ void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_hea
 }
 
 struct ep_attn16 {
-	size_t n_q, n_kv, n_heads, hd, ldq, ldkt, ldv, ldo;
+	size_t n_q, n_kv, n_heads, hd, ldq, ldo;
 	const float *q;
-	const uint16_t *kt, *v;
+	const uint16_t *cache;
 	float *out, *scratch;
 };
 
@@ -370,21 +376,17 @@ static void ep_attention_kv16(void *arg, int ith, int nth)
 	const struct ep_attn16 *a = arg;
 	long h0, h1;
 	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
-	if (h1 <= h0)
-		return;
-	size_t off = (size_t)h0 * a->hd;
-	kn_attention_kv16(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq,
-			  a->kt + off * a->ldkt, a->ldkt, a->v + off, a->ldv, a->out + off, a->ldo,
-			  a->scratch + (size_t)ith * a->n_kv);
+	size_t per = (a->n_kv + KN_KV16_BLOCK - 1) / KN_KV16_BLOCK * KN_KV16_BLOCK;
+	if (h1 > h0)
+		kn_attention_kv16(a->n_q, a->n_kv, a->n_heads, a->hd, (size_t)h0, (size_t)h1, a->q,
+				  a->ldq, a->cache, a->out, a->ldo, a->scratch + (size_t)ith * per);
 }
 
 void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
-			    size_t head_dim, const float *q, size_t ldq, const uint16_t *kt,
-			    size_t ldkt, const uint16_t *v, size_t ldv, float *out, size_t ldo,
-			    float *scratch)
+			    size_t head_dim, const float *q, size_t ldq, const uint16_t *cache,
+			    float *out, size_t ldo, float *scratch)
 {
-	struct ep_attn16 a = { n_q, n_kv, n_heads, head_dim, ldq, ldkt, ldv, ldo,
-			       q, kt, v, out, scratch };
+	struct ep_attn16 a = { n_q, n_kv, n_heads, head_dim, ldq, ldo, q, cache, out, scratch };
 	dev_pool_run(p, ep_attention_kv16, &a);
 }
 

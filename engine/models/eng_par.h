@@ -97,12 +97,12 @@ void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_hea
 		       const float *v, size_t ldv, float *out, size_t ldo, bool causal,
 		       size_t q_pos0, float *scratch);
 
-/* kn_attention_kv16 (bfloat16 keys, transposed, and values; no mask) with
- * heads split over threads; scratch holds dev_pool_size(p) * n_kv floats. */
+/* kn_attention_kv16 over a kn_kv16_pack cache (no mask) with heads split
+ * over threads; scratch holds dev_pool_size(p) * (n_kv rounded up to
+ * KN_KV16_BLOCK) floats. */
 void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
-			    size_t head_dim, const float *q, size_t ldq, const uint16_t *kt,
-			    size_t ldkt, const uint16_t *v, size_t ldv, float *out, size_t ldo,
-			    float *scratch);
+			    size_t head_dim, const float *q, size_t ldq, const uint16_t *cache,
+			    float *out, size_t ldo, float *scratch);
 
 /* kn_conv1d with output rows split over threads; scratch holds
  * t_out * c_in * k floats (each thread uses its rows' part). */

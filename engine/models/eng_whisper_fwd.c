@@ -25,6 +25,15 @@ static size_t ew_max(size_t a, size_t b)
 
 /* --- scratch ------------------------------------------------------------ */
 
+/* uint16_t elements of one decoder layer's bfloat16 cross-attention cache
+ * (kn_kv16_pack of its keys and values [A, 2d]). */
+static size_t ew_kv16_layer(const struct eng_whisper_hp *hp)
+{
+	return kn_kv16_len((size_t)hp->n_audio_ctx, (size_t)hp->n_heads,
+			   (size_t)(hp->d_model / hp->n_heads));
+}
+
+
 int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whisper_enc **out)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
@@ -39,11 +48,11 @@ int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whis
 		nth = 1;
 	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), (size_t)nth * A * A);
 	e->x = mem_alloc(A * d * sizeof(float));
-	size_t n_kv = (size_t)hp->dec_layers * A * 2 * d;
 	if (w->bf16)
-		e->cross_kv16 = mem_alloc(n_kv * sizeof(uint16_t));
+		e->cross_kv16 = mem_alloc((size_t)hp->dec_layers * ew_kv16_layer(hp) *
+					  sizeof(uint16_t));
 	else
-		e->cross_kv = mem_alloc(n_kv * sizeof(float));
+		e->cross_kv = mem_alloc((size_t)hp->dec_layers * A * 2 * d * sizeof(float));
 	e->mel_t = mem_alloc(T * (size_t)hp->n_mels * sizeof(float));
 	e->conv1 = mem_alloc(T * d * sizeof(float));
 	e->h = mem_alloc(A * ew_max(3 * d, (size_t)hp->d_ffn) * sizeof(float));
@@ -207,14 +216,10 @@ static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_la
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
 }
 
-/* One decoder layer's cross-attention keys and values kv [A, 2d] (k then
- * v per row) into the bfloat16 cache out: the keys transposed [d, A]
- * (kn_attention_kv16's layout), then the values [A, d]. */
-static void ew_cross_kv16(const float *kv, size_t A, size_t d, uint16_t *out)
+static void ew_cross_kv16(const struct eng_whisper_hp *hp, const float *kv, uint16_t *out)
 {
-	kn_bf16_from_f32_t(kv, 2 * d, A, d, out, A);
-	for (size_t j = 0; j < A; j++)
-		kn_bf16_from_f32(kv + j * 2 * d + d, out + d * A + j * d, d);
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
+	kn_kv16_pack(kv, 2 * d, (size_t)hp->n_audio_ctx, H, d / H, out);
 }
 
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
@@ -235,7 +240,7 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 		ew_linear_apply(p, &w->dec[i].cross_kv, e->x,
 				e->cross_kv16 ? e->h : e->cross_kv + off, A);
 		if (e->cross_kv16)
-			ew_cross_kv16(e->h, A, d, e->cross_kv16 + off);
+			ew_cross_kv16(hp, e->h, e->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
 	}
 }
 
@@ -301,7 +306,8 @@ int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
 		for (size_t b = 0; b < n; b++) {
 			size_t off = (size_t)i * A * 2 * d;
 			if (encs[b]->cross_kv16)
-				ew_cross_kv16(U + b * A * 2 * d, A, d, encs[b]->cross_kv16 + off);
+				ew_cross_kv16(hp, U + b * A * 2 * d,
+					      encs[b]->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
 			else
 				memcpy(encs[b]->cross_kv + off, U + b * A * 2 * d,
 				       A * 2 * d * sizeof(float));
@@ -323,14 +329,12 @@ static void ew_cross_attention(struct dev_pool *p, const struct eng_whisper_enc 
 			       size_t A, size_t H, size_t d, const float *q, float *out, size_t n,
 			       float *scores)
 {
-	size_t off = (size_t)li * A * 2 * d;
-	if (e->cross_kv16) { /* ew_cross_kv16's layout */
-		const uint16_t *kv = e->cross_kv16 + off;
-		eng_par_attention_kv16(p, n, A, H, d / H, q, d, kv, A, kv + d * A, d, out, d,
-				       scores);
+	if (e->cross_kv16) {
+		const uint16_t *c = e->cross_kv16 + (size_t)li * kn_kv16_len(A, H, d / H);
+		eng_par_attention_kv16(p, n, A, H, d / H, q, d, c, out, d, scores);
 		return;
 	}
-	const float *kv = e->cross_kv + off;
+	const float *kv = e->cross_kv + (size_t)li * A * 2 * d;
 	eng_par_attention(p, n, A, H, d / H, q, d, kv, 2 * d, kv + d, 2 * d, out, d, false, 0,
 			  scores);
 }
@@ -344,7 +348,10 @@ static int ew_dec_scratch_alloc(const struct eng_whisper_hp *hp, size_t n, int n
 				struct ew_dec_scratch *s)
 {
 	size_t d = (size_t)hp->d_model;
-	size_t kvmax = ew_max((size_t)hp->n_text_ctx, (size_t)hp->n_audio_ctx);
+	/* keys per score row: the longest context, the audio's rounded up to
+	 * kn_attention_kv16's blocks */
+	size_t A16 = ((size_t)hp->n_audio_ctx + KN_KV16_BLOCK - 1) / KN_KV16_BLOCK * KN_KV16_BLOCK;
+	size_t kvmax = ew_max((size_t)hp->n_text_ctx, A16);
 	s->x = mem_alloc(n * d * sizeof(float));
 	s->t = mem_alloc(n * d * sizeof(float));
 	s->h = mem_alloc(n * ew_max((size_t)hp->d_ffn, 3 * d) * sizeof(float));

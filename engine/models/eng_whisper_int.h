@@ -69,8 +69,7 @@ struct eng_whisper_enc {
 	float *x;       /* [n_audio_ctx, d]: encoder output after the final norm */
 	float *cross_kv; /* [dec_layers][n_audio_ctx, 2d], or NULL when: */
 	uint16_t *cross_kv16; /* the same in bfloat16 (model bf16 set), else NULL:
-			       * per layer the keys transposed [d, A], then the
-			       * values [A, d] */
+			       * per layer a kn_kv16_pack cache (kn_attn.h) */
 	float *mel_t;   /* [3000, n_mels] time-major input */
 	float *conv1;   /* [3000, d] */
 	float *h;       /* [n_audio_ctx, max(3d, d_ffn)] */

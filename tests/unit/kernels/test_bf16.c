@@ -22,8 +22,9 @@
  *     float32 summation's bound (terms + 2) 2^-24 sum |terms|;
  *   - kn_bf16_from_f32 / kn_bf16_from_f32_t (plain and transposed) against
  *     kn_f32_to_bf16 per element;
- *   - kn_attention_kv16 against the float32 kn_attention over keys and
- *     values that are exactly those bfloat16 values: within 1e-5.
+ *   - kn_kv16_pack's layout element by element, and kn_attention_kv16
+ *     over it against the float32 kn_attention over keys and values that
+ *     are exactly those bfloat16 values: within 1e-5.
  * The AMX checks run where the CPU has AMX-BF16 (kn_bf16_ok).
  */
 #include <stdarg.h>
@@ -342,33 +343,44 @@ static void test_attention_kv16(void **state)
 {
 	(void)state;
 	kn_init(KN_ISA_COUNT);
-	const size_t shapes[][4] = { { 1, 1500, 6, 64 }, { 3, 70, 2, 64 }, { 2, 33, 3, 32 } };
+	const size_t shapes[][4] = { { 1, 1500, 6, 64 }, { 3, 70, 2, 64 }, { 2, 33, 3, 32 },
+				     { 1, 64, 1, 64 }, { 2, 129, 4, 16 } };
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(*shapes); s++) {
 		size_t n_q = shapes[s][0], n_kv = shapes[s][1], H = shapes[s][2], hd = shapes[s][3];
 		size_t d = H * hd, ld = 2 * d + 3;
 		float *q = malloc(n_q * d * sizeof(float)), *kv = malloc(n_kv * ld * sizeof(float));
 		uint16_t *kv16 = malloc(n_kv * ld * sizeof(uint16_t));
-		uint16_t *kt = malloc(d * (n_kv + 5) * sizeof(uint16_t));
+		uint16_t *cache = malloc(kn_kv16_len(n_kv, H, hd) * sizeof(uint16_t));
 		for (size_t i = 0; i < n_q * d; i++)
 			q[i] = 2.0f * rng_uniform();
 		bf16_fill(kv16, n_kv * ld);
 		for (size_t i = 0; i < n_kv * ld; i++)
 			kv[i] = (float)bf16_value(kv16[i]);
-		/* the keys transposed, row stride n_kv + 5 */
-		kn_bf16_from_f32_t(kv, ld, n_kv, d, kt, n_kv + 5);
-		for (size_t j = 0; j < n_kv; j++)
-			for (size_t c = 0; c < d; c++)
-				assert_int_equal(kt[c * (n_kv + 5) + j], kv16[j * ld + c]);
+		/* the cache's layout, element by element (keys zero past n_kv) */
+		kn_kv16_pack(kv, ld, n_kv, H, hd, cache);
+		size_t nb = (n_kv + KN_KV16_BLOCK - 1) / KN_KV16_BLOCK, blk = hd * KN_KV16_BLOCK;
+		for (size_t h = 0; h < H; h++)
+			for (size_t j = 0; j < nb * KN_KV16_BLOCK; j++)
+				for (size_t c = 0; c < hd; c++) {
+					uint16_t key = cache[(h * nb + j / KN_KV16_BLOCK) * blk +
+							     c * KN_KV16_BLOCK + j % KN_KV16_BLOCK];
+					assert_int_equal(key, j < n_kv ? kv16[j * ld + h * hd + c] : 0);
+					if (j < n_kv)
+						assert_int_equal(cache[H * nb * blk + (h * n_kv + j) * hd + c],
+								 kv16[j * ld + d + h * hd + c]);
+				}
 		float *want = malloc(n_q * d * sizeof(float)), *got = malloc(n_q * d * sizeof(float));
-		float *scratch = malloc(n_q * n_kv * sizeof(float));
+		float *scratch = malloc((n_q * n_kv + KN_KV16_BLOCK) * sizeof(float));
 		kn_attention(n_q, n_kv, H, hd, q, d, kv, ld, kv + d, ld, want, d, false, 0, scratch);
-		kn_attention_kv16(n_q, n_kv, H, hd, q, d, kt, n_kv + 5, kv16 + d, ld, got, d, scratch);
+		/* the heads in two calls, as threads split them */
+		kn_attention_kv16(n_q, n_kv, H, hd, 0, H / 2, q, d, cache, got, d, scratch);
+		kn_attention_kv16(n_q, n_kv, H, hd, H / 2, H, q, d, cache, got, d, scratch);
 		for (size_t i = 0; i < n_q * d; i++)
 			assert_true(fabsf(got[i] - want[i]) <= 1e-5f);
 		free(q);
 		free(kv);
 		free(kv16);
-		free(kt);
+		free(cache);
 		free(want);
 		free(got);
 		free(scratch);
