@@ -32,8 +32,9 @@ void kn_i8_quantize_w(const float *W, size_t N, size_t K, int8_t *packed, float 
 	memset(packed, 0, np * kp);
 	memset(comp, 0, np * sizeof(*comp));
 	memset(scale, 0, np * sizeof(*scale));
+	const struct kn_i8_ops *ops = kn_i8_ops(); /* the same codes, vectorized */
 	for (size_t n = 0; n < N; n++) {
-		kn_i8_quantize_row(W + n * K, K, scratch, &scale[n]);
+		ops->quantize_rows(W + n * K, K, 1, K, scratch, kp, &scale[n]);
 		int32_t sum = 0;
 		int8_t *blk = packed + (n / KN_I8_NB) * groups * (KN_I8_NB * KN_I8_KG) +
 			      (n % KN_I8_NB) * KN_I8_KG;

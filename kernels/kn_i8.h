@@ -66,7 +66,8 @@ void kn_i8_pack(const int8_t *wq, size_t N, size_t K, int8_t *packed, int32_t *c
 
 /* kn_i8_quantize_w - quantize float W[N,K] per row (scale[n] =
  * max|W[n,:]| / 127) and pack it: packed[npad * kpad], scale[npad],
- * comp[npad]. scratch: K bytes. Load time. */
+ * comp[npad]. scratch: kn_i8_kpad(K) bytes. Load time; each row
+ * quantized by kn_i8_ops()'s quantize_rows (kn_i8_quantize_row's codes). */
 void kn_i8_quantize_w(const float *W, size_t N, size_t K, int8_t *packed, float *scale,
 		      int32_t *comp, int8_t *scratch);
 

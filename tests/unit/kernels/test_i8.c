@@ -97,7 +97,7 @@ static void prob_init(struct prob *p, size_t M, size_t N, size_t K, float wval)
 	p->wp = malloc(kn_i8_npad(N) * kn_i8_kpad(K));
 	p->xq = malloc(M * p->ldq);
 	p->xs = malloc(M * sizeof(float));
-	int8_t *scratch = malloc(K);
+	int8_t *scratch = malloc(kn_i8_kpad(K));
 	assert_true(p->x && p->W && p->b && p->ws && p->comp && p->wp && p->xq && p->xs && scratch);
 	for (size_t i = 0; i < M * p->ldx; i++)
 		p->x[i] = wval ? (rng_uniform() < 0 ? -wval : wval) : 3.0f * rng_uniform();
