@@ -77,8 +77,7 @@ void kn__bf16_from_f32_avx512(const float *x, uint16_t *y, size_t n)
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
 		__m512i u = _mm512_castps_si512(_mm512_loadu_ps(x + i));
-		_mm256_storeu_si256((__m256i *)(y + i),
-				    _mm512_cvtepi32_epi16(_mm512_srli_epi32(kn__rne_hi512(u), 16)));
+		_mm256_storeu_si256((__m256i *)(y + i), kn__bf16x16(u));
 	}
 	for (; i < n; i++)
 		y[i] = kn_f32_to_bf16(x[i]);
@@ -96,9 +95,7 @@ void kn__bf16_from_f32_t_avx512(const float *x, size_t ldx, size_t rows, size_t 
 			size_t nc = cols - c0 < 16 ? cols - c0 : 16;
 			for (size_t i = 0; i < nr; i++) {
 				__m512i u = kn_load16(x + (r0 + i) * ldx + c0, nc);
-				_mm256_storeu_si256((__m256i *)t[i],
-						    _mm512_cvtepi32_epi16(_mm512_srli_epi32(
-							    kn__rne_hi512(u), 16)));
+				_mm256_storeu_si256((__m256i *)t[i], kn__bf16x16(u));
 			}
 			for (size_t c = 0; c < nc; c++)
 				for (size_t i = 0; i < nr; i++)

@@ -20,4 +20,10 @@ static inline __m512i kn__rne_hi512(__m512i u)
 	return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
 }
 
+/* 16 float32 (as bits) to their 16 bfloat16, kn__rne_hi512's rounding. */
+static inline __m256i kn__bf16x16(__m512i u)
+{
+	return _mm512_cvtepi32_epi16(_mm512_srli_epi32(kn__rne_hi512(u), 16));
+}
+
 #endif /* KN_BF16_AVX512_H */

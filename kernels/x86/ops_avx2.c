@@ -158,10 +158,9 @@ static void avx2_gelu(float *x, size_t n)
 		x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * KN__SQRT1_2));
 }
 
-static void avx2_softmax(float *x, size_t n)
+/* max of x[0..n), n >= 1 (softmax's and logsumexp's first pass). */
+static float avx2_row_max(const float *x, size_t n)
 {
-	if (n == 0)
-		return;
 	size_t i = 0;
 	float max = x[0];
 	if (n >= W) {
@@ -172,6 +171,15 @@ static void avx2_softmax(float *x, size_t n)
 	}
 	for (; i < n; i++)
 		max = x[i] > max ? x[i] : max;
+	return max;
+}
+
+static void avx2_softmax(float *x, size_t n)
+{
+	if (n == 0)
+		return;
+	size_t i;
+	float max = avx2_row_max(x, n);
 
 	__m256 vmax = _mm256_set1_ps(max);
 	__m256 acc = _mm256_setzero_ps();
@@ -196,16 +204,8 @@ static void avx2_softmax(float *x, size_t n)
 
 static double avx2_logsumexp(const float *x, size_t n)
 {
-	size_t i = 0;
-	float m = -INFINITY;
-	if (n >= W) {
-		__m256 vmax = _mm256_loadu_ps(x);
-		for (i = W; i + W <= n; i += W)
-			vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
-		m = hmax8(vmax);
-	}
-	for (; i < n; i++)
-		m = x[i] > m ? x[i] : m;
+	size_t i;
+	float m = n ? avx2_row_max(x, n) : -INFINITY;
 	if (m == -INFINITY)
 		return -INFINITY;
 	__m256 vm = _mm256_set1_ps(m);

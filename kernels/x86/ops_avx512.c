@@ -142,10 +142,9 @@ static void avx512_gelu(float *x, size_t n)
 		x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * KN__SQRT1_2));
 }
 
-static void avx512_softmax(float *x, size_t n)
+/* max of x[0..n), n >= 1 (softmax's and logsumexp's first pass). */
+static float avx512_row_max(const float *x, size_t n)
 {
-	if (n == 0)
-		return;
 	size_t i = 0;
 	float max = x[0];
 	if (n >= W) {
@@ -156,10 +155,16 @@ static void avx512_softmax(float *x, size_t n)
 	}
 	for (; i < n; i++)
 		max = x[i] > max ? x[i] : max;
+	return max;
+}
 
-	__m512 vmax = SET1(max);
-	__m512 acc = _mm512_setzero_ps();
-	for (i = 0; i + W <= n; i += W) {
+/* x[i] = e^(x[i] - max) in place; returns their float sum (vector lanes,
+ * then the tail in order). */
+static float avx512_exp_sum(float *x, size_t n, float max)
+{
+	__m512 vmax = SET1(max), acc = _mm512_setzero_ps();
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
 		__m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
 		_mm512_storeu_ps(x + i, e);
 		acc = _mm512_add_ps(acc, e);
@@ -169,10 +174,17 @@ static void avx512_softmax(float *x, size_t n)
 		x[i] = expf(x[i] - max);
 		sum += x[i];
 	}
+	return sum;
+}
 
-	float inv = 1.0f / sum;
+static void avx512_softmax(float *x, size_t n)
+{
+	if (n == 0)
+		return;
+	float inv = 1.0f / avx512_exp_sum(x, n, avx512_row_max(x, n));
 	__m512 vinv = SET1(inv);
-	for (i = 0; i + W <= n; i += W)
+	size_t i = 0;
+	for (; i + W <= n; i += W)
 		_mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
 	for (; i < n; i++)
 		x[i] *= inv;
@@ -259,23 +271,11 @@ static void avx512_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, si
 		x[i] *= scale;
 		max = x[i] > max ? x[i] : max;
 	}
-	__m512 vmax = SET1(max), acc = _mm512_setzero_ps();
-	for (i = 0; i + W <= n; i += W) {
-		__m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
-		_mm512_storeu_ps(x + i, e);
-		acc = _mm512_add_ps(acc, e);
-	}
-	float sum = _mm512_reduce_add_ps(acc);
-	for (; i < n; i++) {
-		x[i] = expf(x[i] - max);
-		sum += x[i];
-	}
-	float inv = 1.0f / sum;
+	float inv = 1.0f / avx512_exp_sum(x, n, max);
 	__m512 vinv = SET1(inv);
 	for (i = 0; i + W <= n; i += W) {
 		__m512i p = _mm512_castps_si512(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
-		_mm256_storeu_si256((__m256i *)(y + i),
-				    _mm512_cvtepi32_epi16(_mm512_srli_epi32(kn__rne_hi512(p), 16)));
+		_mm256_storeu_si256((__m256i *)(y + i), kn__bf16x16(p));
 	}
 	for (; i < n; i++)
 		y[i] = kn_f32_to_bf16(x[i] * inv);
@@ -285,16 +285,8 @@ static void avx512_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, si
 
 static double avx512_logsumexp(const float *x, size_t n)
 {
-	size_t i = 0;
-	float m = -INFINITY;
-	if (n >= W) {
-		__m512 vmax = _mm512_loadu_ps(x);
-		for (i = W; i + W <= n; i += W)
-			vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
-		m = _mm512_reduce_max_ps(vmax);
-	}
-	for (; i < n; i++)
-		m = x[i] > m ? x[i] : m;
+	size_t i;
+	float m = n ? avx512_row_max(x, n) : -INFINITY;
 	if (m == -INFINITY)
 		return -INFINITY;
 	__m512 vm = SET1(m);
