@@ -88,7 +88,7 @@ void kn_bf16_pack_cols(const float *B, size_t ldb, size_t N, size_t K, uint16_t 
 
 size_t kn_bf16_scratch_len(size_t K)
 {
-	return KN__BF16_TM * ((K + KN__BF16_KB - 1) / KN__BF16_KB * KN__BF16_KB);
+	return KN__BF16_TM * kn_bf16_lda(K);
 }
 
 void kn_bf16_from_f32(const float *x, uint16_t *y, size_t n)

@@ -42,25 +42,11 @@ static void kn_tiles_config(void)
 static void kn_rows_to_bf16(const float *x, size_t ldx, size_t rows, size_t K, size_t kp,
 			    uint16_t *a)
 {
-	const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
 	for (size_t r = 0; r < KN__BF16_TM; r++) {
 		uint16_t *dst = a + r * kp;
-		size_t k = 0;
-		if (r < rows) {
-			const float *src = x + r * ldx;
-			for (; k + 16 <= K; k += 16) {
-				__m512i u = _mm512_castps_si512(_mm512_loadu_ps(src + k));
-				__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
-				u = _mm512_add_epi32(u, _mm512_add_epi32(round, lsb));
-				_mm256_storeu_si256((__m256i *)(dst + k),
-						    _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
-			}
-			for (; k < K; k++) {
-				uint32_t u;
-				memcpy(&u, src + k, sizeof(u));
-				dst[k] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-			}
-		}
+		size_t k = r < rows ? K : 0;
+		if (r < rows)
+			kn__bf16_from_f32_avx512(x + r * ldx, dst, K);
 		memset(dst + k, 0, (kp - k) * sizeof(*dst));
 	}
 }
@@ -83,8 +69,8 @@ void kn__bf16_from_f32_avx512(const float *x, uint16_t *y, size_t n)
 		y[i] = kn_f32_to_bf16(x[i]);
 }
 
-/* Blocks of 16 x 16: 16 rows of x converted (kn_rows_to_bf16's rounding,
- * NaN included) into a small buffer, then written out column by column. */
+/* Blocks of 16 x 16: 16 rows of x converted (kn__bf16x16) into a small
+ * buffer, then written out column by column. */
 void kn__bf16_from_f32_t_avx512(const float *x, size_t ldx, size_t rows, size_t cols,
 				uint16_t *y, size_t ldy)
 {
