@@ -117,9 +117,14 @@ static size_t kn_kv16_blocks(size_t n_kv)
 	return (n_kv + KN_KV16_BLOCK - 1) / KN_KV16_BLOCK;
 }
 
+size_t kn_kv16_scratch(size_t n_kv)
+{
+	return kn_kv16_blocks(n_kv) * KN_KV16_BLOCK;
+}
+
 size_t kn_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim)
 {
-	return n_heads * head_dim * (kn_kv16_blocks(n_kv) * KN_KV16_BLOCK + n_kv);
+	return n_heads * head_dim * (kn_kv16_scratch(n_kv) + n_kv);
 }
 
 void kn_kv16_pack(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads, size_t head_dim,

@@ -43,6 +43,9 @@ size_t kn_attention_bf16_scratch(size_t n_kv, size_t head_dim);
  * nearest even. */
 #define KN_KV16_BLOCK 64
 size_t kn_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim);
+/* kn_kv16_scratch - floats of scratch kn_attention_kv16 needs: n_kv
+ * rounded up to KN_KV16_BLOCK. */
+size_t kn_kv16_scratch(size_t n_kv);
 void kn_kv16_pack(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads, size_t head_dim,
 		  uint16_t *cache);
 
@@ -51,7 +54,7 @@ void kn_kv16_pack(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads, siz
  * row, scores = q k^T / sqrt(head_dim), softmax, out = p v, each product
  * a kn_ops gemv_t_bf16 (no horizontal sums), float32 throughout. q, out:
  * rows of n_heads * head_dim (head h at column h * head_dim), strides ldq,
- * ldo. scratch: n_kv rounded up to KN_KV16_BLOCK floats. */
+ * ldo. scratch: kn_kv16_scratch(n_kv) floats. */
 void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, size_t h0,
 		       size_t h1, const float *q, size_t ldq, const uint16_t *cache, float *out,
 		       size_t ldo, float *scratch);

@@ -376,10 +376,10 @@ static void ep_attention_kv16(void *arg, int ith, int nth)
 	const struct ep_attn16 *a = arg;
 	long h0, h1;
 	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
-	size_t per = (a->n_kv + KN_KV16_BLOCK - 1) / KN_KV16_BLOCK * KN_KV16_BLOCK;
 	if (h1 > h0)
 		kn_attention_kv16(a->n_q, a->n_kv, a->n_heads, a->hd, (size_t)h0, (size_t)h1, a->q,
-				  a->ldq, a->cache, a->out, a->ldo, a->scratch + (size_t)ith * per);
+				  a->ldq, a->cache, a->out, a->ldo,
+				  a->scratch + (size_t)ith * kn_kv16_scratch(a->n_kv));
 }
 
 void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,

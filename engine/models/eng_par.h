@@ -98,8 +98,8 @@ void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_hea
 		       size_t q_pos0, float *scratch);
 
 /* kn_attention_kv16 over a kn_kv16_pack cache (no mask) with heads split
- * over threads; scratch holds dev_pool_size(p) * (n_kv rounded up to
- * KN_KV16_BLOCK) floats. */
+ * over threads; scratch holds dev_pool_size(p) * kn_kv16_scratch(n_kv)
+ * floats. */
 void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
 			    size_t head_dim, const float *q, size_t ldq, const uint16_t *cache,
 			    float *out, size_t ldo, float *scratch);

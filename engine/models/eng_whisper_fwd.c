@@ -33,7 +33,6 @@ static size_t ew_kv16_layer(const struct eng_whisper_hp *hp)
 			   (size_t)(hp->d_model / hp->n_heads));
 }
 
-
 int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whisper_enc **out)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
@@ -58,7 +57,8 @@ int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whis
 	e->h = mem_alloc(A * ew_max(3 * d, (size_t)hp->d_ffn) * sizeof(float));
 	e->attn = mem_alloc(A * d * sizeof(float));
 	e->scratch = mem_alloc(e->scratch_len * sizeof(float));
-	if (!e->x || (!e->cross_kv && !e->cross_kv16) || !e->mel_t || !e->conv1 || !e->h || !e->attn || !e->scratch) {
+	bool cross = e->cross_kv || e->cross_kv16;
+	if (!e->x || !cross || !e->mel_t || !e->conv1 || !e->h || !e->attn || !e->scratch) {
 		eng_whisper_enc_destroy(e);
 		return -ST_NOMEM;
 	}
@@ -325,12 +325,13 @@ int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
 /* out[n, d] = cross-attention of the queries q [n, d] over window e's keys
  * and values of decoder layer li (bfloat16 when the encoder keeps them
  * so). scores: the decoder's score scratch. */
-static void ew_cross_attention(struct dev_pool *p, const struct eng_whisper_enc *e, int li,
-			       size_t A, size_t H, size_t d, const float *q, float *out, size_t n,
-			       float *scores)
+static void ew_cross_attention(struct dev_pool *p, const struct eng_whisper_hp *hp,
+			       const struct eng_whisper_enc *e, int li, const float *q, float *out,
+			       size_t n, float *scores)
 {
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = (size_t)hp->n_audio_ctx;
 	if (e->cross_kv16) {
-		const uint16_t *c = e->cross_kv16 + (size_t)li * kn_kv16_len(A, H, d / H);
+		const uint16_t *c = e->cross_kv16 + (size_t)li * ew_kv16_layer(hp);
 		eng_par_attention_kv16(p, n, A, H, d / H, q, d, c, out, d, scores);
 		return;
 	}
@@ -348,10 +349,9 @@ static int ew_dec_scratch_alloc(const struct eng_whisper_hp *hp, size_t n, int n
 				struct ew_dec_scratch *s)
 {
 	size_t d = (size_t)hp->d_model;
-	/* keys per score row: the longest context, the audio's rounded up to
-	 * kn_attention_kv16's blocks */
-	size_t A16 = ((size_t)hp->n_audio_ctx + KN_KV16_BLOCK - 1) / KN_KV16_BLOCK * KN_KV16_BLOCK;
-	size_t kvmax = ew_max((size_t)hp->n_text_ctx, A16);
+	/* keys per score row: the longest context (the audio's as
+	 * kn_attention_kv16 counts it) */
+	size_t kvmax = ew_max((size_t)hp->n_text_ctx, kn_kv16_scratch((size_t)hp->n_audio_ctx));
 	s->x = mem_alloc(n * d * sizeof(float));
 	s->t = mem_alloc(n * d * sizeof(float));
 	s->h = mem_alloc(n * ew_max((size_t)hp->d_ffn, 3 * d) * sizeof(float));
@@ -382,7 +382,7 @@ static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct e
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	const struct ew_dec_layer *l = &w->dec[li];
-	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = (size_t)hp->n_audio_ctx;
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
 	size_t pos = kv->len, layer = (size_t)hp->n_text_ctx * d;
 	float *K = kv->k + li * layer, *V = kv->v + li * layer;
 	/* causal self-attention over the cache plus the new rows */
@@ -399,7 +399,7 @@ static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct e
 	/* cross-attention over the encoder output */
 	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, n, d);
 	ew_linear_apply(p, &l->cross_q, s->t, s->qkv, n);
-	ew_cross_attention(p, e, li, A, H, d, s->qkv, s->t, n, s->scores);
+	ew_cross_attention(p, hp, e, li, s->qkv, s->t, n, s->scores);
 	ew_linear_apply(p, &l->cross_out, s->t, s->h, n);
 	eng_par_add(p, s->x, s->h, n * d);
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, s->x, s->t, s->h, n, d);
@@ -481,7 +481,7 @@ static void ew_step_layer(const struct eng_whisper *w, int li, struct dev_pool *
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	const struct ew_dec_layer *l = &w->dec[li];
-	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = (size_t)hp->n_audio_ctx;
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
 	size_t layer = (size_t)hp->n_text_ctx * d;
 	ew_layer_norm_rows(p, &l->ln_self, s->x, s->t, rows, d);
 	ew_step_linear(p, &l->self_qkv, s->t, s->qkv, rows);
@@ -501,8 +501,8 @@ static void ew_step_layer(const struct eng_whisper *w, int li, struct dev_pool *
 	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, rows, d);
 	ew_step_linear(p, &l->cross_q, s->t, s->qkv, rows);
 	for (size_t i = 0; i < n; i++)
-		ew_cross_attention(p, st[i].e, li, A, H, d, s->qkv + r0[i] * d, s->t + r0[i] * d,
-				   st[i].n, s->scores);
+		ew_cross_attention(p, hp, st[i].e, li, s->qkv + r0[i] * d, s->t + r0[i] * d, st[i].n,
+				   s->scores);
 	ew_step_linear(p, &l->cross_out, s->t, s->h, rows);
 	eng_par_add(p, s->x, s->h, rows * d);
 	ew_layer_norm_rows(p, &l->ln_ffn, s->x, s->t, rows, d);
