@@ -88,7 +88,7 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .offset = offsetof(struct cfg_model, compute_type), .def_str = "\"default\"",
 	  .doc = "transcription: \"default\" (the stored type; float folders run float32), "
 		 "\"float32\", \"int8\" or \"int8_float32\" (the linears in int8, as "
-		 "CTranslate2's compute types), \"bfloat16\" (the encoder in bfloat16 on AMX) "
+		 "CTranslate2's compute types), \"bfloat16\" (the encoder in bfloat16, AMX or AVX512-BF16) "
 		 "or \"int8_bfloat16\" (that encoder, the int8 decoder)" },
 };
 

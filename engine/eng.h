@@ -42,8 +42,9 @@ enum eng_task {
  *            unless stored so) and per-row dynamically quantized
  *            activations for the Whisper linears; everything else float32;
  *   BFLOAT16: the encoder's products and attention and the decoder's
- *            cross-attention keys/values in bfloat16 on Intel AMX
- *            (kernels/kn_bf16.h; refused where the CPU lacks it), the
+ *            cross-attention keys/values in bfloat16 on Intel AMX or
+ *            AVX512-BF16 (kernels/kn_bf16.h; refused where the CPU has
+ *            neither), the
  *            decoder's other products as DEFAULT;
  *   INT8_BFLOAT16: the encoder as BFLOAT16, the decoder's products as INT8.
  * Transcription (CT2) models only; a GGUF model refuses INT8. */

@@ -1,5 +1,6 @@
-/* kernels/kn_bf16.c - kn_bf16.h: AMX detection and the tile-state
- * permission (once), packing, and the dispatch to x86/bf16_amx.c.
+/* kernels/kn_bf16.c - kn_bf16.h: detection of AMX-BF16 (with the
+ * tile-state permission) and AVX512-BF16, once; packing; and the dispatch
+ * to x86/bf16_amx.c or x86/bf16_dp_avx512.c.
  *
  * Linux hands out the AMX tile data state (8 KB per thread) only to a
  * process that asked for it: arch_prctl(ARCH_REQ_XCOMP_PERM,
@@ -8,6 +9,7 @@
  */
 #include <cpuid.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,25 +21,55 @@
 #define KN_ARCH_REQ_XCOMP_PERM 0x1023
 #define KN_XFEATURE_XTILEDATA  18
 
-static pthread_once_t kn_amx_once = PTHREAD_ONCE_INIT;
-static bool kn_amx; /* written once in kn_amx_detect */
+static pthread_once_t kn_bf16_once = PTHREAD_ONCE_INIT;
+static bool kn_has_amx, kn_has_dp; /* written once in kn_bf16_detect */
+static _Atomic int kn_bf16_kernel; /* enum kn__bf16_kernel: best, or a test's pick */
 
-static void kn_amx_detect(void)
+static void kn_bf16_detect(void)
 {
 	unsigned a, b, c, d;
-	/* CPUID.(EAX=7,ECX=0):EDX bit 22 AMX-BF16, bit 24 AMX-TILE; the
-	 * AVX-512 conversions in the kernel need AVX-512F/BW too (EBX 16, 30) */
-	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+	/* CPUID.(EAX=7,ECX=0): EBX bit 16 AVX-512F, bit 30 AVX-512BW (the
+	 * conversions and packers); EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
+	 * CPUID.(EAX=7,ECX=1): EAX bit 5 AVX512-BF16. The OS must save the
+	 * zmm state (XCR0 bits 1, 2, 5-7), which gcc's avx512f check reads. */
+	__builtin_cpu_init();
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 16)) ||
+	    !(b & (1u << 30)) || !__builtin_cpu_supports("avx512f"))
 		return;
-	if (!(d & (1u << 22)) || !(d & (1u << 24)) || !(b & (1u << 16)) || !(b & (1u << 30)))
-		return;
-	kn_amx = syscall(SYS_arch_prctl, KN_ARCH_REQ_XCOMP_PERM, KN_XFEATURE_XTILEDATA) == 0;
+	if ((d & (1u << 22)) && (d & (1u << 24)))
+		kn_has_amx = syscall(SYS_arch_prctl, KN_ARCH_REQ_XCOMP_PERM,
+				     KN_XFEATURE_XTILEDATA) == 0;
+	unsigned a1, b1, c1, d1;
+	kn_has_dp = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5));
+	kn_bf16_kernel = kn_has_amx ? KN__BF16_AMX : kn_has_dp ? KN__BF16_DP : KN__BF16_NONE;
 }
 
 bool kn_bf16_ok(void)
 {
-	pthread_once(&kn_amx_once, kn_amx_detect);
-	return kn_amx;
+	pthread_once(&kn_bf16_once, kn_bf16_detect);
+	return kn_has_amx || kn_has_dp;
+}
+
+bool kn__bf16_use(enum kn__bf16_kernel k)
+{
+	kn_bf16_ok();
+	if ((k == KN__BF16_AMX && !kn_has_amx) || (k == KN__BF16_DP && !kn_has_dp))
+		return false;
+	kn_bf16_kernel = k;
+	return true;
+}
+
+const char *kn_bf16_kernel_name(void)
+{
+	kn_bf16_ok();
+	switch (kn_bf16_kernel) {
+	case KN__BF16_AMX:
+		return "amx-bf16";
+	case KN__BF16_DP:
+		return "avx512-bf16";
+	default:
+		return "none";
+	}
 }
 
 size_t kn_bf16_packed_len(size_t N, size_t K)
@@ -123,7 +155,10 @@ void kn_bf16_linear_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t
 {
 	if (M == 0 || N == 0)
 		return;
-	kn__bf16_linear_amx_b16(M, N, K, xb, ldxb, Wp, bias, y, ldy);
+	if (kn_bf16_kernel == KN__BF16_AMX)
+		kn__bf16_linear_amx_b16(M, N, K, xb, ldxb, Wp, bias, y, ldy);
+	else
+		kn__bf16_linear_dp_b16(M, N, K, xb, ldxb, Wp, bias, y, ldy);
 }
 
 void kn_bf16_linear(size_t M, size_t N, size_t K, const float *x, size_t ldx,
@@ -132,5 +167,8 @@ void kn_bf16_linear(size_t M, size_t N, size_t K, const float *x, size_t ldx,
 {
 	if (M == 0 || N == 0)
 		return;
-	kn__bf16_linear_amx(M, N, K, x, ldx, Wp, bias, y, ldy, scratch);
+	if (kn_bf16_kernel == KN__BF16_AMX)
+		kn__bf16_linear_amx(M, N, K, x, ldx, Wp, bias, y, ldy, scratch);
+	else
+		kn__bf16_linear_dp(M, N, K, x, ldx, Wp, bias, y, ldy, scratch);
 }

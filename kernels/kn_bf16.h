@@ -8,8 +8,9 @@
  * Rounding is kn_half.h's kn_f32_to_bf16.
  *
  * Runs where the CPU has AMX-TILE and AMX-BF16 and Linux grants the tile
- * state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here): kn_bf16_ok()
- * says so; without it there is no fast path and callers keep float32
+ * state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), or else
+ * AVX512-BF16 (AMD Zen 4/5, Intel Cooper Lake): kn_bf16_ok() says so;
+ * without either there is no fast path and callers keep float32
  * (CTranslate2 likewise refuses bfloat16 on a CPU that cannot compute it
  * efficiently). The scalar reference (ref/bf16.c) computes the same sums
  * in double, for tests. Thread: any; kn_bf16_linear keeps no state
@@ -22,8 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* kn_bf16_ok - the AMX path can run (CPU features and OS permission). */
+/* kn_bf16_ok - a bfloat16 product can run (CPU features and, for AMX, the
+ * OS's permission). */
 bool kn_bf16_ok(void);
+
+/* kn_bf16_kernel_name - the product kn_bf16_linear runs: "amx-bf16",
+ * "avx512-bf16" or "none" (a static string). */
+const char *kn_bf16_kernel_name(void);
 
 /* kn_bf16_packed_len - uint16_t elements of W [N,K] packed. */
 size_t kn_bf16_packed_len(size_t N, size_t K);

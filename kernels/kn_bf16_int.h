@@ -4,6 +4,7 @@
 #ifndef KN_BF16_INT_H
 #define KN_BF16_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,26 @@ void kn__bf16_linear_amx(size_t M, size_t N, size_t K, const float *x, size_t ld
  * apart, zero in [K, that), and rows up to M rounded up to 32 readable. */
 void kn__bf16_linear_amx_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t ldxb,
 			     const uint16_t *Wp, const float *bias, float *y, size_t ldy);
+
+/* AVX512-BF16 (VDPBF16PS, x86/bf16_dp_avx512.c): the same operands and
+ * contract as the two AMX kernels above; the sums in another order. */
+void kn__bf16_linear_dp(size_t M, size_t N, size_t K, const float *x, size_t ldx,
+			const uint16_t *Wp, const float *bias, float *y, size_t ldy,
+			uint16_t *abuf);
+void kn__bf16_linear_dp_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t ldxb,
+			    const uint16_t *Wp, const float *bias, float *y, size_t ldy);
+
+/* Which product kn_bf16_linear runs: the best the CPU has unless a test
+ * picked another. kn__bf16_use - run kernel k from now on (for tests);
+ * false, and nothing changed, if the CPU cannot run it. */
+enum kn__bf16_kernel { KN__BF16_NONE, KN__BF16_DP, KN__BF16_AMX };
+bool kn__bf16_use(enum kn__bf16_kernel k);
+
+/* rows (<= 32) rows of float32 x (ldx apart) into the [32][kp] bfloat16
+ * block a, each row rounded (kn_f32_to_bf16) and zero past K, the rows past
+ * rows zero (x86/bf16_pack_avx512.c). */
+void kn__bf16_rows_avx512(const float *x, size_t ldx, size_t rows, size_t K, size_t kp,
+			  uint16_t *a);
 
 /* The packers of kn_bf16.h with AVX-512 (BW), used where kn_bf16_ok():
  * element (n, k) of the N x K operand is W[n * ldw + k] (rows) or

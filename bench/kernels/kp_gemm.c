@@ -7,6 +7,9 @@
  * (at least 3). The fraction is of the measured FMA peak of the kernel's
  * ISA (OpenBLAS: zmm for its AVX-512 cores, else ymm). "bits" says
  * whether the AVX2 and AVX-512 kernels gave identical C (they must).
+ * A second table times the same products in bfloat16 (kn_bf16_linear:
+ * AMX or AVX512-BF16, whichever kernels/kn_bf16.c runs), against the
+ * measured vdpbf16ps peak where the kernel is the AVX512-BF16 one.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/kn.h"
+#include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_int.h"
 #include "kp_int.h"
@@ -168,4 +172,65 @@ void kp__gemm_table(double peak_ymm, double peak_zmm, double min_ms)
 	printf("  FMA peak, best over the whole run: ymm %.1f, zmm %.1f GFLOP/s (the %% above)\n",
 	       peak_ymm, peak_zmm);
 	printf("  (* the best run was still interrupted by other processes: a lower bound)\n");
+}
+
+/* One bfloat16 product of s: x [M,K] float32 times the packed W. */
+struct bf16_bufs {
+	float *x, *y;
+	uint16_t *wp, *scratch;
+};
+
+static void bf16_once(const struct gemm_shape *s, struct bf16_bufs *b)
+{
+	kn_bf16_linear(s->M, s->N, s->K, b->x, s->K, b->wp, NULL, b->y, s->N, b->scratch);
+}
+
+void kp__bf16_table(double peak_dp, double min_ms)
+{
+	if (!kn_bf16_ok()) {
+		printf("bfloat16 products: none on this CPU (no AMX-BF16, no AVX512-BF16)\n");
+		return;
+	}
+	bool dp = !strcmp(kn_bf16_kernel_name(), "avx512-bf16") && peak_dp > 0;
+	printf("bfloat16 products (kn_bf16_linear, %s), one thread: GFLOP/s%s\n",
+	       kn_bf16_kernel_name(), dp ? " and % of the vdpbf16ps peak" : "");
+	for (size_t i = 0; i < sizeof(gemm_shapes) / sizeof(gemm_shapes[0]); i++) {
+		const struct gemm_shape *s = &gemm_shapes[i];
+		unsigned seed = 777u;
+		struct bf16_bufs b = {0};
+		float *w = rand_new(s->N * s->K, &seed);
+		b.x = rand_new(s->M * s->K, &seed);
+		b.y = malloc(s->M * s->N * sizeof(float));
+		b.wp = malloc(kn_bf16_packed_len(s->N, s->K) * sizeof(uint16_t));
+		b.scratch = malloc(kn_bf16_scratch_len(s->K) * sizeof(uint16_t));
+		if (!w || !b.x || !b.y || !b.wp || !b.scratch) {
+			printf("  %-34s (out of memory)\n", s->name);
+			goto next;
+		}
+		if (s->trans_b)
+			kn_bf16_pack(w, s->N, s->K, b.wp);
+		else
+			kn_bf16_pack_cols(w, s->N, s->N, s->K, b.wp);
+		bf16_once(s, &b);
+		double best = 1e30, start = kp__now();
+		for (int r = 0; r < 3 || (kp__now() - start) * 1e3 < min_ms; r++) {
+			double t0 = kp__now();
+			bf16_once(s, &b);
+			double t = kp__now() - t0;
+			best = t < best ? t : best;
+		}
+		double g = 2.0 * (double)s->M * (double)s->N * (double)s->K / best * 1e-9;
+		printf("  %-34s %5zu %5zu %5zu | %7.1f", s->name, s->M, s->N, s->K, g);
+		if (dp)
+			printf(" %4.0f%%", 100.0 * g / peak_dp);
+		printf("\n");
+	next:
+		free(w);
+		free(b.x);
+		free(b.y);
+		free(b.wp);
+		free(b.scratch);
+	}
+	if (dp)
+		printf("  vdpbf16ps peak %.1f GFLOP/s (the %% above)\n", peak_dp);
 }

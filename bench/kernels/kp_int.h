@@ -35,10 +35,17 @@ void kp__i8_zmm(long n);
 #define KP_VNNI_ZMM_OPS (24 * 64 * 2 * 4)
 void kp__vnni_zmm(long n);
 
+/* kp_peak_avx512bf16.c (-mavx512f -mavx512bf16) */
+#define KP_DPBF16_ZMM_OPS (24 * 32 * 2 * 4) /* vdpbf16ps zmm on 24 chains, 4 times */
+void kp__dpbf16_zmm(long n);
+
 /* kp_gemm.c: the GEMM table; peak_ymm/peak_zmm the FMA peaks measured so
  * far in GFLOP/s (zmm 0: no AVX-512), min_ms the time each kernel is
  * repeated for at least. */
 void kp__gemm_table(double peak_ymm, double peak_zmm, double min_ms);
+/* kp_gemm.c: the bfloat16 table (kn_bf16_linear on the same shapes, where
+ * kn_bf16_ok()); peak_dp the vdpbf16ps peak in GFLOP/s (0: not measured). */
+void kp__bf16_table(double peak_dp, double min_ms);
 
 /* kp_main.c: seconds on CLOCK_MONOTONIC; this thread's CPU seconds
  * (CLOCK_THREAD_CPUTIME_ID). */

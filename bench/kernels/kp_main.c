@@ -103,7 +103,7 @@ static double peak(const char *what, void (*fn)(long), double ops, double ghz, c
 }
 
 struct cpu {
-	bool avx2, avx512, avx512vnni, avxvnni;
+	bool avx2, avx512, avx512vnni, avxvnni, avx512bf16;
 };
 
 static void cpu_print(struct cpu *c)
@@ -143,6 +143,7 @@ static void cpu_print(struct cpu *c)
 	c->avx512 = kn_ops_for(KN_ISA_AVX512) != NULL;
 	c->avx512vnni = c->avx512 && (l7c & (1u << 11));
 	c->avxvnni = c->avx2 && (l71a & (1u << 4));
+	c->avx512bf16 = c->avx512 && (l71a & (1u << 5));
 	printf("\nusable    avx2 %s, avx512 %s\n", c->avx2 ? "yes" : "no", c->avx512 ? "yes" : "no");
 }
 
@@ -183,7 +184,7 @@ static double read_bw(size_t size_bytes, int reps)
 
 /* The clock and the peak loops the CPU can run; *ymm, *zmm the FMA peaks
  * in GFLOP/s (zmm 0 without AVX-512). */
-static void peaks(const struct cpu *c, double *ymm, double *zmm)
+static void peaks(const struct cpu *c, double *ymm, double *zmm, double *dp)
 {
 	long n;
 	double ghz = KP_ADD_CHAIN_OPS * 1e-9 / best_loop(kp__add_chain, &n, 0.3) * (double)n;
@@ -201,6 +202,9 @@ static void peaks(const struct cpu *c, double *ymm, double *zmm)
 		     "GOP/s  ");
 	if (c->avx512vnni)
 		peak("int8 zmm vpdpbusd (AVX512-VNNI)", kp__vnni_zmm, KP_VNNI_ZMM_OPS, ghz, "GOP/s  ");
+	if (c->avx512bf16)
+		*dp = peak("bf16 zmm vdpbf16ps (AVX512-BF16)", kp__dpbf16_zmm, KP_DPBF16_ZMM_OPS,
+			   ghz, "GFLOP/s");
 }
 
 static void bandwidth(void)
@@ -235,10 +239,11 @@ int main(int argc, char **argv)
 		printf("no AVX2: nothing to measure\n");
 		return 0;
 	}
-	double ymm = 0.0, zmm = 0.0;
-	peaks(&c, &ymm, &zmm);
+	double ymm = 0.0, zmm = 0.0, dp = 0.0;
+	peaks(&c, &ymm, &zmm, &dp);
 	if (!no_bw)
 		bandwidth();
 	kp__gemm_table(ymm, zmm, gemm_ms);
+	kp__bf16_table(dp, gemm_ms);
 	return 0;
 }

@@ -285,7 +285,7 @@ static void ew_pack_bf16(struct ew_ld *ld, const char *name, struct ew_linear *l
 /* Linear PREFIX/weight [n_out, n_in] (+ PREFIX/bias): enc_rows when its
  * product runs over the encoder's rows (every encoder linear, and the
  * decoder's cross-attention keys/values), which the bfloat16 types compute
- * on AMX. */
+ * in bfloat16 (kernels/kn_bf16.h). */
 static void ew_linear_at(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
 			 bool enc_rows, struct ew_linear *l)
 {
@@ -504,8 +504,9 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 	if (bf16 && !kn_bf16_ok()) {
 		mem_free(w);
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
-			       "compute type %s needs a CPU with AMX-BF16 (Intel Sapphire Rapids or "
-			       "later) and a kernel granting its tile state; use int8 or float32 here",
+			       "compute type %s needs a CPU with AVX512-BF16 (AMD Zen 4 or later, "
+			       "Intel Cooper Lake) or AMX-BF16 (Intel Sapphire Rapids or later, with a "
+			       "kernel granting its tile state); use int8 or float32 here",
 			       ct == ENG_COMPUTE_BFLOAT16 ? "bfloat16" : "int8_bfloat16");
 	}
 	w->bf16 = bf16;

@@ -8,13 +8,16 @@
  *     round to even, carry, or are infinite or NaN;
  *   - the scalar reference against a product computed here in double
  *     from the rounded inputs;
- *   - the AMX kernel against the reference over shapes on both sides of
- *     every tile edge (M around 16 / 32, N around 16 / 32, K around 32,
+ *   - each product the CPU has (AMX TDPBF16PS, AVX512-BF16 VDPBF16PS: the
+ *     float32 kn_bf16_linear and, on the same rows rounded here,
+ *     kn_bf16_linear_b16) against the reference over shapes on both sides
+ *     of every tile edge (M around 8 / 16 / 32, N around 16 / 32, K around 32,
  *     the Whisper shapes), with bias and without, strided x and y: the two
  *     sum the same exact products, so they differ only by float32
  *     rounding of the sums, at most K * 2^-24 * sum |x_k w_k| (+ the last
  *     rounding) per element. Columns of y past N are left as they were.
- *   - kn_attention_bf16 against the float32 kn_attention: every output
+ *   - kn_attention_bf16 (with each product) against the float32
+ *     kn_attention: every output
  *     within 2^-6 of the largest |v| (inputs and probabilities carry
  *     bfloat16's 2^-9 relative rounding; softmax weights sum to 1).
  *   - every kn_ops table's gemv_t_bf16 (a float32 row vector times a
@@ -25,7 +28,9 @@
  *   - kn_kv16_pack's layout element by element, and kn_attention_kv16
  *     over it against the float32 kn_attention over keys and values that
  *     are exactly those bfloat16 values: within 1e-5.
- * The AMX checks run where the CPU has AMX-BF16 (kn_bf16_ok).
+ * The product checks run for each of the two kernels the CPU has
+ * (kn__bf16_use); a CPU with neither runs none (kn_bf16_ok false, and the
+ * compute types are refused: tests/integration/test_compute_types.py).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,7 +218,31 @@ static void test_reference(void **state)
 	prob_free(&p);
 }
 
-static void check_amx(size_t M, size_t N, size_t K, size_t ldx, size_t ldy, bool with_bias)
+/* got against want, the reference, within float32 summation's bound. */
+static void check_close(const struct prob *pp, size_t M, size_t N, size_t K, size_t ldy,
+			bool with_bias, const float *got, const float *want)
+{
+	const struct prob *p = pp;
+	for (size_t m = 0; m < M; m++)
+		for (size_t n = 0; n < ldy; n++) {
+			float g = got[m * ldy + n], w = want[m * ldy + n];
+			if (n >= N) {
+				assert_true(g == -7.0f);
+				continue;
+			}
+			double bound = ((double)K + 2) * ldexp(1.0, -24) *
+				       (abs_sum(p, m, n) + (with_bias ? fabs(p->bias[n]) : 0));
+			if (!(fabs((double)g - (double)w) <= bound)) {
+				printf("%s M %zu N %zu K %zu: y[%zu][%zu] = %.9g, reference %.9g\n",
+				       kn_bf16_kernel_name(), M, N, K, m, n, g, w);
+				fail();
+			}
+		}
+}
+
+/* kn_bf16_linear, and kn_bf16_linear_b16 on the rows rounded to bfloat16
+ * here (in a buffer of M rounded up to 32 rows), against the reference. */
+static void check_product(size_t M, size_t N, size_t K, size_t ldx, size_t ldy, bool with_bias)
 {
 	struct prob p;
 	prob_make(&p, M, N, K, ldx, ldy, with_bias);
@@ -223,53 +252,70 @@ static void check_amx(size_t M, size_t N, size_t K, size_t ldx, size_t ldy, bool
 	uint16_t *scratch = malloc(kn_bf16_scratch_len(K) * sizeof(uint16_t));
 	kn__bf16_linear_ref(M, N, K, p.x, ldx, p.Wp, p.bias, want, ldy);
 	kn_bf16_linear(M, N, K, p.x, ldx, p.Wp, p.bias, got, ldy, scratch);
-	for (size_t m = 0; m < M; m++)
-		for (size_t n = 0; n < ldy; n++) {
-			float g = got[m * ldy + n], w = want[m * ldy + n];
-			if (n >= N) {
-				assert_true(g == -7.0f);
-				continue;
-			}
-			double bound = ((double)K + 2) * ldexp(1.0, -24) *
-				       (abs_sum(&p, m, n) + (with_bias ? fabs(p.bias[n]) : 0));
-			if (!(fabs((double)g - (double)w) <= bound)) {
-				printf("M %zu N %zu K %zu: y[%zu][%zu] = %.9g, reference %.9g\n", M, N,
-				       K, m, n, g, w);
-				fail();
-			}
-		}
+	check_close(&p, M, N, K, ldy, with_bias, got, want);
+
+	size_t lda = kn_bf16_lda(K) + 32, mp = (M + 31) / 32 * 32;
+	uint16_t *xb = malloc(mp * lda * sizeof(uint16_t));
+	for (size_t m = 0; m < mp; m++)
+		for (size_t k = 0; k < lda; k++)
+			xb[m * lda + k] = m < M && k < K ? kn_f32_to_bf16(p.x[m * ldx + k])
+				      : k < K ? kn_f32_to_bf16(1e30f) /* rows past M: dropped */
+					      : 0;
+	for (size_t i = 0; i < M * ldy; i++)
+		got[i] = -7.0f;
+	kn_bf16_linear_b16(M, N, K, xb, lda, p.Wp, p.bias, got, ldy);
+	check_close(&p, M, N, K, ldy, with_bias, got, want);
+	free(xb);
 	free(want);
 	free(got);
 	free(scratch);
 	prob_free(&p);
 }
 
-static void test_amx_against_reference(void **state)
+static const enum kn__bf16_kernel kernels[] = { KN__BF16_DP, KN__BF16_AMX };
+#define N_KERNELS (sizeof(kernels) / sizeof(*kernels))
+
+static void products_against_reference(void)
 {
-	(void)state;
-	if (!kn_bf16_ok())
-		skip();
-	const size_t Ms[] = { 1, 15, 16, 17, 31, 32, 33, 64, 100 };
+	const size_t Ms[] = { 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100 };
 	const size_t Ns[] = { 1, 15, 16, 17, 32, 48, 65 };
 	const size_t Ks[] = { 1, 31, 32, 33, 64, 100 };
 	for (size_t a = 0; a < sizeof(Ms) / sizeof(*Ms); a++)
 		for (size_t b = 0; b < sizeof(Ns) / sizeof(*Ns); b++)
 			for (size_t c = 0; c < sizeof(Ks) / sizeof(*Ks); c++) {
 				size_t M = Ms[a], N = Ns[b], K = Ks[c];
-				check_amx(M, N, K, K + (a & 1) * 3, N + (b & 1) * 5, (c & 1) != 0);
+				check_product(M, N, K, K + (a & 1) * 3, N + (b & 1) * 5,
+					      (c & 1) != 0);
 			}
 	/* Whisper tiny's encoder products, a block of rows each */
-	check_amx(96, 1152, 384, 384, 1152, true);
-	check_amx(64, 384, 1536, 1536, 384, true);
-	check_amx(40, 1536, 384, 384, 1536, false);
+	check_product(96, 1152, 384, 384, 1152, true);
+	check_product(64, 384, 1536, 1536, 384, true);
+	check_product(40, 1536, 384, 384, 1536, false);
 }
 
-static void test_attention_against_float32(void **state)
+/* fn once with each product the CPU has; the best one picked again after. */
+static void with_each_kernel(void (*fn)(void))
+{
+	int ran = 0;
+	for (size_t i = 0; i < N_KERNELS; i++)
+		if (kn__bf16_use(kernels[i])) {
+			fn();
+			ran++;
+		}
+	assert_true(kn__bf16_use(KN__BF16_AMX) || kn__bf16_use(KN__BF16_DP));
+	assert_int_equal(ran > 0, kn_bf16_ok());
+}
+
+static void test_products_against_reference(void **state)
 {
 	(void)state;
 	if (!kn_bf16_ok())
 		skip();
-	kn_init(KN_ISA_COUNT);
+	with_each_kernel(products_against_reference);
+}
+
+static void attention_against_float32(void)
+{
 	const size_t shapes[][4] = { { 100, 70, 2, 64 }, { 1, 1, 1, 64 }, { 200, 300, 3, 32 } };
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(*shapes); s++) {
 		size_t n_q = shapes[s][0], n_kv = shapes[s][1], H = shapes[s][2], hd = shapes[s][3];
@@ -292,6 +338,15 @@ static void test_attention_against_float32(void **state)
 		free(got);
 		free(scratch);
 	}
+}
+
+static void test_attention_against_float32(void **state)
+{
+	(void)state;
+	if (!kn_bf16_ok())
+		skip();
+	kn_init(KN_ISA_COUNT);
+	with_each_kernel(attention_against_float32);
 }
 
 /* Random bfloat16 bits of values in [-2, 2). */
@@ -394,7 +449,7 @@ int main(void)
 		cmocka_unit_test(test_pack),
 		cmocka_unit_test(test_pack_simd),
 		cmocka_unit_test(test_reference),
-		cmocka_unit_test(test_amx_against_reference),
+		cmocka_unit_test(test_products_against_reference),
 		cmocka_unit_test(test_attention_against_float32),
 		cmocka_unit_test(test_gemv_bf16),
 		cmocka_unit_test(test_attention_kv16),
