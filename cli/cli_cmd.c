@@ -257,11 +257,13 @@ int cli_transcribe(int argc, char **argv)
 		fprintf(stderr, "inferd: %s\n", err);
 		return 1;
 	}
+	char kern[160];
+	eng_kernels_describe(kern, sizeof(kern));
+	fprintf(stderr, "inferd: kernels %s\n", kern);
 	int failed = 0;
-	double t0 = tx_now(), audio_s = 0;
+	double t0 = tx_now();
 	for (int i = a.first_file; i < argc; i++)
 		failed |= tx_one(&a, m, argv[i]) != 0;
-	(void)audio_s;
 	fprintf(stderr, "inferd: %d file(s) in %.3f s\n", argc - a.first_file, tx_now() - t0);
 	eng_destroy(eng);
 	return failed ? 1 : 0;

@@ -123,6 +123,9 @@ static int serve(const char *config_path, const char *listen)
 	rc = eng_create(specs, cfg->n_models, &eng, err, sizeof(err));
 	if (rc)
 		goto out_report;
+	char kern[160];
+	eng_kernels_describe(kern, sizeof(kern));
+	fprintf(stderr, "inferd: kernels %s\n", kern);
 	for (size_t i = 0; i < eng_model_count(eng); i++) {
 		const struct eng_model *m = eng_model_at(eng, i);
 		fprintf(stderr, "inferd: model '%s' loaded (%s, %s, %s, %.1f MB)\n",

@@ -95,4 +95,19 @@ const struct kn_ops *kn_ops_for(enum kn_isa isa);
 /* kn_ops - the table kn_init chose. */
 const struct kn_ops *kn_ops(void);
 
+/* The instruction-set ceiling, from the environment variable
+ * INFERD_CPU_ISA, read once with the CPU detection: "native" (unset: all
+ * the CPU has), "avx512" (no AMX: bfloat16 products on AVX512-BF16 where
+ * present) or "avx2" (AVX2 + FMA + F16C only: no AVX-512, no VNNI of
+ * either width, no bfloat16 products) - to run a lesser CPU's kernels on a
+ * bigger one, as CTranslate2's CT2_FORCE_CPU_ISA does. A ceiling above
+ * what the CPU has changes nothing. */
+enum kn_cap { KN_CAP_NATIVE, KN_CAP_AVX512, KN_CAP_AVX2 };
+
+/* kn_cpu_cap - the ceiling in effect; *bad (may be NULL) is set to the
+ * variable's value when it names none of the three (native is used then),
+ * else to NULL. kn_cap_name - "native", "avx512" or "avx2". */
+enum kn_cap kn_cpu_cap(const char **bad);
+const char *kn_cap_name(enum kn_cap cap);
+
 #endif /* KN_H */

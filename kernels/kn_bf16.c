@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kernels/kn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_bf16_int.h"
 #include "kernels/kn_half.h"
@@ -33,10 +34,11 @@ static void kn_bf16_detect(void)
 	 * CPUID.(EAX=7,ECX=1): EAX bit 5 AVX512-BF16. The OS must save the
 	 * zmm state (XCR0 bits 1, 2, 5-7), which gcc's avx512f check reads. */
 	__builtin_cpu_init();
+	enum kn_cap cap = kn_cpu_cap(NULL);
 	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 16)) ||
-	    !(b & (1u << 30)) || !__builtin_cpu_supports("avx512f"))
+	    !(b & (1u << 30)) || !__builtin_cpu_supports("avx512f") || cap == KN_CAP_AVX2)
 		return;
-	if ((d & (1u << 22)) && (d & (1u << 24)))
+	if ((d & (1u << 22)) && (d & (1u << 24)) && cap == KN_CAP_NATIVE)
 		kn_has_amx = syscall(SYS_arch_prctl, KN_ARCH_REQ_XCOMP_PERM,
 				     KN_XFEATURE_XTILEDATA) == 0;
 	unsigned a1, b1, c1, d1;

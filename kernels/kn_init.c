@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kn_i8_int.h"
 #include "kernels/kn_int.h"
@@ -31,6 +33,27 @@ static bool kn_vnni;				 /* AVX512-VNNI, written once too */
 static bool kn_avxvnni;				 /* AVX-VNNI (ymm), written once too */
 static atomic_bool kn_vnni_off;			 /* tests: kn__set_avx512vnni(false) */
 static _Atomic(const struct kn_ops *) kn_chosen; /* NULL until kn_init */
+static enum kn_cap kn_cap;			 /* INFERD_CPU_ISA, written once too */
+static const char *kn_cap_bad;			 /* its value if unknown, else NULL */
+
+static const char *const kn_cap_names[] = {
+	[KN_CAP_NATIVE] = "native",
+	[KN_CAP_AVX512] = "avx512",
+	[KN_CAP_AVX2] = "avx2",
+};
+
+static void kn_cap_read(void)
+{
+	const char *v = getenv("INFERD_CPU_ISA");
+	if (!v || !*v)
+		return;
+	for (size_t i = 0; i < sizeof(kn_cap_names) / sizeof(*kn_cap_names); i++)
+		if (!strcmp(v, kn_cap_names[i])) {
+			kn_cap = (enum kn_cap)i;
+			return;
+		}
+	kn_cap_bad = v;
+}
 
 /* libgcc's __builtin_cpu_supports also checks that the OS saves the
  * YMM/ZMM state (XCR0), so a "yes" here means the code can run. The
@@ -64,16 +87,18 @@ static bool kn_has_avxvnni_cpuid(void)
 static void kn_detect(void)
 {
 	__builtin_cpu_init();
+	kn_cap_read();
 	bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
 		    kn_has_f16c();
 	bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+		      kn_cap != KN_CAP_AVX2;
 
 	kn_isa_ok[KN_ISA_REF] = true;
 	kn_isa_ok[KN_ISA_AVX2] = avx2;
 	kn_isa_ok[KN_ISA_AVX512] = avx512;
 	kn_vnni = avx512 && kn_has_avx512vnni_cpuid();
-	kn_avxvnni = avx2 && kn_has_avxvnni_cpuid();
+	kn_avxvnni = avx2 && kn_cap != KN_CAP_AVX2 && kn_has_avxvnni_cpuid();
 	/* the engine owns threading (kn.h); OpenBLAS directly, not through
 	 * kn_blas_set_threads, so that this file calls nothing in blas/ (which
 	 * calls kn_ops here) */
@@ -86,6 +111,20 @@ const struct kn_ops *kn_ops_for(enum kn_isa isa)
 	if ((unsigned)isa >= KN_ISA_COUNT || !kn_isa_ok[isa])
 		return NULL;
 	return kn_tables[isa];
+}
+
+enum kn_cap kn_cpu_cap(const char **bad)
+{
+	pthread_once(&kn_detect_once, kn_detect);
+	if (bad)
+		*bad = kn_cap_bad;
+	return kn_cap;
+}
+
+const char *kn_cap_name(enum kn_cap cap)
+{
+	return (unsigned)cap < sizeof(kn_cap_names) / sizeof(*kn_cap_names) ? kn_cap_names[cap]
+									   : "?";
 }
 
 bool kn__has_avx512vnni(void)

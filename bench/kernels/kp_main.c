@@ -1,7 +1,7 @@
 /* bench/kernels/kp_main.c - kernel-peak: the physical limits of one core
  * and how close the float32 matrix products come to them.
  *
- * usage: build/bench/kernels/kernel-peak [--gemm-ms N] [--no-bw]
+ * usage: build/bench/kernels/kernel-peak [--gemm-ms N] [--no-bw] [--peaks-only]
  *
  * Prints, single-threaded: the CPU (CPUID brand string, family/model) and
  * its SIMD features; the load average (the machine may be shared: every
@@ -11,7 +11,8 @@
  * from FMA-throughput loops; the int8 dot-product peak in GOP/s (one
  * u8 x s8 multiply-add is 2 ops): AVX2 vpmaddubsw + vpmaddwd + vpaddd,
  * AVX-VNNI vpdpbusd ymm, AVX-512BW's same three-step on zmm and
- * AVX512-VNNI vpdpbusd zmm, each where the CPU has it; the read bandwidth
+ * AVX512-VNNI vpdpbusd zmm, each where the CPU has it; the bfloat16 peak
+ * in GFLOP/s of AVX512-BF16 vdpbf16ps zmm where present; the read bandwidth
  * of one core in GB/s (10^9 bytes/s) over a 1 GiB buffer (far beyond any
  * L3) and a 32 MiB one (L3-resident on a large-L3 server part, in DRAM on
  * a small one); then the GEMM table of kp_gemm.c: the Whisper tiny
@@ -19,7 +20,8 @@
  * kn__sgemm_avx512, GFLOP/s and the fraction of the matching FMA peak
  * (the FMA peaks are measured again before each product and after the
  * last; the fractions are of the best over the whole run, the figure
- * printed below the table).
+ * printed below the table), and the bfloat16 table (kn_bf16_linear on the
+ * same shapes, against the vdpbf16ps peak).
  * OpenBLAS picks its kernels by CPU model at load time (the core name is
  * printed; "Prescott" is its SSE3 fallback for a model it does not know);
  * run with OPENBLAS_CORETYPE=Haswell (AVX2) or SkylakeX (AVX-512) to
@@ -27,7 +29,8 @@
  * at least (default 500); the best single run counts (wall time), and a
  * product whose best run was still interrupted (its thread had the CPU
  * for under 97 % of it) is marked '*'. --no-bw skips the bandwidth
- * loops.
+ * loops; --peaks-only prints the CPU, clock and peaks and stops (what
+ * bench/transcribe-vs-peers reads for its physical-limit lines).
  *
  * Timings are wall time on CLOCK_MONOTONIC; peak loops run ~2 ms at a
  * time, repeated for 300 ms, best kept. Run it on an idle machine (the
@@ -142,9 +145,10 @@ static void cpu_print(struct cpu *c)
 	c->avx2 = kn_ops_for(KN_ISA_AVX2) != NULL;
 	c->avx512 = kn_ops_for(KN_ISA_AVX512) != NULL;
 	c->avx512vnni = c->avx512 && (l7c & (1u << 11));
-	c->avxvnni = c->avx2 && (l71a & (1u << 4));
+	c->avxvnni = c->avx2 && (l71a & (1u << 4)) && kn_cpu_cap(NULL) != KN_CAP_AVX2;
 	c->avx512bf16 = c->avx512 && (l71a & (1u << 5));
-	printf("\nusable    avx2 %s, avx512 %s\n", c->avx2 ? "yes" : "no", c->avx512 ? "yes" : "no");
+	printf("\nusable    avx2 %s, avx512 %s (INFERD_CPU_ISA %s)\n", c->avx2 ? "yes" : "no",
+	       c->avx512 ? "yes" : "no", kn_cap_name(kn_cpu_cap(NULL)));
 }
 
 static void load_print(void)
@@ -217,14 +221,17 @@ static void bandwidth(void)
 int main(int argc, char **argv)
 {
 	double gemm_ms = 500.0;
-	bool no_bw = false;
+	bool no_bw = false, peaks_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--gemm-ms") == 0 && i + 1 < argc) {
 			gemm_ms = strtod(argv[++i], NULL);
 		} else if (strcmp(argv[i], "--no-bw") == 0) {
 			no_bw = true;
+		} else if (strcmp(argv[i], "--peaks-only") == 0) {
+			peaks_only = true;
 		} else {
-			fprintf(stderr, "usage: %s [--gemm-ms N] [--no-bw]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--gemm-ms N] [--no-bw] [--peaks-only]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -241,6 +248,8 @@ int main(int argc, char **argv)
 	}
 	double ymm = 0.0, zmm = 0.0, dp = 0.0;
 	peaks(&c, &ymm, &zmm, &dp);
+	if (peaks_only)
+		return 0;
 	if (!no_bw)
 		bandwidth();
 	kp__gemm_table(ymm, zmm, gemm_ms);

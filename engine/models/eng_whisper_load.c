@@ -506,8 +506,10 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
 			       "compute type %s needs a CPU with AVX512-BF16 (AMD Zen 4 or later, "
 			       "Intel Cooper Lake) or AMX-BF16 (Intel Sapphire Rapids or later, with a "
-			       "kernel granting its tile state); use int8 or float32 here",
-			       ct == ENG_COMPUTE_BFLOAT16 ? "bfloat16" : "int8_bfloat16");
+			       "kernel granting its tile state); use int8 or float32 here%s",
+			       ct == ENG_COMPUTE_BFLOAT16 ? "bfloat16" : "int8_bfloat16",
+			       kn_cpu_cap(NULL) == KN_CAP_AVX2 ? " (INFERD_CPU_ISA=avx2 caps this "
+								  "process at AVX2)" : "");
 	}
 	w->bf16 = bf16;
 	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8_enc = int8, .bf16 = bf16,
