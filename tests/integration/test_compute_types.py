@@ -92,3 +92,36 @@ def test_options_after_the_files_refused():
     assert r.returncode == 2
     assert "--compute-type: options go before the files" in r.stderr
     assert r.stdout == ""
+
+
+def run_capped(isa, *args):
+    env = dict(os.environ, INFERD_CPU_ISA=isa)
+    return subprocess.run([BIN, "transcribe", "--model", MODEL, "--json", "--temperature", "0",
+                           "--threads", "2", *args], capture_output=True, text=True,
+                          timeout=900, env=env)
+
+
+def test_avx2_ceiling_runs_the_avx2_kernels():
+    """INFERD_CPU_ISA=avx2 runs the AVX2 paths end to end on any AVX2 CPU
+    (as on an AVX2-only one): the kernels line names them, int8 gives a
+    transcript, and the bfloat16 types are refused, naming the ceiling.
+    (The int8 WER on the AVX2 kernel is not asserted here: measured 7.37 %
+    against float32's 6.84 % on these clips, over the 0.3-point bar - an
+    open defect of the AVX2 int8 kernel, reported in the issue.)"""
+    jfk = os.path.join(AUDIO, "jfk.wav")
+    r = run_capped("avx2", "--compute-type", "int8", jfk)
+    assert r.returncode == 0, r.stderr
+    assert "inferd: kernels avx2, int8 avx2, bfloat16 none (INFERD_CPU_ISA avx2)" in r.stderr
+    text = normalise(json.loads(r.stdout)["text"])
+    assert text == normalise(manifest()["jfk.wav"]["reference_transcript"]), text
+    r = run_capped("avx2", "--compute-type", "bfloat16", jfk)
+    assert r.returncode == 1
+    assert "compute type bfloat16 needs a CPU with AVX512-BF16" in r.stderr
+    assert "(INFERD_CPU_ISA=avx2 caps this process at AVX2)" in r.stderr
+
+
+def test_unknown_cpu_isa_refused():
+    r = run_capped("avx9", os.path.join(AUDIO, "jfk.wav"))
+    assert r.returncode == 1
+    assert "INFERD_CPU_ISA: expected native, avx512 or avx2, not 'avx9'" in r.stderr
+    assert r.stdout == ""
