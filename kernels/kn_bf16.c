@@ -64,7 +64,7 @@ bool kn__bf16_use(enum kn__bf16_kernel k)
 const char *kn_bf16_kernel_name(void)
 {
 	kn_bf16_ok();
-	switch (kn_bf16_kernel) {
+	switch (atomic_load(&kn_bf16_kernel)) {
 	case KN__BF16_AMX:
 		return "amx-bf16";
 	case KN__BF16_DP:
@@ -157,7 +157,7 @@ void kn_bf16_linear_b16(size_t M, size_t N, size_t K, const uint16_t *xb, size_t
 {
 	if (M == 0 || N == 0)
 		return;
-	if (kn_bf16_kernel == KN__BF16_AMX)
+	if (atomic_load(&kn_bf16_kernel) == KN__BF16_AMX)
 		kn__bf16_linear_amx_b16(M, N, K, xb, ldxb, Wp, bias, y, ldy);
 	else
 		kn__bf16_linear_dp_b16(M, N, K, xb, ldxb, Wp, bias, y, ldy);
@@ -169,7 +169,7 @@ void kn_bf16_linear(size_t M, size_t N, size_t K, const float *x, size_t ldx,
 {
 	if (M == 0 || N == 0)
 		return;
-	if (kn_bf16_kernel == KN__BF16_AMX)
+	if (atomic_load(&kn_bf16_kernel) == KN__BF16_AMX)
 		kn__bf16_linear_amx(M, N, K, x, ldx, Wp, bias, y, ldy, scratch);
 	else
 		kn__bf16_linear_dp(M, N, K, x, ldx, Wp, bias, y, ldy, scratch);

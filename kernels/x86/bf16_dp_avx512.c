@@ -64,11 +64,15 @@ static inline void kn_store(float *yr, __m512 acc, const float *bias, size_t nc)
 					 bias ? bias + j * 16 : NULL, nc - (size_t)j * 16); \
 	}
 
+#if defined(__GNUC__) && !defined(__clang__) /* clang unrolls these constant loops itself */
 #pragma GCC push_options
 #pragma GCC optimize("unroll-loops")
+#endif
 KN_DP_TILE(kn_dp_tile2, 2)
 KN_DP_TILE(kn_dp_tile1, 1)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
+#endif
 
 /* y rows [m0, m0 + 32) below M = the 32-row bfloat16 block a (lda apart)
  * times the packed W (kb blocks of 32 k-values per 16 columns), + bias. */
