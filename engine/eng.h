@@ -130,13 +130,14 @@ uint64_t eng_model_size_bytes(const struct eng_model *m);
 /* Short names for enums: "transcription"/"generation", "gguf"/"ct2"/"auto". */
 const char *eng_task_str(enum eng_task t);
 
+const char *eng_format_str(enum eng_format f);
+
 /* eng_kernels_describe - the kernels this process runs, one line into buf
  * (truncated to len): the kn_ops table, the int8 and bfloat16 products and
  * the INFERD_CPU_ISA ceiling, e.g. "avx512, int8 avx512vnni, bfloat16
  * avx512-bf16 (INFERD_CPU_ISA native)". eng_create refuses an
  * INFERD_CPU_ISA other than native, avx512 or avx2 (kernels/kn.h). */
 void eng_kernels_describe(char *buf, size_t len);
-const char *eng_format_str(enum eng_format f);
 
 /* eng_inspect - open the model at path (format AUTO) and print its metadata
  * and tensor table to out, for `inferd inspect FILE`. Returns 0 or a

@@ -29,16 +29,13 @@ static _Atomic int kn_bf16_kernel; /* enum kn__bf16_kernel: best, or a test's pi
 static void kn_bf16_detect(void)
 {
 	unsigned a, b, c, d;
-	/* CPUID.(EAX=7,ECX=0): EBX bit 16 AVX-512F, bit 30 AVX-512BW (the
-	 * conversions and packers); EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
-	 * CPUID.(EAX=7,ECX=1): EAX bit 5 AVX512-BF16. The OS must save the
-	 * zmm state (XCR0 bits 1, 2, 5-7), which gcc's avx512f check reads. */
-	__builtin_cpu_init();
-	enum kn_cap cap = kn_cpu_cap(NULL);
-	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 16)) ||
-	    !(b & (1u << 30)) || !__builtin_cpu_supports("avx512f") || cap == KN_CAP_AVX2)
+	/* Both kernels need the AVX-512 table's ISA (F/BW/VL, saved by the OS,
+	 * under the INFERD_CPU_ISA ceiling: kn_init.c) for the conversions and
+	 * packers. CPUID.(EAX=7,ECX=0): EDX bit 22 AMX-BF16, bit 24 AMX-TILE;
+	 * CPUID.(EAX=7,ECX=1): EAX bit 5 AVX512-BF16. */
+	if (!kn_ops_for(KN_ISA_AVX512) || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
 		return;
-	if ((d & (1u << 22)) && (d & (1u << 24)) && cap == KN_CAP_NATIVE)
+	if ((d & (1u << 22)) && (d & (1u << 24)) && kn_cpu_cap(NULL) == KN_CAP_NATIVE)
 		kn_has_amx = syscall(SYS_arch_prctl, KN_ARCH_REQ_XCOMP_PERM,
 				     KN_XFEATURE_XTILEDATA) == 0;
 	unsigned a1, b1, c1, d1;
