@@ -46,6 +46,11 @@ void kp__gemm_table(double peak_ymm, double peak_zmm, double min_ms);
 /* kp_gemm.c: the bfloat16 table (kn_bf16_linear on the same shapes, where
  * kn_bf16_ok()); peak_dp the vdpbf16ps peak in GFLOP/s (0: not measured). */
 void kp__bf16_table(double peak_dp, double min_ms);
+/* kp_i8.c: the int8 table (every kn_i8 variant the CPU can run on the
+ * encoder's linears and the output projection); peak the measured peak
+ * loop of each enum kn_i8_kind's instructions in GOP/s, KN_I8_COUNT of
+ * them (0: not measured). */
+void kp__i8_table(const double *peak, double min_ms);
 
 /* kp_main.c: seconds on CLOCK_MONOTONIC; this thread's CPU seconds
  * (CLOCK_THREAD_CPUTIME_ID). */

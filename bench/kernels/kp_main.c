@@ -20,8 +20,11 @@
  * kn__sgemm_avx512, GFLOP/s and the fraction of the matching FMA peak
  * (the FMA peaks are measured again before each product and after the
  * last; the fractions are of the best over the whole run, the figure
- * printed below the table), and the bfloat16 table (kn_bf16_linear on the
- * same shapes, against the vdpbf16ps peak).
+ * printed below the table), the bfloat16 table (kn_bf16_linear on the
+ * same shapes, against the vdpbf16ps peak), and the int8 table of
+ * kp_i8.c (every kn_i8 variant on the linears, against the peak loop of
+ * its own instructions, and on one decode step's output projection, in
+ * weight GB/s).
  * OpenBLAS picks its kernels by CPU model at load time (the core name is
  * printed; "Prescott" is its SSE3 fallback for a model it does not know);
  * run with OPENBLAS_CORETYPE=Haswell (AVX2) or SkylakeX (AVX-512) to
@@ -45,6 +48,7 @@
 
 #include "kernels/kn.h"
 #include "kernels/kn_blas.h"
+#include "kernels/kn_i8.h"
 #include "kp_int.h"
 
 double kp__now(void)
@@ -188,7 +192,8 @@ static double read_bw(size_t size_bytes, int reps)
 
 /* The clock and the peak loops the CPU can run; *ymm, *zmm the FMA peaks
  * in GFLOP/s (zmm 0 without AVX-512). */
-static void peaks(const struct cpu *c, double *ymm, double *zmm, double *dp)
+static void peaks(const struct cpu *c, double *ymm, double *zmm, double *dp,
+		  double i8[KN_I8_COUNT])
 {
 	long n;
 	double ghz = KP_ADD_CHAIN_OPS * 1e-9 / best_loop(kp__add_chain, &n, 0.3) * (double)n;
@@ -198,14 +203,17 @@ static void peaks(const struct cpu *c, double *ymm, double *zmm, double *dp)
 	if (c->avx512)
 		*zmm = peak("fp32 FMA zmm (AVX-512 vfmadd231ps)", kp__fma_zmm, KP_FMA_ZMM_OPS, ghz,
 			   "GFLOP/s");
-	peak("int8 ymm vpmaddubsw+vpmaddwd+vpaddd (AVX2)", kp__i8_ymm, KP_I8_YMM_OPS, ghz, "GOP/s  ");
+	i8[KN_I8_AVX2] = peak("int8 ymm vpmaddubsw+vpmaddwd+vpaddd (AVX2)", kp__i8_ymm,
+			      KP_I8_YMM_OPS, ghz, "GOP/s  ");
 	if (c->avxvnni)
-		peak("int8 ymm vpdpbusd (AVX-VNNI)", kp__vnni_ymm, KP_VNNI_YMM_OPS, ghz, "GOP/s  ");
+		i8[KN_I8_AVXVNNI] = peak("int8 ymm vpdpbusd (AVX-VNNI)", kp__vnni_ymm,
+					 KP_VNNI_YMM_OPS, ghz, "GOP/s  ");
 	if (c->avx512)
-		peak("int8 zmm vpmaddubsw+vpmaddwd+vpaddd (AVX512BW)", kp__i8_zmm, KP_I8_ZMM_OPS, ghz,
-		     "GOP/s  ");
+		i8[KN_I8_AVX512BW] = peak("int8 zmm vpmaddubsw+vpmaddwd+vpaddd (AVX512BW)",
+					  kp__i8_zmm, KP_I8_ZMM_OPS, ghz, "GOP/s  ");
 	if (c->avx512vnni)
-		peak("int8 zmm vpdpbusd (AVX512-VNNI)", kp__vnni_zmm, KP_VNNI_ZMM_OPS, ghz, "GOP/s  ");
+		i8[KN_I8_AVX512VNNI] = peak("int8 zmm vpdpbusd (AVX512-VNNI)", kp__vnni_zmm,
+					    KP_VNNI_ZMM_OPS, ghz, "GOP/s  ");
 	if (c->avx512bf16)
 		*dp = peak("bf16 zmm vdpbf16ps (AVX512-BF16)", kp__dpbf16_zmm, KP_DPBF16_ZMM_OPS,
 			   ghz, "GFLOP/s");
@@ -246,13 +254,14 @@ int main(int argc, char **argv)
 		printf("no AVX2: nothing to measure\n");
 		return 0;
 	}
-	double ymm = 0.0, zmm = 0.0, dp = 0.0;
-	peaks(&c, &ymm, &zmm, &dp);
+	double ymm = 0.0, zmm = 0.0, dp = 0.0, i8[KN_I8_COUNT] = {0};
+	peaks(&c, &ymm, &zmm, &dp, i8);
 	if (peaks_only)
 		return 0;
 	if (!no_bw)
 		bandwidth();
 	kp__gemm_table(ymm, zmm, gemm_ms);
 	kp__bf16_table(dp, gemm_ms);
+	kp__i8_table(i8, gemm_ms);
 	return 0;
 }
