@@ -6,41 +6,18 @@ transcripts may not be more than 0.3 points above the sequential
 (exact) long-form mode's, and its segments come back in order, inside
 the audio, numbered from 1. (That the chunks' passes are batched is
 checked from the scheduler's records in tests/unit/engine/asr.)"""
-import os
-import wave
-
 import pytest
 
-from test_transcribe import AUDIO, manifest, normalise, transcribe, word_errors
+from test_transcribe import normalise, transcribe, word_errors, write_long_file
 
 
 @pytest.fixture(scope="module")
 def long_file(tmp_path_factory):
     """The 16 kHz mono WAV clips, cyclically, to >= 180 s; and the words
     of their references in the same order."""
-    clips, words = [], []
-    for name, row in sorted(manifest().items()):
-        if not name.endswith(".wav"):
-            continue
-        with wave.open(os.path.join(AUDIO, name), "rb") as w:
-            if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (16000, 1, 2):
-                continue
-            clips.append((w.readframes(w.getnframes()), normalise(row["reference_transcript"])))
-    frames, n = [], 0
-    while n < 180 * 16000:
-        for data, ref in clips:
-            frames.append(data)
-            words += ref
-            n += len(data) // 2
-            if n >= 180 * 16000:
-                break
     path = tmp_path_factory.mktemp("long") / "long.wav"
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(b"".join(frames))
-    return str(path), words, n / 16000
+    words, duration = write_long_file(path)
+    return str(path), words, duration
 
 
 def test_batched_wer_and_segments(long_file):

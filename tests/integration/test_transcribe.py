@@ -22,15 +22,46 @@ def manifest():
         return {row["file"]: row for row in csv.DictReader(f, delimiter="\t")}
 
 
-def transcribe(paths, *args):
+def transcribe(paths, *args, env=None):
+    """`inferd transcribe --json` of paths with args; env: variables added
+    to the environment (INFERD_CPU_ISA). {file's basename: its JSON}."""
     r = subprocess.run([BIN, "transcribe", "--model", os.path.join(MODELS, "whisper-tiny.en"),
                         "--json", "--temperature", "0", "--threads", "2", *args, *paths],
-                       capture_output=True, text=True, timeout=900)
+                       capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, **env) if env else None)
     assert r.returncode == 0, r.stderr
     assert "Sanitizer" not in r.stderr, r.stderr
     out = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(out) == len(paths)
     return {os.path.basename(o["file"]): o for o in out}
+
+
+def write_long_file(path, seconds=180):
+    """The 16 kHz mono WAV test clips, in name order and cyclically, to at
+    least `seconds`, written to path; returns (the words of their human
+    transcripts in the same order, the duration in seconds)."""
+    clips, words = [], []
+    for name, row in sorted(manifest().items()):
+        if not name.endswith(".wav"):
+            continue
+        with wave.open(os.path.join(AUDIO, name), "rb") as w:
+            if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (16000, 1, 2):
+                continue
+            clips.append((w.readframes(w.getnframes()), normalise(row["reference_transcript"])))
+    frames, n = [], 0
+    while n < seconds * 16000:
+        for data, ref in clips:
+            frames.append(data)
+            words += ref
+            n += len(data) // 2
+            if n >= seconds * 16000:
+                break
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"".join(frames))
+    return words, n / 16000
 
 
 @pytest.fixture(scope="module")
