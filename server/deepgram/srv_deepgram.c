@@ -21,6 +21,9 @@
  *   encoding     headerless audio: linear16, linear32, mulaw, alaw (need
  *                sample_rate), or flac / ogg-opus (self-describing)
  *   sample_rate, channels   the layout of headerless audio
+ *   batched      inferd extension, true: batched long-form (audio over 30 s
+ *                cut at quiet moments into chunks transcribed together,
+ *                no text carried across them; eng_transcribe_params.batched)
  *
  * Word timing is segment-level: Whisper gives each segment a start and an
  * end, and each word of a segment gets an equal share of that span, in
@@ -46,7 +49,7 @@
 struct srv_dg_opts {
 	char model[SRV_DG_VALUE_MAX];
 	char language[16];
-	bool punctuate, utterances;
+	bool punctuate, utterances, batched;
 	bool has_encoding, has_rate;
 	struct eng_audio_raw raw;
 };
@@ -130,6 +133,8 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 		o->punctuate |= !rc && b;
 	} else if (!strcmp(k, "utterances"))
 		rc = srv_dg_bool(v, &o->utterances);
+	else if (!strcmp(k, "batched"))
+		rc = srv_dg_bool(v, &o->batched);
 	else if (!strcmp(k, "encoding")) {
 		rc = eng_audio_encoding_parse(v, &o->raw.encoding) ? -1 : 0;
 		o->has_encoding = true;
@@ -148,7 +153,7 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 /* The query parameters we read; values of the others are not even decoded. */
 static const char *const srv_dg_known[] = {
 	"model", "language", "punctuate", "smart_format", "utterances",
-	"encoding", "sample_rate", "channels",
+	"encoding", "sample_rate", "channels", "batched",
 };
 
 static bool srv_dg_is_known(const char *key)
@@ -259,6 +264,7 @@ void srv__h_deepgram_listen(struct srv_req *req)
 	job->base.raw = o.raw;
 	job->base.want_sha256 = true;
 	job->base.format = srv_dg_format;
+	job->base.params.batched = o.batched;
 	srv__audio_job_set_language(&job->base, o.language, strlen(o.language));
 	job->punctuate = o.punctuate;
 	job->utterances = o.utterances;

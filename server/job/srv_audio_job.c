@@ -56,6 +56,7 @@ void srv__audio_job_free(struct srv_audio_job *job)
 	srv_buf_fini(&job->out);
 	mem_free(job->prompt);
 	mem_free(job->owned_audio);
+	eng_audio_fini(&job->decoded);
 	mem_free(job);
 }
 
@@ -113,17 +114,75 @@ static void srv_audio_done(void *ud, int rc, struct eng_transcript *t, const cha
 	srv__post(job->conn->srv, &job->post, srv_audio_after);
 }
 
+/* Submit job with its scheduling options read from req; 0, or the error
+ * (err set) after which the caller answers and frees the job. */
+static int srv_audio_submit(struct srv_req *req, struct srv_audio_job *job,
+			    const struct eng_asr_input *in, char *err, size_t errlen)
+{
+	int rc = srv__req_sched_opts(req, &job->opts, err, errlen);
+	if (!rc)
+		rc = eng_transcribe_submit(job->model, in, &job->params, &job->opts, srv_audio_done,
+					   job, err, errlen);
+	return rc;
+}
+
+/* libuv thread pool: decode the audio of a batched job. */
+static void srv_audio_decode_work(uv_work_t *w)
+{
+	struct srv_audio_job *job = w->data;
+	int rc = eng_audio_decode(job->audio, job->audio_len, job->has_raw ? &job->raw : NULL,
+				  &job->decoded, job->decode_err, sizeof(job->decode_err));
+	job->decode_rc = rc == -ST_IO ? -ST_INVAL : rc; /* gave up mid-stream: bad input */
+}
+
+/* Loop thread: submit the decoded samples, or answer the decoding error;
+ * the job already counts as the connection's work and in flight. */
+static void srv_audio_decode_done(uv_work_t *w, int status)
+{
+	struct srv_audio_job *job = w->data;
+	struct srv_conn *conn = job->conn;
+	char err[256];
+	int rc = status ? -ST_CANCELED : job->decode_rc;
+	snprintf(err, sizeof(err), "%s", status ? "shutting down" : job->decode_err);
+	if (conn->state != SRV_CONN_STATE_HANDLING) {
+		srv__req_log_gone(&conn->req);
+		goto done;
+	}
+	if (!rc) {
+		struct eng_asr_input in = { .samples = job->decoded.samples,
+					    .n_samples = job->decoded.n_samples };
+		rc = srv_audio_submit(&conn->req, job, &in, err, sizeof(err));
+	}
+	if (rc) {
+		srv__audio_fail(&conn->req, rc, err);
+		goto done;
+	}
+	/* as srv__audio_job_queue: a client that hangs up stops the work */
+	srv__conn_watch(conn, &job->cancel);
+	return;
+done:
+	srv__audio_job_free(job);
+	srv__conn_work_done(conn);
+	srv__jobs_end(conn->srv);
+}
+
 void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job)
 {
 	struct srv_conn *conn = req->conn;
 	char err[256];
 	job->params.cancel = &job->cancel; /* before the engine can read params */
-	int rc = srv__req_sched_opts(req, &job->opts, err, sizeof(err));
-	struct eng_asr_input in = { .data = job->audio, .len = job->audio_len,
-				    .raw = job->has_raw ? &job->raw : NULL };
-	if (!rc)
-		rc = eng_transcribe_submit(job->model, &in, &job->params, &job->opts, srv_audio_done,
-					   job, err, sizeof(err));
+	int rc = 0;
+	if (job->params.batched) {
+		job->decode_work.data = job;
+		if (uv_queue_work(&conn->srv->loop, &job->decode_work, srv_audio_decode_work,
+				  srv_audio_decode_done))
+			rc = (snprintf(err, sizeof(err), "could not queue the audio decoder"),
+			      -ST_NOMEM);
+	} else {
+		struct eng_asr_input in = { .data = job->audio, .len = job->audio_len,
+					    .raw = job->has_raw ? &job->raw : NULL };
+		rc = srv_audio_submit(req, job, &in, err, sizeof(err));
+	}
 	if (rc) {
 		srv__audio_job_free(job);
 		srv__audio_fail(req, rc, err);
@@ -132,8 +191,10 @@ void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job)
 	conn->n_work++;
 	srv__jobs_begin(conn->srv);
 	/* A client that hangs up (or a drain timeout) stops the work at its
-	 * next encoder or decoder pass instead of letting it run for nobody. */
-	srv__conn_watch(conn, &job->cancel);
+	 * next encoder or decoder pass instead of letting it run for nobody.
+	 * (A batched job starts watching once its audio is decoded.) */
+	if (!job->params.batched)
+		srv__conn_watch(conn, &job->cancel);
 }
 
 /* --- errors and models ------------------------------------------------- */

@@ -56,6 +56,12 @@ struct srv_audio_job {
 	srv_audio_format_fn format;
 	void *owned_audio;              /* new (mem.h) or NULL: bytes `audio` points into
 	                                 * when the route made them (KServe JSON samples) */
+	/* batched long-form (params.batched): the audio is decoded on libuv's
+	 * thread pool first, since the engine cuts decoded samples into chunks */
+	uv_work_t decode_work;
+	struct eng_audio decoded;       /* the samples submitted; freed with the job */
+	int decode_rc;
+	char decode_err[256];
 	/* results, written by the worker */
 	int rc;                         /* 0 or -ST_* */
 	char err[512];                  /* message when rc != 0 */
@@ -81,8 +87,10 @@ int srv__audio_job_set_prompt(struct srv_audio_job *job, const char *s, size_t n
 
 /* srv__audio_job_queue - hand job (stolen) to the model's scheduler. On
  * failure the job is freed and req has been answered (400 bad scheduling
- * headers, 429 queue full, 503 shutting down or out of memory). Loop
- * thread. */
+ * headers, 429 queue full, 503 shutting down or out of memory). With
+ * params.batched the audio is first decoded on libuv's thread pool (the
+ * engine's batched long-form takes samples); its decoding errors are
+ * answered as the replica's would be (400, 413, 415). Loop thread. */
 void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job);
 
 /* srv__audio_job_free - free a job that was never queued; NULL is a no-op. */

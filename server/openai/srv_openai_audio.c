@@ -18,6 +18,10 @@
  *   timestamp_granularities[] segment; word -> 400 (no word timing yet)
  *   stream                    false; true -> 400 (no streaming yet)
  *   beam_size                 inferd extension, 1..16 (default 1, greedy)
+ *   batched                   inferd extension, true or false (default):
+ *                             batched long-form (audio over 30 s cut at
+ *                             quiet moments into chunks transcribed
+ *                             together, no text carried across them)
  * Other fields are ignored, as OpenAI's SDKs add fields over time (include[],
  * chunking_strategy) that a client may send to any server.
  *
@@ -78,6 +82,7 @@ struct srv_oa_form {
 	struct srv_mp_str model, language, prompt;
 	float temperature;  /* < 0: absent */
 	int beam_size;      /* 0: absent */
+	bool batched;
 	enum srv_oa_format format;
 };
 
@@ -151,6 +156,16 @@ static int srv_oa_f_beam_size(struct srv_oa_form *f, const struct srv_mp_part *p
 	return 0;
 }
 
+static int srv_oa_f_batched(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+			    size_t n)
+{
+	if (srv_mp_str_eq(p->data, "true") || srv_mp_str_eq(p->data, "false")) {
+		f->batched = srv_mp_str_eq(p->data, "true");
+		return 0;
+	}
+	return snprintf(err, n, "'batched' must be true or false"), -ST_INVAL;
+}
+
 static int srv_oa_f_format(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
 			   size_t n)
 {
@@ -198,6 +213,7 @@ static const struct {
 	{ "timestamp_granularities", srv_oa_f_granularity },
 	{ "stream", srv_oa_f_stream },
 	{ "beam_size", srv_oa_f_beam_size },
+	{ "batched", srv_oa_f_batched },
 };
 
 /* Parse the body's parts into f; on error err holds the 400 message. */
@@ -242,6 +258,7 @@ static int srv_oa_job_fill(struct srv_audio_job *job, const struct srv_oa_form *
 	}
 	if (f->beam_size)
 		job->params.beam_size = f->beam_size;
+	job->params.batched = f->batched;
 	int rc = srv__audio_job_set_language(job, f->language.p, f->language.n);
 	if (!rc && f->prompt.p && f->prompt.n)
 		rc = srv__audio_job_set_prompt(job, f->prompt.p, f->prompt.n);
