@@ -1,11 +1,15 @@
 /* cli_cmd.c - the commands that run without a server:
  *   inferd inspect MODEL                      metadata and tensor table
  *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
- *                     [--timestamps] [--beam-size N] [--language L]
+ *                     [--timestamps | --json] [--beam-size N] [--language L]
+ *                     [--prompt TEXT] [--temperature T]
  *                     [--compute-type T] [--batched] FILE...
+ *   inferd generate   (gen_usage below)
  * transcribe prints each file's transcript on stdout and a timing line per
  * file on stderr (audio seconds, wall seconds, real-time factor): what
- * bench/transcribe-vs-peers times.
+ * bench/transcribe-vs-peers times. --help prints a command's usage on
+ * stdout (exit 0); a bad option or value is said on stderr (exit 2)
+ * before any model loads.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -35,6 +39,48 @@ int cli_inspect(int argc, char **argv)
 	return 0;
 }
 
+/* --- option values -------------------------------------------------------- */
+
+/* CLI_HELP: what a parser returns after printing --help (exit status 0). */
+#define CLI_HELP (-1)
+
+/* *out = v as an integer in [lo, hi]; else a message naming opt and 2. */
+static int cli_int(const char *opt, const char *v, long lo, long hi, int *out)
+{
+	char *end;
+	long x = strtol(v, &end, 10);
+	if (end == v || *end || x < lo || x > hi) {
+		fprintf(stderr, "inferd: %s: expected an integer from %ld to %ld, not '%s'\n", opt,
+			lo, hi, v);
+		return 2;
+	}
+	*out = (int)x;
+	return 0;
+}
+
+/* *out = v as a finite number in [lo, hi]; else a message naming opt and 2. */
+static int cli_float(const char *opt, const char *v, double lo, double hi, float *out)
+{
+	char *end;
+	double x = strtod(v, &end);
+	if (end == v || *end || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "inferd: %s: expected a number from %g to %g, not '%s'\n", opt, lo,
+			hi, v);
+		return 2;
+	}
+	*out = (float)x;
+	return 0;
+}
+
+/* Is any argument from argv[2] on --help or -h? */
+static bool cli_wants_help(int argc, char **argv)
+{
+	for (int k = 2; k < argc; k++)
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
+			return true;
+	return false;
+}
+
 struct tx_args {
 	const char *config;
 	const char *model;
@@ -46,21 +92,32 @@ struct tx_args {
 	int first_file;
 };
 
-static int tx_usage(void)
+static int tx_usage(FILE *to)
 {
-	fprintf(stderr, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
-			"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
-			"                         [--prompt TEXT] [--temperature T]\n"
-			"                         [--compute-type T] [--batched] FILE...\n");
-	return 2;
+	fprintf(to, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
+		    "                         [--timestamps | --json] [--beam-size N] [--language L]\n"
+		    "                         [--prompt TEXT] [--temperature T]\n"
+		    "                         [--compute-type T] [--batched] FILE...\n"
+		    "Transcribes each FILE without a server: the text on stdout (--timestamps:\n"
+		    "segments with times; --json: one JSON object per file with segments and\n"
+		    "tokens) and a timing line per file on stderr. --model: a model name from\n"
+		    "--config (default config/default.json) or a CTranslate2 Whisper folder;\n"
+		    "--compute-type: default, float32, int8, int8_float32, bfloat16 or\n"
+		    "int8_bfloat16; --batched: long audio cut into chunks transcribed together;\n"
+		    "--temperature 0..1 (absent: the fallback list 0, 0.2, ..., 1.0);\n"
+		    "--beam-size 1..16 (default 1, greedy); --threads: default every core.\n");
+	return to == stdout ? CLI_HELP : 2;
 }
 
+/* 0, CLI_HELP (usage printed on stdout) or 2 (a usage error, said on stderr). */
 static int tx_parse(int argc, char **argv, struct tx_args *a)
 {
 	*a = (struct tx_args){ .config = "config/default.json", .compute_type = -1 };
 	eng_transcribe_params_init(&a->params);
-	int i = 2;
-	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
+	if (cli_wants_help(argc, argv))
+		return tx_usage(stdout);
+	int i = 2, rc = 0;
+	for (; i < argc && !rc && !strncmp(argv[i], "--", 2); i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(o, "--timestamps") || !strcmp(o, "--json")) {
 			*(o[2] == 't' ? &a->timestamps : &a->json) = true;
@@ -71,39 +128,46 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			continue;
 		}
 		if (!v)
-			return tx_usage();
+			return tx_usage(stderr);
 		i++;
 		if (!strcmp(o, "--config"))
 			a->config = v;
 		else if (!strcmp(o, "--model"))
 			a->model = v;
 		else if (!strcmp(o, "--threads"))
-			a->threads = (int)strtol(v, NULL, 10);
+			rc = cli_int(o, v, 1, 1024, &a->threads);
 		else if (!strcmp(o, "--beam-size"))
-			a->params.beam_size = (int)strtol(v, NULL, 10);
+			rc = cli_int(o, v, 1, 16, &a->params.beam_size);
 		else if (!strcmp(o, "--compute-type")) {
 			if ((a->compute_type = cfg_compute_type_parse(v)) < 0) {
 				fprintf(stderr, "inferd: --compute-type: expected default, float32, int8, "
 						"int8_float32, bfloat16 or int8_bfloat16, not '%s'\n", v);
-				return tx_usage();
+				return tx_usage(stderr);
 			}
 		} else if (!strcmp(o, "--language"))
 			a->params.language = v;
 		else if (!strcmp(o, "--prompt"))
 			a->params.prompt = v;
 		else if (!strcmp(o, "--temperature")) {
-			a->params.temperatures[0] = strtof(v, NULL);
+			rc = cli_float(o, v, 0.0, 1.0, &a->params.temperatures[0]);
 			a->params.n_temperatures = 1;
 		} else
-			return tx_usage();
+			return tx_usage(stderr);
+	}
+	if (rc)
+		return rc;
+	if (a->timestamps && a->json) {
+		fprintf(stderr, "inferd: --timestamps and --json: choose one (--json holds the "
+				"segments' times)\n");
+		return 2;
 	}
 	a->first_file = i;
 	for (int j = i; j < argc; j++)
 		if (!strncmp(argv[j], "--", 2)) { /* not silently a file name */
 			fprintf(stderr, "inferd: %s: options go before the files\n", argv[j]);
-			return tx_usage();
+			return tx_usage(stderr);
 		}
-	return i < argc ? 0 : tx_usage();
+	return i < argc ? 0 : tx_usage(stderr);
 }
 
 /* A model by path (a CT2 folder or GGUF file) or by name from the config;
@@ -249,8 +313,9 @@ int cli_transcribe(int argc, char **argv)
 	struct eng *eng = NULL;
 	const struct eng_model *m = NULL;
 	char err[1024];
-	if (tx_parse(argc, argv, &a))
-		return 2;
+	int prc = tx_parse(argc, argv, &a);
+	if (prc)
+		return prc == CLI_HELP ? 0 : 2;
 	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, a.compute_type, &eng,
 			  &m, err, sizeof(err));
 	if (rc) {
@@ -278,16 +343,16 @@ struct gen_args {
 	struct eng_gen_params params;
 };
 
-static int gen_usage(void)
+static int gen_usage(FILE *to)
 {
-	fprintf(stderr, "usage: inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
+	fprintf(to, "usage: inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
 			"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
 			"                       [--top-k K] [--seed S] [--threads N] PROMPT\n"
 			"Streams a completion of PROMPT to stdout without a server. --model: a\n"
 			"model name from --config (default config/default.json) or a GGUF path;\n"
 			"--chat wraps PROMPT in the model's chat template; defaults: 128 tokens,\n"
 			"temperature 1, a random seed, every core.\n");
-	return 2;
+	return to == stdout ? CLI_HELP : 2;
 }
 
 static int gen_parse(int argc, char **argv, struct gen_args *a)
@@ -297,11 +362,10 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 	a->params.max_tokens = 128;
 	/* no --seed: a different sample every run, as the server does */
 	a->params.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	for (int k = 2; k < argc; k++)
-		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
-			return gen_usage();
-	int i = 2;
-	for (; i < argc - 1 && !strncmp(argv[i], "--", 2); i++) {
+	if (cli_wants_help(argc, argv))
+		return gen_usage(stdout);
+	int i = 2, rc = 0;
+	for (; i < argc - 1 && !rc && !strncmp(argv[i], "--", 2); i++) {
 		const char *o = argv[i], *v = argv[i + 1];
 		if (!strcmp(o, "--chat")) {
 			a->chat = true;
@@ -313,22 +377,28 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 		else if (!strcmp(o, "--model"))
 			a->model = v;
 		else if (!strcmp(o, "--max-tokens"))
-			a->params.max_tokens = (int)strtol(v, NULL, 10);
+			rc = cli_int(o, v, 1, 1 << 20, &a->params.max_tokens);
 		else if (!strcmp(o, "--temperature"))
-			a->params.temperature = strtof(v, NULL);
+			rc = cli_float(o, v, 0.0, 2.0, &a->params.temperature);
 		else if (!strcmp(o, "--top-p"))
-			a->params.top_p = strtof(v, NULL);
+			rc = cli_float(o, v, 0.0, 1.0, &a->params.top_p);
 		else if (!strcmp(o, "--top-k"))
-			a->params.top_k = (int)strtol(v, NULL, 10);
-		else if (!strcmp(o, "--seed"))
-			a->params.seed = strtoull(v, NULL, 10);
-		else if (!strcmp(o, "--threads"))
-			a->threads = (int)strtol(v, NULL, 10);
+			rc = cli_int(o, v, 0, 1 << 20, &a->params.top_k);
+		else if (!strcmp(o, "--seed")) {
+			char *end;
+			a->params.seed = strtoull(v, &end, 10);
+			if (end == v || *end)
+				rc = (fprintf(stderr, "inferd: --seed: expected an integer, not '%s'\n",
+					      v), 2);
+		} else if (!strcmp(o, "--threads"))
+			rc = cli_int(o, v, 1, 1024, &a->threads);
 		else
-			return gen_usage();
+			return gen_usage(stderr);
 	}
+	if (rc)
+		return rc;
 	if (i != argc - 1)
-		return gen_usage();
+		return gen_usage(stderr);
 	a->prompt = argv[i];
 	return 0;
 }
@@ -351,8 +421,9 @@ int cli_generate(int argc, char **argv)
 	const struct eng_model *m = NULL;
 	struct eng_gen_result *r = NULL;
 	char err[1024], *chat = NULL;
-	if (gen_parse(argc, argv, &a))
-		return 2;
+	int prc = gen_parse(argc, argv, &a);
+	if (prc)
+		return prc == CLI_HELP ? 0 : 2;
 	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, -1, &eng, &m, err,
 			  sizeof(err));
 	if (!rc && a.chat) {

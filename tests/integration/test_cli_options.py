@@ -1,0 +1,60 @@
+"""The server-less commands' options (`inferd transcribe`, `inferd
+generate`): --help is a success with the usage on stdout; a value that
+is not a number in range, or options that contradict each other, are
+refused with exit status 2 and a message naming the option, before any
+model is loaded - never read as 0 or silently ignored."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, ROOT
+
+JFK = os.path.join(ROOT, "tests", "data", "audio", "jfk.wav")
+
+
+def run(*args):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("cmd,first", [("transcribe", "usage: inferd transcribe"),
+                                       ("generate", "usage: inferd generate")])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_is_a_success_on_stdout(cmd, first, flag):
+    r = run(cmd, flag)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(first), r.stdout
+    assert r.stderr == ""
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--threads", "abc"], "--threads: expected an integer from 1 to 1024, not 'abc'"),
+    (["--threads", "0"], "--threads: expected an integer from 1 to 1024, not '0'"),
+    (["--beam-size", "17"], "--beam-size: expected an integer from 1 to 16, not '17'"),
+    (["--beam-size", "2x"], "--beam-size: expected an integer from 1 to 16, not '2x'"),
+    (["--temperature", "hot"], "--temperature: expected a number from 0 to 1, not 'hot'"),
+    (["--temperature", "nan"], "--temperature: expected a number from 0 to 1, not 'nan'"),
+    (["--temperature", "1.5"], "--temperature: expected a number from 0 to 1, not '1.5'"),
+    (["--timestamps", "--json"], "--timestamps and --json: choose one"),
+])
+def test_transcribe_bad_values_refused(args, needle):
+    r = run("transcribe", *args, JFK)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert needle in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--max-tokens", "many"], "--max-tokens: expected an integer from 1 to 1048576"),
+    (["--max-tokens", "0"], "--max-tokens: expected an integer from 1 to 1048576, not '0'"),
+    (["--temperature", "-1"], "--temperature: expected a number from 0 to 2, not '-1'"),
+    (["--top-p", "2"], "--top-p: expected a number from 0 to 1, not '2'"),
+    (["--top-k", "-3"], "--top-k: expected an integer from 0 to 1048576, not '-3'"),
+    (["--seed", "x1"], "--seed: expected an integer, not 'x1'"),
+    (["--threads", ""], "--threads: expected an integer from 1 to 1024, not ''"),
+])
+def test_generate_bad_values_refused(args, needle):
+    r = run("generate", *args, "Hello")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert needle in r.stderr, r.stderr
+    assert r.stdout == ""
