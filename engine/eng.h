@@ -126,6 +126,10 @@ const char *eng_model_arch(const struct eng_model *m);
 int64_t eng_model_created(const struct eng_model *m);
 /* Total bytes of tensor data in the file(s). */
 uint64_t eng_model_size_bytes(const struct eng_model *m);
+/* The compute type a transcription model runs in, its DEFAULT resolved
+ * ("float32", "int8", "bfloat16", "int8_bfloat16"); NULL for a GGUF model
+ * (its tensors' own types). Static string. */
+const char *eng_model_compute_type(const struct eng_model *m);
 
 /* Short names for enums: "transcription"/"generation", "gguf"/"ct2"/"auto". */
 const char *eng_task_str(enum eng_task t);

@@ -17,6 +17,7 @@
 #include "engine/format/eng_file.h"
 #include "engine/format/eng_gguf.h"
 #include "engine/asr/eng_asr_int.h"
+#include "engine/models/eng_whisper.h"
 #include "engine/gen/eng_gen_int.h"
 #include "engine/eng_int.h"
 #include "engine/sched/eng_sched.h"
@@ -203,6 +204,11 @@ bool eng_model_is_ready(const struct eng_model *m) { return m->gguf || m->ct2; }
 const char *eng_model_arch(const struct eng_model *m) { return m->arch; }
 int64_t eng_model_created(const struct eng_model *m) { return m->created; }
 uint64_t eng_model_size_bytes(const struct eng_model *m) { return m->size_bytes; }
+
+const char *eng_model_compute_type(const struct eng_model *m)
+{
+	return m->whisper ? eng_whisper_compute_type(m->whisper) : NULL;
+}
 
 const char *eng_task_str(enum eng_task t)
 {

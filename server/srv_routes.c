@@ -394,7 +394,9 @@ static void srv_h_kserve_model(struct srv_req *req)
 
 /* Triton's model configuration (GET /v2/models/{name}/config), the part
  * clients read: max_batch_size 0 (no batch dimension in the tensors; the
- * scheduler batches requests), the tensors as TYPE_STRING [1]. */
+ * scheduler batches requests), the tensors as TYPE_STRING [1], and for a
+ * transcription model the compute type it runs in among Triton's
+ * backend "parameters" ({"compute_type": {"string_value": "int8"}}). */
 static void srv_h_kserve_config(struct srv_req *req)
 {
 	const struct eng_model *m = srv_req_model(req);
@@ -402,9 +404,14 @@ static void srv_h_kserve_config(struct srv_req *req)
 		return;
 	char platform[96];
 	srv__ks_platform(m, platform, sizeof(platform));
-	srv__req_respond_json(req, 200, json_pack("{s:s,s:s,s:s,s:i,s:o,s:o}", "name",
-		eng_model_name(m), "platform", platform, "backend", "inferd", "max_batch_size", 0,
-		"input", srv_kserve_io(m, true, true), "output", srv_kserve_io(m, false, true)));
+	json_t *cfg = json_pack("{s:s,s:s,s:s,s:i,s:o,s:o}", "name", eng_model_name(m), "platform",
+				platform, "backend", "inferd", "max_batch_size", 0, "input",
+				srv_kserve_io(m, true, true), "output", srv_kserve_io(m, false, true));
+	const char *ct = eng_model_compute_type(m);
+	if (cfg && ct)
+		json_object_set_new(cfg, "parameters", json_pack("{s:{s:s}}", "compute_type",
+								 "string_value", ct));
+	srv__req_respond_json(req, 200, cfg);
 }
 
 static void srv_h_kserve_model_ready(struct srv_req *req)

@@ -71,6 +71,10 @@ void eng_whisper_destroy(struct eng_whisper *w);
 const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w);
 /* Bytes of float32 weights held. */
 size_t eng_whisper_weight_bytes(const struct eng_whisper *w);
+/* The compute type the loaded weights run in, as eng.h names them
+ * ("float32", "int8", "bfloat16", "int8_bfloat16"): DEFAULT resolved to
+ * what the folder stores. Static string. */
+const char *eng_whisper_compute_type(const struct eng_whisper *w);
 
 /* eng_whisper_enc_create - scratch for one window's encoder pass and the
  * cross-attention keys/values (about 40 MB for tiny, plus 9 MB of

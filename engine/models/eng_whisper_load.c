@@ -545,3 +545,11 @@ size_t eng_whisper_weight_bytes(const struct eng_whisper *w)
 {
 	return w->weight_bytes;
 }
+
+const char *eng_whisper_compute_type(const struct eng_whisper *w)
+{
+	bool dec_i8 = w->tok_emb_i8.packed != NULL;
+	if (w->bf16)
+		return dec_i8 ? "int8_bfloat16" : "bfloat16";
+	return w->hp.enc_layers > 0 && w->enc[0].qkv.i8.packed ? "int8" : "float32";
+}

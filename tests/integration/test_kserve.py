@@ -62,6 +62,27 @@ def test_health_and_metadata(client):
     assert m["inputs"][0]["name"] == "TEXT_INPUT" and m["outputs"][0]["name"] == "TEXT_OUTPUT"
 
 
+def test_model_config_names_the_compute_type(client):
+    """The compute type a transcription model runs in, its default resolved
+    (tiny.en's folder stores float16: float32 products), is in Triton's
+    backend parameters of the model configuration; a GGUF model has none."""
+    cfg = client.get_model_config("whisper-tiny.en")
+    assert cfg["parameters"] == {"compute_type": {"string_value": "float32"}}, cfg
+    assert "parameters" not in client.get_model_config("gemma-3-270m")
+
+
+def test_model_config_compute_type_int8():
+    models = make_config()["models"]
+    models[0]["compute_type"] = "int8"
+    d = Daemon(make_config(models=models[:1]))
+    try:
+        r = request(d.port, "GET", "/v2/models/whisper-tiny.en/config")
+        assert r.status == 200, r.body
+        assert r.json()["parameters"]["compute_type"]["string_value"] == "int8"
+    finally:
+        assert_stopped_clean(d)
+
+
 @pytest.mark.parametrize("binary_out", [False, True])
 def test_transcription_infer_audio_bytes(client, daemon, binary_out):
     data = open(JFK, "rb").read()
