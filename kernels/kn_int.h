@@ -37,6 +37,7 @@ enum {
 	KN__QK = 32,
 	KN__QK_K = 256,
 	KN__Q4_0_BYTES = 2 + 16,           /* d, qs[16] */
+	KN__Q4_1_BYTES = 2 + 2 + 16,       /* d, m, qs[16] */
 	KN__Q5_0_BYTES = 2 + 4 + 16,       /* d, qh[4], qs[16] */
 	KN__Q8_0_BYTES = 2 + 32,           /* d, qs[32] */
 	KN__Q4_K_BYTES = 2 + 2 + 12 + 128, /* d, dmin, scales[12], qs[128] */
@@ -44,6 +45,7 @@ enum {
 	KN__Q6_K_BYTES = 128 + 64 + 16 + 2,     /* ql, qh, scales[16], d */
 	/* the activation partner formats of gemv_xq (kn_quant.h) */
 	KN__Q8_0X_BYTES = 2 + 32,          /* d fp16, qs[32] */
+	KN__Q8_1X_BYTES = 2 + 2 + 32,      /* d fp16, s fp16 (d * sum qs), qs[32] */
 	KN__Q8_K_BYTES = 4 + 256 + 2 * 16, /* d float, qs[256], bsums[16] */
 };
 

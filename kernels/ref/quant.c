@@ -5,6 +5,7 @@
  * binary16; offsets in bytes):
  *   q4_0  (32 el, 18 B): d fp16 @0, qs[16] @2: element j < 16 is the low
  *         nibble of qs[j], element j + 16 its high nibble; w = (q - 8) d.
+ *   q4_1  (32 el, 20 B): d fp16 @0, m fp16 @2, qs[16] @4 as q4_0; w = q d + m.
  *   q5_0  (32 el, 22 B): d @0, qh[4] @2 (a u32: bit j is bit 4 of element
  *         j), qs[16] @6 as q4_0; w = (q - 16) d.
  *   q8_0  (32 el, 34 B): d @0, int8 qs[32] @2; w = q d.
@@ -101,6 +102,16 @@ static void ref_block_q4_0(const uint8_t *b, float *y)
 	for (int j = 0; j < 16; j++) {
 		y[j] = (float)((qs[j] & 0xf) - 8) * d;
 		y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+	}
+}
+
+static void ref_block_q4_1(const uint8_t *b, float *y)
+{
+	float d = kq_half(b), m = kq_half(b + 2);
+	const uint8_t *qs = b + 4;
+	for (int j = 0; j < 16; j++) {
+		y[j] = (float)(qs[j] & 0xf) * d + m;
+		y[j + 16] = (float)(qs[j] >> 4) * d + m;
 	}
 }
 
@@ -212,6 +223,7 @@ REF_TYPE(f32, 1, 4)
 REF_TYPE(f16, 1, 2)
 REF_TYPE(bf16, 1, 2)
 REF_TYPE(q4_0, KN__QK, KN__Q4_0_BYTES)
+REF_TYPE(q4_1, KN__QK, KN__Q4_1_BYTES)
 REF_TYPE(q5_0, KN__QK, KN__Q5_0_BYTES)
 REF_TYPE(q8_0, KN__QK, KN__Q8_0_BYTES)
 REF_TYPE(q4_k, KN__QK_K, KN__Q4_K_BYTES)
@@ -239,6 +251,11 @@ static size_t ref_xq_bytes_q8_0(size_t k)
 	return k / KN__QK * KN__Q8_0X_BYTES;
 }
 
+static size_t ref_xq_bytes_q8_1(size_t k)
+{
+	return k / KN__QK * KN__Q8_1X_BYTES;
+}
+
 static size_t ref_xq_bytes_q8_k(size_t k)
 {
 	return k / KN__QK_K * KN__Q8_K_BYTES;
@@ -261,6 +278,32 @@ static void ref_quantize_q8_0(const float *restrict x, void *restrict xq, size_t
 		o[1] = (uint8_t)(h >> 8);
 		for (int j = 0; j < KN__QK; j++)
 			o[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+	}
+}
+
+/* quantize_row_q8_1_ref: Q8_0's d and codes, and s = fp16(d * sum). */
+static void ref_quantize_q8_1(const float *restrict x, void *restrict xq, size_t k)
+{
+	uint8_t *o = xq;
+	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_1X_BYTES) {
+		float amax = 0.0f;
+		for (int j = 0; j < KN__QK; j++) {
+			float a = fabsf(x[j]);
+			amax = amax > a ? amax : a;
+		}
+		float d = amax / 127.0f;
+		float id = d != 0.0f ? 1.0f / d : 0.0f;
+		int sum = 0;
+		for (int j = 0; j < KN__QK; j++) {
+			int8_t q = (int8_t)roundf(x[j] * id);
+			o[4 + j] = (uint8_t)q;
+			sum += q;
+		}
+		uint16_t hd = kn_f32_to_f16(d), hs = kn_f32_to_f16((float)sum * d);
+		o[0] = (uint8_t)hd;
+		o[1] = (uint8_t)(hd >> 8);
+		o[2] = (uint8_t)hs;
+		o[3] = (uint8_t)(hs >> 8);
 	}
 }
 
@@ -336,6 +379,27 @@ static void ref_gemv_xq_0(const void *W, size_t rb, const void *xq, float *y, si
 			for (int j = 0; j < KN__QK; j++)
 				sumi += code(b, j) * (int8_t)xi[2 + j];
 			sumf += (float)sumi * (kq_half(b) * kq_half(xi));
+		}
+		y[r] = sumf;
+	}
+}
+
+/* ggml_vec_dot_q4_1_q8_1: per block sumf += (d_w d_x) isum + m_w s_x. */
+static void ref_gemv_xq_q4_1(const void *restrict W, size_t rb, const void *restrict xq,
+			     float *restrict y, size_t n_rows, size_t k)
+{
+	const uint8_t *xb = xq;
+	for (size_t r = 0; r < n_rows; r++) {
+		const uint8_t *row = (const uint8_t *)W + r * rb;
+		float sumf = 0.0f;
+		for (size_t i = 0; i < k / KN__QK; i++) {
+			const uint8_t *b = row + i * KN__Q4_1_BYTES, *xi = xb + i * KN__Q8_1X_BYTES;
+			const uint8_t *qs = b + 4;
+			const int8_t *q8 = (const int8_t *)(xi + 4);
+			int32_t sumi = 0;
+			for (int j = 0; j < 16; j++)
+				sumi += (qs[j] & 0xf) * q8[j] + (qs[j] >> 4) * q8[j + 16];
+			sumf += (kq_half(b) * kq_half(xi)) * (float)sumi + kq_half(b + 2) * kq_half(xi + 2);
 		}
 		y[r] = sumf;
 	}
@@ -477,6 +541,7 @@ const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
 	REF_ENTRY_RX(KN_Q_F16, f16),
 	REF_ENTRY_RX(KN_Q_BF16, bf16),
 	REF_ENTRY_XQ(KN_Q_Q4_0, q4_0, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
 	REF_ENTRY_XQ(KN_Q_Q5_0, q5_0, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q8_0, q8_0, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),

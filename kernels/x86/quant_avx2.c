@@ -22,6 +22,9 @@
  * once per x block) or by the sub-block's integer scale (K-quants; q6_K's
  * -32 through the bsums). Four rows per pass share each x load; one float
  * FMA per block and row.
+ * Q4_1 (w = d q + m) meets x quantized to Q8_1 (Q8_0 plus s = d sum q,
+ * ggml's partner): its unsigned nibbles against x in the same u8 x s8 dot,
+ * one FMA with d_w d_x per block and row, and m_w s_x summed apart.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -140,6 +143,24 @@ KQ_INLINE void kq_dq_q8_0(const uint8_t *b, int s, __m256 *w)
 	__m256 d = _mm256_set1_ps(kq_half(b));
 	kq_i8_ps(kq_ld16(b + 2), d, w);
 	kq_i8_ps(kq_ld16(b + 18), d, w + 2);
+}
+
+/* w = d q + m over 16 unsigned bytes (q4_1), not fused. */
+KQ_INLINE void kq_u8_ps_add(__m128i v, __m256 d, __m256 m, __m256 *w)
+{
+	__m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+	__m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v)));
+	w[0] = _mm256_add_ps(_mm256_mul_ps(f0, d), m);
+	w[1] = _mm256_add_ps(_mm256_mul_ps(f1, d), m);
+}
+
+KQ_INLINE void kq_dq_q4_1(const uint8_t *b, int s, __m256 *w)
+{
+	(void)s;
+	__m256 d = _mm256_set1_ps(kq_half(b)), m = _mm256_set1_ps(kq_half(b + 2));
+	__m128i qs = kq_ld16(b + 4);
+	kq_u8_ps_add(kq_nib(qs, 0), d, m, w);
+	kq_u8_ps_add(kq_nib(qs, 4), d, m, w + 2);
 }
 
 /* q4_K / q5_K sub-block s: w = (d sc) q - (dmin m); qh NULL for q4_K. */
@@ -314,30 +335,60 @@ static size_t kq_xq_bytes_q8_0(size_t k)
 	return k / KN__QK * KN__Q8_0X_BYTES;
 }
 
+static size_t kq_xq_bytes_q8_1(size_t k)
+{
+	return k / KN__QK * KN__Q8_1X_BYTES;
+}
+
 static size_t kq_xq_bytes_q8_k(size_t k)
 {
 	return k / KN__QK_K * KN__Q8_K_BYTES;
 }
 
+/* One Q8_0 block of x[0..32): *d (the float scale) and the codes into
+ * q8[32]; returns their sum (Q8_1's s). */
+KQ_INLINE int kq_q8_block(const float *x, uint8_t *q8, float *d)
+{
+	__m256 sign = _mm256_set1_ps(-0.0f), am = _mm256_setzero_ps();
+	for (int j = 0; j < 4; j++)
+		am = _mm256_max_ps(am, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)));
+	*d = kq_hmax(am) / 127.0f;
+	float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+	int32_t q[32];
+	for (int j = 0; j < 4; j++)
+		_mm256_storeu_si256((__m256i *)(q + 8 * j),
+				    _mm256_cvtps_epi32(kq_roundf(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j),
+									       _mm256_set1_ps(id)))));
+	int sum = 0;
+	for (int j = 0; j < 32; j++) {
+		q8[j] = (uint8_t)(int8_t)q[j];
+		sum += q[j];
+	}
+	return sum;
+}
+
 static void kq_quantize_q8_0(const float *restrict x, void *restrict xq, size_t k)
 {
 	uint8_t *o = xq;
-	__m256 sign = _mm256_set1_ps(-0.0f);
 	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_0X_BYTES) {
-		__m256 am = _mm256_setzero_ps();
-		for (int j = 0; j < 4; j++)
-			am = _mm256_max_ps(am, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)));
-		float d = kq_hmax(am) / 127.0f;
-		float id = d != 0.0f ? 1.0f / d : 0.0f;
+		float d;
+		kq_q8_block(x, o + 2, &d);
 		uint16_t h = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
 		memcpy(o, &h, sizeof(h));
-		int32_t q[32];
-		for (int j = 0; j < 4; j++)
-			_mm256_storeu_si256((__m256i *)(q + 8 * j),
-					    _mm256_cvtps_epi32(kq_roundf(_mm256_mul_ps(
-						    _mm256_loadu_ps(x + 8 * j), _mm256_set1_ps(id)))));
-		for (int j = 0; j < 32; j++)
-			o[2 + j] = (uint8_t)(int8_t)q[j];
+	}
+}
+
+/* quantize_row_q8_1_ref: Q8_0's d and codes, s = fp16(d * sum). */
+static void kq_quantize_q8_1(const float *restrict x, void *restrict xq, size_t k)
+{
+	uint8_t *o = xq;
+	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_1X_BYTES) {
+		float d;
+		int sum = kq_q8_block(x, o + 4, &d);
+		uint16_t hd = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+		uint16_t hs = _cvtss_sh((float)sum * d, _MM_FROUND_TO_NEAREST_INT);
+		memcpy(o, &hd, sizeof(hd));
+		memcpy(o + 2, &hs, sizeof(hs));
 	}
 }
 
@@ -505,6 +556,46 @@ KQ_INLINE void kq_xq0(const void *W, size_t rb, const void *xq, float *y, size_t
 		kq_xq0_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, off, wf);
 	for (; r < n_rows; r++)
 		kq_xq0_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, off, wf);
+}
+
+/* R rows (1 or 4) of q4_1 against Q8_1 x, one block per step: the codes
+ * (unsigned nibbles) meet x in vpmaddubsw; the block's min enters as
+ * m_w s_x, summed apart in a scalar per row. */
+KQ_INLINE void kq_xq41_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
+			    int R)
+{
+	__m256 acc[4];
+	float accm[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm256_setzero_ps();
+	size_t pf = kq_pf_dist(R, rb);
+	for (size_t i = 0; i < k / KN__QK; i++) {
+		const uint8_t *xb = xq + i * KN__Q8_1X_BYTES;
+		__m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 4));
+		float xd = kq_half(xb), xs = kq_half(xb + 2);
+		for (int r = 0; r < R; r++) {
+			const uint8_t *b = w + (size_t)r * rb + i * KN__Q4_1_BYTES;
+			if (!(i & 1))
+				kq_pf(b + pf, 2 * KN__Q4_1_BYTES);
+			__m256i isum = kq_dot_u8s8(_mm256_setzero_si256(), kq_nib32(b + 4), xv);
+			acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+						 _mm256_set1_ps(kq_half(b) * xd), acc[r]);
+			accm[r] += kq_half(b + 2) * xs;
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[r] = kq_hsum(acc[r]) + accm[r];
+}
+
+static void kq_gemv_xq_q4_1(const void *restrict W, size_t rb, const void *restrict xq,
+			    float *restrict y, size_t n_rows, size_t k)
+{
+	const uint8_t *w = W;
+	size_t r = 0;
+	for (; r + 4 <= n_rows; r += 4)
+		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 4);
+	for (; r < n_rows; r++)
+		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 1);
 }
 
 /* pshufb control: every int16 of a 128-bit lane is int16 number n. */
@@ -720,6 +811,7 @@ KQ_FLAT(f32, 4, kq_ld1_f32)
 KQ_FLAT(f16, 2, kq_half)
 KQ_FLAT(bf16, 2, kq_ld1_bf16)
 KQ_BLOCK(q4_0, KN__QK, KN__Q4_0_BYTES)
+KQ_BLOCK(q4_1, KN__QK, KN__Q4_1_BYTES)
 KQ_BLOCK(q5_0, KN__QK, KN__Q5_0_BYTES)
 KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
@@ -731,6 +823,7 @@ const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY_RX(KN_Q_F16, f16),
 	KQ_ENTRY_RX(KN_Q_BF16, bf16),
 	KQ_ENTRY_XQ(KN_Q_Q4_0, q4_0, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
 	KQ_ENTRY_XQ(KN_Q_Q5_0, q5_0, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q8_0, q8_0, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),

@@ -28,6 +28,9 @@
  * unpacking (K-quants: x pairs regrouped to the weights' nibble order,
  * bsums); the float combine is one FMA per block (two per 64 elements
  * for the _0 types) into a per-row vector.
+ * Q4_1 (w = d q + m) meets x quantized to Q8_1 (Q8_0 plus s = d sum q,
+ * ggml's partner): its unsigned nibbles against x in the same u8 x s8 dot,
+ * one FMA with d_w d_x per block and row, and m_w s_x summed apart.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -105,6 +108,18 @@ KQ_INLINE void kq_dq_q4_0(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
 	__m128i qs = kq_ld16(b + 2), eight = _mm_set1_epi8(8);
 	*lo = _mm512_mul_ps(kq_i8_ps(_mm_sub_epi8(kq_nib(qs, 0), eight)), d);
 	*hi = _mm512_mul_ps(kq_i8_ps(_mm_sub_epi8(kq_nib(qs, 4), eight)), d);
+}
+
+/* q4_1: w = d q + m, not fused. */
+KQ_INLINE void kq_dq_q4_1(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
+{
+	(void)s;
+	__m512 d = _mm512_set1_ps(kq_half(b)), m = _mm512_set1_ps(kq_half(b + 2));
+	__m128i qs = kq_ld16(b + 4);
+	__m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(kq_nib(qs, 0)));
+	__m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(kq_nib(qs, 4)));
+	*lo = _mm512_add_ps(_mm512_mul_ps(f0, d), m);
+	*hi = _mm512_add_ps(_mm512_mul_ps(f1, d), m);
 }
 
 KQ_INLINE void kq_dq_q5_0(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
@@ -287,26 +302,54 @@ static size_t kq_xq_bytes_q8_0(size_t k)
 	return k / KN__QK * KN__Q8_0X_BYTES;
 }
 
+static size_t kq_xq_bytes_q8_1(size_t k)
+{
+	return k / KN__QK * KN__Q8_1X_BYTES;
+}
+
 static size_t kq_xq_bytes_q8_k(size_t k)
 {
 	return k / KN__QK_K * KN__Q8_K_BYTES;
+}
+
+/* One Q8_0 block of x[0..32): *d (the float scale) and the codes into
+ * q8[32]; returns their sum (Q8_1's s). */
+KQ_INLINE int kq_q8_block(const float *x, uint8_t *q8, float *d)
+{
+	__m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+	float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+	*d = amax / 127.0f;
+	float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+	__m512 vid = _mm512_set1_ps(id);
+	__m512i q0 = _mm512_cvtps_epi32(kq_roundf(_mm512_mul_ps(v0, vid)));
+	__m512i q1 = _mm512_cvtps_epi32(kq_roundf(_mm512_mul_ps(v1, vid)));
+	_mm_storeu_si128((__m128i *)q8, _mm512_cvtepi32_epi8(q0));
+	_mm_storeu_si128((__m128i *)(q8 + 16), _mm512_cvtepi32_epi8(q1));
+	return _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
 }
 
 static void kq_quantize_q8_0(const float *restrict x, void *restrict xq, size_t k)
 {
 	uint8_t *o = xq;
 	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_0X_BYTES) {
-		__m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-		float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-		float d = amax / 127.0f;
-		float id = d != 0.0f ? 1.0f / d : 0.0f;
+		float d;
+		kq_q8_block(x, o + 2, &d);
 		uint16_t h = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
 		memcpy(o, &h, sizeof(h));
-		__m512 vid = _mm512_set1_ps(id);
-		__m512i q0 = _mm512_cvtps_epi32(kq_roundf(_mm512_mul_ps(v0, vid)));
-		__m512i q1 = _mm512_cvtps_epi32(kq_roundf(_mm512_mul_ps(v1, vid)));
-		_mm_storeu_si128((__m128i *)(o + 2), _mm512_cvtepi32_epi8(q0));
-		_mm_storeu_si128((__m128i *)(o + 18), _mm512_cvtepi32_epi8(q1));
+	}
+}
+
+/* quantize_row_q8_1_ref: Q8_0's d and codes, s = fp16(d * sum). */
+static void kq_quantize_q8_1(const float *restrict x, void *restrict xq, size_t k)
+{
+	uint8_t *o = xq;
+	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_1X_BYTES) {
+		float d;
+		int sum = kq_q8_block(x, o + 4, &d);
+		uint16_t hd = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+		uint16_t hs = _cvtss_sh((float)sum * d, _MM_FROUND_TO_NEAREST_INT);
+		memcpy(o, &hd, sizeof(hd));
+		memcpy(o + 2, &hs, sizeof(hs));
 	}
 }
 
@@ -500,6 +543,69 @@ KQ_INLINE void kq_xq0_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float
 		kq_xq0_step(w, rb, pf, xq, i, 0, acc, R, bytes, off, wf, vnni);
 	for (int r = 0; r < R; r++)
 		y[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+/* R rows (1 or 4) of q4_1 against Q8_1 x, two blocks per step: the
+ * nibbles (unsigned) meet x in the u8 x s8 dot, one FMA with d_w d_x per
+ * row and step; the blocks' mins enter as m_w s_x, summed apart in a
+ * scalar per row. */
+KQ_INLINE void kq_xq41_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
+			    int R, int vnni)
+{
+	__m512 acc[4];
+	float accm[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm512_setzero_ps();
+	size_t nb = k / KN__QK, pf = kq_pf_dist(R, rb);
+	for (size_t i = 0; i < nb; i += 2) {
+		int b_ok = i + 1 < nb;
+		const uint8_t *xa = xq + i * KN__Q8_1X_BYTES, *xb = xa + KN__Q8_1X_BYTES;
+		__m512i xv = kq_ld2x32(xa + 4, xb + 4, b_ok);
+		__m512 xd = kq_d2(xa, xb, b_ok);
+		float sa = kq_half(xa + 2), sb = b_ok ? kq_half(xb + 2) : 0.0f;
+		for (int r = 0; r < R; r++) {
+			const uint8_t *wb = w + (size_t)r * rb + i * KN__Q4_1_BYTES;
+			kq_pf(wb + pf, 2 * KN__Q4_1_BYTES);
+			__m512i q = kq_nib2(wb + 4, wb + KN__Q4_1_BYTES + 4, b_ok);
+			__m512i isum = kq_dot_u8s8(_mm512_setzero_si512(), q, xv, vnni);
+			__m512 d = _mm512_mul_ps(kq_d2(wb, wb + KN__Q4_1_BYTES, b_ok), xd);
+			acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, acc[r]);
+			accm[r] += kq_half(wb + 2) * sa;
+			if (b_ok)
+				accm[r] += kq_half(wb + KN__Q4_1_BYTES + 2) * sb;
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[r] = _mm512_reduce_add_ps(acc[r]) + accm[r];
+}
+
+KQ_INLINE void kq_xq41(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+		       size_t k, int vnni)
+{
+	const uint8_t *w = W;
+	size_t r = 0;
+	for (; r + 4 <= n_rows; r += 4)
+		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 4, vnni);
+	for (; r < n_rows; r++)
+		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 1, vnni);
+}
+
+static void kq_xq_q4_1_vnni(const void *W, size_t rb, const void *xq, float *y, size_t n,
+			    size_t k)
+{
+	kq_xq41(W, rb, xq, y, n, k, 1);
+}
+
+static void kq_xq_q4_1_bw(const void *W, size_t rb, const void *xq, float *y, size_t n,
+			  size_t k)
+{
+	kq_xq41(W, rb, xq, y, n, k, 0);
+}
+
+static void kq_gemv_xq_q4_1(const void *restrict W, size_t rb, const void *restrict xq,
+			    float *restrict y, size_t n, size_t k)
+{
+	(kn__has_avx512vnni() ? kq_xq_q4_1_vnni : kq_xq_q4_1_bw)(W, rb, xq, y, n, k);
 }
 
 KQ_INLINE void kq_xq0(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
@@ -871,6 +977,7 @@ KQ_FLAT(f32, 4, kq_ld1_f32)
 KQ_FLAT(f16, 2, kq_half)
 KQ_FLAT(bf16, 2, kq_ld1_bf16)
 KQ_BLOCK(q4_0, KN__QK, KN__Q4_0_BYTES)
+KQ_BLOCK(q4_1, KN__QK, KN__Q4_1_BYTES)
 KQ_BLOCK(q5_0, KN__QK, KN__Q5_0_BYTES)
 KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
@@ -882,6 +989,7 @@ const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
 	KQ_ENTRY_RX(KN_Q_F16, f16),
 	KQ_ENTRY_RX(KN_Q_BF16, bf16),
 	KQ_ENTRY_MM(KN_Q_Q4_0, q4_0, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
 	KQ_ENTRY_MM(KN_Q_Q5_0, q5_0, q8_0),
 	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),

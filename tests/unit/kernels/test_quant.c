@@ -69,8 +69,8 @@
 #define XQ_TOL	      4e-6
 #define XQ_VS_F32_TOL 1e-2
 
-static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0, KN_Q_Q5_0,
-				KN_Q_Q8_0, KN_Q_Q4_K, KN_Q_Q5_K, KN_Q_Q6_K};
+static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0, KN_Q_Q4_1,
+				KN_Q_Q5_0, KN_Q_Q8_0, KN_Q_Q4_K, KN_Q_Q5_K, KN_Q_Q6_K};
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -119,6 +119,7 @@ static const int *half_fields(int type)
 	case KN_Q_Q5_0:
 	case KN_Q_Q8_0:
 		return at0;
+	case KN_Q_Q4_1:
 	case KN_Q_Q4_K:
 	case KN_Q_Q5_K:
 		return at02;
@@ -226,6 +227,17 @@ static void test_ref_q_0(void **state)
 	kn_qops_for(KN_ISA_REF, KN_Q_Q8_0)->dequant(b8, y, 32);
 	expect_exact(y, w8, 32);
 	assert_true(y[0] == -256.0f && y[16] == 0.0f && y[31] == 240.0f);
+	/* q4_1: d = 0.5, m = -1 (fp16 0xbc00), the q4_0 codes; w = q d + m */
+	uint8_t b41[20] = {0x00, 0x38, 0x00, 0xbc};
+	float w41[32];
+	for (int i = 0; i < 32; i++) {
+		int q4 = (5 * i + 3) % 16;
+		b41[4 + i % 16] |= (uint8_t)(q4 << (i < 16 ? 0 : 4));
+		w41[i] = (float)q4 * 0.5f - 1.0f;
+	}
+	kn_qops_for(KN_ISA_REF, KN_Q_Q4_1)->dequant(b41, y, 32);
+	expect_exact(y, w41, 32);
+	assert_true(y[0] == 0.5f && y[1] == 3.0f && y[31] == 6.0f);
 }
 
 /* q4_K (hi5 false) / q5_K (true): d = 1, dmin = 0.5, eight chosen 6-bit
@@ -419,7 +431,8 @@ static void test_row_bytes(void **state)
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_0, 0), 0);
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_0, 33), 0);  /* not a whole block */
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_K, 640), 0); /* 640 % 256 */
-	assert_int_equal(kn_qtype_row_bytes(3, 32), 0);		 /* q4_1: not implemented */
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_1, 64), 40);
+	assert_int_equal(kn_qtype_row_bytes(7, 32), 0);		 /* q5_1: not implemented */
 	assert_int_equal(kn_qtype_row_bytes(-1, 32), 0);
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_MAX, 32), 0);
 	assert_int_equal(kn_qtype_row_bytes(1000, 32), 0);
@@ -428,7 +441,7 @@ static void test_row_bytes(void **state)
 static void test_lookup(void **state)
 {
 	(void)state;
-	assert_null(kn_qops_get(3));
+	assert_null(kn_qops_get(7)); /* q5_1 */
 	assert_null(kn_qops_get(-1));
 	assert_null(kn_qops_get(KN_Q_MAX));
 	assert_null(kn_qops_for(KN_ISA_COUNT, KN_Q_Q4_0));
@@ -506,10 +519,16 @@ static void fill_x_varied(float *x, size_t k)
 	}
 }
 
-/* The partner of type: Q8_0 (32-element blocks) or Q8_K. */
+/* The partner of type: Q8_0 (32-element blocks), Q8_1 (Q4_1's: Q8_0
+ * with s = fp16(d sum q) after d) or Q8_K. */
 static int xq_is_k(const struct kn_qops *q)
 {
 	return q->geom->block_elems == 256;
+}
+
+static int xq_is_q8_1(const struct kn_qops *q)
+{
+	return q->type == KN_Q_Q4_1;
 }
 
 /* Dequantized xq (d q) into xf. */
@@ -517,11 +536,12 @@ static void xq_dequant(const struct kn_qops *q, const uint8_t *xq, float *xf, si
 {
 	if (!xq_is_k(q)) {
 		const struct kn_qops *h = kn_qops_for(KN_ISA_REF, KN_Q_F16);
+		size_t bytes = xq_is_q8_1(q) ? 36 : 34, at = xq_is_q8_1(q) ? 4 : 2;
 		for (size_t b = 0; b < k / 32; b++) {
 			float d;
-			h->dequant(xq + 34 * b, &d, 1);
+			h->dequant(xq + bytes * b, &d, 1);
 			for (int j = 0; j < 32; j++)
-				xf[32 * b + j] = d * (float)(int8_t)xq[34 * b + 2 + j];
+				xf[32 * b + j] = d * (float)(int8_t)xq[bytes * b + at + j];
 		}
 		return;
 	}
@@ -793,7 +813,29 @@ static void test_gemv_xq_exact(void **state)
 					for (const int *f = half_fields(ref->type); *f >= 0; f++)
 						put16(p + b * (size_t)ref->geom->block_bytes + (size_t)*f, 0x3c00);
 			}
-			if (!xq_is_k(ref)) {
+			if (xq_is_q8_1(ref)) {
+				/* s = d sum q exactly (|sum| <= 96 is an fp16 integer) */
+				const struct kn_qops *h = kn_qops_for(KN_ISA_REF, KN_Q_F16);
+				for (size_t b = 0; b < k / 32; b++) {
+					int sum = 0;
+					put16(xq + 36 * b, 0x3c00);
+					for (int j = 0; j < 32; j++) {
+						int c = (int)(rng_u64() % 7) - 3;
+						xq[36 * b + 4 + j] = (uint8_t)(int8_t)c;
+						sum += c;
+					}
+					uint16_t hs = 0;
+					for (uint32_t v = 0; v < 0x10000u; v++) { /* fp16 of sum, exact */
+						float f;
+						h->dequant(&(uint16_t){(uint16_t)v}, &f, 1);
+						if (f == (float)sum) {
+							hs = (uint16_t)v;
+							break;
+						}
+					}
+					put16(xq + 36 * b + 2, hs);
+				}
+			} else if (!xq_is_k(ref)) {
 				for (size_t b = 0; b < k / 32; b++) {
 					put16(xq + 34 * b, 0x3c00);
 					for (int j = 0; j < 32; j++)
@@ -851,6 +893,28 @@ static void test_gemv_xq_exact(void **state)
 	}
 }
 
+/* The Q4_1 x Q8_1 product in double from the block fields: per block
+ * d_w d_x sum q q_x + m_w s_x (ggml's formula, without its roundings). */
+static double q4_1_exact(const uint8_t *w, const uint8_t *xq, size_t k)
+{
+	const struct kn_qops *h = kn_qops_for(KN_ISA_REF, KN_Q_F16);
+	double sum = 0.0;
+	for (size_t b = 0; b < k / 32; b++) {
+		const uint8_t *wb = w + 20 * b, *xb = xq + 36 * b;
+		float d, m, dx, sx;
+		h->dequant(wb, &d, 1);
+		h->dequant(wb + 2, &m, 1);
+		h->dequant(xb, &dx, 1);
+		h->dequant(xb + 2, &sx, 1);
+		long isum = 0;
+		for (int j = 0; j < 16; j++)
+			isum += (wb[4 + j] & 0xf) * (int8_t)xb[4 + j] +
+				(wb[4 + j] >> 4) * (int8_t)xb[4 + 16 + j];
+		sum += (double)d * dx * (double)isum + (double)m * sx;
+	}
+	return sum;
+}
+
 /* One gemv_xq case (gemv_case's shapes); *e_xq: worst |y - y_exact(x_q)| /
  * sum |w x_q|, *e_f32: worst |y - gemv(x)| / sum |w x|. */
 static void gemv_xq_case(const struct kn_qops *q, size_t n_rows, size_t k, size_t pad, size_t off,
@@ -881,6 +945,8 @@ static void gemv_xq_case(const struct kn_qops *q, size_t n_rows, size_t k, size_
 			mag += fabs((double)wf[i] * xf[i]);
 			magf += fabs((double)wf[i] * x[i]);
 		}
+		if (xq_is_q8_1(q)) /* its m meets x's stored s, not sum d q */
+			exact = q4_1_exact(wb + off + r * rb, xqb + off, k);
 		double e = fabs(y[r] - exact) / (mag + 1e-300);
 		double ef = fabs((double)y[r] - yf[r]) / (magf + 1e-300);
 		if (!(e <= *e_xq))
