@@ -261,23 +261,41 @@ static size_t ref_xq_bytes_q8_k(size_t k)
 	return k / KN__QK_K * KN__Q8_K_BYTES;
 }
 
+/* One block of quantize_row_q8_0_ref: *d = amax / 127 (float), the codes
+ * roundf(x / d) into q8[32]; returns their sum (Q8_1's s). */
+static int ref_q8_block(const float *x, uint8_t *q8, float *d)
+{
+	float amax = 0.0f;
+	for (int j = 0; j < KN__QK; j++) {
+		float a = fabsf(x[j]);
+		amax = amax > a ? amax : a;
+	}
+	*d = amax / 127.0f;
+	float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+	int sum = 0;
+	for (int j = 0; j < KN__QK; j++) {
+		int8_t q = (int8_t)roundf(x[j] * id);
+		q8[j] = (uint8_t)q;
+		sum += q;
+	}
+	return sum;
+}
+
+static void ref_put_half(uint8_t *o, float v)
+{
+	uint16_t h = kn_f32_to_f16(v);
+	o[0] = (uint8_t)h;
+	o[1] = (uint8_t)(h >> 8);
+}
+
 /* quantize_row_q8_0_ref */
 static void ref_quantize_q8_0(const float *restrict x, void *restrict xq, size_t k)
 {
 	uint8_t *o = xq;
 	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_0X_BYTES) {
-		float amax = 0.0f;
-		for (int j = 0; j < KN__QK; j++) {
-			float a = fabsf(x[j]);
-			amax = amax > a ? amax : a;
-		}
-		float d = amax / 127.0f;
-		float id = d != 0.0f ? 1.0f / d : 0.0f;
-		uint16_t h = kn_f32_to_f16(d);
-		o[0] = (uint8_t)h;
-		o[1] = (uint8_t)(h >> 8);
-		for (int j = 0; j < KN__QK; j++)
-			o[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+		float d;
+		ref_q8_block(x, o + 2, &d);
+		ref_put_half(o, d);
 	}
 }
 
@@ -286,24 +304,10 @@ static void ref_quantize_q8_1(const float *restrict x, void *restrict xq, size_t
 {
 	uint8_t *o = xq;
 	for (size_t i = 0; i < k / KN__QK; i++, x += KN__QK, o += KN__Q8_1X_BYTES) {
-		float amax = 0.0f;
-		for (int j = 0; j < KN__QK; j++) {
-			float a = fabsf(x[j]);
-			amax = amax > a ? amax : a;
-		}
-		float d = amax / 127.0f;
-		float id = d != 0.0f ? 1.0f / d : 0.0f;
-		int sum = 0;
-		for (int j = 0; j < KN__QK; j++) {
-			int8_t q = (int8_t)roundf(x[j] * id);
-			o[4 + j] = (uint8_t)q;
-			sum += q;
-		}
-		uint16_t hd = kn_f32_to_f16(d), hs = kn_f32_to_f16((float)sum * d);
-		o[0] = (uint8_t)hd;
-		o[1] = (uint8_t)(hd >> 8);
-		o[2] = (uint8_t)hs;
-		o[3] = (uint8_t)(hs >> 8);
+		float d;
+		int sum = ref_q8_block(x, o + 4, &d);
+		ref_put_half(o, d);
+		ref_put_half(o + 2, (float)sum * d);
 	}
 }
 
