@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import BIN, MODELS
-from test_compute_types import wer
+from test_compute_types import wer_clips
 from test_transcribe import AUDIO, manifest, normalise, transcribe
 
 # --- a CTranslate2 folder stored in int8 ---------------------------------
@@ -134,7 +134,7 @@ def test_int8_stored_folder(int8_folder):
     exact = transcribe(clips, "--compute-type", "float32")
     stored = run_folder(folder, clips)
     deq = run_folder(folder, clips, "--compute-type", "float32")
-    wer_f, wer_s, wer_d = wer(exact, rows), wer(stored, rows), wer(deq, rows)
+    wer_f, wer_s, wer_d = wer_clips(exact), wer_clips(stored), wer_clips(deq)
     print(f"WER float32 {wer_f:.2f} %, int8 folder {wer_s:.2f} %, dequantized {wer_d:.2f} %")
     same = [c for c in stored if normalise(stored[c]["text"]) == normalise(deq[c]["text"])]
     assert len(same) >= 0.7 * len(stored), same
