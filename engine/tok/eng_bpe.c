@@ -11,7 +11,10 @@
  *     size, at most half full) of ids keyed by their strings;
  *   - `mslots` maps a pair of ids to its merge (rank, result id), same
  *     scheme keyed by (left << 32 | right);
- *   - byte_id[b] is the id of byte b's single-character token.
+ *   - byte_id[b] is the id of byte b's single-character token, or -1 when
+ *     the vocabulary has none (SmolLM2's lacks a few control bytes): such
+ *     a byte never merges and is dropped when encoding, as llama.cpp's
+ *     BPE session drops a byte it finds no token for.
  * Nothing changes after creation, so concurrent readers need no locks.
  */
 #include "engine/tok/eng_bpe.h"
@@ -258,19 +261,22 @@ static void decode_token(struct eng_bpe *b, size_t id)
 	b->blen[id] = (uint32_t)k;
 }
 
-/* add_bytes - byte_id[] from bytes_to_unicode, and every token's bytes. */
+/* add_bytes - byte_id[] from bytes_to_unicode (-1 for a byte without a
+ * token), and every token's bytes; a vocabulary with none of the 256 is
+ * not a byte-level one. */
 static int add_bytes(struct eng_bpe *b, char *err, size_t errlen)
 {
 	char ch[4];
+	int found = 0;
 
 	for (unsigned v = 0; v < 256; v++) {
 		size_t l = st_utf8_encode(byte_cp(v), ch); /* cp < 0x144: 1 or 2 bytes */
 		b->byte_id[v] = lookup(b, ch, l);
-		if (b->byte_id[v] < 0)
-			return st_errf(-ST_CORRUPT, err, errlen,
-				       "byte 0x%02x's token \"%.*s\" is not in the vocabulary", v,
-				       (int)l, ch);
+		found += b->byte_id[v] >= 0;
 	}
+	if (!found)
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "no byte-level tokens (\"!\", \"A\", \"\u0120\" ...) in the vocabulary");
 	for (size_t i = 0; i < b->n; i++)
 		decode_token(b, i);
 	return 0;
@@ -475,7 +481,8 @@ static void push_pair(const struct eng_bpe *b, struct bpe_work *w, int32_t pos)
 	int32_t id, nx = w->sym[pos].next;
 	uint32_t rank;
 
-	if (nx < 0 || (rank = merge_find(b, w->sym[pos].id, w->sym[nx].id, &id)) == BPE_NO_MERGE)
+	if (nx < 0 || w->sym[pos].id < 0 || w->sym[nx].id < 0 ||
+	    (rank = merge_find(b, w->sym[pos].id, w->sym[nx].id, &id)) == BPE_NO_MERGE)
 		return;
 	size_t i = w->n_heap++;
 	struct bpe_cand c = { .rank = rank, .pos = (uint32_t)pos, .id = id };
@@ -534,8 +541,11 @@ static void merge_word(const struct eng_bpe *b, struct bpe_work *w, size_t n)
 	}
 }
 
+/* Append id (-1, a byte without a token: nothing). */
 static void emit(int32_t id, int32_t *ids, size_t max_ids, size_t *count)
 {
+	if (id < 0)
+		return;
 	if (*count < max_ids)
 		ids[*count] = id;
 	(*count)++;
@@ -550,6 +560,8 @@ static int32_t whole_word_id(const struct eng_bpe *b, const uint8_t *s, size_t n
 
 	for (size_t i = 0; i < n; i++) {
 		int32_t bid = b->byte_id[s[i]];
+		if (bid < 0)
+			return -1; /* no token holds a byte that has none of its own */
 		uint32_t l = b->len[bid];
 		if (at + l > sizeof(buf))
 			return -1; /* longer than any token */

@@ -63,6 +63,12 @@ enum eng_bpe_pretok {
 	/* qwen2's regex (tokenizer.ggml.pre "qwen2"): the llama 3 one with
 	 * \p{N} (one digit per word) instead of \p{N}{1,3}; merges as usual. */
 	ENG_BPE_PRETOK_QWEN2 = 2,
+	/* SmolLM's (tokenizer.ggml.pre "smollm"; llama.cpp's
+	 * LLAMA_VOCAB_PRE_TYPE_SMOLLM, like STARCODER and REFACT): every \p{N}
+	 * character is a word of its own, and GPT-2's regex splits the text
+	 * between them (each stretch apart: a space before a digit ends its
+	 * stretch). */
+	ENG_BPE_PRETOK_SMOLLM = 3,
 	ENG_BPE_PRETOK_COUNT
 };
 

@@ -1,5 +1,6 @@
 /* eng_bpe_pretok.c - pre-tokenizers for the byte-level BPE (eng_bpe.h):
- * the GPT-2, llama 3 and qwen2 split regexes implemented by hand over UTF-8.
+ * the GPT-2, llama 3, qwen2 and SmolLM split regexes implemented by hand
+ * over UTF-8.
  *
  * The regex, tried leftmost-first at each position:
  *   's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+
@@ -95,10 +96,20 @@ static size_t run_end(const uint8_t *text, size_t len, size_t pos, uint8_t cls, 
 	return pos;
 }
 
-/* gpt2_next - one match of the GPT-2 regex at pos. */
-static size_t gpt2_next(const uint8_t *text, size_t len, size_t pos)
+/* Whether pos ends a stretch the GPT-2 regex sees whole: the text's end,
+ * or (digits_apart: SmolLM's digit split) a \p{N} character. */
+static bool stretch_end(const uint8_t *text, size_t len, size_t pos, bool digits_apart)
+{
+	return pos >= len || (digits_apart && uchar_at(text, len, pos).cls == ENG_UCLASS_NUMBER);
+}
+
+/* gpt2_next - one match of the GPT-2 regex at pos; digits_apart: SmolLM's
+ * pre-tokenizer (a \p{N} alone, the regex over the stretches between). */
+static size_t gpt2_next(const uint8_t *text, size_t len, size_t pos, bool digits_apart)
 {
 	size_t last, end;
+	if (digits_apart && uchar_at(text, len, pos).cls == ENG_UCLASS_NUMBER)
+		return uchar_at(text, len, pos).len;
 
 	if (text[pos] == '\'') {
 		size_t n = contraction(text, len, pos);
@@ -107,18 +118,18 @@ static size_t gpt2_next(const uint8_t *text, size_t len, size_t pos)
 	}
 	struct uchar u = uchar_at(text, len, pos);
 	size_t start = pos;
-	if (u.cp == ' ' && pos + 1 < len) {
+	if (u.cp == ' ' && !stretch_end(text, len, pos + 1, digits_apart)) {
 		struct uchar v = uchar_at(text, len, pos + 1);
 		if (v.cls != ENG_UCLASS_SPACE)
 			u = v, start = pos + 1; /* " ?" takes the space */
 	}
 	if (u.cls != ENG_UCLASS_SPACE)
 		return run_end(text, len, start, u.cls, &last) - pos;
-	/* \s+(?!\S): the whole run at the end of text or before more space;
-	 * before a non-space give back the run's last character, unless the
-	 * run is one character long (then \s+ takes it). */
+	/* \s+(?!\S): the whole run at the end of the stretch or before more
+	 * space; before a non-space give back the run's last character,
+	 * unless the run is one character long (then \s+ takes it). */
 	end = run_end(text, len, pos, ENG_UCLASS_SPACE, &last);
-	if (end == len || last == pos)
+	if (stretch_end(text, len, end, digits_apart) || last == pos)
 		return end - pos;
 	return last - pos;
 }
@@ -220,8 +231,10 @@ size_t eng__bpe_pretok_next(enum eng_bpe_pretok kind, const uint8_t *text, size_
 		return llama3_next(text, len, pos, 3);
 	case ENG_BPE_PRETOK_QWEN2:
 		return llama3_next(text, len, pos, 1);
+	case ENG_BPE_PRETOK_SMOLLM:
+		return gpt2_next(text, len, pos, true);
 	case ENG_BPE_PRETOK_GPT2:
 	default:
-		return gpt2_next(text, len, pos);
+		return gpt2_next(text, len, pos, false);
 	}
 }

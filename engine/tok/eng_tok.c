@@ -330,6 +330,7 @@ static const struct pre_def pre_defs[] = {
 	{ "qwen2", ENG_BPE_PRETOK_QWEN2, false, false },
 	{ "deepseek-r1-qwen", ENG_BPE_PRETOK_QWEN2, false, false },
 	{ "megrez", ENG_BPE_PRETOK_QWEN2, true, false },
+	{ "smollm", ENG_BPE_PRETOK_SMOLLM, false, false },
 };
 
 /* opt_str - string key, NULL when absent; -ST_CORRUPT when not a string. */

@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PRES = ["qwen2", "llama-bpe", "gpt-2"]
+PRES = ["qwen2", "llama-bpe", "gpt-2", "smollm"]
 
 # llama.cpp src/llama-vocab.cpp, as adapted there (HF spells the contractions (?i:...))
 REGEX = {
@@ -33,6 +33,9 @@ REGEX = {
     "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "gpt-2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
 }
+# smollm (LLAMA_VOCAB_PRE_TYPE_SMOLLM): \p{N} alone first, then GPT-2's
+# regex over every piece
+SPLITS = {"smollm": [r"\p{N}", REGEX["gpt-2"]]}
 
 TEXTS = [
     ("empty", ""), ("space", " "), ("spaces", "   "), ("hello", "Hello world"),
@@ -138,9 +141,9 @@ def hf_tokenizer(tj, pre):
                              for m in tj["model"]["merges"]],
                      ignore_merges=(pre == "llama-bpe"))
     t = Tokenizer(bpe)
-    t.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(REGEX[pre]), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    t.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(r), behavior="isolated") for r in SPLITS.get(pre, [REGEX.get(pre)])]
+        + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     t.decoder = decoders.ByteLevel()
     return t
 

@@ -2,8 +2,8 @@
  *   - SPM ("llama" model) on gemma-3-270m: ids, pieces and detokenized
  *     text recorded from llama.cpp by tests/reference/make_tokenizer_reference.py
  *     (tests/reference/llm/tokenizer_gemma3.json);
- *   - byte-level BPE ("gpt2" model) with pre "qwen2", "llama-bpe" and
- *     "gpt-2": a GGUF built here in memory from Whisper's tokenizer.json
+ *   - byte-level BPE ("gpt2" model) with pre "qwen2", "llama-bpe",
+ *     "gpt-2" and "smollm": a GGUF built here in memory from Whisper's tokenizer.json
  *     (GPT-2's vocabulary), against llama.cpp's ids for the same GGUF
  *     recorded by tests/reference/make_tok_cases.py
  *     (tests/reference/llm/tokenizer_bpe_whisper.json);
