@@ -11,6 +11,7 @@
  * stdout (exit 0); a bad option or value is said on stderr (exit 2)
  * before any model loads.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,22 @@ static int cli_float(const char *opt, const char *v, double lo, double hi, float
 		return 2;
 	}
 	*out = (float)x;
+	return 0;
+}
+
+/* *out = v as an unsigned 64-bit integer (decimal digits only); else a
+ * message naming opt and 2. */
+static int cli_u64(const char *opt, const char *v, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno == ERANGE) {
+		fprintf(stderr, "inferd: %s: expected an integer from 0 to 18446744073709551615, "
+				"not '%s'\n", opt, v);
+		return 2;
+	}
+	*out = (uint64_t)x;
 	return 0;
 }
 
@@ -380,17 +397,17 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 			rc = cli_int(o, v, 1, 1 << 20, &a->params.max_tokens);
 		else if (!strcmp(o, "--temperature"))
 			rc = cli_float(o, v, 0.0, 2.0, &a->params.temperature);
-		else if (!strcmp(o, "--top-p"))
+		else if (!strcmp(o, "--top-p")) {
 			rc = cli_float(o, v, 0.0, 1.0, &a->params.top_p);
+			if (!rc && !(a->params.top_p > 0.0f))
+				rc = (fprintf(stderr, "inferd: --top-p: expected a number above 0 and "
+						      "at most 1, not '%s'\n", v), 2);
+		}
 		else if (!strcmp(o, "--top-k"))
 			rc = cli_int(o, v, 0, 1 << 20, &a->params.top_k);
-		else if (!strcmp(o, "--seed")) {
-			char *end;
-			a->params.seed = strtoull(v, &end, 10);
-			if (end == v || *end)
-				rc = (fprintf(stderr, "inferd: --seed: expected an integer, not '%s'\n",
-					      v), 2);
-		} else if (!strcmp(o, "--threads"))
+		else if (!strcmp(o, "--seed"))
+			rc = cli_u64(o, v, &a->params.seed);
+		else if (!strcmp(o, "--threads"))
 			rc = cli_int(o, v, 1, 1024, &a->threads);
 		else
 			return gen_usage(stderr);

@@ -18,7 +18,8 @@
  *   timestamp_granularities[] segment; word -> 400 (no word timing yet)
  *   stream                    false; true -> 400 (no streaming yet)
  *   beam_size                 inferd extension, 1..16 (default 1, greedy)
- *   batched                   inferd extension, true or false (default):
+ *   batched                   inferd extension, true or false (default; any
+ *                             case, or 1 / 0, as Deepgram's query reads it):
  *                             batched long-form (audio over 30 s cut at
  *                             quiet moments into chunks transcribed
  *                             together, no text carried across them)
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/mem.h"
 #include "common/st.h"
@@ -159,9 +161,12 @@ static int srv_oa_f_beam_size(struct srv_oa_form *f, const struct srv_mp_part *p
 static int srv_oa_f_batched(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
 			    size_t n)
 {
-	if (srv_mp_str_eq(p->data, "true") || srv_mp_str_eq(p->data, "false")) {
-		f->batched = srv_mp_str_eq(p->data, "true");
-		return 0;
+	char buf[8];
+	if (srv_oa_value(p, buf, sizeof(buf))) {
+		if (!strcasecmp(buf, "true") || !strcmp(buf, "1"))
+			return f->batched = true, 0;
+		if (!strcasecmp(buf, "false") || !strcmp(buf, "0"))
+			return f->batched = false, 0;
 	}
 	return snprintf(err, n, "'batched' must be true or false"), -ST_INVAL;
 }

@@ -82,10 +82,17 @@ def test_batched_short_clip_is_the_plain_transcript(srv):
     assert a.json()["text"] == b.json()["text"]
 
 
-@pytest.mark.parametrize("value", ["yes", "TRUE", "", "1"])
+@pytest.mark.parametrize("value", ["yes", "", "2", "truee"])
 def test_openai_bad_batched_value_400(srv, value):
     r = transcribe(srv.port, batched=value)
     assert_openai_error(r, 400, "'batched' must be true or false")
+
+
+@pytest.mark.parametrize("value", ["True", "TRUE", "1", "False", "0"])
+def test_openai_batched_spellings(srv, value):
+    """Python's str(True) and form libraries' 1 / 0 read as Deepgram's query does."""
+    r = transcribe(srv.port, batched=value)
+    assert r.status == 200, r.body
 
 
 def test_deepgram_bad_batched_value_400(srv):

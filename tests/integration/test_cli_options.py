@@ -50,7 +50,10 @@ def test_transcribe_bad_values_refused(args, needle):
     (["--temperature", "-1"], "--temperature: expected a number from 0 to 2, not '-1'"),
     (["--top-p", "2"], "--top-p: expected a number from 0 to 1, not '2'"),
     (["--top-k", "-3"], "--top-k: expected an integer from 0 to 1048576, not '-3'"),
-    (["--seed", "x1"], "--seed: expected an integer, not 'x1'"),
+    (["--seed", "x1"], "--seed: expected an integer from 0 to 18446744073709551615, not 'x1'"),
+    (["--seed", "-1"], "--seed: expected an integer from 0 to 18446744073709551615, not '-1'"),
+    (["--seed", "18446744073709551616"], "--seed: expected an integer from 0 to"),
+    (["--top-p", "0"], "--top-p: expected a number above 0 and at most 1, not '0'"),
     (["--threads", ""], "--threads: expected an integer from 1 to 1024, not ''"),
 ])
 def test_generate_bad_values_refused(args, needle):
