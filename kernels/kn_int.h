@@ -38,6 +38,7 @@ enum {
 	KN__QK_K = 256,
 	KN__Q4_0_BYTES = 2 + 16,           /* d, qs[16] */
 	KN__Q4_1_BYTES = 2 + 2 + 16,       /* d, m, qs[16] */
+	KN__Q5_1_BYTES = 2 + 2 + 4 + 16,   /* d, m, qh[4], qs[16] */
 	KN__Q5_0_BYTES = 2 + 4 + 16,       /* d, qh[4], qs[16] */
 	KN__Q8_0_BYTES = 2 + 32,           /* d, qs[32] */
 	KN__Q4_K_BYTES = 2 + 2 + 12 + 128, /* d, dmin, scales[12], qs[128] */

@@ -44,7 +44,8 @@ const struct kn_qtype_info kn__qtypes[KN_Q_MAX] = {
 	[35] = { "TQ2_0", 256, 66 },
 	[39] = { "MXFP4", 32, 17 },
 };
-static_assert(KN__Q4_0_BYTES == 18 && KN__Q4_1_BYTES == 20 && KN__Q5_0_BYTES == 22 && KN__Q8_0_BYTES == 34 &&
+static_assert(KN__Q4_0_BYTES == 18 && KN__Q4_1_BYTES == 20 && KN__Q5_0_BYTES == 22 &&
+		      KN__Q5_1_BYTES == 24 && KN__Q8_0_BYTES == 34 &&
 		      KN__Q4_K_BYTES == 144 && KN__Q5_K_BYTES == 176 && KN__Q6_K_BYTES == 210 &&
 		      KN__QK == 32 && KN__QK_K == 256,
 	      "kn__qtypes agrees with the kernels' block layouts");

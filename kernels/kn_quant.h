@@ -2,11 +2,11 @@
  * matrix-vector products straight from the blocks.
  *
  * Block layouts follow the GGUF specification and ggml's block
- * definitions (ggml-common.h: block_q4_0, block_q4_1, block_q5_0, block_q8_0,
+ * definitions (ggml-common.h: block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q8_0,
  * block_q4_K, block_q5_K, block_q6_K; fp16 scales are IEEE binary16,
  * little-endian). Types are numbered as ggml's enum ggml_type so a GGUF
  * tensor's type field indexes them directly:
- *   F32 0, F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q8_0 8, Q4_K 12, Q5_K 13, Q6_K 14,
+ *   F32 0, F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q4_K 12, Q5_K 13, Q6_K 14,
  *   BF16 30.
  * A row of k elements is k / block_elems blocks, stored contiguously
  * (k must be a multiple of block_elems; GGUF guarantees it for a tensor's
@@ -31,6 +31,7 @@ enum kn_qtype {
 	KN_Q_Q4_0 = 2,
 	KN_Q_Q4_1 = 3,
 	KN_Q_Q5_0 = 6,
+	KN_Q_Q5_1 = 7,
 	KN_Q_Q8_0 = 8,
 	KN_Q_Q4_K = 12,
 	KN_Q_Q5_K = 13,
@@ -77,7 +78,7 @@ struct kn_qops {
 	 *        ggml's quantize_row_q8_0_ref: d = amax / 127 rounded to fp16
 	 *        (nearest even), q = roundf(x * (d ? 1 / d : 0)) with the
 	 *        float d (not the fp16 one).
-	 *   Q8_1 (Q4_1; 32 el, 36 B): d fp16 @0, s fp16 @2, int8 qs[32] @4.
+	 *   Q8_1 (Q4_1, Q5_1; 32 el, 36 B): d fp16 @0, s fp16 @2, int8 qs[32] @4.
 	 *        ggml's quantize_row_q8_1_ref: d and qs as Q8_0's, s =
 	 *        fp16(d * sum qs) (the float d); the weights' min m meets it
 	 *        as m * s.
@@ -89,7 +90,7 @@ struct kn_qops {
 	 *        an all-zero block is d = 0, qs = bsums = 0.
 	 * quantize_x is bit-exact with the reference in every variant.
 	 * gemv_xq: y[r] = sum over blocks of (d_w d_x) * (integer dot of the
-	 * codes) (Q4_1: plus m_w s_x; K-quants: minus (dmin_w d_x) * sum m_j bsum_j); the integer
+	 * codes) (Q4_1, Q5_1: plus m_w s_x; K-quants: minus (dmin_w d_x) * sum m_j bsum_j); the integer
 	 * sums are exact in every variant, only the float combine's order
 	 * differs (tests: within 4e-6 of the exact value, relative to
 	 * sum |w x_q|). Against gemv on the float x, the difference is the

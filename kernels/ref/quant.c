@@ -8,6 +8,7 @@
  *   q4_1  (32 el, 20 B): d fp16 @0, m fp16 @2, qs[16] @4 as q4_0; w = q d + m.
  *   q5_0  (32 el, 22 B): d @0, qh[4] @2 (a u32: bit j is bit 4 of element
  *         j), qs[16] @6 as q4_0; w = (q - 16) d.
+ *   q5_1  (32 el, 24 B): d @0, m @2, qh[4] @4, qs[16] @8 as q5_0; w = q d + m.
  *   q8_0  (32 el, 34 B): d @0, int8 qs[32] @2; w = q d.
  *   q4_K (256 el, 144 B): d @0, dmin @2, scales[12] @4 (eight 6-bit scale /
  *         min pairs, kq_scale_min), qs[128] @16. Sub-block s (32 elements)
@@ -128,6 +129,19 @@ static void ref_block_q5_0(const uint8_t *b, float *y)
 	}
 }
 
+static void ref_block_q5_1(const uint8_t *b, float *y)
+{
+	float d = kq_half(b), m = kq_half(b + 2);
+	uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+		      (uint32_t)b[7] << 24;
+	const uint8_t *qs = b + 8;
+	for (int j = 0; j < 16; j++) {
+		int hi0 = (qh >> j) & 1, hi1 = (qh >> (j + 16)) & 1;
+		y[j] = (float)((qs[j] & 0xf) | hi0 << 4) * d + m;
+		y[j + 16] = (float)((qs[j] >> 4) | hi1 << 4) * d + m;
+	}
+}
+
 static void ref_block_q8_0(const uint8_t *b, float *y)
 {
 	float d = kq_half(b);
@@ -225,6 +239,7 @@ REF_TYPE(bf16, 1, 2)
 REF_TYPE(q4_0, KN__QK, KN__Q4_0_BYTES)
 REF_TYPE(q4_1, KN__QK, KN__Q4_1_BYTES)
 REF_TYPE(q5_0, KN__QK, KN__Q5_0_BYTES)
+REF_TYPE(q5_1, KN__QK, KN__Q5_1_BYTES)
 REF_TYPE(q8_0, KN__QK, KN__Q8_0_BYTES)
 REF_TYPE(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 REF_TYPE(q5_k, KN__QK_K, KN__Q5_K_BYTES)
@@ -388,21 +403,36 @@ static void ref_gemv_xq_0(const void *W, size_t rb, const void *xq, float *y, si
 	}
 }
 
-/* ggml_vec_dot_q4_1_q8_1: per block sumf += (d_w d_x) isum + m_w s_x. */
-static void ref_gemv_xq_q4_1(const void *restrict W, size_t rb, const void *restrict xq,
-			     float *restrict y, size_t n_rows, size_t k)
+/* The unsigned code of element j of a q4_1 / q5_1 block (no offset). */
+static int ref_code_q4_1(const uint8_t *b, int j)
+{
+	const uint8_t *qs = b + 4;
+	return j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
+}
+
+static int ref_code_q5_1(const uint8_t *b, int j)
+{
+	uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+		      (uint32_t)b[7] << 24;
+	const uint8_t *qs = b + 8;
+	int lo = j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
+	return lo | (int)((qh >> j) & 1) << 4;
+}
+
+/* ggml_vec_dot_<q4_1|q5_1>_q8_1: per block sumf += (d_w d_x) isum + m_w s_x. */
+static void ref_gemv_xq_1(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+			  size_t k, ref_code_fn code, size_t bytes)
 {
 	const uint8_t *xb = xq;
 	for (size_t r = 0; r < n_rows; r++) {
 		const uint8_t *row = (const uint8_t *)W + r * rb;
 		float sumf = 0.0f;
 		for (size_t i = 0; i < k / KN__QK; i++) {
-			const uint8_t *b = row + i * KN__Q4_1_BYTES, *xi = xb + i * KN__Q8_1X_BYTES;
-			const uint8_t *qs = b + 4;
+			const uint8_t *b = row + i * bytes, *xi = xb + i * KN__Q8_1X_BYTES;
 			const int8_t *q8 = (const int8_t *)(xi + 4);
 			int32_t sumi = 0;
-			for (int j = 0; j < 16; j++)
-				sumi += (qs[j] & 0xf) * q8[j] + (qs[j] >> 4) * q8[j + 16];
+			for (int j = 0; j < KN__QK; j++)
+				sumi += code(b, j) * q8[j];
 			sumf += (kq_half(b) * kq_half(xi)) * (float)sumi + kq_half(b + 2) * kq_half(xi + 2);
 		}
 		y[r] = sumf;
@@ -513,6 +543,15 @@ static void ref_gemv_xq_k(const void *W, size_t rb, const void *xq, float *y, si
 REF_XQ0(q4_0, KN__Q4_0_BYTES)
 REF_XQ0(q5_0, KN__Q5_0_BYTES)
 REF_XQ0(q8_0, KN__Q8_0_BYTES)
+#define REF_XQ1(T, BYTES)                                                                  \
+	static void ref_gemv_xq_##T(const void *restrict W, size_t rb,                     \
+				    const void *restrict xq, float *restrict y,            \
+				    size_t n_rows, size_t k)                               \
+	{                                                                                  \
+		ref_gemv_xq_1(W, rb, xq, y, n_rows, k, ref_code_##T, BYTES);               \
+	}
+REF_XQ1(q4_1, KN__Q4_1_BYTES)
+REF_XQ1(q5_1, KN__Q5_1_BYTES)
 REF_XQK(q4_k, KN__Q4_K_BYTES)
 REF_XQK(q5_k, KN__Q5_K_BYTES)
 REF_XQK(q6_k, KN__Q6_K_BYTES)
@@ -547,6 +586,7 @@ const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
 	REF_ENTRY_XQ(KN_Q_Q4_0, q4_0, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
 	REF_ENTRY_XQ(KN_Q_Q5_0, q5_0, q8_0),
+	REF_ENTRY_XQ(KN_Q_Q5_1, q5_1, q8_1),
 	REF_ENTRY_XQ(KN_Q_Q8_0, q8_0, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
 	REF_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),

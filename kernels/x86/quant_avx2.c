@@ -22,8 +22,8 @@
  * once per x block) or by the sub-block's integer scale (K-quants; q6_K's
  * -32 through the bsums). Four rows per pass share each x load; one float
  * FMA per block and row.
- * Q4_1 (w = d q + m) meets x quantized to Q8_1 (Q8_0 plus s = d sum q,
- * ggml's partner): its unsigned nibbles against x in the same u8 x s8 dot,
+ * Q4_1 and Q5_1 (w = d q + m) meet x quantized to Q8_1 (Q8_0 plus s = d sum q,
+ * ggml's partner): their unsigned codes against x in the same u8 x s8 dot,
  * one FMA with d_w d_x per block and row, and m_w s_x summed apart.
  */
 #include <immintrin.h>
@@ -76,6 +76,15 @@ KQ_INLINE void kq_u8_ps(__m128i v, __m256 d1, __m256 m1, __m256 *w)
 	w[1] = _mm256_sub_ps(_mm256_mul_ps(d1, f1), m1);
 }
 
+/* w = d q + m over 16 unsigned bytes (q4_1), not fused. */
+KQ_INLINE void kq_u8_ps_add(__m128i v, __m256 d, __m256 m, __m256 *w)
+{
+	__m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+	__m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v)));
+	w[0] = _mm256_add_ps(_mm256_mul_ps(f0, d), m);
+	w[1] = _mm256_add_ps(_mm256_mul_ps(f1, d), m);
+}
+
 /* Each byte's nibble: bits [shift, shift + 4) of every byte. */
 KQ_INLINE __m128i kq_nib(__m128i v, int shift)
 {
@@ -124,6 +133,26 @@ KQ_INLINE void kq_dq_q4_0(const uint8_t *b, int s, __m256 *w)
 	kq_i8_ps(_mm_sub_epi8(kq_nib(qs, 4), eight), d, w + 2);
 }
 
+KQ_INLINE void kq_dq_q4_1(const uint8_t *b, int s, __m256 *w)
+{
+	(void)s;
+	__m256 d = _mm256_set1_ps(kq_half(b)), m = _mm256_set1_ps(kq_half(b + 2));
+	__m128i qs = kq_ld16(b + 4);
+	kq_u8_ps_add(kq_nib(qs, 0), d, m, w);
+	kq_u8_ps_add(kq_nib(qs, 4), d, m, w + 2);
+}
+
+KQ_INLINE void kq_dq_q5_1(const uint8_t *b, int s, __m256 *w)
+{
+	(void)s;
+	__m256 d = _mm256_set1_ps(kq_half(b)), m = _mm256_set1_ps(kq_half(b + 2));
+	uint32_t qh;
+	memcpy(&qh, b + 4, sizeof(qh));
+	__m128i qs = kq_ld16(b + 8);
+	kq_u8_ps_add(_mm_or_si128(kq_nib(qs, 0), kq_bits16_x10(qh & 0xffff)), d, m, w);
+	kq_u8_ps_add(_mm_or_si128(kq_nib(qs, 4), kq_bits16_x10(qh >> 16)), d, m, w + 2);
+}
+
 KQ_INLINE void kq_dq_q5_0(const uint8_t *b, int s, __m256 *w)
 {
 	(void)s;
@@ -143,24 +172,6 @@ KQ_INLINE void kq_dq_q8_0(const uint8_t *b, int s, __m256 *w)
 	__m256 d = _mm256_set1_ps(kq_half(b));
 	kq_i8_ps(kq_ld16(b + 2), d, w);
 	kq_i8_ps(kq_ld16(b + 18), d, w + 2);
-}
-
-/* w = d q + m over 16 unsigned bytes (q4_1), not fused. */
-KQ_INLINE void kq_u8_ps_add(__m128i v, __m256 d, __m256 m, __m256 *w)
-{
-	__m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-	__m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v)));
-	w[0] = _mm256_add_ps(_mm256_mul_ps(f0, d), m);
-	w[1] = _mm256_add_ps(_mm256_mul_ps(f1, d), m);
-}
-
-KQ_INLINE void kq_dq_q4_1(const uint8_t *b, int s, __m256 *w)
-{
-	(void)s;
-	__m256 d = _mm256_set1_ps(kq_half(b)), m = _mm256_set1_ps(kq_half(b + 2));
-	__m128i qs = kq_ld16(b + 4);
-	kq_u8_ps_add(kq_nib(qs, 0), d, m, w);
-	kq_u8_ps_add(kq_nib(qs, 4), d, m, w + 2);
 }
 
 /* q4_K / q5_K sub-block s: w = (d sc) q - (dmin m); qh NULL for q4_K. */
@@ -558,11 +569,24 @@ KQ_INLINE void kq_xq0(const void *W, size_t rb, const void *xq, float *y, size_t
 		kq_xq0_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, off, wf);
 }
 
-/* R rows (1 or 4) of q4_1 against Q8_1 x, one block per step: the codes
- * (unsigned nibbles) meet x in vpmaddubsw; the block's min enters as
+/* The unsigned codes of a q4_1 / q5_1 block as [0..15 | 16..31]. */
+KQ_INLINE __m256i kq_c_q4_1(const uint8_t *b)
+{
+	return kq_nib32(b + 4);
+}
+
+KQ_INLINE __m256i kq_c_q5_1(const uint8_t *b)
+{
+	return _mm256_or_si256(kq_nib32(b + 8), kq_bits32_x10(kq_u32(b + 4)));
+}
+
+typedef __m256i (*kq_c_fn)(const uint8_t *b);
+
+/* R rows (1 or 4) of q4_1 / q5_1 against Q8_1 x, one block per step: the
+ * codes (unsigned) meet x in vpmaddubsw; the block's min enters as
  * m_w s_x, summed apart in a scalar per row. */
-KQ_INLINE void kq_xq41_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
-			    int R)
+KQ_INLINE void kq_xq1_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
+			   int R, size_t bytes, kq_c_fn cf)
 {
 	__m256 acc[4];
 	float accm[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
@@ -574,10 +598,10 @@ KQ_INLINE void kq_xq41_rows(const uint8_t *w, size_t rb, const uint8_t *xq, floa
 		__m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 4));
 		float xd = kq_half(xb), xs = kq_half(xb + 2);
 		for (int r = 0; r < R; r++) {
-			const uint8_t *b = w + (size_t)r * rb + i * KN__Q4_1_BYTES;
+			const uint8_t *b = w + (size_t)r * rb + i * bytes;
 			if (!(i & 1))
-				kq_pf(b + pf, 2 * KN__Q4_1_BYTES);
-			__m256i isum = kq_dot_u8s8(_mm256_setzero_si256(), kq_nib32(b + 4), xv);
+				kq_pf(b + pf, 2 * bytes);
+			__m256i isum = kq_dot_u8s8(_mm256_setzero_si256(), cf(b), xv);
 			acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
 						 _mm256_set1_ps(kq_half(b) * xd), acc[r]);
 			accm[r] += kq_half(b + 2) * xs;
@@ -587,15 +611,27 @@ KQ_INLINE void kq_xq41_rows(const uint8_t *w, size_t rb, const uint8_t *xq, floa
 		y[r] = kq_hsum(acc[r]) + accm[r];
 }
 
-static void kq_gemv_xq_q4_1(const void *restrict W, size_t rb, const void *restrict xq,
-			    float *restrict y, size_t n_rows, size_t k)
+KQ_INLINE void kq_xq1(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+		      size_t k, size_t bytes, kq_c_fn cf)
 {
 	const uint8_t *w = W;
 	size_t r = 0;
 	for (; r + 4 <= n_rows; r += 4)
-		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 4);
+		kq_xq1_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, cf);
 	for (; r < n_rows; r++)
-		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 1);
+		kq_xq1_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, cf);
+}
+
+static void kq_gemv_xq_q4_1(const void *restrict W, size_t rb, const void *restrict xq,
+			    float *restrict y, size_t n_rows, size_t k)
+{
+	kq_xq1(W, rb, xq, y, n_rows, k, KN__Q4_1_BYTES, kq_c_q4_1);
+}
+
+static void kq_gemv_xq_q5_1(const void *restrict W, size_t rb, const void *restrict xq,
+			    float *restrict y, size_t n_rows, size_t k)
+{
+	kq_xq1(W, rb, xq, y, n_rows, k, KN__Q5_1_BYTES, kq_c_q5_1);
 }
 
 /* pshufb control: every int16 of a 128-bit lane is int16 number n. */
@@ -813,6 +849,7 @@ KQ_FLAT(bf16, 2, kq_ld1_bf16)
 KQ_BLOCK(q4_0, KN__QK, KN__Q4_0_BYTES)
 KQ_BLOCK(q4_1, KN__QK, KN__Q4_1_BYTES)
 KQ_BLOCK(q5_0, KN__QK, KN__Q5_0_BYTES)
+KQ_BLOCK(q5_1, KN__QK, KN__Q5_1_BYTES)
 KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
@@ -825,6 +862,7 @@ const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY_XQ(KN_Q_Q4_0, q4_0, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
 	KQ_ENTRY_XQ(KN_Q_Q5_0, q5_0, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q5_1, q5_1, q8_1),
 	KQ_ENTRY_XQ(KN_Q_Q8_0, q8_0, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
 	KQ_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),

@@ -28,8 +28,8 @@
  * unpacking (K-quants: x pairs regrouped to the weights' nibble order,
  * bsums); the float combine is one FMA per block (two per 64 elements
  * for the _0 types) into a per-row vector.
- * Q4_1 (w = d q + m) meets x quantized to Q8_1 (Q8_0 plus s = d sum q,
- * ggml's partner): its unsigned nibbles against x in the same u8 x s8 dot,
+ * Q4_1 and Q5_1 (w = d q + m) meet x quantized to Q8_1 (Q8_0 plus s = d sum q,
+ * ggml's partner): their unsigned codes against x in the same u8 x s8 dot,
  * one FMA with d_w d_x per block and row, and m_w s_x summed apart.
  */
 #include <immintrin.h>
@@ -110,7 +110,7 @@ KQ_INLINE void kq_dq_q4_0(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
 	*hi = _mm512_mul_ps(kq_i8_ps(_mm_sub_epi8(kq_nib(qs, 4), eight)), d);
 }
 
-/* q4_1: w = d q + m, not fused. */
+/* q4_1 / q5_1: w = d q + m, not fused. */
 KQ_INLINE void kq_dq_q4_1(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
 {
 	(void)s;
@@ -118,6 +118,21 @@ KQ_INLINE void kq_dq_q4_1(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
 	__m128i qs = kq_ld16(b + 4);
 	__m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(kq_nib(qs, 0)));
 	__m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(kq_nib(qs, 4)));
+	*lo = _mm512_add_ps(_mm512_mul_ps(f0, d), m);
+	*hi = _mm512_add_ps(_mm512_mul_ps(f1, d), m);
+}
+
+KQ_INLINE void kq_dq_q5_1(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
+{
+	(void)s;
+	__m512 d = _mm512_set1_ps(kq_half(b)), m = _mm512_set1_ps(kq_half(b + 2));
+	uint32_t qh;
+	memcpy(&qh, b + 4, sizeof(qh));
+	__m128i qs = kq_ld16(b + 8);
+	__m128i q0 = _mm_or_si128(kq_nib(qs, 0), kq_bits16_x10(qh & 0xffff));
+	__m128i q1 = _mm_or_si128(kq_nib(qs, 4), kq_bits16_x10(qh >> 16));
+	__m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q0));
+	__m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q1));
 	*lo = _mm512_add_ps(_mm512_mul_ps(f0, d), m);
 	*hi = _mm512_add_ps(_mm512_mul_ps(f1, d), m);
 }
@@ -545,12 +560,25 @@ KQ_INLINE void kq_xq0_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float
 		y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-/* R rows (1 or 4) of q4_1 against Q8_1 x, two blocks per step: the
- * nibbles (unsigned) meet x in the u8 x s8 dot, one FMA with d_w d_x per
- * row and step; the blocks' mins enter as m_w s_x, summed apart in a
- * scalar per row. */
-KQ_INLINE void kq_xq41_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
-			    int R, int vnni)
+/* The unsigned codes of q4_1 / q5_1 blocks A = w, B = w + bytes (b_ok). */
+KQ_INLINE __m512i kq_c2_q4_1(const uint8_t *w, int b_ok)
+{
+	return kq_nib2(w + 4, w + KN__Q4_1_BYTES + 4, b_ok);
+}
+
+KQ_INLINE __m512i kq_c2_q5_1(const uint8_t *w, int b_ok)
+{
+	__m512i q = kq_nib2(w + 8, w + KN__Q5_1_BYTES + 8, b_ok);
+	uint64_t hb = kq_u32(w + 4) | (b_ok ? (uint64_t)kq_u32(w + KN__Q5_1_BYTES + 4) << 32 : 0);
+	return _mm512_mask_add_epi8(q, (__mmask64)hb, q, _mm512_set1_epi8(0x10));
+}
+
+typedef __m512i (*kq_c2_fn)(const uint8_t *w, int b_ok);
+
+/* R rows (1 or 4) of q4_1 / q5_1 against Q8_1 x, two blocks per step, as
+ * kq_xq0_rows; the blocks' mins enter as m_w s_x, summed apart per row. */
+KQ_INLINE void kq_xq1_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
+			   int R, size_t bytes, kq_c2_fn cf, int vnni)
 {
 	__m512 acc[4];
 	float accm[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
@@ -564,49 +592,31 @@ KQ_INLINE void kq_xq41_rows(const uint8_t *w, size_t rb, const uint8_t *xq, floa
 		__m512 xd = kq_d2(xa, xb, b_ok);
 		float sa = kq_half(xa + 2), sb = b_ok ? kq_half(xb + 2) : 0.0f;
 		for (int r = 0; r < R; r++) {
-			const uint8_t *wb = w + (size_t)r * rb + i * KN__Q4_1_BYTES;
-			kq_pf(wb + pf, 2 * KN__Q4_1_BYTES);
-			__m512i q = kq_nib2(wb + 4, wb + KN__Q4_1_BYTES + 4, b_ok);
-			__m512i isum = kq_dot_u8s8(_mm512_setzero_si512(), q, xv, vnni);
-			__m512 d = _mm512_mul_ps(kq_d2(wb, wb + KN__Q4_1_BYTES, b_ok), xd);
+			const uint8_t *wb = w + (size_t)r * rb + i * bytes;
+			kq_pf(wb + pf, 2 * bytes);
+			__m512i isum = kq_dot_u8s8(_mm512_setzero_si512(), cf(wb, b_ok), xv, vnni);
+			__m512 d = _mm512_mul_ps(kq_d2(wb, wb + bytes, b_ok), xd);
 			acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, acc[r]);
 			accm[r] += kq_half(wb + 2) * sa;
 			if (b_ok)
-				accm[r] += kq_half(wb + KN__Q4_1_BYTES + 2) * sb;
+				accm[r] += kq_half(wb + bytes + 2) * sb;
 		}
 	}
 	for (int r = 0; r < R; r++)
 		y[r] = _mm512_reduce_add_ps(acc[r]) + accm[r];
 }
 
-KQ_INLINE void kq_xq41(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
-		       size_t k, int vnni)
+KQ_INLINE void kq_xq1(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+		      size_t k, size_t bytes, kq_c2_fn cf, int vnni)
 {
 	const uint8_t *w = W;
 	size_t r = 0;
 	for (; r + 4 <= n_rows; r += 4)
-		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 4, vnni);
+		kq_xq1_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, cf, vnni);
 	for (; r < n_rows; r++)
-		kq_xq41_rows(w + r * rb, rb, xq, y + r, k, 1, vnni);
+		kq_xq1_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, cf, vnni);
 }
 
-static void kq_xq_q4_1_vnni(const void *W, size_t rb, const void *xq, float *y, size_t n,
-			    size_t k)
-{
-	kq_xq41(W, rb, xq, y, n, k, 1);
-}
-
-static void kq_xq_q4_1_bw(const void *W, size_t rb, const void *xq, float *y, size_t n,
-			  size_t k)
-{
-	kq_xq41(W, rb, xq, y, n, k, 0);
-}
-
-static void kq_gemv_xq_q4_1(const void *restrict W, size_t rb, const void *restrict xq,
-			    float *restrict y, size_t n, size_t k)
-{
-	(kn__has_avx512vnni() ? kq_xq_q4_1_vnni : kq_xq_q4_1_bw)(W, rb, xq, y, n, k);
-}
 
 KQ_INLINE void kq_xq0(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
 		      size_t k, size_t bytes, int off, kq_w2_fn wf, int vnni)
@@ -876,25 +886,28 @@ KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t
 		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, xf, bf, vnni);
 }
 
-/* Each type's gemv_xq in two instantiations (VNNI and AVX-512BW), picked
- * per call by kn__has_avx512vnni(). */
-#define KQ_XQ0(T, BYTES, OFF)                                                              \
+/* Each type's gemv_xq in two instantiations (VNNI and AVX-512BW) of the
+ * row loop F (its extra arguments ..., then vnni), picked per call by
+ * kn__has_avx512vnni(); the _0 types' gemm_xq the same way. */
+#define KQ_XQ_FNS(T, F, ...)                                                               \
 	static void kq_xq_##T##_vnni(const void *W, size_t rb, const void *xq, float *y,   \
 				     size_t n, size_t k)                                   \
 	{                                                                                  \
-		kq_xq0(W, rb, xq, y, n, k, BYTES, OFF, kq_w2_##T, 1);                      \
+		F(W, rb, xq, y, n, k, __VA_ARGS__, 1);                                     \
 	}                                                                                  \
 	static void kq_xq_##T##_bw(const void *W, size_t rb, const void *xq, float *y,     \
 				   size_t n, size_t k)                                     \
 	{                                                                                  \
-		kq_xq0(W, rb, xq, y, n, k, BYTES, OFF, kq_w2_##T, 0);                      \
+		F(W, rb, xq, y, n, k, __VA_ARGS__, 0);                                     \
 	}                                                                                  \
 	static void kq_gemv_xq_##T(const void *restrict W, size_t rb,                      \
 				   const void *restrict xq, float *restrict y, size_t n,   \
 				   size_t k)                                               \
 	{                                                                                  \
 		(kn__has_avx512vnni() ? kq_xq_##T##_vnni : kq_xq_##T##_bw)(W, rb, xq, y, n, k); \
-	}                                                                                  \
+	}
+#define KQ_XQ0(T, BYTES, OFF)                                                              \
+	KQ_XQ_FNS(T, kq_xq0, BYTES, OFF, kq_w2_##T)                                        \
 	static void kq_mm_##T##_vnni(const void *W, size_t rb, const void *xq, size_t xs,  \
 				     size_t nx, float *y, size_t ldy, size_t n, size_t k)  \
 	{                                                                                  \
@@ -912,27 +925,14 @@ KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t
 		(kn__has_avx512vnni() ? kq_mm_##T##_vnni : kq_mm_##T##_bw)(W, rb, xq, xs, nx, y, \
 									   ldy, n, k);     \
 	}
-#define KQ_XQK(T, BYTES, XF)                                                               \
-	static void kq_xq_##T##_vnni(const void *W, size_t rb, const void *xq, float *y,   \
-				     size_t n, size_t k)                                   \
-	{                                                                                  \
-		kq_xqk(W, rb, xq, y, n, k, BYTES, XF, kq_blk_##T, 1);                      \
-	}                                                                                  \
-	static void kq_xq_##T##_bw(const void *W, size_t rb, const void *xq, float *y,     \
-				   size_t n, size_t k)                                     \
-	{                                                                                  \
-		kq_xqk(W, rb, xq, y, n, k, BYTES, XF, kq_blk_##T, 0);                      \
-	}                                                                                  \
-	static void kq_gemv_xq_##T(const void *restrict W, size_t rb,                      \
-				   const void *restrict xq, float *restrict y, size_t n,   \
-				   size_t k)                                               \
-	{                                                                                  \
-		(kn__has_avx512vnni() ? kq_xq_##T##_vnni : kq_xq_##T##_bw)(W, rb, xq, y, n, k); \
-	}
+#define KQ_XQK(T, BYTES, XF) KQ_XQ_FNS(T, kq_xqk, BYTES, XF, kq_blk_##T)
+#define KQ_XQ1(T, BYTES)     KQ_XQ_FNS(T, kq_xq1, BYTES, kq_c2_##T)
 
 KQ_XQ0(q4_0, KN__Q4_0_BYTES, 8)
 KQ_XQ0(q5_0, KN__Q5_0_BYTES, 16)
 KQ_XQ0(q8_0, KN__Q8_0_BYTES, 0)
+KQ_XQ1(q4_1, KN__Q4_1_BYTES)
+KQ_XQ1(q5_1, KN__Q5_1_BYTES)
 KQ_XQK(q4_k, KN__Q4_K_BYTES, kq_xk_k45)
 KQ_XQK(q5_k, KN__Q5_K_BYTES, kq_xk_k45)
 KQ_XQK(q6_k, KN__Q6_K_BYTES, kq_xk_q6)
@@ -979,6 +979,7 @@ KQ_FLAT(bf16, 2, kq_ld1_bf16)
 KQ_BLOCK(q4_0, KN__QK, KN__Q4_0_BYTES)
 KQ_BLOCK(q4_1, KN__QK, KN__Q4_1_BYTES)
 KQ_BLOCK(q5_0, KN__QK, KN__Q5_0_BYTES)
+KQ_BLOCK(q5_1, KN__QK, KN__Q5_1_BYTES)
 KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
@@ -991,6 +992,7 @@ const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
 	KQ_ENTRY_MM(KN_Q_Q4_0, q4_0, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
 	KQ_ENTRY_MM(KN_Q_Q5_0, q5_0, q8_0),
+	KQ_ENTRY_XQ(KN_Q_Q5_1, q5_1, q8_1),
 	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, q8_0),
 	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
 	KQ_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),

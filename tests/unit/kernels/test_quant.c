@@ -70,7 +70,8 @@
 #define XQ_VS_F32_TOL 1e-2
 
 static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0, KN_Q_Q4_1,
-				KN_Q_Q5_0, KN_Q_Q8_0, KN_Q_Q4_K, KN_Q_Q5_K, KN_Q_Q6_K};
+				KN_Q_Q5_0, KN_Q_Q5_1, KN_Q_Q8_0, KN_Q_Q4_K, KN_Q_Q5_K,
+				KN_Q_Q6_K};
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -120,6 +121,7 @@ static const int *half_fields(int type)
 	case KN_Q_Q8_0:
 		return at0;
 	case KN_Q_Q4_1:
+	case KN_Q_Q5_1:
 	case KN_Q_Q4_K:
 	case KN_Q_Q5_K:
 		return at02;
@@ -238,6 +240,18 @@ static void test_ref_q_0(void **state)
 	kn_qops_for(KN_ISA_REF, KN_Q_Q4_1)->dequant(b41, y, 32);
 	expect_exact(y, w41, 32);
 	assert_true(y[0] == 0.5f && y[1] == 3.0f && y[31] == 6.0f);
+	/* q5_1: d = 0.25, m = 2, the q5_0 codes (no offset); w = q d + m */
+	uint8_t b51[24] = {0x00, 0x34, 0x00, 0x40};
+	float w51[32];
+	for (int i = 0; i < 32; i++) {
+		int q5 = (7 * i + 1) % 32;
+		b51[8 + i % 16] |= (uint8_t)((q5 & 15) << (i < 16 ? 0 : 4));
+		b51[4 + i / 8] |= (uint8_t)((q5 >> 4) << (i % 8));
+		w51[i] = (float)q5 * 0.25f + 2.0f;
+	}
+	kn_qops_for(KN_ISA_REF, KN_Q_Q5_1)->dequant(b51, y, 32);
+	expect_exact(y, w51, 32);
+	assert_true(y[0] == 2.25f && y[5] == 3.0f && y[31] == 8.5f);
 }
 
 /* q4_K (hi5 false) / q5_K (true): d = 1, dmin = 0.5, eight chosen 6-bit
@@ -432,7 +446,8 @@ static void test_row_bytes(void **state)
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_0, 33), 0);  /* not a whole block */
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_K, 640), 0); /* 640 % 256 */
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_1, 64), 40);
-	assert_int_equal(kn_qtype_row_bytes(7, 32), 0);		 /* q5_1: not implemented */
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q5_1, 64), 48);
+	assert_int_equal(kn_qtype_row_bytes(10, 256), 0);	 /* q2_K: not implemented */
 	assert_int_equal(kn_qtype_row_bytes(-1, 32), 0);
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_MAX, 32), 0);
 	assert_int_equal(kn_qtype_row_bytes(1000, 32), 0);
@@ -441,7 +456,7 @@ static void test_row_bytes(void **state)
 static void test_lookup(void **state)
 {
 	(void)state;
-	assert_null(kn_qops_get(7)); /* q5_1 */
+	assert_null(kn_qops_get(10)); /* q2_K */
 	assert_null(kn_qops_get(-1));
 	assert_null(kn_qops_get(KN_Q_MAX));
 	assert_null(kn_qops_for(KN_ISA_COUNT, KN_Q_Q4_0));
@@ -528,7 +543,7 @@ static int xq_is_k(const struct kn_qops *q)
 
 static int xq_is_q8_1(const struct kn_qops *q)
 {
-	return q->type == KN_Q_Q4_1;
+	return q->type == KN_Q_Q4_1 || q->type == KN_Q_Q5_1;
 }
 
 /* Dequantized xq (d q) into xf. */
@@ -893,23 +908,30 @@ static void test_gemv_xq_exact(void **state)
 	}
 }
 
-/* The Q4_1 x Q8_1 product in double from the block fields: per block
- * d_w d_x sum q q_x + m_w s_x (ggml's formula, without its roundings). */
-static double q4_1_exact(const uint8_t *w, const uint8_t *xq, size_t k)
+/* The Q4_1 / Q5_1 x Q8_1 product in double from the block fields: per
+ * block d_w d_x sum q q_x + m_w s_x (ggml's formula, without its
+ * roundings). */
+static double q_1_exact(int type, const uint8_t *w, const uint8_t *xq, size_t k)
 {
 	const struct kn_qops *h = kn_qops_for(KN_ISA_REF, KN_Q_F16);
+	size_t bytes = type == KN_Q_Q5_1 ? 24 : 20, qs = type == KN_Q_Q5_1 ? 8 : 4;
 	double sum = 0.0;
 	for (size_t b = 0; b < k / 32; b++) {
-		const uint8_t *wb = w + 20 * b, *xb = xq + 36 * b;
+		const uint8_t *wb = w + bytes * b, *xb = xq + 36 * b;
 		float d, m, dx, sx;
 		h->dequant(wb, &d, 1);
 		h->dequant(wb + 2, &m, 1);
 		h->dequant(xb, &dx, 1);
 		h->dequant(xb + 2, &sx, 1);
+		uint32_t qh = type == KN_Q_Q5_1 ? (uint32_t)wb[4] | (uint32_t)wb[5] << 8 |
+						  (uint32_t)wb[6] << 16 | (uint32_t)wb[7] << 24
+					    : 0;
 		long isum = 0;
-		for (int j = 0; j < 16; j++)
-			isum += (wb[4 + j] & 0xf) * (int8_t)xb[4 + j] +
-				(wb[4 + j] >> 4) * (int8_t)xb[4 + 16 + j];
+		for (int j = 0; j < 16; j++) {
+			int lo = (wb[qs + j] & 0xf) | (int)((qh >> j) & 1) << 4;
+			int hi = (wb[qs + j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+			isum += lo * (int8_t)xb[4 + j] + hi * (int8_t)xb[4 + 16 + j];
+		}
 		sum += (double)d * dx * (double)isum + (double)m * sx;
 	}
 	return sum;
@@ -946,7 +968,7 @@ static void gemv_xq_case(const struct kn_qops *q, size_t n_rows, size_t k, size_
 			magf += fabs((double)wf[i] * x[i]);
 		}
 		if (xq_is_q8_1(q)) /* its m meets x's stored s, not sum d q */
-			exact = q4_1_exact(wb + off + r * rb, xqb + off, k);
+			exact = q_1_exact(q->type, wb + off + r * rb, xqb + off, k);
 		double e = fabs(y[r] - exact) / (mag + 1e-300);
 		double ef = fabs((double)y[r] - yf[r]) / (magf + 1e-300);
 		if (!(e <= *e_xq))
