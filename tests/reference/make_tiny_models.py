@@ -86,15 +86,18 @@ TYPES = {
     "f16":  (1, "s"),    # LLAMA_FTYPE_MOSTLY_F16
     "q8_0": (7, "s"),    # LLAMA_FTYPE_MOSTLY_Q8_0
     "q5_0": (8, "s"),    # LLAMA_FTYPE_MOSTLY_Q5_0
+    "q4_1": (3, "s"),    # LLAMA_FTYPE_MOSTLY_Q4_1
+    "q5_1": (9, "s"),    # LLAMA_FTYPE_MOSTLY_Q5_1
     "q4_k": (14, "k"),   # LLAMA_FTYPE_MOSTLY_Q4_K_S (+ pure => every weight Q4_K)
     "q6_k": (18, "k"),   # LLAMA_FTYPE_MOSTLY_Q6_K
 }
 # Q5_0 is not one of the target types, but llama.cpp's Q4_K_M mix falls back to it
 # for rows that are not a multiple of 256 (81 of the 236 tensors of
 # gemma-3-270m-q4_k_m.gguf are Q5_0), so one tiny gemma3 file carries it
-ONLY_FOR = {"q5_0": ("gemma3",)}
+# Q4_1 (SmolLM2-135M-Instruct's type) and Q5_1 on one llama file each.
+ONLY_FOR = {"q5_0": ("gemma3",), "q4_1": ("llama",), "q5_1": ("llama",)}
 EXPECTED_GGML_TYPE = {"f16": "F16", "q8_0": "Q8_0", "q5_0": "Q5_0", "q4_k": "Q4_K", "q6_k": "Q6_K",
-                      "f32": "F32"}
+                      "f32": "F32", "q4_1": "Q4_1", "q5_1": "Q5_1"}
 
 ARCHS = {
     "llama": dict(n_layer={"s": 2, "k": 1}, n_head=4, n_head_kv=2, head_dim=None, rms_eps=1e-5,

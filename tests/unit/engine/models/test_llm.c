@@ -17,7 +17,8 @@
  *     (llama.cpp with flash attention on, tests/reference/llm/
  *     smollm2_135m.json: repacking changes nothing for Q4_1);
  *   - tiny random llama / qwen2 / gemma3 models in F32, F16, Q8_0, Q5_0,
- *     Q4_K, Q6_K: full logits of 3 sequences and greedy continuations. */
+ *     Q4_1, Q5_1, Q4_K, Q6_K: full logits of 3 sequences and greedy
+ *     continuations. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
