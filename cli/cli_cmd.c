@@ -438,6 +438,7 @@ int cli_generate(int argc, char **argv)
 	const struct eng_model *m = NULL;
 	struct eng_gen_result *r = NULL;
 	char err[1024], *chat = NULL;
+	uint8_t *plain = NULL;
 	int prc = gen_parse(argc, argv, &a);
 	if (prc)
 		return prc == CLI_HELP ? 0 : 2;
@@ -445,9 +446,10 @@ int cli_generate(int argc, char **argv)
 			  sizeof(err));
 	if (!rc && a.chat) {
 		struct eng_chat_msg msg = { "user", a.prompt };
-		rc = eng_chat_format(m, &msg, 1, &chat, err, sizeof(err));
+		rc = eng_chat_format(m, &msg, 1, &chat, &plain, err, sizeof(err));
 	}
 	a.params.prompt = chat ? chat : a.prompt;
+	a.params.prompt_plain = plain;
 	a.params.on_text = gen_on_text;
 	if (!rc)
 		rc = eng_generate(m, &a.params, &r, err, sizeof(err));
@@ -464,6 +466,7 @@ int cli_generate(int argc, char **argv)
 	}
 	eng_gen_result_destroy(r);
 	mem_free(chat);
+	mem_free(plain);
 	eng_destroy(eng);
 	return rc ? 1 : 0;
 }

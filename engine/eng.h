@@ -285,6 +285,8 @@ struct eng_gen_token {
 struct eng_gen_params {
 	const char *prompt;            /* text; special tokens in it are parsed */
 	size_t prompt_len;             /* bytes (0: strlen) */
+	const uint8_t *prompt_plain;   /* NULL, or [prompt bytes]: 1 where control
+					* tokens are text (eng_chat_format's mask) */
 	int max_tokens;                /* 1 .. context */
 	bool max_tokens_fit;           /* max_tokens is a ceiling: cut to what the
 					* context leaves after the prompt */
@@ -384,11 +386,14 @@ struct eng_chat_msg {
 /* eng_chat_format - the prompt text for messages [n] in model m's chat
  * format, recognised from its tokenizer.chat_template (gemma, chatml as
  * qwen uses, llama 3, llama 2 / mistral [INST]), ending with the
- * assistant's turn opened. *out is new (mem_free). Errors:
+ * assistant's turn opened. *out is new (mem_free), and so is *plain
+ * ([strlen(*out)]: 1 where the bytes are a message's content, 0 for the
+ * template's): pass it as eng_gen_params.prompt_plain so that control
+ * tokens written in the content stay text. Errors:
  * -ST_UNSUPPORTED (no template, or one not recognised: err says how to
  * fix it - use /v1/completions with a formatted prompt), -ST_INVAL (a role
  * the format has no place for), -ST_NOMEM. */
 int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, size_t n,
-		    char **out, char *err, size_t errlen);
+		    char **out, uint8_t **plain, char *err, size_t errlen);
 
 #endif /* ENG_H */

@@ -7,6 +7,10 @@
  * A file with no template at all (the default Gemma 3 270M GGUF has none)
  * gets its family's documented format from general.architecture: gemma3
  * -> gemma, qwen2/qwen3 -> chatml; an unrecognised template is refused.
+ * Beside the text it marks which bytes came from the messages' content:
+ * the tokenizer parses control tokens only outside them
+ * (eng_tok_encode_marked), so a user cannot write "<end_of_turn>" and
+ * forge the model's turn.
  */
 #include <stdio.h>
 #include <string.h>
@@ -36,11 +40,13 @@ static enum ec_format ec_detect(const char *tmpl)
 
 struct ec_out {
 	char *buf;
+	uint8_t *plain; /* [cap]: 1 where buf holds message content */
 	size_t len, cap;
 	int rc;
 };
 
-static void ec_put(struct ec_out *o, const char *s, size_t n)
+/* Append s[0, n), content (its bytes marked plain) or template text. */
+static void ec_put(struct ec_out *o, const char *s, size_t n, bool content)
 {
 	if (o->rc)
 		return;
@@ -49,21 +55,26 @@ static void ec_put(struct ec_out *o, const char *s, size_t n)
 		while (cap < o->len + n + 1)
 			cap *= 2;
 		char *b = mem_realloc(o->buf, cap);
-		if (!b) {
+		uint8_t *m = b ? mem_realloc(o->plain, cap) : NULL;
+		if (b)
+			o->buf = b;
+		if (!m) {
 			o->rc = -ST_NOMEM;
 			return;
 		}
-		o->buf = b;
+		o->plain = m;
 		o->cap = cap;
 	}
 	memcpy(o->buf + o->len, s, n);
+	memset(o->plain + o->len, content, n);
 	o->len += n;
 	o->buf[o->len] = '\0';
 }
 
+/* Template text. */
 static void ec_puts(struct ec_out *o, const char *s)
 {
-	ec_put(o, s, strlen(s));
+	ec_put(o, s, strlen(s), false);
 }
 
 /* content without leading and trailing whitespace (llama.cpp trims for
@@ -75,7 +86,7 @@ static void ec_put_trimmed(struct ec_out *o, const char *s)
 	size_t n = strlen(s);
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t' || s[n - 1] == '\r'))
 		n--;
-	ec_put(o, s, n);
+	ec_put(o, s, n, true);
 }
 
 static bool ec_role_ok(const char *r)
@@ -111,7 +122,7 @@ static void ec_chatml(struct ec_out *o, const struct eng_chat_msg *msgs, size_t 
 		ec_puts(o, "<|im_start|>");
 		ec_puts(o, msgs[i].role);
 		ec_puts(o, "\n");
-		ec_puts(o, msgs[i].content);
+		ec_put(o, msgs[i].content, strlen(msgs[i].content), true);
 		ec_puts(o, "<|im_end|>\n");
 	}
 	ec_puts(o, "<|im_start|>assistant\n");
@@ -155,10 +166,11 @@ static void ec_inst(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n)
 }
 
 int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, size_t n,
-		    char **out, char *err, size_t errlen)
+		    char **out, uint8_t **plain, char *err, size_t errlen)
 {
 	const char *tmpl = NULL;
 	*out = NULL;
+	*plain = NULL;
 	if (!m->gguf || !m->llm)
 		return st_errf(-ST_INVAL, err, errlen, "model '%s' is not a generation model",
 			       m->name);
@@ -192,8 +204,10 @@ int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, 
 		ec_inst(&o, msgs, n);
 	if (o.rc) {
 		mem_free(o.buf);
+		mem_free(o.plain);
 		return st_errf(o.rc, err, errlen, "out of memory");
 	}
 	*out = o.buf;
+	*plain = o.plain;
 	return 0;
 }

@@ -205,8 +205,8 @@ static int eg_prompt(struct eng__gseq *g, char *err, size_t errlen)
 	g->hist = mem_alloc((ctx + 1) * sizeof(*g->hist));
 	if (!g->hist)
 		return -ST_NOMEM;
-	int rc = eng_tok_encode(g->m->tok, p->prompt, len, eng_tok_add_bos(g->m->tok), true,
-				g->hist, ctx, &n);
+	int rc = eng_tok_encode_marked(g->m->tok, p->prompt, len, eng_tok_add_bos(g->m->tok),
+				       p->prompt_plain, g->hist, ctx, &n);
 	g->max_tokens = (size_t)p->max_tokens;
 	if (!rc && p->max_tokens_fit && n < ctx && n + g->max_tokens > ctx)
 		g->max_tokens = ctx - n;

@@ -82,6 +82,14 @@ size_t eng_tok_n_vocab(const struct eng_tok *t);
 int eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, bool add_bos,
 		   bool parse_special, int32_t *ids, size_t max_ids, size_t *n_ids);
 
+/* eng_tok_encode_marked - eng_tok_encode with parse_special, except that
+ * control tokens are parsed only where no byte they would cover is marked
+ * plain (plain[i] != 0: text a chat message brought, which stays text -
+ * "<end_of_turn>" typed by a user is its characters, not the token);
+ * plain NULL marks nothing. Same results, errors and limits. */
+int eng_tok_encode_marked(const struct eng_tok *t, const char *text, size_t len, bool add_bos,
+			  const uint8_t *plain, int32_t *ids, size_t max_ids, size_t *n_ids);
+
 /* eng_tok_piece - the bytes of id as llama_token_to_piece(lstrip 0)
  * gives them: "▁" as " " (SPM), byte-level characters as their bytes
  * (BPE), "<0xXX>" byte tokens as that byte, control/unknown tokens as their

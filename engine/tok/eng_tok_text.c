@@ -41,20 +41,30 @@ static int matches_push(struct tok_matches *ms, uint64_t v)
 	return 0;
 }
 
-static bool special_allowed(const struct eng_tok *t, int32_t id, bool parse_special)
+/* May token id be matched at s[p, p + len[id])? Control and unknown
+ * tokens only when parsing specials and none of those bytes is plain. */
+static bool special_allowed(const struct eng_tok *t, int32_t id, bool parse_special,
+			    const uint8_t *plain, size_t p)
 {
-	return parse_special || !(t->attr[id] & (ENG_TOK_ATTR_CONTROL | ENG_TOK_ATTR_UNKNOWN));
+	if (!(t->attr[id] & (ENG_TOK_ATTR_CONTROL | ENG_TOK_ATTR_UNKNOWN)))
+		return true;
+	if (!parse_special)
+		return false;
+	for (size_t i = 0; plain && i < t->len[id]; i++)
+		if (plain[p + i])
+			return false;
+	return true;
 }
 
 /* find_matches - every occurrence of an allowed special token in s[0, n). */
 static int find_matches(const struct eng_tok *t, const uint8_t *s, size_t n, bool parse_special,
-			struct tok_matches *ms)
+			const uint8_t *plain, struct tok_matches *ms)
 {
 	for (size_t p = 0; p < n; p++) {
 		int32_t node = t->root[s[p]];
 		for (size_t q = p; node >= 0;) {
 			int32_t id = t->trie[node].id;
-			if (id >= 0 && special_allowed(t, id, parse_special) &&
+			if (id >= 0 && special_allowed(t, id, parse_special, plain, p) &&
 			    matches_push(ms, (uint64_t)t->prio[id] << 32 | p))
 				return -ST_NOMEM;
 			if (++q == n)
@@ -89,11 +99,11 @@ static void place_matches(const struct eng_tok *t, struct tok_matches *ms, int32
 
 /* partition - tok_at (new, [n], NULL when the text has no special token). */
 static int partition(const struct eng_tok *t, const char *text, size_t n, bool parse_special,
-		     int32_t **tok_at)
+		     const uint8_t *plain, int32_t **tok_at)
 {
 	struct tok_matches ms = { 0 };
 	uint8_t *taken = NULL;
-	int rc = find_matches(t, (const uint8_t *)text, n, parse_special, &ms);
+	int rc = find_matches(t, (const uint8_t *)text, n, parse_special, plain, &ms);
 
 	*tok_at = NULL;
 	if (rc || ms.n == 0)
@@ -165,8 +175,9 @@ static int encode_fragments(struct tok_enc *e, const char *text, size_t len,
 	return rc;
 }
 
-int eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, bool add_bos,
-		   bool parse_special, int32_t *ids, size_t max_ids, size_t *n_ids)
+static int tok_encode(const struct eng_tok *t, const char *text, size_t len, bool add_bos,
+		      bool parse_special, const uint8_t *plain, int32_t *ids, size_t max_ids,
+		      size_t *n_ids)
 {
 	struct tok_enc e = { .t = t, .out = { .ids = ids, .max = max_ids }, .prev_special = true };
 	int32_t *tok_at = NULL;
@@ -187,7 +198,7 @@ int eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, bool a
 	}
 	if (add_bos)
 		eng__tok_emit(&e.out, t->bos);
-	rc = len ? partition(t, text, len, parse_special, &tok_at) : 0;
+	rc = len ? partition(t, text, len, parse_special, plain, &tok_at) : 0;
 	if (!rc)
 		rc = encode_fragments(&e, text, len, tok_at);
 	mem_free(tok_at);
@@ -196,6 +207,18 @@ int eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, bool a
 	if (!rc && e.out.n > max_ids)
 		rc = -ST_TOOBIG;
 	return rc;
+}
+
+int eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, bool add_bos,
+		   bool parse_special, int32_t *ids, size_t max_ids, size_t *n_ids)
+{
+	return tok_encode(t, text, len, add_bos, parse_special, NULL, ids, max_ids, n_ids);
+}
+
+int eng_tok_encode_marked(const struct eng_tok *t, const char *text, size_t len, bool add_bos,
+			  const uint8_t *plain, int32_t *ids, size_t max_ids, size_t *n_ids)
+{
+	return tok_encode(t, text, len, add_bos, true, plain, ids, max_ids, n_ids);
 }
 
 /* ---- pieces and detokenize ---- */

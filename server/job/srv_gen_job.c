@@ -152,6 +152,7 @@ void srv__gen_job_free(struct srv_gen_job *job)
 	srv__stream_destroy(job->st);
 	srv_buf_fini(&job->out);
 	mem_free(job->prompt);
+	mem_free(job->prompt_plain);
 	pthread_mutex_destroy(&job->mu);
 	mem_free(job);
 }

@@ -90,6 +90,8 @@ struct srv_gen_job {
 	const struct eng_model *model;     /* borrowed (lives as long as the engine) */
 	struct eng_gen_params params;      /* prompt and stop point into this job */
 	char *prompt;                      /* new (mem.h): the text to complete */
+	uint8_t *prompt_plain;             /* new (mem.h) or NULL: chat content's mask
+					    * (eng_chat_format) */
 	char *stop[ENG_GEN_MAX_STOP];      /* new (mem.h) */
 	const char *input_param;           /* the request field an oversized prompt is blamed on */
 	bool stream;                       /* answer piece by piece (server-sent events) */

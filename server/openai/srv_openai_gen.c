@@ -8,11 +8,17 @@
  *
  *   model                  required; unknown -> 404 model_not_found; not a
  *                          generation model -> 400
- *   prompt                 completions: a string (or an array of one)
+ *   prompt                 completions: a string (or an array of one);
+ *                          control tokens written in it ("<end_of_turn>")
+ *                          are parsed as tokens, as llama.cpp's server does
  *   messages               chat: [{role, content}], role system, developer
  *                          (as system), user or assistant; content a
  *                          string or [{"type":"text","text":...}] parts
- *                          (joined with "\n")
+ *                          (joined with "\n"). Control tokens written in
+ *                          content are text: only the chat template's own
+ *                          markers are tokens (eng_chat_format's mask), so
+ *                          a message cannot close its turn and forge the
+ *                          model's
  *   max_tokens             >= 1; max_completion_tokens wins for chat.
  *                          Default 16 (completions), the rest of the
  *                          context up to 2048 (chat)
@@ -344,7 +350,8 @@ static int srv_gen_parse_messages(struct srv_openai_gen_job *job, json_t *b, str
 			 ? srv_gen_messages(arr, msgs, owned, e)
 			 : srv__gen_err_set(e, 503, "server_overloaded", NULL, "out of memory");
 	if (!rc) {
-		rc = eng_chat_format(job->base.model, msgs, n, &job->base.prompt, err, sizeof(err));
+		rc = eng_chat_format(job->base.model, msgs, n, &job->base.prompt,
+				     &job->base.prompt_plain, err, sizeof(err));
 		if (rc)
 			srv__gen_err_from_st(e, rc, "messages", err);
 	}
@@ -381,6 +388,7 @@ static int srv_gen_parse(struct srv_openai_gen_job *job, struct srv_req *req, js
 		rc = srv__gen_err_set(e, 400, "invalid_value", NULL, "%s", msg);
 	if (!rc) {
 		job->base.params.prompt = job->base.prompt;
+		job->base.params.prompt_plain = job->base.prompt_plain;
 		job->prompt_chars = st_utf8_count(job->base.prompt, strlen(job->base.prompt));
 	}
 	return rc;
