@@ -38,6 +38,7 @@
  * lane here, the same within float rounding.)
  */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels/kn_half.h"
@@ -361,20 +362,28 @@ static void ref_quantize_q8_k(const float *restrict x, void *restrict xq, size_t
 	}
 }
 
-/* The integer code of element j of a 32-element block, minus its offset. */
+/* Element j's 4-bit code from qs[16] and (qh: a q5 type's 4 bytes of fifth
+ * bits, else NULL) its fifth bit. */
+static int ref_code_nib(const uint8_t *qs, const uint8_t *qh, int j)
+{
+	int lo = j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
+	if (!qh)
+		return lo;
+	uint32_t h = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 |
+		     (uint32_t)qh[3] << 24;
+	return lo | (int)((h >> j) & 1) << 4;
+}
+
+/* The integer code of element j of a 32-element block, minus its offset
+ * (_0 types), or unsigned (_1 types, whose min is added apart). */
 static int ref_code_q4_0(const uint8_t *b, int j)
 {
-	const uint8_t *qs = b + 2;
-	return (j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4) - 8;
+	return ref_code_nib(b + 2, NULL, j) - 8;
 }
 
 static int ref_code_q5_0(const uint8_t *b, int j)
 {
-	uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 |
-		      (uint32_t)b[5] << 24;
-	const uint8_t *qs = b + 6;
-	int lo = j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
-	return (lo | (int)((qh >> j) & 1) << 4) - 16;
+	return ref_code_nib(b + 6, b + 2, j) - 16;
 }
 
 static int ref_code_q8_0(const uint8_t *b, int j)
@@ -382,58 +391,39 @@ static int ref_code_q8_0(const uint8_t *b, int j)
 	return (int8_t)b[2 + j];
 }
 
-typedef int (*ref_code_fn)(const uint8_t *b, int j);
-
-/* ggml_vec_dot_<q4_0|q5_0|q8_0>_q8_0 */
-static void ref_gemv_xq_0(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
-			  size_t k, ref_code_fn code, size_t bytes)
-{
-	const uint8_t *xb = xq;
-	for (size_t r = 0; r < n_rows; r++) {
-		const uint8_t *row = (const uint8_t *)W + r * rb;
-		float sumf = 0.0f;
-		for (size_t i = 0; i < k / KN__QK; i++) {
-			const uint8_t *b = row + i * bytes, *xi = xb + i * KN__Q8_0X_BYTES;
-			int32_t sumi = 0;
-			for (int j = 0; j < KN__QK; j++)
-				sumi += code(b, j) * (int8_t)xi[2 + j];
-			sumf += (float)sumi * (kq_half(b) * kq_half(xi));
-		}
-		y[r] = sumf;
-	}
-}
-
-/* The unsigned code of element j of a q4_1 / q5_1 block (no offset). */
 static int ref_code_q4_1(const uint8_t *b, int j)
 {
-	const uint8_t *qs = b + 4;
-	return j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
+	return ref_code_nib(b + 4, NULL, j);
 }
 
 static int ref_code_q5_1(const uint8_t *b, int j)
 {
-	uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
-		      (uint32_t)b[7] << 24;
-	const uint8_t *qs = b + 8;
-	int lo = j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
-	return lo | (int)((qh >> j) & 1) << 4;
+	return ref_code_nib(b + 8, b + 4, j);
 }
 
-/* ggml_vec_dot_<q4_1|q5_1>_q8_1: per block sumf += (d_w d_x) isum + m_w s_x. */
-static void ref_gemv_xq_1(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
-			  size_t k, ref_code_fn code, size_t bytes)
+typedef int (*ref_code_fn)(const uint8_t *b, int j);
+
+/* ggml_vec_dot_<q4_0|q5_0|q8_0>_q8_0 (q8_1 false): per block sumf +=
+ * isum (d_w d_x); ggml_vec_dot_<q4_1|q5_1>_q8_1 (q8_1 true): sumf +=
+ * (d_w d_x) isum + m_w s_x. */
+static void ref_gemv_xq_32(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
+			   size_t k, ref_code_fn code, size_t bytes, bool q8_1)
 {
 	const uint8_t *xb = xq;
+	size_t xbytes = q8_1 ? KN__Q8_1X_BYTES : KN__Q8_0X_BYTES, at = q8_1 ? 4 : 2;
 	for (size_t r = 0; r < n_rows; r++) {
 		const uint8_t *row = (const uint8_t *)W + r * rb;
 		float sumf = 0.0f;
 		for (size_t i = 0; i < k / KN__QK; i++) {
-			const uint8_t *b = row + i * bytes, *xi = xb + i * KN__Q8_1X_BYTES;
-			const int8_t *q8 = (const int8_t *)(xi + 4);
+			const uint8_t *b = row + i * bytes, *xi = xb + i * xbytes;
 			int32_t sumi = 0;
 			for (int j = 0; j < KN__QK; j++)
-				sumi += code(b, j) * q8[j];
-			sumf += (kq_half(b) * kq_half(xi)) * (float)sumi + kq_half(b + 2) * kq_half(xi + 2);
+				sumi += code(b, j) * (int8_t)xi[at + j];
+			if (q8_1)
+				sumf += (kq_half(b) * kq_half(xi)) * (float)sumi +
+					kq_half(b + 2) * kq_half(xi + 2);
+			else
+				sumf += (float)sumi * (kq_half(b) * kq_half(xi));
 		}
 		y[r] = sumf;
 	}
@@ -530,7 +520,7 @@ static void ref_gemv_xq_k(const void *W, size_t rb, const void *xq, float *y, si
 				    const void *restrict xq, float *restrict y,            \
 				    size_t n_rows, size_t k)                               \
 	{                                                                                  \
-		ref_gemv_xq_0(W, rb, xq, y, n_rows, k, ref_code_##T, BYTES);               \
+		ref_gemv_xq_32(W, rb, xq, y, n_rows, k, ref_code_##T, BYTES, false);       \
 	}
 #define REF_XQK(T, BYTES)                                                                  \
 	static void ref_gemv_xq_##T(const void *restrict W, size_t rb,                     \
@@ -548,7 +538,7 @@ REF_XQ0(q8_0, KN__Q8_0_BYTES)
 				    const void *restrict xq, float *restrict y,            \
 				    size_t n_rows, size_t k)                               \
 	{                                                                                  \
-		ref_gemv_xq_1(W, rb, xq, y, n_rows, k, ref_code_##T, BYTES);               \
+		ref_gemv_xq_32(W, rb, xq, y, n_rows, k, ref_code_##T, BYTES, true);        \
 	}
 REF_XQ1(q4_1, KN__Q4_1_BYTES)
 REF_XQ1(q5_1, KN__Q5_1_BYTES)
