@@ -31,6 +31,12 @@ int eng__llm_model_load(struct eng_model *m, char *err, size_t errlen)
 	int rc = eng_llm_load(m->gguf, &m->llm, msg, sizeof(msg));
 	if (!rc)
 		rc = eng_tok_from_gguf(m->gguf, &m->tok, msg, sizeof(msg));
+	/* every token id needs its embedding row (more rows are padding) */
+	if (!rc && eng_tok_n_vocab(m->tok) > (size_t)eng_llm_hp(m->llm)->n_vocab)
+		rc = st_errf(-ST_CORRUPT, msg, sizeof(msg),
+			     "the tokenizer has %zu tokens, but token_embd.weight has %d rows "
+			     "(one per token)",
+			     eng_tok_n_vocab(m->tok), eng_llm_hp(m->llm)->n_vocab);
 	return rc ? st_errf(rc, err, errlen, "%s: %s", m->path, msg) : 0;
 }
 

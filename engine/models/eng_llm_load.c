@@ -136,7 +136,15 @@ static void el_heads(struct el_ld *ld)
 	if (ld->rc)
 		return;
 	el_u32(ld, "attention.head_count_kv", hp->n_head, &hp->n_head_kv);
-	el_u32(ld, "attention.key_length", hp->n_embd / hp->n_head, &hp->head_dim_k);
+	el_u32(ld, "attention.key_length", 0, &hp->head_dim_k);
+	if (!ld->rc && hp->head_dim_k == 0) { /* absent: the width split over the heads */
+		if (hp->n_embd % hp->n_head)
+			el_fail(ld, -ST_CORRUPT,
+				"%s.attention.head_count %d does not divide %s.embedding_length %d "
+				"(and no %s.attention.key_length gives the head size)",
+				ld->arch, hp->n_head, ld->arch, hp->n_embd, ld->arch);
+		hp->head_dim_k = hp->n_embd / hp->n_head;
+	}
 	el_u32(ld, "attention.value_length", hp->head_dim_k, &hp->head_dim_v);
 	el_u32(ld, "rope.dimension_count", hp->head_dim_k, &hp->n_rot);
 	el_u32(ld, "attention.sliding_window", 0, &hp->n_swa);
@@ -189,7 +197,11 @@ static void el_mat(struct el_ld *ld, const char *name, int n_rows, int n_cols, b
 	}
 	if (t->n_dims < 1 || t->n_dims > 2 || (int)t->dims[0] != n_cols ||
 	    (int)(t->n_dims == 2 ? t->dims[1] : 1) != n_rows) {
-		el_fail(ld, -ST_CORRUPT, "tensor '%s' has a shape the metadata contradicts", name);
+		el_fail(ld, -ST_CORRUPT,
+			"tensor '%s' is %llu x %llu (rows x columns), but the metadata (%s.*: "
+			"widths, head counts and sizes) makes it %d x %d",
+			name, (unsigned long long)(t->n_dims == 2 ? t->dims[1] : 1),
+			(unsigned long long)t->dims[0], ld->arch, n_rows, n_cols);
 		return;
 	}
 	out->q = kn_qops_get((int)t->type);

@@ -13,11 +13,12 @@
 #include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm.h"
 
-/* A GGUF v3 file with no tensors, written key by key. */
+/* A GGUF v3 file written key by key, then (optionally) one F32 tensor
+ * whose data (zeros) follows the aligned header. */
 struct gb {
-	uint8_t buf[4096];
+	uint8_t buf[16384];
 	size_t len;
-	uint64_t n_kv;
+	uint64_t n_kv, n_tensors, data_bytes;
 };
 
 static void put(struct gb *b, const void *p, size_t n)
@@ -40,6 +41,8 @@ static void gb_init(struct gb *b)
 	uint64_t n_tensors = 0, n_kv = 0; /* patched by gb_done */
 	b->len = 0;
 	b->n_kv = 0;
+	b->n_tensors = 0;
+	b->data_bytes = 0;
 	put(b, "GGUF", 4);
 	put(b, &version, sizeof(version));
 	put(b, &n_tensors, sizeof(n_tensors));
@@ -64,12 +67,31 @@ static void kv_u32(struct gb *b, const char *key, uint32_t val)
 	b->n_kv++;
 }
 
+/* An F32 tensor of dims [d0, d1] (GGUF order: d0 the row length) at the
+ * data section's start; after every key. */
+static void tensor_f32(struct gb *b, const char *name, uint64_t d0, uint64_t d1)
+{
+	uint32_t n_dims = 2, type = 0;
+	uint64_t dims[2] = { d0, d1 }, offset = 0;
+	put_str(b, name);
+	put(b, &n_dims, sizeof(n_dims));
+	put(b, dims, sizeof(dims));
+	put(b, &type, sizeof(type));
+	put(b, &offset, sizeof(offset));
+	b->n_tensors++;
+	b->data_bytes = d0 * d1 * 4;
+}
+
 /* expect - load the file and check the status and the whole message. */
 static void expect(struct gb *b, int want_rc, const char *want_err)
 {
+	memcpy(b->buf + 8, &b->n_tensors, sizeof(b->n_tensors));
 	memcpy(b->buf + 16, &b->n_kv, sizeof(b->n_kv));
-	while (b->len % 32) /* the (empty) data section starts aligned */
+	while (b->len % 32) /* the data section starts aligned */
 		b->buf[b->len++] = 0;
+	assert_true(b->len + b->data_bytes <= sizeof(b->buf));
+	memset(b->buf + b->len, 0, b->data_bytes);
+	b->len += b->data_bytes;
 	struct eng_gguf *g = NULL;
 	struct eng_llm *m = NULL;
 	char err[256] = "";
@@ -128,6 +150,19 @@ static void test_refusals(void **state)
 	gb_init(&b);
 	llama_keys(&b, 4, 2);
 	expect(&b, -ST_CORRUPT, "tensor 'token_embd.weight' is missing");
+
+	gb_init(&b); /* 64 wide over 5 heads, no key_length: both named */
+	llama_keys(&b, 5, 5);
+	expect(&b, -ST_CORRUPT,
+	       "llama.attention.head_count 5 does not divide llama.embedding_length 64 (and no "
+	       "llama.attention.key_length gives the head size)");
+
+	gb_init(&b); /* an embedding 48 wide in a 64-wide model: both shapes named */
+	llama_keys(&b, 4, 2);
+	tensor_f32(&b, "token_embd.weight", 48, 16);
+	expect(&b, -ST_CORRUPT,
+	       "tensor 'token_embd.weight' is 16 x 48 (rows x columns), but the metadata "
+	       "(llama.*: widths, head counts and sizes) makes it 16 x 64");
 }
 
 int main(void)
