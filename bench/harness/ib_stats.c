@@ -4,7 +4,11 @@
  *
  * Percentiles are nearest-rank (the value at rank ceil(p/100 * n) of the
  * sorted sample), the definition wrk and most load testers print. A stage
- * counts the requests that ended inside its window (phase 1).
+ * counts the requests that ended inside its window (phase 1); its
+ * throughput (rtfx, tokens_per_s) credits every OK request's audio and
+ * tokens pro rata to the part of its time inside the window, so that
+ * requests a batching server answers together at the window's edge do not
+ * quantize it (bench/replicas's method).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -187,14 +191,31 @@ struct ib_tally {
 	long kinds[IB_KIND_COUNT];  /* requests by how they ended */
 	long tokens;                /* output tokens of the OK requests */
 	double audio;               /* audio seconds of the OK requests */
+	double tokens_pr, audio_pr; /* the same pro rata, over every OK request */
 	uint64_t sent, recv;        /* bytes of every counted request */
 	json_t *by_status;          /* HTTP errors by status: {"503": n} */
 };
+
+/* The fraction of r's time [t_start, t_end] inside the window [w0, w1]
+ * (an instant request: 1 when it ended inside). */
+static double ib_in_window(const struct ib_rec *r, double w0, double w1)
+{
+	double d = r->t_end - r->t_start;
+	if (!(d > 0))
+		return r->t_end >= w0 && r->t_end <= w1;
+	double a = r->t_start > w0 ? r->t_start : w0, b = r->t_end < w1 ? r->t_end : w1;
+	return b > a ? (b - a) / d : 0.0;
+}
 
 static void ib_tally_stage(const struct ib_run *run, int stage, struct ib_tally *t)
 {
 	for (size_t i = 0; i < run->n_recs; i++) {
 		const struct ib_rec *r = &run->recs[i];
+		if (r->stage == stage && r->kind == IB_KIND_OK) {
+			double f = ib_in_window(r, run->w0, run->w1);
+			t->audio_pr += f * r->audio_s;
+			t->tokens_pr += f * (double)r->tokens;
+		}
 		if (!ib_counted(r, stage))
 			continue;
 		t->n++;
@@ -277,11 +298,11 @@ static json_t *ib_cost(const struct ib_opts *o, double rtfx, double tps)
 static json_t *ib_summary(const struct ib_opts *o, const struct ib_tally *t,
 			  const struct ib_samples *sm, double w)
 {
-	double rtfx = t->audio / w, tps = (double)t->tokens / w;
+	double rtfx = t->audio_pr / w, tps = t->tokens_pr / w;
 	json_t *cost = ib_cost(o, rtfx, tps);
 	return json_pack(
 		"{s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:f, s:f, s:f, s:I, s:f, s:I, s:I,"
-		" s:o, s:o, s:o, s:o}",
+		" s:o, s:o, s:o, s:o, s:f, s:f}",
 		"requests", (json_int_t)t->n, "ok", (json_int_t)t->n_ok, "errors",
 		(json_int_t)(t->n - t->n_ok), "errors_by_status", t->by_status, "errors_by_kind",
 		"connect", (json_int_t)t->kinds[IB_KIND_CONNECT], "timeout",
@@ -291,7 +312,7 @@ static json_t *ib_summary(const struct ib_opts *o, const struct ib_tally *t,
 		(json_int_t)t->tokens, "tokens_per_s", tps, "bytes_sent", (json_int_t)t->sent,
 		"bytes_received", (json_int_t)t->recv, "latency_s", ib_dist(sm->lat, sm->n_lat),
 		"ttft_s", ib_dist(sm->ttft, sm->n_ttft), "itl_s", ib_dist(sm->itl, sm->n_itl), "cost",
-		cost);
+		cost, "audio_s_pro_rata", t->audio_pr, "output_tokens_pro_rata", t->tokens_pr);
 }
 
 json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
@@ -306,9 +327,10 @@ json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
 	}
 	double w = window > 1e-9 ? window : 1e-9;
 	json_t *summary = ib_summary(run->o, &t, &sm, w);
-	json_t *st = json_pack("{s:s, s:s, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "name", name,
+	json_t *st = json_pack("{s:s, s:s, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "name", name,
 			       "mode", run->open_loop ? "open" : "closed", "load", run->load,
-			       "window_s", window, "summary", summary, "latency_cdf",
+			       "window_s", window, "window_start_s", run->w0, "summary", summary,
+			       "latency_cdf",
 			       ib_cdf(sm.lat, sm.n_lat), "timeseries",
 			       ib_timeseries(run, stage, run->w0, run->w1), "ttft_hist",
 			       ib_hist(sm.ttft, sm.n_ttft), "itl_hist", ib_hist(sm.itl, sm.n_itl));

@@ -314,17 +314,18 @@ def check_outputs(r):
     assert isinstance(run["stages"], list) and run["stages"], run
     assert {int(row["stage"]) for row in r.rows} <= set(range(len(run["stages"]))), run
     for i, st in enumerate(run["stages"]):
-        check_stage(st, r.window_rows(i))
+        check_stage(st, r.window_rows(i), [row for row in r.rows if int(row["stage"]) == i])
 
 
-def check_stage(st, rows):
+def check_stage(st, rows, all_rows=None):
     assert isinstance(st["name"], str) and st["mode"] in ("closed", "open"), st
     assert is_num(st["load"]) and st["load"] > 0, st
     assert is_num(st["window_s"]) and st["window_s"] > 0, st
+    assert is_num(st["window_start_s"]), st
     s = st["summary"]
     keys = {"requests", "ok", "errors", "errors_by_status", "errors_by_kind", "rps", "audio_s",
             "rtfx", "output_tokens", "tokens_per_s", "bytes_sent", "bytes_received",
-            "latency_s", "ttft_s", "itl_s", "cost"}
+            "latency_s", "ttft_s", "itl_s", "cost", "audio_s_pro_rata", "output_tokens_pro_rata"}
     assert keys <= set(s), sorted(keys - set(s))
     for k in ("requests", "ok", "errors", "output_tokens", "bytes_sent", "bytes_received"):
         assert is_int(s[k]) and s[k] >= 0, (k, s)
@@ -338,8 +339,23 @@ def check_stage(st, rows):
     assert all(re.fullmatch(r"[1-5]\d\d", k) for k in s["errors_by_status"]), s
     w = st["window_s"]
     assert math.isclose(s["rps"], s["requests"] / w, rel_tol=1e-6), (s, w)
-    assert math.isclose(s["rtfx"], s["audio_s"] / w, rel_tol=1e-6, abs_tol=1e-9), (s, w)
-    assert math.isclose(s["tokens_per_s"], s["output_tokens"] / w, rel_tol=1e-6, abs_tol=1e-9)
+    # throughput pro rata to each OK request's time inside the window
+    assert math.isclose(s["rtfx"], s["audio_s_pro_rata"] / w, rel_tol=1e-6, abs_tol=1e-9), (s, w)
+    assert math.isclose(s["tokens_per_s"], s["output_tokens_pro_rata"] / w, rel_tol=1e-6,
+                        abs_tol=1e-9)
+    if all_rows is not None:
+        w0 = st["window_start_s"]
+        audio = tokens = 0.0
+        for r in all_rows:
+            if r["kind"] != "ok":
+                continue
+            a, d = float(r["start_s"]), float(r["latency_s"])
+            f = (max(0.0, min(a + d, w0 + w) - max(a, w0)) / d if d > 0
+                 else float(w0 <= a <= w0 + w))
+            audio += f * float(r["audio_s"])
+            tokens += f * int(r["tokens"])
+        assert abs(s["audio_s_pro_rata"] - audio) <= 1e-3 * (len(all_rows) + 1), (s, audio)
+        assert abs(s["output_tokens_pro_rata"] - tokens) <= 1e-3 * (len(all_rows) + 1), (s, tokens)
     assert s["cost"] is None or set(s["cost"]) == {"price_per_hour", "per_audio_hour",
                                                    "per_million_tokens"}, s
     # the summary is the window's rows of the CSV
