@@ -224,6 +224,18 @@ def self_consistency(llm_alt, prompts):
     return out
 
 
+def floor_totals(runs, what):
+    """meta's totals of self_consistency's per-prompt results."""
+    return {
+        "what": what,
+        "positions": sum(a["positions"] for a in runs),
+        "top1_agree": sum(a["top1_agree"] for a in runs),
+        "greedy_identical": sum(1 for a in runs if a["greedy_identical_prefix"] == N_GREEDY),
+        "max_abs_diff": max(a["max_abs_diff"] for a in runs),
+        "mean_abs_diff": r5(np.mean([a["mean_abs_diff"] for a in runs])),
+    }
+
+
 def greedy(llm, prompt_ids, n):
     """returns (tokens, gaps): gaps[i] = top1 - top2 logit at greedy step i"""
     llm.reset()
@@ -346,27 +358,15 @@ def main():
         "cpu_flags": cpu_flags(),
         "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
         "machine": platform.machine(),
-        "llama_cpp_without_repacking": {
-            "what": "llama.cpp with model param use_extra_bufts=false (no weight "
-                    "repacking) against the default run: the comparison's noise floor",
-            "positions": sum(a["positions"] for a in alt),
-            "top1_agree": sum(a["top1_agree"] for a in alt),
-            "greedy_identical": sum(1 for a in alt if a["greedy_identical_prefix"] == N_GREEDY),
-            "max_abs_diff": max(a["max_abs_diff"] for a in alt),
-            "mean_abs_diff": r5(np.mean([a["mean_abs_diff"] for a in alt])),
-        },
+        "llama_cpp_without_repacking": floor_totals(
+            alt, "llama.cpp with model param use_extra_bufts=false (no weight "
+                 "repacking) against the default run: the comparison's noise floor"),
     }
     if floor is not None:
-        meta["noise_floor"] = {
-            "what": "llama.cpp with flash attention on against the default run (weight "
-                    "repacking changes nothing for this file's tensor types): the "
-                    "comparison's noise floor",
-            "positions": sum(a["positions"] for a in floor),
-            "top1_agree": sum(a["top1_agree"] for a in floor),
-            "greedy_identical": sum(1 for a in floor if a["greedy_identical_prefix"] == N_GREEDY),
-            "max_abs_diff": max(a["max_abs_diff"] for a in floor),
-            "mean_abs_diff": r5(np.mean([a["mean_abs_diff"] for a in floor])),
-        }
+        meta["noise_floor"] = floor_totals(
+            floor, "llama.cpp with flash attention on against the default run (weight "
+                   "repacking changes nothing for this file's tensor types): the "
+                   "comparison's noise floor")
     out = {"meta": meta, "prompts": prompts}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
