@@ -6,6 +6,7 @@ accounting from /proc, and inferd-bench runs against a server.
 Standard library only; imported by scripts in this folder (they put it on
 sys.path themselves).
 """
+import hashlib
 import http.client
 import json
 import os
@@ -14,6 +15,8 @@ import re
 import signal
 import socket
 import subprocess
+import sys
+import tarfile
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
@@ -202,3 +205,77 @@ def harness(bench_bin, server, harness_args, out_json):
     s["loadavg"] = [la0, la1]
     s["harness_table"] = r.stdout.strip()
     return s, None
+
+
+# ---------------------------------------------------------------- llama.cpp
+
+LLAMA_CPP_VERSION = "0.3.36"
+LLAMA_SDIST = "llama_cpp_python-%s.tar.gz" % LLAMA_CPP_VERSION
+LLAMA_SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+LLAMA_DIR = os.path.join(CACHE, "llama-cpp-" + LLAMA_CPP_VERSION)
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def _pip():
+    """A pip that can download: the test venv's, else this Python's."""
+    venv_pip = os.path.join(CACHE, "venv", "bin", "pip")
+    return [venv_pip] if os.access(venv_pip, os.X_OK) else [sys.executable, "-m", "pip"]
+
+
+def ensure_llama_cpp(tool, say):
+    """(path of llama.cpp's `tool` (llama-server, llama-bench), None), built
+    the first time with CMake from the llama.cpp sources inside the
+    llama-cpp-python LLAMA_CPP_VERSION source distribution (pip download,
+    sha256 checked) into LLAMA_DIR/build: Release, GGML_NATIVE (the
+    machine's own ISA, as a user building it gets), no curl or OpenSSL;
+    (None, why) when it cannot be."""
+    exe = os.path.join(LLAMA_DIR, "build", "bin", tool)
+    if os.access(exe, os.X_OK):
+        return exe, None
+    os.makedirs(LLAMA_DIR, exist_ok=True)
+    sdist = os.path.join(LLAMA_DIR, LLAMA_SDIST)
+    if not os.path.exists(sdist):
+        say("downloading the llama-cpp-python %s source distribution" % LLAMA_CPP_VERSION)
+        r = subprocess.run(_pip() + ["download", "-q", "--no-binary", ":all:", "--no-deps",
+                                     "llama-cpp-python==" + LLAMA_CPP_VERSION, "-d", LLAMA_DIR],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(sdist):
+            return None, "pip download failed: " + (r.stderr or r.stdout).strip()[-1500:]
+    got = sha256(sdist)
+    if got != LLAMA_SDIST_SHA256:
+        return None, "%s: sha256 %s, expected %s" % (sdist, got, LLAMA_SDIST_SHA256)
+    src = os.path.join(LLAMA_DIR, "llama_cpp_python-" + LLAMA_CPP_VERSION, "vendor", "llama.cpp")
+    if not os.path.isdir(src):
+        with tarfile.open(sdist) as t:
+            t.extractall(LLAMA_DIR, filter="data")
+    build = os.path.join(LLAMA_DIR, "build")
+    say("building llama-server and llama-bench in %s (about 10 minutes on 2 cores)" % build)
+    for argv in (["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                  "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+                  "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TESTS=OFF",
+                  "-DLLAMA_BUILD_EXAMPLES=OFF"],
+                 ["cmake", "--build", build, "-j", str(os.cpu_count() or 2),
+                  "--target", "llama-server", "llama-bench"]):
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, "%s failed (%d):\n%s" % (" ".join(argv[:2]), r.returncode,
+                                                 (r.stderr + r.stdout)[-2000:])
+    if not os.access(exe, os.X_OK):
+        return None, "%s is not there after the build" % exe
+    return exe, None
+
+
+def llama_cpp_version(exe):
+    r = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    for ln in (r.stdout + r.stderr).splitlines():
+        if ln.startswith("version"):
+            return "llama.cpp %s (llama-cpp-python %s sdist)" % (ln.split(":", 1)[1].strip(),
+                                                                 LLAMA_CPP_VERSION)
+    return "llama.cpp ? (llama-cpp-python %s sdist)" % LLAMA_CPP_VERSION

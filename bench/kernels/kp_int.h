@@ -55,6 +55,12 @@ void kp__i8_table(const double *peak, double min_ms);
 /* kp_main.c: seconds on CLOCK_MONOTONIC; this thread's CPU seconds
  * (CLOCK_THREAD_CPUTIME_ID). */
 double kp__now(void);
+
+/* kp_bw.c: read bandwidth in GB/s (10^9 bytes/s) of n_threads threads, each
+ * pinned to its own CPU of the affinity mask (the first n_threads of it),
+ * reading their own slices of one size_bytes buffer at once; best of reps
+ * passes after a warm-up pass; 0 when it could not run. */
+double kp__read_bw_cores(size_t size_bytes, int reps, int n_threads);
 double kp__cpu_now(void);
 /* The FMA peak in GFLOP/s, ymm or zmm, from a 150 ms best-of probe. */
 double kp__fma_probe(bool zmm);

@@ -2,6 +2,7 @@
  * and how close the float32 matrix products come to them.
  *
  * usage: build/bench/kernels/kernel-peak [--gemm-ms N] [--no-bw] [--peaks-only]
+ *                                        [--bw-cores N]
  *
  * Prints, single-threaded: the CPU (CPUID brand string, family/model) and
  * its SIMD features; the load average (the machine may be shared: every
@@ -33,7 +34,11 @@
  * product whose best run was still interrupted (its thread had the CPU
  * for under 97 % of it) is marked '*'. --no-bw skips the bandwidth
  * loops; --peaks-only prints the CPU, clock and peaks and stops (what
- * bench/transcribe-vs-peers reads for its physical-limit lines).
+ * bench/transcribe-vs-peers reads for its physical-limit lines);
+ * --bw-cores N prints the CPU and the read bandwidth of N cores reading at
+ * once (kp_bw.c, each thread pinned to one of the first N CPUs of the
+ * affinity mask) over a 1 GiB buffer, and stops (what
+ * bench/generate-vs-peers reads for its decode bound).
  *
  * Timings are wall time on CLOCK_MONOTONIC; peak loops run ~2 ms at a
  * time, repeated for 300 ms, best kept. Run it on an idle machine (the
@@ -230,6 +235,7 @@ int main(int argc, char **argv)
 {
 	double gemm_ms = 500.0;
 	bool no_bw = false, peaks_only = false;
+	int bw_cores = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--gemm-ms") == 0 && i + 1 < argc) {
 			gemm_ms = strtod(argv[++i], NULL);
@@ -237,9 +243,15 @@ int main(int argc, char **argv)
 			no_bw = true;
 		} else if (strcmp(argv[i], "--peaks-only") == 0) {
 			peaks_only = true;
+		} else if (strcmp(argv[i], "--bw-cores") == 0 && i + 1 < argc) {
+			bw_cores = (int)strtol(argv[++i], NULL, 10);
+			if (bw_cores < 1 || bw_cores > 256) {
+				fprintf(stderr, "%s: --bw-cores takes 1..256\n", argv[0]);
+				return 2;
+			}
 		} else {
-			fprintf(stderr, "usage: %s [--gemm-ms N] [--no-bw] [--peaks-only]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--gemm-ms N] [--no-bw] [--peaks-only] "
+				"[--bw-cores N]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -252,6 +264,11 @@ int main(int argc, char **argv)
 	load_print();
 	if (!c.avx2) {
 		printf("no AVX2: nothing to measure\n");
+		return 0;
+	}
+	if (bw_cores) {
+		printf("read bandwidth, %d cores at once (1 GiB buffer, 256-bit loads): %.1f GB/s\n",
+		       bw_cores, kp__read_bw_cores(1ul << 30, 5, bw_cores));
 		return 0;
 	}
 	double ymm = 0.0, zmm = 0.0, dp = 0.0, i8[KN_I8_COUNT] = {0};
