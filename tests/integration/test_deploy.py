@@ -136,7 +136,7 @@ def test_shipped_configs_run_the_daemon(source):
         assert r.status == 200, r.body
         r = request(d.port, "GET", "/v1/models")
         names = {m["id"] for m in r.json()["data"]}
-        assert names == {"whisper-tiny.en", "gemma-3-270m"}
+        assert names == {"whisper-tiny.en", "gemma-3-270m", "smollm2-135m-instruct"}
     finally:
         assert d.stop() == 0, d.stderr_text()
 

@@ -213,7 +213,7 @@ def test_model_config_and_statistics(client, daemon):
     counts = {k: int(inf[k].get("count", 0)) for k in ("compute_input", "compute_infer", "compute_output")}
     assert len(set(counts.values())) == 1 and counts["compute_infer"] >= 1, counts
     every = client.get_inference_statistics(as_json=True)["model_stats"]
-    assert {m["name"] for m in every} == {"whisper-tiny.en", "gemma-3-270m"}
+    assert {m["name"] for m in every} == {"whisper-tiny.en", "gemma-3-270m", "smollm2-135m-instruct"}
     assert status_of(lambda: client.get_model_config("nope"))[0] == "StatusCode.NOT_FOUND"
 
 

@@ -189,7 +189,7 @@ def test_sigterm_lets_in_flight_request_complete(fresh_daemon):
     s.sendall(b"\r\n")
     r = Reader(s).read_response()
     assert r.status == 200
-    assert [m["id"] for m in r.json()["data"]] == ["whisper-tiny.en", "gemma-3-270m"]
+    assert [m["id"] for m in r.json()["data"]] == ["whisper-tiny.en", "gemma-3-270m", "smollm2-135m-instruct"]
     assert r.header("connection") == "close"
     s.close()
     assert d.proc.wait(timeout=30) == 0

@@ -23,7 +23,7 @@ def test_openai_models_list(daemon):
     body = r.json()
     assert body["object"] == "list"
     ids = [m["id"] for m in body["data"]]
-    assert ids == ["whisper-tiny.en", "gemma-3-270m"]
+    assert ids == ["whisper-tiny.en", "gemma-3-270m", "smollm2-135m-instruct"]
     for m in body["data"]:
         assert m["object"] == "model"
         assert m["owned_by"] == "inferd"

@@ -478,7 +478,7 @@ def test_metrics_families_grouped(two):
 
 def test_stats_routes(two):
     all_ = request(two.port, "GET", "/v2/models/stats").json()["model_stats"]
-    assert [m["name"] for m in all_] == [WHISPER, GEMMA]
+    assert [m["name"] for m in all_] == [WHISPER, GEMMA, "smollm2-135m-instruct"]
     g = all_[1]
     assert g["inference_count"] >= 1 and g["execution_count"] >= g["inference_count"]
     assert set(g["inference_stats"]) == {"success", "fail", "queue", "compute_input",

@@ -123,7 +123,7 @@ static void test_default_json(void **state)
 	assert_int_equal(cfg->listen_port, 8080);
 	assert_int_equal(cfg->n_api_keys, 0);
 	assert_int_equal(cfg->access_log, 1);
-	assert_int_equal(cfg->n_models, 2);
+	assert_int_equal(cfg->n_models, 3);
 	assert_string_equal(cfg->models[0].name, "whisper-tiny.en");
 	assert_string_equal(cfg->models[0].path, "models/whisper-tiny.en");
 	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_CT2);
@@ -135,6 +135,12 @@ static void test_default_json(void **state)
 	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_GGUF);
 	expect_count(&cfg->models[1], 1);
 	expect_sched_defaults(&cfg->models[1]);
+	assert_string_equal(cfg->models[2].name, "smollm2-135m-instruct");
+	assert_string_equal(cfg->models[2].path,
+			    "models/smollm2-135m-instruct-q4_1.gguf");
+	assert_int_equal(cfg->models[2].format, CFG_MODEL_FORMAT_GGUF);
+	expect_count(&cfg->models[2], 1);
+	expect_sched_defaults(&cfg->models[2]);
 	cfg_destroy(cfg);
 }
 
