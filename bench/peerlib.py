@@ -243,7 +243,7 @@ def ensure_llama_cpp(tool, say):
     sdist = os.path.join(LLAMA_DIR, LLAMA_SDIST)
     if not os.path.exists(sdist):
         say("downloading the llama-cpp-python %s source distribution" % LLAMA_CPP_VERSION)
-        r = subprocess.run(_pip() + ["download", "-q", "--no-binary", ":all:", "--no-deps",
+        r = subprocess.run(_pip() + ["download", "-q", "--no-binary", "llama-cpp-python", "--no-deps",
                                      "llama-cpp-python==" + LLAMA_CPP_VERSION, "-d", LLAMA_DIR],
                            capture_output=True, text=True)
         if r.returncode != 0 or not os.path.exists(sdist):

@@ -807,6 +807,9 @@ KQ_XQK(q4_k, KN__Q4_K_BYTES)
 KQ_XQK(q5_k, KN__Q5_K_BYTES)
 KQ_XQK(q6_k, KN__Q6_K_BYTES)
 
+/* gemm_xq, the same arithmetic for several x rows: x86/quant_avx2_mm.h. */
+#include "kernels/x86/quant_avx2_mm.h"
+
 /* ---- activations rounded for F16 / BF16 weights (round_x) -------------- */
 
 static void kq_round_x_f16(const float *restrict x, float *restrict y, size_t k)
@@ -859,12 +862,12 @@ const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY(KN_Q_F32, f32),
 	KQ_ENTRY_RX(KN_Q_F16, f16),
 	KQ_ENTRY_RX(KN_Q_BF16, bf16),
-	KQ_ENTRY_XQ(KN_Q_Q4_0, q4_0, q8_0),
-	KQ_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
-	KQ_ENTRY_XQ(KN_Q_Q5_0, q5_0, q8_0),
-	KQ_ENTRY_XQ(KN_Q_Q5_1, q5_1, q8_1),
-	KQ_ENTRY_XQ(KN_Q_Q8_0, q8_0, q8_0),
-	KQ_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
-	KQ_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),
-	KQ_ENTRY_XQ(KN_Q_Q6_K, q6_k, q8_k),
+	KQ_ENTRY_MM(KN_Q_Q4_0, q4_0, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q4_1, q4_1, q8_1),
+	KQ_ENTRY_MM(KN_Q_Q5_0, q5_0, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q5_1, q5_1, q8_1),
+	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q4_K, q4_k, q8_k),
+	KQ_ENTRY_MM(KN_Q_Q5_K, q5_k, q8_k),
+	KQ_ENTRY_MM(KN_Q_Q6_K, q6_k, q8_k),
 };

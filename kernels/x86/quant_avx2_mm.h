@@ -1,0 +1,313 @@
+/* kernels/x86/quant_avx2_mm.h - gemm_xq (kn_quant.h) for AVX2: the integer
+ * path of x86/quant_avx2.c for several quantized x rows at once. Not a
+ * public header: x86/quant_avx2.c includes it once, after its gemv_xq
+ * kernels, whose helpers (kq_dot_u8s8, kq_nib32, kq_bits32_x10, kq_u32,
+ * kq_half, kq_hsum, kq_pf, kq_pf_dist, KQ_L16) it uses.
+ *
+ * Each weight block is read and unpacked once for up to four x rows (the
+ * multi-row idea of llamafile's tinyBLAS and of ggml's repacked GEMMs, in
+ * our own form), and every (weight row, x row) pair then does exactly the
+ * operations gemv_xq does for it, in the same order: the same integer dot
+ * products (their sums are exact, so how they are grouped cannot matter),
+ * one float FMA per block into the pair's own accumulator, the same lane
+ * sum. So gemm_xq equals gemv_xq row by row bit for bit, which
+ * tests/unit/kernels/test_quant.c checks for every type.
+ *
+ * Blocking (16 ymm registers): _0 and _1 types two weight rows by four x
+ * rows (eight accumulators), one block per step; K-quants one weight row
+ * by four x rows, its 256 codes and their scale vectors unpacked into a
+ * stack buffer (L1) that the four x rows read.
+ */
+#ifndef KN_X86_QUANT_AVX2_MM_H
+#define KN_X86_QUANT_AVX2_MM_H
+
+/* ---- 32-element types: q4_0, q5_0, q8_0 (Q8_0 x), q4_1, q5_1 (Q8_1 x) -- */
+
+/* The codes of one block as |w| (unsigned) and raw = w with its sign:
+ * the _0 types' codes less their offset (8, 16), so that x takes w's
+ * signs (vpsignb) and the offset needs no x sums: the integer dot, lane
+ * by lane, is gemv_xq's (sum (q - off) x = sum q x - off sum x, exactly).
+ * Q4_1 / Q5_1: the unsigned codes, raw unused. */
+KQ_INLINE __m256i kq_mc_q4_0(const uint8_t *b, __m256i *raw)
+{
+	*raw = _mm256_sub_epi8(kq_nib32(b + 2), _mm256_set1_epi8(8));
+	return _mm256_abs_epi8(*raw);
+}
+
+KQ_INLINE __m256i kq_mc_q5_0(const uint8_t *b, __m256i *raw)
+{
+	*raw = _mm256_sub_epi8(_mm256_or_si256(kq_nib32(b + 6), kq_bits32_x10(kq_u32(b + 2))),
+			       _mm256_set1_epi8(16));
+	return _mm256_abs_epi8(*raw);
+}
+
+KQ_INLINE __m256i kq_mc_q8_0(const uint8_t *b, __m256i *raw)
+{
+	*raw = _mm256_loadu_si256((const __m256i *)(b + 2));
+	return _mm256_abs_epi8(*raw);
+}
+
+KQ_INLINE __m256i kq_mc_q4_1(const uint8_t *b, __m256i *raw)
+{
+	*raw = _mm256_setzero_si256();
+	return kq_c_q4_1(b);
+}
+
+KQ_INLINE __m256i kq_mc_q5_1(const uint8_t *b, __m256i *raw)
+{
+	*raw = _mm256_setzero_si256();
+	return kq_c_q5_1(b);
+}
+
+typedef __m256i (*kq_mc_fn)(const uint8_t *b, __m256i *raw);
+
+/* R weight rows (1 or 2) against NX x rows (1..4) over the whole width.
+ * The x format is Q8_0 (xb = 34: d @0, codes @2) or Q8_1 (xb = 36: d @0,
+ * s @2, codes @4; `one` set: the rows' mins meet s, summed apart as
+ * kq_xq1_rows does; otherwise x takes the signs of the _0 types' codes).
+ * Per pair, kq_xq0_rows' or kq_xq1_rows' arithmetic. */
+KQ_INLINE void kq_mm32_rows(const uint8_t *w, size_t rb, const uint8_t *xq, size_t xs, float *y,
+			    size_t ldy, size_t k, int R, int NX, size_t bytes, size_t xb, int one,
+			    kq_mc_fn cf)
+{
+	__m256 acc[2][4];
+	float accm[2][4];
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < NX; j++) {
+			acc[r][j] = _mm256_setzero_ps();
+			accm[r][j] = 0.0f;
+		}
+	size_t pf = kq_pf_dist(R, rb);
+	for (size_t i = 0; i < k / KN__QK; i++) {
+		__m256i q[2], raw[2];
+		float dw[2], mw[2];
+		for (int r = 0; r < R; r++) {
+			const uint8_t *b = w + (size_t)r * rb + i * bytes;
+			if (!(i & 1))
+				kq_pf(b + pf, 2 * bytes);
+			q[r] = cf(b, &raw[r]);
+			dw[r] = kq_half(b);
+			mw[r] = one ? kq_half(b + 2) : 0.0f;
+		}
+		for (int j = 0; j < NX; j++) {
+			const uint8_t *xbp = xq + (size_t)j * xs + i * xb;
+			__m256i xv = _mm256_loadu_si256((const __m256i *)(xbp + (one ? 4 : 2)));
+			float xd = kq_half(xbp), xsum = one ? kq_half(xbp + 2) : 0.0f;
+			for (int r = 0; r < R; r++) {
+				__m256i xsv = !one ? _mm256_sign_epi8(xv, raw[r]) : xv;
+				__m256i isum = kq_dot_u8s8(_mm256_setzero_si256(), q[r], xsv);
+				acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+							    _mm256_set1_ps(dw[r] * xd), acc[r][j]);
+				if (one)
+					accm[r][j] += mw[r] * xsum;
+			}
+		}
+	}
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < NX; j++)
+			y[(size_t)j * ldy + r] = one ? kq_hsum(acc[r][j]) + accm[r][j] : kq_hsum(acc[r][j]);
+}
+
+/* NX x rows (a constant in each call) against every weight row. */
+KQ_INLINE void kq_mm32_nx(const uint8_t *w, size_t rb, const uint8_t *xq, size_t xs, int NX,
+			  float *y, size_t ldy, size_t n_rows, size_t k, size_t bytes, size_t xb,
+			  int one, kq_mc_fn cf)
+{
+	size_t r = 0;
+	for (; r + 2 <= n_rows; r += 2)
+		kq_mm32_rows(w + r * rb, rb, xq, xs, y + r, ldy, k, 2, NX, bytes, xb, one,
+			     cf);
+	for (; r < n_rows; r++)
+		kq_mm32_rows(w + r * rb, rb, xq, xs, y + r, ldy, k, 1, NX, bytes, xb, one,
+			     cf);
+}
+
+KQ_INLINE void kq_mm32(const void *W, size_t rb, const void *xq, size_t xs, size_t n_x, float *y,
+		       size_t ldy, size_t n_rows, size_t k, size_t bytes, size_t xb, int one,
+		       kq_mc_fn cf)
+{
+	const uint8_t *w = W, *x = xq;
+	for (size_t j = 0; j < n_x; j += 4) {
+		const uint8_t *xj = x + j * xs;
+		float *yj = y + j * ldy;
+		switch (n_x - j >= 4 ? 4 : (int)(n_x - j)) {
+		case 4: kq_mm32_nx(w, rb, xj, xs, 4, yj, ldy, n_rows, k, bytes, xb, one, cf); break;
+		case 3: kq_mm32_nx(w, rb, xj, xs, 3, yj, ldy, n_rows, k, bytes, xb, one, cf); break;
+		case 2: kq_mm32_nx(w, rb, xj, xs, 2, yj, ldy, n_rows, k, bytes, xb, one, cf); break;
+		default: kq_mm32_nx(w, rb, xj, xs, 1, yj, ldy, n_rows, k, bytes, xb, one, cf); break;
+		}
+	}
+}
+
+/* ---- K-quants: q4_K, q5_K, q6_K against Q8_K x ------------------------- */
+
+/* One K-quant block unpacked: code group t (32 unsigned codes) meets x
+ * codes 32t..32t+31, its int16 scales in s[t] (one per pair, as vpmaddwd
+ * wants them); q4_K/q5_K: the mins m16 and d, dmin; q6_K: the 16 scales
+ * sc16 (its -32 enters through the bsums) and d. */
+struct kq_wk {
+	__m256i c[8], s[8], sc16;
+	__m128i m16;
+	float d, dmin;
+};
+
+/* kq_blk_k45's unpacking, its pairs laid out as above. */
+KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
+{
+	uint32_t a = kq_u32(b + 4), bb = kq_u32(b + 8), c = kq_u32(b + 12);
+	uint32_t sc03 = a & 0x3f3f3f3fu, m03 = bb & 0x3f3f3f3fu;
+	uint32_t sc47 = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
+	uint32_t m47 = ((c >> 4) & 0x0f0f0f0fu) | ((bb >> 6) & 0x03030303u) << 4;
+	__m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(sc03 | (uint64_t)sc47 << 32)));
+	K->m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(m03 | (uint64_t)m47 << 32)));
+	__m256i scb = _mm256_broadcastsi128_si256(sc16);
+	const uint8_t *qs = b + (has_qh ? 48 : 16);
+	__m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10);
+	__m256i h = has_qh ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
+	for (int p = 0; p < 4; p++) {
+		__m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
+		__m256i lo = _mm256_and_si256(wv, m4);
+		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+		if (has_qh) {
+			int s = 2 * p;
+			__m256i hl = s <= 4 ? _mm256_slli_epi16(h, 4 - s) : _mm256_srli_epi16(h, s - 4);
+			__m256i hh = s + 1 <= 4 ? _mm256_slli_epi16(h, 3 - s)
+						: _mm256_srli_epi16(h, s - 3);
+			lo = _mm256_or_si256(lo, _mm256_and_si256(hl, x10));
+			hi = _mm256_or_si256(hi, _mm256_and_si256(hh, x10));
+		}
+		K->c[2 * p] = lo;
+		K->c[2 * p + 1] = hi;
+		K->s[2 * p] = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p)));
+		K->s[2 * p + 1] = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p + 1)));
+	}
+	K->d = kq_half(b);
+	K->dmin = kq_half(b + 2);
+}
+
+/* kq_blk_q6_k's unpacking. */
+KQ_INLINE void kq_wk_q6_k(const uint8_t *b, struct kq_wk *K)
+{
+	K->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
+	__m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	for (int h = 0; h < 2; h++) {
+		__m256i la = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
+		__m256i lb = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
+		__m256i hv = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+		K->c[4 * h] = _mm256_or_si256(_mm256_and_si256(la, m4),
+					      _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30));
+		K->c[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(lb, m4),
+						  _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30));
+		K->c[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
+						  _mm256_and_si256(hv, m30));
+		K->c[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+						  _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30));
+		__m256i scb = _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(K->sc16, 1)
+							    : _mm256_castsi256_si128(K->sc16));
+		for (int t = 0; t < 4; t++) {
+			__m256i ctl = _mm256_inserti128_si256(
+				_mm256_castsi128_si256(_mm_set1_epi16(KQ_L16(2 * t))),
+				_mm_set1_epi16(KQ_L16(2 * t + 1)), 1);
+			K->s[4 * h + t] = _mm256_shuffle_epi8(scb, ctl);
+		}
+	}
+	K->d = kq_half(b + 208);
+	K->dmin = 0.0f;
+}
+
+/* One weight row (kind 4: q4_K, 5: q5_K, 6: q6_K) against NX x rows: per
+ * block the codes are unpacked once, then each x row's integer sum and
+ * float combine are kq_blk_<type>'s. */
+KQ_INLINE void kq_mmk_row(const uint8_t *w, const uint8_t *xq, size_t xs, float *y, size_t ldy,
+			  size_t k, int NX, size_t bytes, int kind, size_t pf)
+{
+	__m256 acc[4];
+	__m128 accm[4];
+	for (int j = 0; j < NX; j++) {
+		acc[j] = _mm256_setzero_ps();
+		accm[j] = _mm_setzero_ps();
+	}
+	for (size_t i = 0; i < k / KN__QK_K; i++) {
+		const uint8_t *wb = w + i * bytes;
+		kq_pf(wb + pf, bytes);
+		struct kq_wk K;
+		if (kind == 6)
+			kq_wk_q6_k(wb, &K);
+		else
+			kq_wk_k45(wb, kind == 5, &K);
+		for (int j = 0; j < NX; j++) {
+			const uint8_t *xb = xq + (size_t)j * xs + i * KN__Q8_K_BYTES;
+			__m256i bs16 = _mm256_loadu_si256((const __m256i *)(xb + 260));
+			__m256i isum = kind == 6 ? _mm256_sub_epi32(_mm256_setzero_si256(),
+								    _mm256_slli_epi32(_mm256_madd_epi16(K.sc16, bs16), 5))
+						 : _mm256_setzero_si256();
+			for (int t = 0; t < 8; t++) {
+				__m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 4 + 32 * t));
+				isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(K.c[t], xv),
+										  K.s[t]));
+			}
+			float xd;
+			memcpy(&xd, xb, sizeof(xd));
+			acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(K.d * xd), acc[j]);
+			if (kind != 6) {
+				__m128i bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs16),
+							     _mm256_extracti128_si256(bs16, 1));
+				accm[j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(K.m16, bs8)),
+						       _mm_set1_ps(K.dmin * xd), accm[j]);
+			}
+		}
+	}
+	for (int j = 0; j < NX; j++) {
+		__m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));
+		s = _mm_sub_ps(s, accm[j]);
+		s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+		y[(size_t)j * ldy] = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+	}
+}
+
+KQ_INLINE void kq_mmk(const void *W, size_t rb, const void *xq, size_t xs, size_t n_x, float *y,
+		      size_t ldy, size_t n_rows, size_t k, size_t bytes, int kind)
+{
+	const uint8_t *w = W, *x = xq;
+	size_t pf = kq_pf_dist(1, rb);
+	for (size_t j = 0; j < n_x; j += 4) {
+		const uint8_t *xj = x + j * xs;
+		float *yj = y + j * ldy;
+		int nx = n_x - j >= 4 ? 4 : (int)(n_x - j);
+		for (size_t r = 0; r < n_rows; r++)
+			switch (nx) {
+			case 4: kq_mmk_row(w + r * rb, xj, xs, yj + r, ldy, k, 4, bytes, kind, pf); break;
+			case 3: kq_mmk_row(w + r * rb, xj, xs, yj + r, ldy, k, 3, bytes, kind, pf); break;
+			case 2: kq_mmk_row(w + r * rb, xj, xs, yj + r, ldy, k, 2, bytes, kind, pf); break;
+			default: kq_mmk_row(w + r * rb, xj, xs, yj + r, ldy, k, 1, bytes, kind, pf); break;
+			}
+	}
+}
+
+/* ---- binding ------------------------------------------------------------ */
+
+#define KQ_MM32(T, BYTES, XB, ONE)                                                         \
+	static void kq_gemm_xq_##T(const void *restrict W, size_t rb,                      \
+				   const void *restrict xq, size_t xs, size_t nx,          \
+				   float *restrict y, size_t ldy, size_t n, size_t k)      \
+	{                                                                                  \
+		kq_mm32(W, rb, xq, xs, nx, y, ldy, n, k, BYTES, XB, ONE, kq_mc_##T); \
+	}
+#define KQ_MMK(T, BYTES, KIND)                                                             \
+	static void kq_gemm_xq_##T(const void *restrict W, size_t rb,                      \
+				   const void *restrict xq, size_t xs, size_t nx,          \
+				   float *restrict y, size_t ldy, size_t n, size_t k)      \
+	{                                                                                  \
+		kq_mmk(W, rb, xq, xs, nx, y, ldy, n, k, BYTES, KIND);                      \
+	}
+
+KQ_MM32(q4_0, KN__Q4_0_BYTES, KN__Q8_0X_BYTES, 0)
+KQ_MM32(q5_0, KN__Q5_0_BYTES, KN__Q8_0X_BYTES, 0)
+KQ_MM32(q8_0, KN__Q8_0_BYTES, KN__Q8_0X_BYTES, 0)
+KQ_MM32(q4_1, KN__Q4_1_BYTES, KN__Q8_1X_BYTES, 1)
+KQ_MM32(q5_1, KN__Q5_1_BYTES, KN__Q8_1X_BYTES, 1)
+KQ_MMK(q4_k, KN__Q4_K_BYTES, 4)
+KQ_MMK(q5_k, KN__Q5_K_BYTES, 5)
+KQ_MMK(q6_k, KN__Q6_K_BYTES, 6)
+
+#endif /* KN_X86_QUANT_AVX2_MM_H */
