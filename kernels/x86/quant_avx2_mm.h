@@ -15,8 +15,9 @@
  *
  * Blocking (16 ymm registers): _0 and _1 types two weight rows by four x
  * rows (eight accumulators), one block per step; K-quants one weight row
- * by four x rows, its 256 codes and their scale vectors unpacked into a
- * stack buffer (L1) that the four x rows read.
+ * by four x rows, each block's 256 codes and their scale vectors unpacked
+ * once (struct kq_wk, x86/quant_avx2.c, which gemv_xq uses too) for the
+ * four x rows.
  */
 #ifndef KN_X86_QUANT_AVX2_MM_H
 #define KN_X86_QUANT_AVX2_MM_H
@@ -147,83 +148,9 @@ KQ_INLINE void kq_mm32(const void *W, size_t rb, const void *xq, size_t xs, size
 
 /* ---- K-quants: q4_K, q5_K, q6_K against Q8_K x ------------------------- */
 
-/* One K-quant block unpacked: code group t (32 unsigned codes) meets x
- * codes 32t..32t+31, its int16 scales in s[t] (one per pair, as vpmaddwd
- * wants them); q4_K/q5_K: the mins m16 and d, dmin; q6_K: the 16 scales
- * sc16 (its -32 enters through the bsums) and d. */
-struct kq_wk {
-	__m256i c[8], s[8], sc16;
-	__m128i m16;
-	float d, dmin;
-};
-
-/* kq_blk_k45's unpacking, its pairs laid out as above. */
-KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
-{
-	uint32_t a = kq_u32(b + 4), bb = kq_u32(b + 8), c = kq_u32(b + 12);
-	uint32_t sc03 = a & 0x3f3f3f3fu, m03 = bb & 0x3f3f3f3fu;
-	uint32_t sc47 = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
-	uint32_t m47 = ((c >> 4) & 0x0f0f0f0fu) | ((bb >> 6) & 0x03030303u) << 4;
-	__m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(sc03 | (uint64_t)sc47 << 32)));
-	K->m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(m03 | (uint64_t)m47 << 32)));
-	__m256i scb = _mm256_broadcastsi128_si256(sc16);
-	const uint8_t *qs = b + (has_qh ? 48 : 16);
-	__m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10);
-	__m256i h = has_qh ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
-	for (int p = 0; p < 4; p++) {
-		__m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
-		__m256i lo = _mm256_and_si256(wv, m4);
-		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
-		if (has_qh) {
-			int s = 2 * p;
-			__m256i hl = s <= 4 ? _mm256_slli_epi16(h, 4 - s) : _mm256_srli_epi16(h, s - 4);
-			__m256i hh = s + 1 <= 4 ? _mm256_slli_epi16(h, 3 - s)
-						: _mm256_srli_epi16(h, s - 3);
-			lo = _mm256_or_si256(lo, _mm256_and_si256(hl, x10));
-			hi = _mm256_or_si256(hi, _mm256_and_si256(hh, x10));
-		}
-		K->c[2 * p] = lo;
-		K->c[2 * p + 1] = hi;
-		K->s[2 * p] = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p)));
-		K->s[2 * p + 1] = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p + 1)));
-	}
-	K->d = kq_half(b);
-	K->dmin = kq_half(b + 2);
-}
-
-/* kq_blk_q6_k's unpacking. */
-KQ_INLINE void kq_wk_q6_k(const uint8_t *b, struct kq_wk *K)
-{
-	K->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
-	__m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-	for (int h = 0; h < 2; h++) {
-		__m256i la = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
-		__m256i lb = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
-		__m256i hv = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
-		K->c[4 * h] = _mm256_or_si256(_mm256_and_si256(la, m4),
-					      _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30));
-		K->c[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(lb, m4),
-						  _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30));
-		K->c[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
-						  _mm256_and_si256(hv, m30));
-		K->c[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
-						  _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30));
-		__m256i scb = _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(K->sc16, 1)
-							    : _mm256_castsi256_si128(K->sc16));
-		for (int t = 0; t < 4; t++) {
-			__m256i ctl = _mm256_inserti128_si256(
-				_mm256_castsi128_si256(_mm_set1_epi16(KQ_L16(2 * t))),
-				_mm_set1_epi16(KQ_L16(2 * t + 1)), 1);
-			K->s[4 * h + t] = _mm256_shuffle_epi8(scb, ctl);
-		}
-	}
-	K->d = kq_half(b + 208);
-	K->dmin = 0.0f;
-}
-
 /* One weight row (kind 4: q4_K, 5: q5_K, 6: q6_K) against NX x rows: per
- * block the codes are unpacked once, then each x row's integer sum and
- * float combine are kq_blk_<type>'s. */
+ * block the codes are unpacked once (kq_wk_*), then each x row gets
+ * kq_blk_<type>'s integer sum and float combine (kq_wk_combine). */
 KQ_INLINE void kq_mmk_row(const uint8_t *w, const uint8_t *xq, size_t xs, float *y, size_t ldy,
 			  size_t k, int NX, size_t bytes, int kind, size_t pf)
 {
@@ -241,34 +168,12 @@ KQ_INLINE void kq_mmk_row(const uint8_t *w, const uint8_t *xq, size_t xs, float 
 			kq_wk_q6_k(wb, &K);
 		else
 			kq_wk_k45(wb, kind == 5, &K);
-		for (int j = 0; j < NX; j++) {
-			const uint8_t *xb = xq + (size_t)j * xs + i * KN__Q8_K_BYTES;
-			__m256i bs16 = _mm256_loadu_si256((const __m256i *)(xb + 260));
-			__m256i isum = kind == 6 ? _mm256_sub_epi32(_mm256_setzero_si256(),
-								    _mm256_slli_epi32(_mm256_madd_epi16(K.sc16, bs16), 5))
-						 : _mm256_setzero_si256();
-			for (int t = 0; t < 8; t++) {
-				__m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 4 + 32 * t));
-				isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(K.c[t], xv),
-										  K.s[t]));
-			}
-			float xd;
-			memcpy(&xd, xb, sizeof(xd));
-			acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(K.d * xd), acc[j]);
-			if (kind != 6) {
-				__m128i bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs16),
-							     _mm256_extracti128_si256(bs16, 1));
-				accm[j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(K.m16, bs8)),
-						       _mm_set1_ps(K.dmin * xd), accm[j]);
-			}
-		}
+		for (int j = 0; j < NX; j++)
+			kq_wk_combine(&K, kind == 6, xq + (size_t)j * xs + i * KN__Q8_K_BYTES, &acc[j],
+				      &accm[j]);
 	}
-	for (int j = 0; j < NX; j++) {
-		__m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));
-		s = _mm_sub_ps(s, accm[j]);
-		s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-		y[(size_t)j * ldy] = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-	}
+	for (int j = 0; j < NX; j++)
+		y[(size_t)j * ldy] = kq_hsum_k(acc[j], accm[j]);
 }
 
 KQ_INLINE void kq_mmk(const void *W, size_t rb, const void *xq, size_t xs, size_t n_x, float *y,
