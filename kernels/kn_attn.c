@@ -265,21 +265,34 @@ static void kn_rope_pair(float *row, size_t n_head, size_t head_dim, size_t ia, 
  * theta in double: positions of many thousands times base^(-2j/n_rot)
  * keep their digits, then cos/sin round once to float (llama.cpp's
  * ggml_rope_cache_init builds the same theta by repeated float
- * multiplication). Dims n_rot.. of each head are not touched. */
-void kn_rope(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim, size_t n_rot,
-	     const int32_t *pos, float base, float freq_scale, bool neox)
+ * multiplication). base^(-2j/n_rot) does not depend on the position:
+ * one pow per pair for all rows. */
+void kn_rope_angles(float *cs, size_t n_tok, size_t n_rot, const int32_t *pos, float base,
+		    float freq_scale)
+{
+	assert(n_rot % 2 == 0);
+	for (size_t j = 0; j < n_rot / 2; j++) {
+		double f = pow((double)base, -2.0 * (double)j / (double)n_rot);
+		for (size_t t = 0; t < n_tok; t++) {
+			double theta = (double)pos[t] * (double)freq_scale * f;
+			cs[t * n_rot + 2 * j] = (float)cos(theta);
+			cs[t * n_rot + 2 * j + 1] = (float)sin(theta);
+		}
+	}
+}
+
+/* Dims n_rot.. of each head are not touched. */
+void kn_rope_apply(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim,
+		   size_t n_rot, const float *cs, bool neox)
 {
 	assert(n_rot % 2 == 0 && n_rot <= head_dim && n_head * head_dim <= ld);
 	size_t half = n_rot / 2;
-	for (size_t t = 0; t < n_tok; t++) {
-		double p = (double)pos[t] * (double)freq_scale;
+	for (size_t t = 0; t < n_tok; t++)
 		for (size_t j = 0; j < half; j++) {
-			double theta = p * pow((double)base, -2.0 * (double)j / (double)n_rot);
 			size_t ia = neox ? j : 2 * j, ib = neox ? j + half : 2 * j + 1;
-			kn_rope_pair(x + t * ld, n_head, head_dim, ia, ib, (float)cos(theta),
-				     (float)sin(theta));
+			kn_rope_pair(x + t * ld, n_head, head_dim, ia, ib, cs[t * n_rot + 2 * j],
+				     cs[t * n_rot + 2 * j + 1]);
 		}
-	}
 }
 
 size_t kn_conv1d_out_len(size_t t_in, size_t k, size_t stride, size_t pad)

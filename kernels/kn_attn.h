@@ -71,16 +71,28 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
 			 const float *v, size_t ldv, float *out, size_t ldo,
 			 size_t q_pos0, size_t window, float scale, float *scratch);
 
-/* kn_rope - rotary position embedding (Su et al. 2021, RoFormer) in place
- * on x [n_tok, ld] holding n_head heads of head_dim floats at column
- * h * head_dim; token t is at position pos[t]. The first n_rot dims of
- * each head rotate with theta_j = pos * base^(-2j / n_rot):
+/* kn_rope_angles, kn_rope_apply - rotary position embedding (Su et al.
+ * 2021, RoFormer) in place on x [n_tok, ld] holding n_head heads of
+ * head_dim floats at column h * head_dim; token t is at position pos[t].
+ * The first n_rot dims of each head rotate with theta_j = pos *
+ * base^(-2j / n_rot):
  *   neox false (llama.cpp LLAMA_ROPE_TYPE_NORM): pairs (2j, 2j+1);
  *   neox true  (LLAMA_ROPE_TYPE_NEOX, gemma, qwen2): pairs (j, j + n_rot/2).
- * freq_scale multiplies positions (1 = none). Scalar: cheap next to the
- * matrix products. */
-void kn_rope(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim, size_t n_rot,
-	     const int32_t *pos, float base, float freq_scale, bool neox);
+ * freq_scale multiplies positions (1 = none). The angles are computed
+ * once (kn_rope_angles) for rows that several tensors rotate by (q and k
+ * of every layer with the same base), then applied to each
+ * (kn_rope_apply). Scalar: cheap next to the matrix products.
+ *
+ * kn_rope_angles: cs[t * n_rot + 2j] = cos theta_j(pos[t]),
+ * cs[t * n_rot + 2j + 1] = its sine, for j < n_rot / 2 (n_rot even);
+ * cs holds n_tok * n_rot floats. */
+void kn_rope_angles(float *cs, size_t n_tok, size_t n_rot, const int32_t *pos, float base,
+		    float freq_scale);
+
+/* kn_rope_apply: rotates x by the angles cs of kn_rope_angles (the same
+ * n_tok and n_rot). */
+void kn_rope_apply(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim,
+		   size_t n_rot, const float *cs, bool neox);
 
 /* kn_conv1d - 1-D convolution with zero padding (torch.nn.Conv1d):
  * x: [t_in, c_in] time-major; w: [c_out, c_in, k] (PyTorch/CTranslate2

@@ -87,6 +87,7 @@ struct eng_llm_scratch {
 	float *scores; /* nth * cap_rows * cap_ctx */
 	float *tile;   /* (nth * ENG_PAR_QTILE + cap_rows) * kmax: eng_par_qlinear scratch */
 	float *logits; /* EL_OUT_ROWS * n_vocab */
+	float *rope[2];	     /* per row, n_rot floats: kn_rope_angles at rope_base, rope_base_swa */
 	int32_t *pos, *tok;  /* per row */
 	struct el_seg *seg;  /* per sequence (at most cap_rows) */
 	size_t n_seg;
@@ -102,6 +103,8 @@ void eng_llm_scratch_destroy(struct eng_llm_scratch *b)
 			 b->tile, b->logits };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		mem_free(all[i]);
+	mem_free(b->rope[0]);
+	mem_free(b->rope[1]);
 	mem_free(b->pos);
 	mem_free(b->tok);
 	mem_free(b->seg);
@@ -138,11 +141,14 @@ int eng_llm_scratch_create(const struct eng_llm *m, size_t rows, size_t n_ctx, i
 	/* eng_par_qlinear's scratch: weight tiles, and x rounded for F16/BF16 */
 	b->tile = mem_alloc(((size_t)nth * ENG_PAR_QTILE + rows) * kmax * sizeof(float));
 	b->logits = mem_alloc((size_t)EL_OUT_ROWS * (size_t)hp->n_vocab * sizeof(float));
+	for (int i = 0; i < 2; i++)
+		b->rope[i] = mem_alloc((rows * (size_t)hp->n_rot + 1) * sizeof(float));
 	b->pos = mem_alloc(rows * sizeof(int32_t));
 	b->tok = mem_alloc(rows * sizeof(int32_t));
 	b->seg = mem_alloc(rows * sizeof(struct el_seg));
 	if (!(b->x && b->h && b->q && b->k && b->v && b->att && b->g && b->u && b->o &&
-	      b->scores && b->tile && b->logits && b->pos && b->tok && b->seg)) {
+	      b->scores && b->tile && b->logits && b->rope[0] && b->rope[1] && b->pos && b->tok &&
+	      b->seg)) {
 		eng_llm_scratch_destroy(b);
 		return -ST_NOMEM;
 	}
@@ -214,12 +220,9 @@ static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
 		el_rms_rows(b->q, l->q_norm, b->q, n * (size_t)hp->n_head, hd, hp->rms_eps);
 	if (l->k_norm)
 		el_rms_rows(b->k, l->k_norm, b->k, n * (size_t)hp->n_head_kv, hd, hp->rms_eps);
-	float base = l->swa ? hp->rope_base_swa : hp->rope_base;
-	float scale = l->swa ? 1.0f : hp->rope_freq_scale;
-	kn_rope(b->q, n, qd, (size_t)hp->n_head, hd, (size_t)hp->n_rot, b->pos, base, scale,
-		hp->rope_neox);
-	kn_rope(b->k, n, kvd, (size_t)hp->n_head_kv, hd, (size_t)hp->n_rot, b->pos, base, scale,
-		hp->rope_neox);
+	const float *cs = b->rope[l->swa ? 1 : 0];
+	kn_rope_apply(b->q, n, qd, (size_t)hp->n_head, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
+	kn_rope_apply(b->k, n, kvd, (size_t)hp->n_head_kv, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
 	for (size_t s = 0; s < b->n_seg; s++) {
 		const struct el_seg *sg = &b->seg[s];
 		size_t off = ((size_t)il * sg->kv->n_ctx + sg->pos0) * kvd;
@@ -352,6 +355,16 @@ int eng_llm_forward_batch(const struct eng_llm *m, struct dev_pool *p,
 		}
 	}
 	b->n_seg = n_seqs;
+	/* the rotary angles of this pass's positions, once for every layer:
+	 * global layers at rope_base and freq_scale, sliding-window ones at
+	 * rope_base_swa unscaled (as el_attention picks them) */
+	bool any_swa = false;
+	for (int il = 0; il < m->hp.n_layer; il++)
+		any_swa |= m->layers[il].swa;
+	kn_rope_angles(b->rope[0], n, (size_t)m->hp.n_rot, b->pos, m->hp.rope_base,
+		       m->hp.rope_freq_scale);
+	if (any_swa)
+		kn_rope_angles(b->rope[1], n, (size_t)m->hp.n_rot, b->pos, m->hp.rope_base_swa, 1.0f);
 	el_embed(m, n, b);
 	for (int il = 0; il < m->hp.n_layer; il++) {
 		el_attention(m, il, p, b, n);

@@ -1,5 +1,5 @@
 /* tests/unit/kernels/test_attn.c - kn_attention, kn_attention_window,
- * kn_rope, kn_conv1d, kn_gemm and kn_linear against naive loops in double
+ * kn_rope_angles/kn_rope_apply, kn_conv1d, kn_gemm and kn_linear against naive loops in double
  * precision.
  *
  * Attention runs once under every kn_ops table the CPU supports (its
@@ -285,6 +285,17 @@ struct rope_case {
 	bool neox;
 };
 
+/* kn_rope_angles then kn_rope_apply, as the engine calls them. */
+static void rope(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim, size_t n_rot,
+		 const int32_t *pos, float base, float freq_scale, bool neox)
+{
+	float *cs = malloc((n_tok * n_rot + 1) * sizeof(*cs));
+	assert_non_null(cs);
+	kn_rope_angles(cs, n_tok, n_rot, pos, base, freq_scale);
+	kn_rope_apply(x, n_tok, ld, n_head, head_dim, n_rot, cs, neox);
+	free(cs);
+}
+
 /* Tolerance: |x' - naive| <= 4e-7 (|x0| + |x1|) per rotated dim (float
  * cos/sin and one float multiply-add of the pair, against double);
  * dims n_rot.. of each head, the row padding and every token at
@@ -298,7 +309,7 @@ static double rope_check(const struct rope_case *c)
 	for (size_t t = 0; t < c->n_tok; t++)
 		pos[t] = t == 0 ? 0 : t == 1 ? 5000 : (int32_t)rng_uniform(0.0f, 5000.0f);
 	memcpy(x0, x, n * sizeof(*x));
-	kn_rope(x, c->n_tok, ld, c->n_head, c->head_dim, c->n_rot, pos, c->base, c->freq_scale,
+	rope(x, c->n_tok, ld, c->n_head, c->head_dim, c->n_rot, pos, c->base, c->freq_scale,
 		c->neox);
 	double worst = 0.0;
 	for (size_t i = 0; i < n; i++) {
@@ -355,8 +366,8 @@ static void test_rope(void **state)
 	int32_t zero = 0;
 	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
 		x[i] = x0[i] = rng_uniform(-100.0f, 100.0f);
-	kn_rope(x, 1, 2 * 64 + 3, 2, 64, 64, &zero, 10000.0f, 1.0f, false);
-	kn_rope(x, 1, 2 * 64 + 3, 2, 64, 48, &zero, 1e6f, 0.5f, true);
+	rope(x, 1, 2 * 64 + 3, 2, 64, 64, &zero, 10000.0f, 1.0f, false);
+	rope(x, 1, 2 * 64 + 3, 2, 64, 48, &zero, 1e6f, 0.5f, true);
 	assert_memory_equal(x, x0, sizeof(x));
 }
 
