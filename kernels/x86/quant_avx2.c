@@ -526,6 +526,22 @@ KQ_INLINE void kq_pf(const uint8_t *p, size_t n)
 		_mm_prefetch((const char *)p + o, _MM_HINT_T0);
 }
 
+/* dx[r] = fp16 at b + r * st, times xd, for r < n (1..4): the n scales
+ * converted in one vcvtph2ps and multiplied in one vmulps (the same
+ * products as one at a time), for broadcasts from memory. */
+KQ_INLINE void kq_scales(const uint8_t *b, size_t st, int n, float xd, float *dx)
+{
+	if (n == 1) {
+		dx[0] = kq_half(b) * xd;
+		return;
+	}
+	uint16_t h[4] = { 0, 0, 0, 0 };
+	for (int r = 0; r < n; r++)
+		memcpy(&h[r], b + (size_t)r * st, sizeof(h[r]));
+	__m128i v = _mm_loadl_epi64((const __m128i *)(const void *)h);
+	_mm_storeu_ps(dx, _mm_mul_ps(_mm_cvtph_ps(v), _mm_set1_ps(xd)));
+}
+
 /* R rows (1 or 4) of a _0 type against Q8_0 x, one block per step: x,
  * its scale and -off * (sums of 4 codes) once per step for all R rows. */
 KQ_INLINE void kq_xq0_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
@@ -542,13 +558,15 @@ KQ_INLINE void kq_xq0_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float
 		__m256i c0 = _mm256_setzero_si256();
 		if (off)
 			c0 = _mm256_sub_epi32(c0, kq_dot_u8s8(c0, _mm256_set1_epi8((char)off), xv));
+		float dx[4]; /* d_w d_x per row */
+		kq_scales(w + i * bytes, rb, R, xd, dx);
 		for (int r = 0; r < R; r++) {
 			const uint8_t *b = w + (size_t)r * rb + i * bytes;
 			if (!(i & 1))
 				kq_pf(b + pf, 2 * bytes);
 			__m256i xs, q = wf(b, xv, &xs);
 			__m256 isum = _mm256_cvtepi32_ps(kq_dot_u8s8(c0, q, xs));
-			acc[r] = _mm256_fmadd_ps(isum, _mm256_set1_ps(kq_half(b) * xd), acc[r]);
+			acc[r] = _mm256_fmadd_ps(isum, _mm256_broadcast_ss(&dx[r]), acc[r]);
 		}
 	}
 	for (int r = 0; r < R; r++) {
@@ -596,15 +614,17 @@ KQ_INLINE void kq_xq1_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float
 	for (size_t i = 0; i < k / KN__QK; i++) {
 		const uint8_t *xb = xq + i * KN__Q8_1X_BYTES;
 		__m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 4));
-		float xd = kq_half(xb), xs = kq_half(xb + 2);
+		float dx[4], mx[4]; /* d_w d_x and m_w s_x per row */
+		kq_scales(w + i * bytes, rb, R, kq_half(xb), dx);
+		kq_scales(w + i * bytes + 2, rb, R, kq_half(xb + 2), mx);
 		for (int r = 0; r < R; r++) {
 			const uint8_t *b = w + (size_t)r * rb + i * bytes;
 			if (!(i & 1))
 				kq_pf(b + pf, 2 * bytes);
 			__m256i isum = kq_dot_u8s8(_mm256_setzero_si256(), cf(b), xv);
-			acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-						 _mm256_set1_ps(kq_half(b) * xd), acc[r]);
-			accm[r] += kq_half(b + 2) * xs;
+			acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcast_ss(&dx[r]),
+						 acc[r]);
+			accm[r] += mx[r];
 		}
 	}
 	for (int r = 0; r < R; r++)

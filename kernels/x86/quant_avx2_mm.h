@@ -87,26 +87,26 @@ KQ_INLINE void kq_mm32_rows(const uint8_t *w, size_t rb, const uint8_t *xq, size
 	size_t pf = kq_pf_dist(R, rb);
 	for (size_t i = 0; i < k / KN__QK; i++) {
 		__m256i q[KQ_MM_R], raw[KQ_MM_R];
-		float dw[KQ_MM_R], mw[KQ_MM_R];
+		float dx[KQ_MM_R][4], mx[KQ_MM_R][4]; /* d_w d_x, m_w s_x per pair */
+		const uint8_t *x0 = xq + i * xb;
 		for (int r = 0; r < R; r++) {
 			const uint8_t *b = w + (size_t)r * rb + i * bytes;
 			if (!(i & 1))
 				kq_pf(b + pf, 2 * bytes);
 			q[r] = cf(b, &raw[r]);
-			dw[r] = kq_half(b);
-			mw[r] = one ? kq_half(b + 2) : 0.0f;
+			kq_scales(x0, xs, NX, kq_half(b), dx[r]);
+			if (one)
+				kq_scales(x0 + 2, xs, NX, kq_half(b + 2), mx[r]);
 		}
 		for (int j = 0; j < NX; j++) {
-			const uint8_t *xbp = xq + (size_t)j * xs + i * xb;
-			__m256i xv = _mm256_loadu_si256((const __m256i *)(xbp + (one ? 4 : 2)));
-			float xd = kq_half(xbp), xsum = one ? kq_half(xbp + 2) : 0.0f;
+			__m256i xv = _mm256_loadu_si256((const __m256i *)(x0 + (size_t)j * xs + (one ? 4 : 2)));
 			for (int r = 0; r < R; r++) {
 				__m256i xsv = !one ? _mm256_sign_epi8(xv, raw[r]) : xv;
 				__m256i isum = kq_dot_u8s8(_mm256_setzero_si256(), q[r], xsv);
 				acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-							    _mm256_set1_ps(dw[r] * xd), acc[r][j]);
+							    _mm256_broadcast_ss(&dx[r][j]), acc[r][j]);
 				if (one)
-					accm[r][j] += mw[r] * xsum;
+					accm[r][j] += mx[r][j];
 			}
 		}
 	}
