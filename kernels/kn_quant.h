@@ -116,6 +116,14 @@ struct kn_qops {
 	void (*gemm_xq)(const void *restrict W, size_t row_bytes, const void *restrict xq,
 			size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,
 			size_t n_rows, size_t k);
+	/* Q4_0 / Q5_0 only (NULL otherwise, and where the ISA's own gemm_xq
+	 * is as fast): dst = the n_blocks blocks at src as Q8_0 blocks (34 B
+	 * each): the same fp16 d, codes q - 8 / q - 16 as int8. Exact: Q8_0
+	 * dequant of dst equals the type's dequant of src, and this ISA's
+	 * Q8_0 gemv_xq / gemm_xq on dst equal the type's gemv_xq bit for bit
+	 * (the same integer sums, lane by lane, and the same scales), at
+	 * Q8_0's speed. For weight tiles reused by many x rows. */
+	void (*to_q8_0)(const void *restrict src, void *restrict dst, size_t n_blocks);
 };
 
 /* kn_qops_get - the kernels of ggml type `type` for the ISA kn_init chose,

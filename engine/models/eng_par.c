@@ -101,6 +101,9 @@ struct ep_qlinear {
 	float *y, *scratch;
 	const char *xq;	 /* integer path: the M quantized x rows, or NULL */
 	size_t xq_bytes; /* bytes of one (q->xq_bytes(K)) */
+	const struct kn_qops *q8; /* Q4_0/Q5_0 tiles widened to Q8_0 for these, or NULL */
+	char *wide;		  /* per thread ENG_PAR_QTILE * wide_rb bytes */
+	size_t wide_rb;		  /* bytes of a widened row */
 };
 
 static void ep_qlinear_bias(const struct ep_qlinear *a, size_t c0, size_t n)
@@ -136,6 +139,15 @@ static void ep_qlinear_xq(void *arg, int ith, int nth)
 	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
 		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
 		const char *w = a->W + (size_t)c * a->row_bytes;
+		/* many rows: the tile widened to Q8_0 once, then Q8_0's faster
+		 * kernel for all of them, the same bits (kn_quant.h to_q8_0) */
+		if (a->q8) {
+			char *wt = a->wide + (size_t)ith * ENG_PAR_QTILE * a->wide_rb;
+			a->q->to_q8_0(w, wt, nt * (a->K / a->q->geom->block_elems));
+			a->q8->gemm_xq(wt, a->wide_rb, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
+				       a->K);
+			continue;
+		}
 		/* several rows: the tile's blocks unpacked once for 4 rows of x
 		 * (the same results as gemv_xq, which one row keeps: it is faster
 		 * alone) */
@@ -185,7 +197,7 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		x = xr;
 		scratch += M * K;
 	}
-	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch, NULL, 0 };
+	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch, NULL, 0, NULL, NULL, 0 };
 	if (!q->gemv_xq || !scratch) {
 		dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &a);
 		return;
@@ -195,6 +207,19 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 	 * quantized here into scratch, as many at a time as it holds. */
 	size_t cap = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * K * sizeof(float);
 	a.xq_bytes = q->xq_bytes(K);
+	/* Q4_0 / Q5_0 against many rows: each thread widens its weight tile
+	 * to Q8_0 (34 bytes per 32 weights) at the end of scratch, the rest
+	 * holds the quantized rows (at least ENG_PAR_WIDEN_ROWS of them). */
+	const struct kn_qops *q8 = q->to_q8_0 ? kn_qops_get(KN_Q_Q8_0) : NULL;
+	size_t wide_rb = kn_qtype_row_bytes(KN_Q_Q8_0, K);
+	size_t wide = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * wide_rb;
+	if (q8 && q8->gemm_xq && M >= ENG_PAR_WIDEN_ROWS &&
+	    cap >= wide + ENG_PAR_WIDEN_ROWS * a.xq_bytes) {
+		a.q8 = q8;
+		a.wide_rb = wide_rb;
+		cap -= wide;
+		a.wide = (char *)scratch + cap;
+	}
 	size_t group = cap / a.xq_bytes;
 	for (size_t m0 = 0; m0 < M; m0 += group) {
 		size_t g = M - m0 < group ? M - m0 : group;

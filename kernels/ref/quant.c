@@ -546,6 +546,29 @@ REF_XQK(q4_k, KN__Q4_K_BYTES)
 REF_XQK(q5_k, KN__Q5_K_BYTES)
 REF_XQK(q6_k, KN__Q6_K_BYTES)
 
+/* Q4_0 / Q5_0 blocks as Q8_0 blocks (kn_quant.h to_q8_0). */
+static void ref_to_q8_0(const void *src, void *dst, size_t n_blocks, size_t bytes,
+			ref_code_fn code)
+{
+	const uint8_t *b = src;
+	uint8_t *o = dst;
+	for (size_t i = 0; i < n_blocks; i++, b += bytes, o += KN__Q8_0_BYTES) {
+		memcpy(o, b, 2);
+		for (int j = 0; j < KN__QK; j++)
+			o[2 + j] = (uint8_t)(int8_t)code(b, j);
+	}
+}
+
+static void ref_to_q8_0_q4_0(const void *restrict src, void *restrict dst, size_t n_blocks)
+{
+	ref_to_q8_0(src, dst, n_blocks, KN__Q4_0_BYTES, ref_code_q4_0);
+}
+
+static void ref_to_q8_0_q5_0(const void *restrict src, void *restrict dst, size_t n_blocks)
+{
+	ref_to_q8_0(src, dst, n_blocks, KN__Q5_0_BYTES, ref_code_q5_0);
+}
+
 #define REF_ENTRY(TYPE, T)                                             \
 	[TYPE] = {.type = TYPE,                                                            \
 		  .geom = &kn__qtypes[TYPE],                                                    \
@@ -561,6 +584,17 @@ REF_XQK(q6_k, KN__Q6_K_BYTES)
 		  .quantize_x = ref_quantize_##X,                                          \
 		  .gemv_xq = ref_gemv_xq_##T}
 
+/* Q4_0 / Q5_0: the integer path and the widening to Q8_0 blocks. */
+#define REF_ENTRY_W8(TYPE, T, X)                                                           \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .geom = &kn__qtypes[TYPE],                                               \
+		  .dequant = ref_dequant_##T,                                              \
+		  .gemv = ref_gemv_##T,                                                    \
+		  .xq_bytes = ref_xq_bytes_##X,                                            \
+		  .quantize_x = ref_quantize_##X,                                          \
+		  .gemv_xq = ref_gemv_xq_##T,                                              \
+		  .to_q8_0 = ref_to_q8_0_##T}
+
 /* A flat type whose activations are rounded first (F16, BF16). */
 #define REF_ENTRY_RX(TYPE, T)                                          \
 	[TYPE] = {.type = TYPE,                                                            \
@@ -573,9 +607,9 @@ const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
 	REF_ENTRY(KN_Q_F32, f32),
 	REF_ENTRY_RX(KN_Q_F16, f16),
 	REF_ENTRY_RX(KN_Q_BF16, bf16),
-	REF_ENTRY_XQ(KN_Q_Q4_0, q4_0, q8_0),
+	REF_ENTRY_W8(KN_Q_Q4_0, q4_0, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q4_1, q4_1, q8_1),
-	REF_ENTRY_XQ(KN_Q_Q5_0, q5_0, q8_0),
+	REF_ENTRY_W8(KN_Q_Q5_0, q5_0, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q5_1, q5_1, q8_1),
 	REF_ENTRY_XQ(KN_Q_Q8_0, q8_0, q8_0),
 	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),

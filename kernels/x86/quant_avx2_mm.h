@@ -195,6 +195,30 @@ KQ_INLINE void kq_mmk(const void *W, size_t rb, const void *xq, size_t xs, size_
 	}
 }
 
+/* ---- Q4_0 / Q5_0 tiles widened to Q8_0 (kn_quant.h to_q8_0) -------------- */
+
+/* kq_mc_<type>'s signed codes, stored after the block's d. */
+KQ_INLINE void kq_to_q8_0(const uint8_t *b, uint8_t *o, size_t n_blocks, size_t bytes,
+			  kq_mc_fn cf)
+{
+	for (size_t i = 0; i < n_blocks; i++, b += bytes, o += KN__Q8_0_BYTES) {
+		__m256i raw;
+		(void)cf(b, &raw);
+		memcpy(o, b, 2);
+		_mm256_storeu_si256((__m256i *)(o + 2), raw);
+	}
+}
+
+static void kq_to_q8_0_q4_0(const void *restrict src, void *restrict dst, size_t n_blocks)
+{
+	kq_to_q8_0(src, dst, n_blocks, KN__Q4_0_BYTES, kq_mc_q4_0);
+}
+
+static void kq_to_q8_0_q5_0(const void *restrict src, void *restrict dst, size_t n_blocks)
+{
+	kq_to_q8_0(src, dst, n_blocks, KN__Q5_0_BYTES, kq_mc_q5_0);
+}
+
 /* ---- binding ------------------------------------------------------------ */
 
 #define KQ_MM32(T, BYTES, XB, ONE)                                                         \

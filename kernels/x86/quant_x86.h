@@ -191,4 +191,16 @@ KQ_INLINE void kq_gemv_flat(const void *W, size_t rb, const float *x, float *y,
 		  .gemv_xq = kq_gemv_xq_##T,                                               \
 		  .gemm_xq = kq_gemm_xq_##T}
 
+/* KQ_ENTRY_MM, and the widening of its blocks to Q8_0 (Q4_0, Q5_0). */
+#define KQ_ENTRY_W8(TYPE, T, X)                                                            \
+	[TYPE] = {.type = TYPE,                                                            \
+		  .geom = &kn__qtypes[TYPE],                                               \
+		  .dequant = kq_dequant_##T,                                               \
+		  .gemv = kq_gemv_##T,                                                     \
+		  .xq_bytes = kq_xq_bytes_##X,                                             \
+		  .quantize_x = kq_quantize_##X,                                           \
+		  .gemv_xq = kq_gemv_xq_##T,                                               \
+		  .gemm_xq = kq_gemm_xq_##T,                                               \
+		  .to_q8_0 = kq_to_q8_0_##T}
+
 #endif /* KN_X86_QUANT_X86_H */
