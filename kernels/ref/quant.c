@@ -569,39 +569,21 @@ static void ref_to_q8_0_q5_0(const void *restrict src, void *restrict dst, size_
 	ref_to_q8_0(src, dst, n_blocks, KN__Q5_0_BYTES, ref_code_q5_0);
 }
 
-#define REF_ENTRY(TYPE, T)                                             \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                                    \
-		  .dequant = ref_dequant_##T,                                              \
-		  .gemv = ref_gemv_##T}
-/* A type with an integer path: X is its partner, q8_0 or q8_k. */
-#define REF_ENTRY_XQ(TYPE, T, X)                                       \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                                    \
-		  .dequant = ref_dequant_##T,                                              \
-		  .gemv = ref_gemv_##T,                                                    \
-		  .xq_bytes = ref_xq_bytes_##X,                                            \
-		  .quantize_x = ref_quantize_##X,                                          \
-		  .gemv_xq = ref_gemv_xq_##T}
+/* The fields every entry has, and those of the integer path (X: its
+ * partner, q8_0, q8_1 or q8_k). */
+#define REF_FIELDS(TYPE, T)                                                                \
+	.type = TYPE, .geom = &kn__qtypes[TYPE], .dequant = ref_dequant_##T, .gemv = ref_gemv_##T
+#define REF_FIELDS_XQ(TYPE, T, X)                                                          \
+	REF_FIELDS(TYPE, T), .xq_bytes = ref_xq_bytes_##X, .quantize_x = ref_quantize_##X,  \
+		.gemv_xq = ref_gemv_xq_##T
 
+#define REF_ENTRY(TYPE, T) [TYPE] = {REF_FIELDS(TYPE, T)}
+/* A type with an integer path. */
+#define REF_ENTRY_XQ(TYPE, T, X) [TYPE] = {REF_FIELDS_XQ(TYPE, T, X)}
 /* Q4_0 / Q5_0: the integer path and the widening to Q8_0 blocks. */
-#define REF_ENTRY_W8(TYPE, T, X)                                                           \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                               \
-		  .dequant = ref_dequant_##T,                                              \
-		  .gemv = ref_gemv_##T,                                                    \
-		  .xq_bytes = ref_xq_bytes_##X,                                            \
-		  .quantize_x = ref_quantize_##X,                                          \
-		  .gemv_xq = ref_gemv_xq_##T,                                              \
-		  .to_q8_0 = ref_to_q8_0_##T}
-
+#define REF_ENTRY_W8(TYPE, T, X) [TYPE] = {REF_FIELDS_XQ(TYPE, T, X), .to_q8_0 = ref_to_q8_0_##T}
 /* A flat type whose activations are rounded first (F16, BF16). */
-#define REF_ENTRY_RX(TYPE, T)                                          \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                                    \
-		  .dequant = ref_dequant_##T,                                              \
-		  .gemv = ref_gemv_##T,                                                    \
-		  .round_x = ref_round_##T}
+#define REF_ENTRY_RX(TYPE, T) [TYPE] = {REF_FIELDS(TYPE, T), .round_x = ref_round_##T}
 
 const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
 	REF_ENTRY(KN_Q_F32, f32),

@@ -156,51 +156,28 @@ KQ_INLINE void kq_gemv_flat(const void *W, size_t rb, const float *x, float *y,
 		kq_gemv_flat(W, rb, x, y, n_rows, k, ESZ, kq_ld_##T, LD1);                 \
 	}
 
-#define KQ_ENTRY(TYPE, T)                                                                  \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                               \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T}
+/* The fields every entry has, and those of the integer path (x quantized
+ * to the partner X). */
+#define KQ_FIELDS(TYPE, T)                                                                 \
+	.type = TYPE, .geom = &kn__qtypes[TYPE], .dequant = kq_dequant_##T, .gemv = kq_gemv_##T
+#define KQ_FIELDS_XQ(TYPE, T, X)                                                           \
+	KQ_FIELDS(TYPE, T), .xq_bytes = kq_xq_bytes_##X, .quantize_x = kq_quantize_##X,     \
+		.gemv_xq = kq_gemv_xq_##T
 
-/* A block type with the integer path (x quantized to the partner X). */
-#define KQ_ENTRY_XQ(TYPE, T, X)                                                            \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                               \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T,                                                     \
-		  .xq_bytes = kq_xq_bytes_##X,                                             \
-		  .quantize_x = kq_quantize_##X,                                           \
-		  .gemv_xq = kq_gemv_xq_##T}
+#define KQ_ENTRY(TYPE, T) [TYPE] = {KQ_FIELDS(TYPE, T)}
+
+/* A block type with the integer path. */
+#define KQ_ENTRY_XQ(TYPE, T, X) [TYPE] = {KQ_FIELDS_XQ(TYPE, T, X)}
 
 /* A flat type whose activations are rounded first (F16, BF16). */
-#define KQ_ENTRY_RX(TYPE, T)                                                               \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                               \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T,                                                     \
-		  .round_x = kq_round_x_##T}
+#define KQ_ENTRY_RX(TYPE, T) [TYPE] = {KQ_FIELDS(TYPE, T), .round_x = kq_round_x_##T}
 
-/* A _0 type with the multi-row integer kernel too. */
-#define KQ_ENTRY_MM(TYPE, T, X)                                                            \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                               \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T,                                                     \
-		  .xq_bytes = kq_xq_bytes_##X,                                             \
-		  .quantize_x = kq_quantize_##X,                                           \
-		  .gemv_xq = kq_gemv_xq_##T,                                               \
-		  .gemm_xq = kq_gemm_xq_##T}
+/* A block type with the multi-row integer kernel too. */
+#define KQ_ENTRY_MM(TYPE, T, X) [TYPE] = {KQ_FIELDS_XQ(TYPE, T, X), .gemm_xq = kq_gemm_xq_##T}
 
 /* KQ_ENTRY_MM, and the widening of its blocks to Q8_0 (Q4_0, Q5_0). */
 #define KQ_ENTRY_W8(TYPE, T, X)                                                            \
-	[TYPE] = {.type = TYPE,                                                            \
-		  .geom = &kn__qtypes[TYPE],                                               \
-		  .dequant = kq_dequant_##T,                                               \
-		  .gemv = kq_gemv_##T,                                                     \
-		  .xq_bytes = kq_xq_bytes_##X,                                             \
-		  .quantize_x = kq_quantize_##X,                                           \
-		  .gemv_xq = kq_gemv_xq_##T,                                               \
-		  .gemm_xq = kq_gemm_xq_##T,                                               \
+	[TYPE] = {KQ_FIELDS_XQ(TYPE, T, X), .gemm_xq = kq_gemm_xq_##T,                     \
 		  .to_q8_0 = kq_to_q8_0_##T}
 
 #endif /* KN_X86_QUANT_X86_H */
