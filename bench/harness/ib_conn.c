@@ -87,6 +87,24 @@ static void ib_conn_finish(struct ib_conn *c, enum ib_kind kind, bool reusable)
 	c->cbs->on_done(c, c->rec, reusable && !c->closing);
 }
 
+/* The request in flight failed: bytes of its response came (protocol), or
+ * none did: on a connection that has answered before, a stale keep-alive
+ * connection the opener may send the request again on a new one
+ * (on_stale); else a connect error. */
+static void ib_conn_fail(struct ib_conn *c)
+{
+	if (!c->got_bytes && c->n_answered > 0 && c->cbs->on_stale) {
+		uv_timer_stop(&c->timer);
+		c->busy = false;
+		c->n_gaps = 0;
+		ib_conn_close(c);
+		if (c->cbs->on_stale(c, c->rec))
+			return;
+		c->busy = true; /* ended below, as any failure */
+	}
+	ib_conn_finish(c, c->got_bytes ? IB_KIND_PROTOCOL : IB_KIND_CONNECT, false);
+}
+
 /* --- event stream ------------------------------------------------------ */
 
 /* One inter-token gap of the request in flight (one lost when out of
@@ -304,6 +322,7 @@ static void ib_conn_complete(struct ib_conn *c, bool extra_bytes)
 	}
 	if (kind == IB_KIND_OK)
 		r->audio_s = c->tmpl->audio_s;
+	c->n_answered++;
 	ib_conn_finish(c, kind, keep);
 }
 
@@ -336,7 +355,7 @@ static void ib_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 			ib_conn_complete(c, false);
 			return;
 		}
-		ib_conn_finish(c, c->got_bytes ? IB_KIND_PROTOCOL : IB_KIND_CONNECT, false);
+		ib_conn_fail(c);
 		return;
 	}
 	c->got_bytes = true;
@@ -356,7 +375,7 @@ static void ib_on_write(uv_write_t *w, int status)
 	struct ib_conn *c = w->data;
 	w->data = NULL; /* no write in progress */
 	if (status < 0 && c->busy && !c->closing)
-		ib_conn_finish(c, c->got_bytes ? IB_KIND_PROTOCOL : IB_KIND_CONNECT, false);
+		ib_conn_fail(c);
 }
 
 static void ib_on_timeout(uv_timer_t *t)
@@ -451,6 +470,6 @@ void ib_conn_send(struct ib_conn *c, const struct ib_tmpl *tmpl, enum ib_endpoin
 	c->write_req.data = c;
 	if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, ib_on_write) != 0) {
 		c->write_req.data = NULL;
-		ib_conn_finish(c, IB_KIND_CONNECT, false);
+		ib_conn_fail(c);
 	}
 }

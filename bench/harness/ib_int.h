@@ -120,6 +120,11 @@ struct ib_client {
 	struct ib_conn *conn;
 	uv_timer_t retry;
 	bool waiting; /* a request is waiting for conn to connect */
+	/* a request to send again on the next connection (on_stale) */
+	bool resend;
+	size_t resend_rec;
+	const struct ib_tmpl *resend_tmpl;
+	enum ib_endpoint resend_ep;
 };
 
 /* What becomes of a connection, told to whoever opened it (the load
@@ -132,6 +137,13 @@ struct ib_conn_cbs {
 	void (*on_done)(struct ib_conn *c, size_t rec, bool reusable);
 	/* c's handles are closed; c is freed when this returns */
 	void (*on_closed)(struct ib_conn *c);
+	/* The request rec failed before any byte of its response on a
+	 * connection that had answered before: the server closed it while
+	 * it was idle, as HTTP/1.1 keep-alive allows (RFC 9112 9.3.1; curl
+	 * and Go's net/http then retry on a new connection). true: the opener
+	 * sends rec again on a new connection (c is closing, on_done does not
+	 * come for rec); false: rec ends as a connect error. NULL: false. */
+	bool (*on_stale)(struct ib_conn *c, size_t rec);
 };
 
 /* One connection; embedded handles, freed in the tcp close callback. */
@@ -145,6 +157,7 @@ struct ib_conn {
 	const struct ib_conn_cbs *cbs; /* who opened it (borrowed) */
 	int client; /* closed loop: the client owning it; open loop: -1 */
 	bool connected, busy, closing, timer_closed, tcp_closed;
+	unsigned n_answered; /* complete responses on this connection */
 	double t_connect; /* when the connection was asked for */
 	/* the request in flight */
 	size_t rec;	   /* index in run->recs */

@@ -24,12 +24,14 @@
 static void ib_load_on_connected(struct ib_conn *c, int status);
 static void ib_load_on_done(struct ib_conn *c, size_t rec, bool reusable);
 static void ib_load_on_closed(struct ib_conn *c);
+static bool ib_load_on_stale(struct ib_conn *c, size_t rec);
 
 /* What each connection the load loop opens tells it (ib_conn.c calls). */
 static const struct ib_conn_cbs ib_load_conn_cbs = {
 	.on_connected = ib_load_on_connected,
 	.on_done = ib_load_on_done,
 	.on_closed = ib_load_on_closed,
+	.on_stale = ib_load_on_stale,
 };
 
 /* --- phases ------------------------------------------------------------- */
@@ -176,7 +178,7 @@ static void ib_on_retry(uv_timer_t *t)
 static void ib_client_next(struct ib_client *cl)
 {
 	struct ib_run *run = cl->run;
-	if (!ib_may_send(run))
+	if (!cl->resend && !ib_may_send(run))
 		return;
 	if (!cl->conn) {
 		cl->conn = ib_conn_open(run, cl->id, &ib_load_conn_cbs);
@@ -193,7 +195,32 @@ static void ib_client_next(struct ib_client *cl)
 		return;
 	}
 	cl->waiting = false;
+	if (cl->resend) { /* the request a stale connection lost, from its start */
+		cl->resend = false;
+		ib_conn_send(cl->conn, cl->resend_tmpl, cl->resend_ep, cl->resend_rec);
+		return;
+	}
 	ib_send(run, cl->conn, ib_now(run));
+}
+
+/* A closed-loop client's request lost by a stale keep-alive connection
+ * goes out again at once on a new one, still counted from its start (what
+ * a client library does); only a failure on the new one counts. The open
+ * loop counts it as a connect error. */
+static bool ib_load_on_stale(struct ib_conn *c, size_t rec)
+{
+	struct ib_run *run = c->run;
+	if (c->client < 0)
+		return false;
+	struct ib_client *cl = &run->clients[c->client];
+	if (cl->conn == c)
+		cl->conn = NULL;
+	cl->resend = true;
+	cl->resend_rec = rec;
+	cl->resend_tmpl = c->tmpl;
+	cl->resend_ep = c->ep;
+	ib_client_next(cl);
+	return true;
 }
 
 /* --- open loop ---------------------------------------------------------- */
@@ -287,12 +314,20 @@ static void ib_load_on_connected(struct ib_conn *c, int status)
 		struct ib_client *cl = &run->clients[c->client];
 		if (status != 0) {
 			/* ib_conn.c has closed it; the request that wanted it failed */
-			if (ib_may_send(run))
+			if (cl->resend) { /* the one a stale connection lost */
+				struct ib_rec *r = &run->recs[cl->resend_rec];
+				cl->resend = false;
+				r->t_end = ib_now(run);
+				r->kind = IB_KIND_CONNECT;
+				ib_rec_end(run, cl->resend_rec);
+			} else if (ib_may_send(run)) {
 				ib_connect_failed(run, c->t_connect);
+			}
 			if (cl->conn == c)
 				cl->conn = NULL;
 			if (ib_may_send(run))
 				uv_timer_start(&cl->retry, ib_on_retry, IB_RETRY_MS, 0);
+			ib_stage_maybe_done(run);
 			return;
 		}
 		if (cl->waiting)

@@ -539,6 +539,23 @@ def test_server_closing_connections(tmp_path, tiny):
     assert delay <= lat["p50"] <= delay + LATE and lat["p99"] <= 0.3, lat
 
 
+def test_stale_keepalive_connection_resent(tmp_path, tiny):
+    """A server that answers with keep-alive, then closes the connection
+    (llama.cpp's llama-server does this after a streamed completion): a
+    request the client writes on the closed connection gets no byte back.
+    The closed loop sends it again at once on a new connection, as curl
+    and Go's net/http do, and counts no error; every answer the server
+    gave is one OK row."""
+    delay = 0.010
+    srv = tiny({"/stale": lambda n: [(delay, response(200)), (0, CLOSE)]})
+    r = bench(tmp_path, "--url", srv.url, "--endpoint", "http-get", "--path", "/stale",
+              "--concurrency", 2, "--warmup", 0, "--duration", 1, name="stale")
+    s = r.summary
+    assert s["errors"] == 0 and s["ok"] >= 20, s
+    assert srv.count("/stale") == len(r.rows), (srv.count("/stale"), len(r.rows))
+    assert srv.connections >= len(r.rows), (srv.connections, len(r.rows))
+
+
 def test_streaming_ttft_itl_tokens(tmp_path, tiny):
     first, gap, n_tokens = 0.150, 0.040, 8
     srv = tiny({"/v1/completions": lambda n: sse_steps(first, gap, n_tokens)})
