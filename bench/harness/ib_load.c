@@ -4,7 +4,9 @@
  *
  * Closed loop: client i keeps one connection and sends its next request
  * when the last is answered; a failed connection is retried after
- * IB_RETRY_MS (each failure is a request of kind "connect").
+ * IB_RETRY_MS (each failure is a request of kind "connect"); a request a
+ * stale keep-alive connection lost goes out again at once on a new one
+ * (ib_load_on_stale).
  * Open loop: arrival k comes at t_k = t_{k-1} + Exp(rate) (inverse
  * transform of the seeded uniform); it goes out on an idle connection, or
  * a new one while fewer than --max-connections are open, or waits in a
