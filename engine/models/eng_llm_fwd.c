@@ -357,13 +357,11 @@ int eng_llm_forward_batch(const struct eng_llm *m, struct dev_pool *p,
 	b->n_seg = n_seqs;
 	/* the rotary angles of this pass's positions, once for every layer:
 	 * global layers at rope_base and freq_scale, sliding-window ones at
-	 * rope_base_swa unscaled (as el_attention picks them) */
-	bool any_swa = false;
-	for (int il = 0; il < m->hp.n_layer; il++)
-		any_swa |= m->layers[il].swa;
+	 * rope_base_swa unscaled (as el_attention picks them; the loader
+	 * marks sliding-window layers exactly when n_swa and swa_pattern > 1) */
 	kn_rope_angles(b->rope[0], n, (size_t)m->hp.n_rot, b->pos, m->hp.rope_base,
 		       m->hp.rope_freq_scale);
-	if (any_swa)
+	if (m->hp.n_swa > 0 && m->hp.swa_pattern > 1)
 		kn_rope_angles(b->rope[1], n, (size_t)m->hp.n_rot, b->pos, m->hp.rope_base_swa, 1.0f);
 	el_embed(m, n, b);
 	for (int il = 0; il < m->hp.n_layer; il++) {
