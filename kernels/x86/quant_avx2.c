@@ -667,7 +667,9 @@ struct kq_wk {
 	float d, dmin;
 };
 
-/* kq_blk_k45's unpacking, its pairs laid out as above. */
+/* A q4_K / q5_K block unpacked (has_qh: q5_K): 32 qs bytes hold sub-block
+ * 2p in their low nibbles, 2p + 1 in their high ones; each sub-block's
+ * 6-bit scale spread over its int16 pairs. */
 KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
 {
 	uint32_t a = kq_u32(b + 4), bb = kq_u32(b + 8), c = kq_u32(b + 12);
@@ -684,7 +686,7 @@ KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
 		__m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
 		__m256i lo = _mm256_and_si256(wv, m4);
 		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
-		if (has_qh) {
+		if (has_qh) { /* bit s of qh[l] to bit 4: shift by 4 - s */
 			int s = 2 * p;
 			__m256i hl = s <= 4 ? _mm256_slli_epi16(h, 4 - s) : _mm256_srli_epi16(h, s - 4);
 			__m256i hh = s + 1 <= 4 ? _mm256_slli_epi16(h, 3 - s)
@@ -701,7 +703,9 @@ KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
 	K->dmin = kq_half(b + 2);
 }
 
-/* kq_blk_q6_k's unpacking. */
+/* A q6_K block unpacked: 32 ql bytes hold t and t + 2 (low, high
+ * nibbles), qh bits 2t, 2t+1 are shifted to bits 4, 5; 16 elements per
+ * int8 scale (sum sc (q - 32) x = sum sc q x - 32 sum sc bsum). */
 KQ_INLINE void kq_wk_q6_k(const uint8_t *b, struct kq_wk *K)
 {
 	K->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));

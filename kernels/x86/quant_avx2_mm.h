@@ -2,7 +2,8 @@
  * path of x86/quant_avx2.c for several quantized x rows at once. Not a
  * public header: x86/quant_avx2.c includes it once, after its gemv_xq
  * kernels, whose helpers (kq_dot_u8s8, kq_nib32, kq_bits32_x10, kq_u32,
- * kq_half, kq_hsum, kq_pf, kq_pf_dist, KQ_L16) it uses.
+ * kq_c_q4_1, kq_c_q5_1, kq_half, kq_hsum, kq_scales, kq_pf, kq_pf_dist, the
+ * K-quant unpacking struct kq_wk, kq_wk_combine, kq_hsum_k) it uses.
  *
  * Each weight block is read and unpacked once for up to four x rows (the
  * multi-row idea of llamafile's tinyBLAS and of ggml's repacked GEMMs, in
