@@ -108,33 +108,25 @@ KQ_INLINE void kq_gemm0(const void *W, size_t rb, const void *xq, size_t xs, siz
  * as kq_xq1_rows does it per pair; each row's codes and scales are
  * unpacked once for the NX x rows. */
 KQ_INLINE void kq_xq1_step_nx(const uint8_t *w, size_t rb, size_t pf, const uint8_t *xq,
-			      size_t xs, size_t i, int b_ok, __m512 acc[4][4], float accm[4][4],
+			      size_t xs, size_t i, int b_ok, __m512 acc[4][4], __m128 accm[4][4],
 			      int R, int NX, size_t bytes, kq_c2_fn cf, int vnni)
 {
 	__m512i xv[4];
-	__m512 xd[4];
-	float sa[4], sb[4];
+	__m128 xdm[4];
 	for (int j = 0; j < NX; j++) {
 		const uint8_t *xa = xq + (size_t)j * xs + i * KN__Q8_1X_BYTES;
 		const uint8_t *xb = xa + KN__Q8_1X_BYTES;
 		xv[j] = kq_ld2x32(xa + 4, xb + 4, b_ok);
-		xd[j] = kq_d2(xa, xb, b_ok);
-		sa[j] = kq_half(xa + 2);
-		sb[j] = b_ok ? kq_half(xb + 2) : 0.0f;
+		xdm[j] = kq_dm2(xa, xb, b_ok);
 	}
 	for (int r = 0; r < R; r++) {
 		const uint8_t *wb = w + (size_t)r * rb + i * bytes;
 		kq_pf(wb + pf, 2 * bytes);
 		__m512i c = cf(wb, b_ok);
-		__m512 dw = kq_d2(wb, wb + bytes, b_ok);
-		float ma = kq_half(wb + 2), mb = b_ok ? kq_half(wb + bytes + 2) : 0.0f;
+		__m128 wdm = kq_dm2(wb, wb + bytes, b_ok);
 		for (int j = 0; j < NX; j++) {
 			__m512i isum = kq_dot_u8s8(_mm512_setzero_si512(), c, xv[j], vnni);
-			acc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, xd[j]),
-						    acc[r][j]);
-			accm[r][j] += ma * sa[j];
-			if (b_ok)
-				accm[r][j] += mb * sb[j];
+			kq_xq1_fma(isum, _mm_mul_ps(wdm, xdm[j]), &acc[r][j], &accm[r][j]);
 		}
 	}
 }
@@ -144,18 +136,18 @@ KQ_INLINE void kq_xq1_rows_nx(const uint8_t *w, size_t rb, const uint8_t *xq, si
 			      kq_c2_fn cf, int vnni)
 {
 	__m512 acc[4][4];
-	float accm[4][4];
+	__m128 accm[4][4];
 	for (int r = 0; r < R; r++)
 		for (int j = 0; j < NX; j++) {
 			acc[r][j] = _mm512_setzero_ps();
-			accm[r][j] = 0.0f;
+			accm[r][j] = _mm_setzero_ps();
 		}
 	size_t nb = k / KN__QK, pf = kq_pf_dist(R, rb);
 	for (size_t i = 0; i < nb; i += 2)
 		kq_xq1_step_nx(w, rb, pf, xq, xs, i, i + 1 < nb, acc, accm, R, NX, bytes, cf, vnni);
 	for (int r = 0; r < R; r++)
 		for (int j = 0; j < NX; j++)
-			y[(size_t)j * ldy + r] = _mm512_reduce_add_ps(acc[r][j]) + accm[r][j];
+			y[(size_t)j * ldy + r] = kq_hsum_1(acc[r][j], accm[r][j]);
 }
 
 KQ_INLINE void kq_gemm1_nx(const uint8_t *w, size_t rb, const uint8_t *xq, size_t xs, int NX,

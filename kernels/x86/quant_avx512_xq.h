@@ -301,35 +301,63 @@ KQ_INLINE __m512i kq_c2_q5_1(const uint8_t *w, int b_ok)
 
 typedef __m512i (*kq_c2_fn)(const uint8_t *w, int b_ok);
 
+/* The two fp16 header fields (d, then m or s) of blocks A = a and B = b
+ * (b_ok 0: B absent, zeros) as [d_A, m_A, d_B, m_B]: one vcvtph2ps. Q4_1,
+ * Q5_1 and Q8_1 blocks all begin so. */
+KQ_INLINE __m128 kq_dm2(const uint8_t *a, const uint8_t *b, int b_ok)
+{
+	uint64_t bits = kq_u32(a) | (b_ok ? (uint64_t)kq_u32(b) << 32 : 0);
+	return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)bits));
+}
+
+/* One _1 step's float part for a weight row: p = kq_dm2(w) kq_dm2(x)
+ * lane by lane, [d_A d_xA, m_A s_xA, d_B d_xB, m_B s_xB]; the m s lanes
+ * are added into *accm, the d products widened to [A x8, B x8] for
+ * *acc += isum (d_w d_x). */
+KQ_INLINE void kq_xq1_fma(__m512i isum, __m128 p, __m512 *acc, __m128 *accm)
+{
+	*accm = _mm_add_ps(*accm, p);
+	__m512 d = _mm512_permutexvar_ps(
+		_mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0),
+		_mm512_castps128_ps512(p));
+	*acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, *acc);
+}
+
+/* A _1 row's result: the lanes of acc plus the m s lanes (1, 3) of accm. */
+KQ_INLINE float kq_hsum_1(__m512 acc, __m128 accm)
+{
+	return _mm512_reduce_add_ps(acc) + (_mm_cvtss_f32(_mm_movehdup_ps(accm)) +
+					    _mm_cvtss_f32(_mm_shuffle_ps(accm, accm, 3)));
+}
+
 /* R rows (1 or 4) of q4_1 / q5_1 against Q8_1 x, two blocks per step, as
- * kq_xq0_rows; the blocks' mins enter as m_w s_x, summed apart per row. */
+ * kq_xq0_rows; the blocks' mins enter as m_w s_x, summed apart per row
+ * (kq_xq1_fma). */
 KQ_INLINE void kq_xq1_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
 			   int R, size_t bytes, kq_c2_fn cf, int vnni)
 {
 	__m512 acc[4];
-	float accm[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
-	for (int r = 0; r < R; r++)
+	__m128 accm[4];
+	for (int r = 0; r < R; r++) {
 		acc[r] = _mm512_setzero_ps();
+		accm[r] = _mm_setzero_ps();
+	}
 	size_t nb = k / KN__QK, pf = kq_pf_dist(R, rb);
 	for (size_t i = 0; i < nb; i += 2) {
 		int b_ok = i + 1 < nb;
 		const uint8_t *xa = xq + i * KN__Q8_1X_BYTES, *xb = xa + KN__Q8_1X_BYTES;
 		__m512i xv = kq_ld2x32(xa + 4, xb + 4, b_ok);
-		__m512 xd = kq_d2(xa, xb, b_ok);
-		float sa = kq_half(xa + 2), sb = b_ok ? kq_half(xb + 2) : 0.0f;
+		__m128 xdm = kq_dm2(xa, xb, b_ok);
 		for (int r = 0; r < R; r++) {
 			const uint8_t *wb = w + (size_t)r * rb + i * bytes;
 			kq_pf(wb + pf, 2 * bytes);
 			__m512i isum = kq_dot_u8s8(_mm512_setzero_si512(), cf(wb, b_ok), xv, vnni);
-			__m512 d = _mm512_mul_ps(kq_d2(wb, wb + bytes, b_ok), xd);
-			acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, acc[r]);
-			accm[r] += kq_half(wb + 2) * sa;
-			if (b_ok)
-				accm[r] += kq_half(wb + bytes + 2) * sb;
+			kq_xq1_fma(isum, _mm_mul_ps(kq_dm2(wb, wb + bytes, b_ok), xdm), &acc[r],
+				   &accm[r]);
 		}
 	}
 	for (int r = 0; r < R; r++)
-		y[r] = _mm512_reduce_add_ps(acc[r]) + accm[r];
+		y[r] = kq_hsum_1(acc[r], accm[r]);
 }
 
 KQ_INLINE void kq_xq1(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
