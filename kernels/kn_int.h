@@ -24,6 +24,10 @@ extern const struct kn_ops kn__ops_avx512; /* x86/ops_avx512.c, AVX-512F/BW/VL *
  * kn_qtype_get hands it out. */
 extern const struct kn_qtype_info kn__qtypes[KN_Q_MAX];
 
+/* The 16 values an IQ4_NL / IQ4_XS code (a nibble) stands for, before its
+ * block's scale (ggml-common.h kvalues_iq4nl; kn_qtype.c). */
+extern const int8_t kn__iq4nl_values[16];
+
 /* The quantized-weight kernels (kn_quant.h) of each ISA, indexed by ggml
  * type; an entry with a NULL geom is a type not implemented. kn_quant.c
  * hands them out once kn_ops_for says the CPU runs that ISA. */
@@ -44,6 +48,8 @@ enum {
 	KN__Q4_K_BYTES = 2 + 2 + 12 + 128, /* d, dmin, scales[12], qs[128] */
 	KN__Q5_K_BYTES = 2 + 2 + 12 + 32 + 128, /* ... qh[32], qs[128] */
 	KN__Q6_K_BYTES = 128 + 64 + 16 + 2,     /* ql, qh, scales[16], d */
+	KN__IQ4_NL_BYTES = 2 + 16,              /* d, qs[16] (codebook indices) */
+	KN__IQ4_XS_BYTES = 2 + 2 + 4 + 128,     /* d, scales_h, scales_l[4], qs[128] */
 	/* the activation partner formats of gemv_xq (kn_quant.h) */
 	KN__Q8_0X_BYTES = 2 + 32,          /* d fp16, qs[32] */
 	KN__Q8_1X_BYTES = 2 + 2 + 32,      /* d fp16, s fp16 (d * sum qs), qs[32] */

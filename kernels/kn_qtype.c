@@ -47,8 +47,13 @@ const struct kn_qtype_info kn__qtypes[KN_Q_MAX] = {
 static_assert(KN__Q4_0_BYTES == 18 && KN__Q4_1_BYTES == 20 && KN__Q5_0_BYTES == 22 &&
 		      KN__Q5_1_BYTES == 24 && KN__Q8_0_BYTES == 34 &&
 		      KN__Q4_K_BYTES == 144 && KN__Q5_K_BYTES == 176 && KN__Q6_K_BYTES == 210 &&
-		      KN__QK == 32 && KN__QK_K == 256,
+		      KN__IQ4_NL_BYTES == 18 && KN__IQ4_XS_BYTES == 136 && KN__QK == 32 &&
+		      KN__QK_K == 256,
 	      "kn__qtypes agrees with the kernels' block layouts");
+
+/* ggml-common.h kvalues_iq4nl: a non-uniform grid, denser near 0. */
+const int8_t kn__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+				     1,    13,   25,  38,  53,  69,  89,  113};
 
 const struct kn_qtype_info *kn_qtype_get(int type)
 {

@@ -36,6 +36,8 @@ enum kn_qtype {
 	KN_Q_Q4_K = 12,
 	KN_Q_Q5_K = 13,
 	KN_Q_Q6_K = 14,
+	KN_Q_IQ4_NL = 20,
+	KN_Q_IQ4_XS = 23,
 	KN_Q_BF16 = 30,
 	KN_Q_MAX = 40 /* table size: ggml type numbers below it */
 };
@@ -74,7 +76,7 @@ struct kn_qops {
 	 *
 	 * Partner formats (ggml-common.h block_q8_0 / block_q8_K, packed, at
 	 * any byte address):
-	 *   Q8_0 (Q4_0, Q5_0, Q8_0; 32 el, 34 B): d fp16 @0, int8 qs[32] @2.
+	 *   Q8_0 (Q4_0, Q5_0, Q8_0, IQ4_NL; 32 el, 34 B): d fp16 @0, int8 qs[32] @2.
 	 *        ggml's quantize_row_q8_0_ref: d = amax / 127 rounded to fp16
 	 *        (nearest even), q = roundf(x * (d ? 1 / d : 0)) with the
 	 *        float d (not the fp16 one).
@@ -82,7 +84,7 @@ struct kn_qops {
 	 *        ggml's quantize_row_q8_1_ref: d and qs as Q8_0's, s =
 	 *        fp16(d * sum qs) (the float d); the weights' min m meets it
 	 *        as m * s.
-	 *   Q8_K (Q4_K, Q5_K, Q6_K; 256 el, 292 B): float d @0, int8 qs[256]
+	 *   Q8_K (Q4_K, Q5_K, Q6_K, IQ4_XS; 256 el, 292 B): float d @0, int8 qs[256]
 	 *        @4, int16 bsums[16] @260 (sums of 16 consecutive qs).
 	 *        ggml's quantize_row_q8_K_ref: max = the first element of
 	 *        largest |x|, iscale = -127 / max, q = min(127,
@@ -116,9 +118,10 @@ struct kn_qops {
 	void (*gemm_xq)(const void *restrict W, size_t row_bytes, const void *restrict xq,
 			size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,
 			size_t n_rows, size_t k);
-	/* Q4_0 / Q5_0 only (NULL otherwise, and where the ISA's own gemm_xq
-	 * is as fast): dst = the n_blocks blocks at src as Q8_0 blocks (34 B
-	 * each): the same fp16 d, codes q - 8 / q - 16 as int8. Exact: Q8_0
+	/* Q4_0 / Q5_0 / IQ4_NL only (NULL otherwise, and where the ISA's own
+	 * gemm_xq is as fast): dst = the n_blocks blocks at src as Q8_0 blocks
+	 * (34 B each): the same fp16 d, codes q - 8 / q - 16 / the codebook's
+	 * value as int8. Exact: Q8_0
 	 * dequant of dst equals the type's dequant of src, and this ISA's
 	 * Q8_0 gemv_xq / gemm_xq on dst equal the type's gemv_xq bit for bit
 	 * (the same integer sums, lane by lane, and the same scales), at

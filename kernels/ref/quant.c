@@ -21,6 +21,12 @@
  *         l < 32) has low nibble from ql[64 h + 32 (t & 1) + l] (high
  *         nibble when t >= 2), bits 4-5 from qh[32 h + l] >> 2t, scale
  *         scales[8 h + 2 t + l / 16]; w = (d sc) (q - 32).
+ *   iq4_nl (32 el, 18 B): d @0, qs[16] @2 as q4_0; w = d v[q], v the
+ *         codebook kn__iq4nl_values (ggml's kvalues_iq4nl).
+ *   iq4_xs (256 el, 136 B): d @0, scales_h u16 @2, scales_l[4] @4, qs[128]
+ *         @8. Sub-block s (32 elements) has the 6-bit scale ls = nibble
+ *         s % 2 of scales_l[s / 2] | bits 2s, 2s+1 of scales_h << 4, and
+ *         takes qs[16 s ..] as q4_0 does; w = (d (ls - 32)) v[q].
  *
  * The arithmetic is ggml's dequantize_row_* operation for operation (the
  * same products in the same order, never fused), so dequantized values are
@@ -193,6 +199,35 @@ static void ref_block_q6_k(const uint8_t *b, float *y)
 			}
 }
 
+static void ref_block_iq4_nl(const uint8_t *b, float *y)
+{
+	float d = kq_half(b);
+	const uint8_t *qs = b + 2;
+	for (int j = 0; j < 16; j++) {
+		y[j] = d * (float)kn__iq4nl_values[qs[j] & 0xf];
+		y[j + 16] = d * (float)kn__iq4nl_values[qs[j] >> 4];
+	}
+}
+
+/* The 6-bit scale of IQ4_XS sub-block s < 8 (before its -32). */
+static int ref_iq4xs_scale(const uint8_t *b, int s)
+{
+	return ((b[4 + s / 2] >> (4 * (s % 2))) & 0xf) | (((kq_u16(b + 2) >> (2 * s)) & 3) << 4);
+}
+
+static void ref_block_iq4_xs(const uint8_t *b, float *y)
+{
+	float d = kq_half(b);
+	for (int s = 0; s < 8; s++) {
+		float dl = d * (float)(ref_iq4xs_scale(b, s) - 32);
+		const uint8_t *qs = b + 8 + 16 * s;
+		for (int j = 0; j < 16; j++) {
+			y[32 * s + j] = dl * (float)kn__iq4nl_values[qs[j] & 0xf];
+			y[32 * s + j + 16] = dl * (float)kn__iq4nl_values[qs[j] >> 4];
+		}
+	}
+}
+
 /* ---- rows: dequant and gemv, shared by every type ---------------------- */
 
 typedef void (*ref_block_fn)(const uint8_t *b, float *y);
@@ -245,6 +280,8 @@ REF_TYPE(q8_0, KN__QK, KN__Q8_0_BYTES)
 REF_TYPE(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 REF_TYPE(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 REF_TYPE(q6_k, KN__QK_K, KN__Q6_K_BYTES)
+REF_TYPE(iq4_nl, KN__QK, KN__IQ4_NL_BYTES)
+REF_TYPE(iq4_xs, KN__QK_K, KN__IQ4_XS_BYTES)
 
 /* ---- activations rounded for F16 / BF16 weights ------------------------- */
 
@@ -401,9 +438,14 @@ static int ref_code_q5_1(const uint8_t *b, int j)
 	return ref_code_nib(b + 8, b + 4, j);
 }
 
+static int ref_code_iq4_nl(const uint8_t *b, int j)
+{
+	return kn__iq4nl_values[ref_code_nib(b + 2, NULL, j)];
+}
+
 typedef int (*ref_code_fn)(const uint8_t *b, int j);
 
-/* ggml_vec_dot_<q4_0|q5_0|q8_0>_q8_0 (q8_1 false): per block sumf +=
+/* ggml_vec_dot_<q4_0|q5_0|q8_0|iq4_nl>_q8_0 (q8_1 false): per block sumf +=
  * isum (d_w d_x); ggml_vec_dot_<q4_1|q5_1>_q8_1 (q8_1 true): sumf +=
  * (d_w d_x) isum + m_w s_x. */
 static void ref_gemv_xq_32(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
@@ -490,6 +532,22 @@ static float ref_dot_q6_k(const uint8_t *b, const uint8_t *xi)
 	return (kq_half(b + 208) * ref_q8k_d(xi)) * (float)isum;
 }
 
+/* ggml_vec_dot_iq4_xs_q8_K: isum = sum_s (ls_s - 32) (v[q_s] . x_s). */
+static float ref_dot_iq4_xs(const uint8_t *b, const uint8_t *xi)
+{
+	const int8_t *q8 = (const int8_t *)(xi + 4);
+	int32_t isum = 0;
+	for (int s = 0; s < 8; s++) {
+		const uint8_t *qs = b + 8 + 16 * s;
+		int32_t dot = 0;
+		for (int j = 0; j < 16; j++)
+			dot += kn__iq4nl_values[qs[j] & 0xf] * q8[32 * s + j] +
+			       kn__iq4nl_values[qs[j] >> 4] * q8[32 * s + j + 16];
+		isum += (ref_iq4xs_scale(b, s) - 32) * dot;
+	}
+	return (kq_half(b) * ref_q8k_d(xi)) * (float)isum;
+}
+
 static float ref_dot_q4_k(const uint8_t *b, const uint8_t *xi)
 {
 	return ref_dot_k45(b, 0, xi);
@@ -533,6 +591,7 @@ static void ref_gemv_xq_k(const void *W, size_t rb, const void *xq, float *y, si
 REF_XQ0(q4_0, KN__Q4_0_BYTES)
 REF_XQ0(q5_0, KN__Q5_0_BYTES)
 REF_XQ0(q8_0, KN__Q8_0_BYTES)
+REF_XQ0(iq4_nl, KN__IQ4_NL_BYTES)
 #define REF_XQ1(T, BYTES)                                                                  \
 	static void ref_gemv_xq_##T(const void *restrict W, size_t rb,                     \
 				    const void *restrict xq, float *restrict y,            \
@@ -545,8 +604,9 @@ REF_XQ1(q5_1, KN__Q5_1_BYTES)
 REF_XQK(q4_k, KN__Q4_K_BYTES)
 REF_XQK(q5_k, KN__Q5_K_BYTES)
 REF_XQK(q6_k, KN__Q6_K_BYTES)
+REF_XQK(iq4_xs, KN__IQ4_XS_BYTES)
 
-/* Q4_0 / Q5_0 blocks as Q8_0 blocks (kn_quant.h to_q8_0). */
+/* Q4_0 / Q5_0 / IQ4_NL blocks as Q8_0 blocks (kn_quant.h to_q8_0). */
 static void ref_to_q8_0(const void *src, void *dst, size_t n_blocks, size_t bytes,
 			ref_code_fn code)
 {
@@ -569,6 +629,11 @@ static void ref_to_q8_0_q5_0(const void *restrict src, void *restrict dst, size_
 	ref_to_q8_0(src, dst, n_blocks, KN__Q5_0_BYTES, ref_code_q5_0);
 }
 
+static void ref_to_q8_0_iq4_nl(const void *restrict src, void *restrict dst, size_t n_blocks)
+{
+	ref_to_q8_0(src, dst, n_blocks, KN__IQ4_NL_BYTES, ref_code_iq4_nl);
+}
+
 /* The fields every entry has, and those of the integer path (X: its
  * partner, q8_0, q8_1 or q8_k). */
 #define REF_FIELDS(TYPE, T)                                                                \
@@ -580,7 +645,7 @@ static void ref_to_q8_0_q5_0(const void *restrict src, void *restrict dst, size_
 #define REF_ENTRY(TYPE, T) [TYPE] = {REF_FIELDS(TYPE, T)}
 /* A type with an integer path. */
 #define REF_ENTRY_XQ(TYPE, T, X) [TYPE] = {REF_FIELDS_XQ(TYPE, T, X)}
-/* Q4_0 / Q5_0: the integer path and the widening to Q8_0 blocks. */
+/* Q4_0 / Q5_0 / IQ4_NL: the integer path and the widening to Q8_0 blocks. */
 #define REF_ENTRY_W8(TYPE, T, X) [TYPE] = {REF_FIELDS_XQ(TYPE, T, X), .to_q8_0 = ref_to_q8_0_##T}
 /* A flat type whose activations are rounded first (F16, BF16). */
 #define REF_ENTRY_RX(TYPE, T) [TYPE] = {REF_FIELDS(TYPE, T), .round_x = ref_round_##T}
@@ -597,4 +662,6 @@ const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
 	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
 	REF_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),
 	REF_ENTRY_XQ(KN_Q_Q6_K, q6_k, q8_k),
+	REF_ENTRY_W8(KN_Q_IQ4_NL, iq4_nl, q8_0),
+	REF_ENTRY_XQ(KN_Q_IQ4_XS, iq4_xs, q8_k),
 };

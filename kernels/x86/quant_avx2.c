@@ -861,6 +861,9 @@ KQ_XQK(q6_k, KN__Q6_K_BYTES)
 /* gemm_xq, the same arithmetic for several x rows: x86/quant_avx2_mm.h. */
 #include "kernels/x86/quant_avx2_mm.h"
 
+/* IQ4_NL and IQ4_XS: decoders and integer path, x86/quant_avx2_iq4.h. */
+#include "kernels/x86/quant_avx2_iq4.h"
+
 /* ---- activations rounded for F16 / BF16 weights (round_x) -------------- */
 
 static void kq_round_x_f16(const float *restrict x, float *restrict y, size_t k)
@@ -908,6 +911,8 @@ KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
+KQ_BLOCK(iq4_nl, KN__QK, KN__IQ4_NL_BYTES)
+KQ_BLOCK(iq4_xs, KN__QK_K, KN__IQ4_XS_BYTES)
 
 const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY(KN_Q_F32, f32),
@@ -921,4 +926,6 @@ const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY_MM(KN_Q_Q4_K, q4_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q5_K, q5_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q6_K, q6_k, q8_k),
+	KQ_ENTRY_W8(KN_Q_IQ4_NL, iq4_nl, q8_0),
+	KQ_ENTRY_MM(KN_Q_IQ4_XS, iq4_xs, q8_k),
 };

@@ -287,6 +287,8 @@ KQ_INLINE __m512 kq_ld_bf16(const uint8_t *p)
 /* The integer path: quantize_x and gemv_xq, then gemm_xq over them. */
 #include "kernels/x86/quant_avx512_xq.h"
 #include "kernels/x86/quant_avx512_mm.h"
+/* IQ4_NL and IQ4_XS: decoders and integer path. */
+#include "kernels/x86/quant_avx512_iq4.h"
 
 
 /* ---- activations rounded for F16 / BF16 weights (round_x) -------------- */
@@ -336,6 +338,8 @@ KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
+KQ_BLOCK(iq4_nl, KN__QK, KN__IQ4_NL_BYTES)
+KQ_BLOCK(iq4_xs, KN__QK_K, KN__IQ4_XS_BYTES)
 
 /* No to_q8_0: on an Intel Xeon (family 6 model 207) these Q4_0 / Q5_0
  * gemm_xq kernels ran faster on their own blocks (62 / 55 GOP/s, one core,
@@ -352,4 +356,6 @@ const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
 	KQ_ENTRY_MM(KN_Q_Q4_K, q4_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q5_K, q5_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q6_K, q6_k, q8_k),
+	KQ_ENTRY_MM(KN_Q_IQ4_NL, iq4_nl, q8_0),
+	KQ_ENTRY_MM(KN_Q_IQ4_XS, iq4_xs, q8_k),
 };

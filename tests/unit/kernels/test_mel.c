@@ -20,32 +20,11 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "kernels/kn_mel.h"
+#include "tests/unit/kernels/kn_test_file.h"
 
 #define MEL_TOL	   1e-3f /* max abs error allowed on log-mel features */
 #define FILTER_TOL 1e-7f /* max abs error allowed on filterbank weights */
 #define FW_PADDING 160	 /* zeros faster-whisper's transcribe appends */
-
-/* Read a whole file from <root>/<rel>; *len set; NULL when missing. */
-static void *read_file(const char *rel, size_t *len)
-{
-	const char *root = getenv("INFERD_SOURCE_ROOT");
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", root ? root : ".", rel);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *buf = mem_alloc(n > 0 ? (size_t)n : 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		mem_free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -57,7 +36,7 @@ static uint32_t le32(const uint8_t *p)
 static float *read_wav16(const char *rel, size_t pad, size_t *n)
 {
 	size_t len = 0;
-	uint8_t *b = read_file(rel, &len);
+	uint8_t *b = kn_test_read_file(rel, &len);
 	assert_non_null(b);
 	size_t pos = 12;
 	while (pos + 8 <= len && memcmp(b + pos, "data", 4) != 0)
@@ -109,7 +88,7 @@ static void check_filters(int n_mels, const char *rel)
 	assert_int_equal(kn_mel_create(n_mels, &m), 0);
 	assert_int_equal(kn_mel_n_mels(m), n_mels);
 	size_t len = 0;
-	float *ref = read_file(rel, &len);
+	float *ref = kn_test_read_file(rel, &len);
 	assert_non_null(ref);
 	size_t n = (size_t)n_mels * KN_MEL_N_BINS;
 	assert_int_equal(len, n * sizeof(float));
@@ -141,7 +120,7 @@ static void check_clip(const char *stem)
 	size_t n = 0, n_frames = 0, len = 0;
 	float *x = read_wav16(wav, FW_PADDING, &n);
 	float *out = compute(x, n, &n_frames);
-	float *ref = read_file(ref_path, &len);
+	float *ref = kn_test_read_file(ref_path, &len);
 	assert_non_null(ref);
 	size_t stored = len / sizeof(float) / 80; /* the script may keep a prefix */
 	assert_true(stored > 0 && stored <= n_frames);
@@ -183,7 +162,7 @@ static void check_edge(size_t n)
 	if (n_frames) {
 		char rel[128];
 		snprintf(rel, sizeof(rel), "tests/reference/mel/edge_%zu.f32", n);
-		float *ref = read_file(rel, &len);
+		float *ref = kn_test_read_file(rel, &len);
 		assert_non_null(ref);
 		assert_int_equal(len, 80 * n_frames * sizeof(float));
 		float err = max_abs_diff(out, ref, 80 * n_frames);

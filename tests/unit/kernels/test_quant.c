@@ -69,9 +69,9 @@
 #define XQ_TOL	      4e-6
 #define XQ_VS_F32_TOL 1e-2
 
-static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0, KN_Q_Q4_1,
-				KN_Q_Q5_0, KN_Q_Q5_1, KN_Q_Q8_0, KN_Q_Q4_K, KN_Q_Q5_K,
-				KN_Q_Q6_K};
+static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0,   KN_Q_Q4_1,
+				KN_Q_Q5_0, KN_Q_Q5_1, KN_Q_Q8_0, KN_Q_Q4_K,   KN_Q_Q5_K,
+				KN_Q_Q6_K, KN_Q_IQ4_NL, KN_Q_IQ4_XS};
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -119,6 +119,8 @@ static const int *half_fields(int type)
 	case KN_Q_Q4_0:
 	case KN_Q_Q5_0:
 	case KN_Q_Q8_0:
+	case KN_Q_IQ4_NL:
+	case KN_Q_IQ4_XS:
 		return at0;
 	case KN_Q_Q4_1:
 	case KN_Q_Q5_1:

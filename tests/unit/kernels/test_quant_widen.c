@@ -1,4 +1,4 @@
-/* test_quant_widen.c - to_q8_0 (kn_quant.h): Q4_0 / Q5_0 blocks widened to
+/* test_quant_widen.c - to_q8_0 (kn_quant.h): Q4_0 / Q5_0 / IQ4_NL blocks widened to
  * Q8_0 blocks, in every ISA that has it.
  *
  *  - the widened bytes equal the scalar reference's (kernels/ref/quant.c)
@@ -9,7 +9,7 @@
  *    tiles for many x rows): Q8_0 gemv_xq and gemm_xq on the widened rows
  *    equal the type's gemv_xq on the original rows bit for bit, in the same
  *    ISA, on 1..6 x rows, widths of 1, 3 and 20 blocks.
- * Only Q4_0 and Q5_0 have it; every other type leaves it NULL.
+ * Only Q4_0, Q5_0 and IQ4_NL have it; every other type leaves it NULL.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,7 +102,7 @@ static void test_to_q8_0(void **state)
 			const struct kn_qops *q = kn_qops_for((enum kn_isa)isa, type);
 			if (!q)
 				continue;
-			if (type != KN_Q_Q4_0 && type != KN_Q_Q5_0) {
+			if (type != KN_Q_Q4_0 && type != KN_Q_Q5_0 && type != KN_Q_IQ4_NL) {
 				assert_null(q->to_q8_0);
 				continue;
 			}
@@ -111,7 +111,7 @@ static void test_to_q8_0(void **state)
 			check_type(isa, type);
 			tested++;
 		}
-	assert_true(tested >= 2); /* the reference's two at least */
+	assert_true(tested >= 3); /* the reference's three at least */
 }
 
 int main(void)
