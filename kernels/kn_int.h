@@ -48,6 +48,8 @@ enum {
 	KN__Q4_K_BYTES = 2 + 2 + 12 + 128, /* d, dmin, scales[12], qs[128] */
 	KN__Q5_K_BYTES = 2 + 2 + 12 + 32 + 128, /* ... qh[32], qs[128] */
 	KN__Q6_K_BYTES = 128 + 64 + 16 + 2,     /* ql, qh, scales[16], d */
+	KN__Q2_K_BYTES = 16 + 64 + 2 + 2,       /* scales[16], qs[64], d, dmin */
+	KN__Q3_K_BYTES = 32 + 64 + 12 + 2,      /* hmask[32], qs[64], scales[12], d */
 	KN__IQ4_NL_BYTES = 2 + 16,              /* d, qs[16] (codebook indices) */
 	KN__IQ4_XS_BYTES = 2 + 2 + 4 + 128,     /* d, scales_h, scales_l[4], qs[128] */
 	/* the activation partner formats of gemv_xq (kn_quant.h) */

@@ -47,7 +47,8 @@ const struct kn_qtype_info kn__qtypes[KN_Q_MAX] = {
 static_assert(KN__Q4_0_BYTES == 18 && KN__Q4_1_BYTES == 20 && KN__Q5_0_BYTES == 22 &&
 		      KN__Q5_1_BYTES == 24 && KN__Q8_0_BYTES == 34 &&
 		      KN__Q4_K_BYTES == 144 && KN__Q5_K_BYTES == 176 && KN__Q6_K_BYTES == 210 &&
-		      KN__IQ4_NL_BYTES == 18 && KN__IQ4_XS_BYTES == 136 && KN__QK == 32 &&
+		      KN__Q2_K_BYTES == 84 && KN__Q3_K_BYTES == 110 && KN__IQ4_NL_BYTES == 18 &&
+		      KN__IQ4_XS_BYTES == 136 && KN__QK == 32 &&
 		      KN__QK_K == 256,
 	      "kn__qtypes agrees with the kernels' block layouts");
 

@@ -33,6 +33,8 @@ enum kn_qtype {
 	KN_Q_Q5_0 = 6,
 	KN_Q_Q5_1 = 7,
 	KN_Q_Q8_0 = 8,
+	KN_Q_Q2_K = 10,
+	KN_Q_Q3_K = 11,
 	KN_Q_Q4_K = 12,
 	KN_Q_Q5_K = 13,
 	KN_Q_Q6_K = 14,
@@ -84,7 +86,7 @@ struct kn_qops {
 	 *        ggml's quantize_row_q8_1_ref: d and qs as Q8_0's, s =
 	 *        fp16(d * sum qs) (the float d); the weights' min m meets it
 	 *        as m * s.
-	 *   Q8_K (Q4_K, Q5_K, Q6_K, IQ4_XS; 256 el, 292 B): float d @0, int8 qs[256]
+	 *   Q8_K (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; 256 el, 292 B): float d @0, int8 qs[256]
 	 *        @4, int16 bsums[16] @260 (sums of 16 consecutive qs).
 	 *        ggml's quantize_row_q8_K_ref: max = the first element of
 	 *        largest |x|, iscale = -127 / max, q = min(127,

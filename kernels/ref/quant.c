@@ -21,6 +21,15 @@
  *         l < 32) has low nibble from ql[64 h + 32 (t & 1) + l] (high
  *         nibble when t >= 2), bits 4-5 from qh[32 h + l] >> 2t, scale
  *         scales[8 h + 2 t + l / 16]; w = (d sc) (q - 32).
+ *   q2_K (256 el, 84 B): scales[16] @0 (per 16 elements: scale in the low
+ *         nibble, min in the high), qs[64] @16, d @80, dmin @82. Per half
+ *         h (128 elements): element 32 t + l (t < 4, l < 32) is bits 2t,
+ *         2t + 1 of qs[32 h + l], group 8 h + 2 t + l / 16;
+ *         w = (d sc) q - (dmin m).
+ *   q3_K (256 el, 110 B): hmask[32] @0, qs[64] @32, scales[12] @96 (sixteen
+ *         6-bit scales, kq_q3k_scales), d @108. Element 32 t + l of half h
+ *         takes bits 2t, 2t + 1 of qs[32 h + l] and, as bit 2, bit 4 h + t
+ *         of hmask[l]; q = that - 4; w = (d (sc - 32)) q, group as q2_K.
  *   iq4_nl (32 el, 18 B): d @0, qs[16] @2 as q4_0; w = d v[q], v the
  *         codebook kn__iq4nl_values (ggml's kvalues_iq4nl).
  *   iq4_xs (256 el, 136 B): d @0, scales_h u16 @2, scales_l[4] @4, qs[128]
@@ -74,6 +83,15 @@ static void kq_scale_min(int j, const uint8_t *q, int *sc, int *m)
 		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
 		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
 	}
+}
+
+/* The sixteen 6-bit q3_K scales (before their -32) from the 12 packed
+ * bytes (ggml dequantize_row_q3_K): scale j's low 4 bits are nibble j / 8
+ * of byte j % 8, its high 2 bits bits 2 (j / 4) .. of byte 8 + j % 4. */
+static void kq_q3k_scales(const uint8_t *q, int *sc)
+{
+	for (int j = 0; j < 16; j++)
+		sc[j] = ((q[j % 8] >> (4 * (j / 8))) & 0xf) | (((q[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }
 
 /* ggml's nearest_int: round half to even by the 1.5 * 2^23 trick (exact
@@ -199,6 +217,47 @@ static void ref_block_q6_k(const uint8_t *b, float *y)
 			}
 }
 
+/* Code and group of element e of a q2_K / q3_K block (the 2 low bits). */
+static int ref_k23_lo(const uint8_t *qs, int e)
+{
+	int h = e / 128, t = (e % 128) / 32, l = e % 32;
+	return (qs[32 * h + l] >> (2 * t)) & 3;
+}
+
+static int ref_k23_group(int e)
+{
+	return 8 * (e / 128) + 2 * ((e % 128) / 32) + (e % 32) / 16;
+}
+
+/* q3_K's signed code of element e: the 2 low bits, less 4 where its hmask
+ * bit is clear. */
+static int ref_q3k_code(const uint8_t *b, int e)
+{
+	int h = e / 128, t = (e % 128) / 32, l = e % 32;
+	return ref_k23_lo(b + 32, e) - ((b[l] >> (4 * h + t)) & 1 ? 0 : 4);
+}
+
+static void ref_block_q2_k(const uint8_t *b, float *y)
+{
+	float d = kq_half(b + 80), dmin = kq_half(b + 82);
+	for (int e = 0; e < KN__QK_K; e++) {
+		int sc = b[ref_k23_group(e)];
+		float dl = d * (float)(sc & 0xf), ml = dmin * (float)(sc >> 4);
+		y[e] = dl * (float)ref_k23_lo(b + 16, e) - ml;
+	}
+}
+
+static void ref_block_q3_k(const uint8_t *b, float *y)
+{
+	int sc[16];
+	kq_q3k_scales(b + 96, sc);
+	float d = kq_half(b + 108);
+	for (int e = 0; e < KN__QK_K; e++) {
+		float dl = d * (float)(sc[ref_k23_group(e)] - 32);
+		y[e] = dl * (float)ref_q3k_code(b, e);
+	}
+}
+
 static void ref_block_iq4_nl(const uint8_t *b, float *y)
 {
 	float d = kq_half(b);
@@ -280,6 +339,8 @@ REF_TYPE(q8_0, KN__QK, KN__Q8_0_BYTES)
 REF_TYPE(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 REF_TYPE(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 REF_TYPE(q6_k, KN__QK_K, KN__Q6_K_BYTES)
+REF_TYPE(q2_k, KN__QK_K, KN__Q2_K_BYTES)
+REF_TYPE(q3_k, KN__QK_K, KN__Q3_K_BYTES)
 REF_TYPE(iq4_nl, KN__QK, KN__IQ4_NL_BYTES)
 REF_TYPE(iq4_xs, KN__QK_K, KN__IQ4_XS_BYTES)
 
@@ -532,6 +593,33 @@ static float ref_dot_q6_k(const uint8_t *b, const uint8_t *xi)
 	return (kq_half(b + 208) * ref_q8k_d(xi)) * (float)isum;
 }
 
+/* ggml_vec_dot_q2_K_q8_K: isum = sum_g sc_g (q_g . x_g), msum = sum_g m_g
+ * bsum_g over the sixteen 16-element groups. */
+static float ref_dot_q2_k(const uint8_t *b, const uint8_t *xi)
+{
+	const int8_t *q8 = (const int8_t *)(xi + 4);
+	int32_t isum = 0, msum = 0;
+	for (int g = 0; g < 16; g++)
+		msum += (b[g] >> 4) * ref_q8k_bsum(xi, g);
+	for (int e = 0; e < KN__QK_K; e++)
+		isum += (b[ref_k23_group(e)] & 0xf) * ref_k23_lo(b + 16, e) * q8[e];
+	float xd = ref_q8k_d(xi);
+	float d = kq_half(b + 80) * xd, dmin = kq_half(b + 82) * xd;
+	return d * (float)isum - dmin * (float)msum;
+}
+
+/* ggml_vec_dot_q3_K_q8_K: isum = sum_g (sc_g - 32) (q_g . x_g). */
+static float ref_dot_q3_k(const uint8_t *b, const uint8_t *xi)
+{
+	const int8_t *q8 = (const int8_t *)(xi + 4);
+	int sc[16];
+	kq_q3k_scales(b + 96, sc);
+	int32_t isum = 0;
+	for (int e = 0; e < KN__QK_K; e++)
+		isum += (sc[ref_k23_group(e)] - 32) * ref_q3k_code(b, e) * q8[e];
+	return (kq_half(b + 108) * ref_q8k_d(xi)) * (float)isum;
+}
+
 /* ggml_vec_dot_iq4_xs_q8_K: isum = sum_s (ls_s - 32) (v[q_s] . x_s). */
 static float ref_dot_iq4_xs(const uint8_t *b, const uint8_t *xi)
 {
@@ -604,6 +692,8 @@ REF_XQ1(q5_1, KN__Q5_1_BYTES)
 REF_XQK(q4_k, KN__Q4_K_BYTES)
 REF_XQK(q5_k, KN__Q5_K_BYTES)
 REF_XQK(q6_k, KN__Q6_K_BYTES)
+REF_XQK(q2_k, KN__Q2_K_BYTES)
+REF_XQK(q3_k, KN__Q3_K_BYTES)
 REF_XQK(iq4_xs, KN__IQ4_XS_BYTES)
 
 /* Q4_0 / Q5_0 / IQ4_NL blocks as Q8_0 blocks (kn_quant.h to_q8_0). */
@@ -662,6 +752,8 @@ const struct kn_qops kn__qops_ref[KN_Q_MAX] = {
 	REF_ENTRY_XQ(KN_Q_Q4_K, q4_k, q8_k),
 	REF_ENTRY_XQ(KN_Q_Q5_K, q5_k, q8_k),
 	REF_ENTRY_XQ(KN_Q_Q6_K, q6_k, q8_k),
+	REF_ENTRY_XQ(KN_Q_Q2_K, q2_k, q8_k),
+	REF_ENTRY_XQ(KN_Q_Q3_K, q3_k, q8_k),
 	REF_ENTRY_W8(KN_Q_IQ4_NL, iq4_nl, q8_0),
 	REF_ENTRY_XQ(KN_Q_IQ4_XS, iq4_xs, q8_k),
 };

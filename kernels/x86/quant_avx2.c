@@ -654,188 +654,6 @@ static void kq_gemv_xq_q5_1(const void *restrict W, size_t rb, const void *restr
 	kq_xq1(W, rb, xq, y, n_rows, k, KN__Q5_1_BYTES, kq_c_q5_1);
 }
 
-/* pshufb control: every int16 of a 128-bit lane is int16 number n. */
-#define KQ_L16(n) ((short)(0x0100 + 0x0202 * (n)))
-
-/* One K-quant block unpacked: code group t (32 unsigned codes) meets x
- * codes 32t..32t+31, its int16 scales in s[t] (one per pair, as vpmaddwd
- * wants them); q4_K/q5_K: the mins m16 and d, dmin; q6_K: the 16 scales
- * sc16 (its -32 enters through the bsums) and d. */
-struct kq_wk {
-	__m256i c[8], s[8], sc16;
-	__m128i m16;
-	float d, dmin;
-};
-
-/* A q4_K / q5_K block unpacked (has_qh: q5_K): 32 qs bytes hold sub-block
- * 2p in their low nibbles, 2p + 1 in their high ones; each sub-block's
- * 6-bit scale spread over its int16 pairs. */
-KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
-{
-	uint32_t a = kq_u32(b + 4), bb = kq_u32(b + 8), c = kq_u32(b + 12);
-	uint32_t sc03 = a & 0x3f3f3f3fu, m03 = bb & 0x3f3f3f3fu;
-	uint32_t sc47 = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
-	uint32_t m47 = ((c >> 4) & 0x0f0f0f0fu) | ((bb >> 6) & 0x03030303u) << 4;
-	__m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(sc03 | (uint64_t)sc47 << 32)));
-	K->m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(m03 | (uint64_t)m47 << 32)));
-	__m256i scb = _mm256_broadcastsi128_si256(sc16);
-	const uint8_t *qs = b + (has_qh ? 48 : 16);
-	__m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10);
-	__m256i h = has_qh ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
-	for (int p = 0; p < 4; p++) {
-		__m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
-		__m256i lo = _mm256_and_si256(wv, m4);
-		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
-		if (has_qh) { /* bit s of qh[l] to bit 4: shift by 4 - s */
-			int s = 2 * p;
-			__m256i hl = s <= 4 ? _mm256_slli_epi16(h, 4 - s) : _mm256_srli_epi16(h, s - 4);
-			__m256i hh = s + 1 <= 4 ? _mm256_slli_epi16(h, 3 - s)
-						: _mm256_srli_epi16(h, s - 3);
-			lo = _mm256_or_si256(lo, _mm256_and_si256(hl, x10));
-			hi = _mm256_or_si256(hi, _mm256_and_si256(hh, x10));
-		}
-		K->c[2 * p] = lo;
-		K->c[2 * p + 1] = hi;
-		K->s[2 * p] = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p)));
-		K->s[2 * p + 1] = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(KQ_L16(2 * p + 1)));
-	}
-	K->d = kq_half(b);
-	K->dmin = kq_half(b + 2);
-}
-
-/* A q6_K block unpacked: 32 ql bytes hold t and t + 2 (low, high
- * nibbles), qh bits 2t, 2t+1 are shifted to bits 4, 5; 16 elements per
- * int8 scale (sum sc (q - 32) x = sum sc q x - 32 sum sc bsum). */
-KQ_INLINE void kq_wk_q6_k(const uint8_t *b, struct kq_wk *K)
-{
-	K->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
-	__m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-	for (int h = 0; h < 2; h++) {
-		__m256i la = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
-		__m256i lb = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
-		__m256i hv = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
-		K->c[4 * h] = _mm256_or_si256(_mm256_and_si256(la, m4),
-					      _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30));
-		K->c[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(lb, m4),
-						  _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30));
-		K->c[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
-						  _mm256_and_si256(hv, m30));
-		K->c[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
-						  _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30));
-		__m256i scb = _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(K->sc16, 1)
-							    : _mm256_castsi256_si128(K->sc16));
-		for (int t = 0; t < 4; t++) {
-			__m256i ctl = _mm256_inserti128_si256(
-				_mm256_castsi128_si256(_mm_set1_epi16(KQ_L16(2 * t))),
-				_mm_set1_epi16(KQ_L16(2 * t + 1)), 1);
-			K->s[4 * h + t] = _mm256_shuffle_epi8(scb, ctl);
-		}
-	}
-	K->d = kq_half(b + 208);
-	K->dmin = 0.0f;
-}
-
-/* The integer sum of unpacked block K against the 256 Q8_K codes at xc
- * (any alignment), added to isum: each code group's pair sums times its
- * scales (vpmaddubsw, vpmaddwd). Exact. */
-KQ_INLINE __m256i kq_wk_isum(const struct kq_wk *K, const uint8_t *xc, __m256i isum)
-{
-	for (int t = 0; t < 8; t++) {
-		__m256i xv = _mm256_loadu_si256((const __m256i *)(xc + 32 * t));
-		isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(K->c[t], xv), K->s[t]));
-	}
-	return isum;
-}
-
-/* The float combine of one block and one x block (d_x, the bsums bs16):
- * acc += isum (d_w d_x); q4_K/q5_K: accm += (mins . pair-summed bsums)
- * (dmin_w d_x), subtracted at the end; q6_K: its -32 as -32 (scales .
- * bsums) inside isum. */
-KQ_INLINE void kq_wk_combine(const struct kq_wk *K, int q6, const uint8_t *xb, __m256 *acc,
-			     __m128 *accm)
-{
-	__m256i bs16 = _mm256_loadu_si256((const __m256i *)(xb + 260));
-	__m256i isum = q6 ? _mm256_sub_epi32(_mm256_setzero_si256(),
-					     _mm256_slli_epi32(_mm256_madd_epi16(K->sc16, bs16), 5))
-			  : _mm256_setzero_si256();
-	isum = kq_wk_isum(K, xb + 4, isum);
-	float xd;
-	memcpy(&xd, xb, sizeof(xd));
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(K->d * xd), *acc);
-	if (!q6) {
-		__m128i bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs16), _mm256_extracti128_si256(bs16, 1));
-		*accm = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(K->m16, bs8)),
-				     _mm_set1_ps(K->dmin * xd), *accm);
-	}
-}
-
-/* One block of each K-quant against one Q8_K x block xb. */
-KQ_INLINE void kq_blk_q4_k(const uint8_t *b, const uint8_t *xb, __m256 *acc, __m128 *accm)
-{
-	struct kq_wk K;
-	kq_wk_k45(b, 0, &K);
-	kq_wk_combine(&K, 0, xb, acc, accm);
-}
-
-KQ_INLINE void kq_blk_q5_k(const uint8_t *b, const uint8_t *xb, __m256 *acc, __m128 *accm)
-{
-	struct kq_wk K;
-	kq_wk_k45(b, 1, &K);
-	kq_wk_combine(&K, 0, xb, acc, accm);
-}
-
-KQ_INLINE void kq_blk_q6_k(const uint8_t *b, const uint8_t *xb, __m256 *acc, __m128 *accm)
-{
-	struct kq_wk K;
-	kq_wk_q6_k(b, &K);
-	kq_wk_combine(&K, 1, xb, acc, accm);
-}
-
-typedef void (*kq_blk_fn)(const uint8_t *b, const uint8_t *xb, __m256 *acc, __m128 *accm);
-
-/* A K-quant row's result: the lane sum of acc less accm, in one order. */
-KQ_INLINE float kq_hsum_k(__m256 acc, __m128 accm)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-	s = _mm_sub_ps(s, accm);
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-/* R rows (1 or 4) of a K-quant; each Q8_K block of x loaded once for all. */
-KQ_INLINE void kq_xqk_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
-			   int R, size_t bytes, kq_blk_fn bf)
-{
-	__m256 acc[4];
-	__m128 accm[4];
-	for (int r = 0; r < R; r++) {
-		acc[r] = _mm256_setzero_ps();
-		accm[r] = _mm_setzero_ps();
-	}
-	size_t pf = kq_pf_dist(R, rb);
-	for (size_t i = 0; i < k / KN__QK_K; i++) {
-		const uint8_t *xb = xq + i * KN__Q8_K_BYTES;
-		for (int r = 0; r < R; r++) {
-			const uint8_t *wb = w + (size_t)r * rb + i * bytes;
-			kq_pf(wb + pf, bytes);
-			bf(wb, xb, &acc[r], &accm[r]);
-		}
-	}
-	for (int r = 0; r < R; r++)
-		y[r] = kq_hsum_k(acc[r], accm[r]);
-}
-
-KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
-		      size_t k, size_t bytes, kq_blk_fn bf)
-{
-	const uint8_t *w = W;
-	size_t r = 0;
-	for (; r + 4 <= n_rows; r += 4)
-		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, bf);
-	for (; r < n_rows; r++)
-		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, bf);
-}
-
 #define KQ_XQ0(T, BYTES, OFF)                                                              \
 	static void kq_gemv_xq_##T(const void *restrict W, size_t rb,                      \
 				   const void *restrict xq, float *restrict y, size_t n,   \
@@ -843,20 +661,12 @@ KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t
 	{                                                                                  \
 		kq_xq0(W, rb, xq, y, n, k, BYTES, OFF, kq_w_##T);                          \
 	}
-#define KQ_XQK(T, BYTES)                                                                   \
-	static void kq_gemv_xq_##T(const void *restrict W, size_t rb,                      \
-				   const void *restrict xq, float *restrict y, size_t n,   \
-				   size_t k)                                               \
-	{                                                                                  \
-		kq_xqk(W, rb, xq, y, n, k, BYTES, kq_blk_##T);                             \
-	}
-
 KQ_XQ0(q4_0, KN__Q4_0_BYTES, 8)
 KQ_XQ0(q5_0, KN__Q5_0_BYTES, 16)
 KQ_XQ0(q8_0, KN__Q8_0_BYTES, 0)
-KQ_XQK(q4_k, KN__Q4_K_BYTES)
-KQ_XQK(q5_k, KN__Q5_K_BYTES)
-KQ_XQK(q6_k, KN__Q6_K_BYTES)
+
+/* The K-quants' integer path (Q2_K .. Q6_K against Q8_K): x86/quant_avx2_k.h. */
+#include "kernels/x86/quant_avx2_k.h"
 
 /* gemm_xq, the same arithmetic for several x rows: x86/quant_avx2_mm.h. */
 #include "kernels/x86/quant_avx2_mm.h"
@@ -908,6 +718,8 @@ KQ_BLOCK(q4_1, KN__QK, KN__Q4_1_BYTES)
 KQ_BLOCK(q5_0, KN__QK, KN__Q5_0_BYTES)
 KQ_BLOCK(q5_1, KN__QK, KN__Q5_1_BYTES)
 KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
+KQ_BLOCK(q2_k, KN__QK_K, KN__Q2_K_BYTES)
+KQ_BLOCK(q3_k, KN__QK_K, KN__Q3_K_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
@@ -923,6 +735,8 @@ const struct kn_qops kn__qops_avx2[KN_Q_MAX] = {
 	KQ_ENTRY_W8(KN_Q_Q5_0, q5_0, q8_0),
 	KQ_ENTRY_MM(KN_Q_Q5_1, q5_1, q8_1),
 	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q2_K, q2_k, q8_k),
+	KQ_ENTRY_MM(KN_Q_Q3_K, q3_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q4_K, q4_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q5_K, q5_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q6_K, q6_k, q8_k),

@@ -2,8 +2,9 @@
  * path of x86/quant_avx2.c for several quantized x rows at once. Not a
  * public header: x86/quant_avx2.c includes it once, after its gemv_xq
  * kernels, whose helpers (kq_dot_u8s8, kq_nib32, kq_bits32_x10, kq_u32,
- * kq_c_q4_1, kq_c_q5_1, kq_half, kq_hsum, kq_scales, kq_pf, kq_pf_dist, the
- * K-quant unpacking struct kq_wk, kq_wk_combine, kq_hsum_k) it uses.
+ * kq_c_q4_1, kq_c_q5_1, kq_half, kq_hsum, kq_scales, kq_pf, kq_pf_dist; from
+ * x86/quant_avx2_k.h the K-quant unpacking struct kq_wk, kq_wk_unpack,
+ * kq_wk_combine, kq_hsum_k) it uses.
  *
  * Each weight block is read and unpacked once for up to four x rows (the
  * multi-row idea of llamafile's tinyBLAS and of ggml's repacked GEMMs, in
@@ -149,8 +150,8 @@ KQ_INLINE void kq_mm32(const void *W, size_t rb, const void *xq, size_t xs, size
 
 /* ---- K-quants: q4_K, q5_K, q6_K against Q8_K x ------------------------- */
 
-/* One weight row (kind 4: q4_K, 5: q5_K, 6: q6_K) against NX x rows: per
- * block the codes are unpacked once (kq_wk_*), then each x row gets
+/* One weight row (kind 2..6: q2_K .. q6_K) against NX x rows: per block
+ * the codes are unpacked once (kq_wk_unpack), then each x row gets
  * kq_blk_<type>'s integer sum and float combine (kq_wk_combine). */
 KQ_INLINE void kq_mmk_row(const uint8_t *w, const uint8_t *xq, size_t xs, float *y, size_t ldy,
 			  size_t k, int NX, size_t bytes, int kind, size_t pf)
@@ -165,12 +166,9 @@ KQ_INLINE void kq_mmk_row(const uint8_t *w, const uint8_t *xq, size_t xs, float 
 		const uint8_t *wb = w + i * bytes;
 		kq_pf(wb + pf, bytes);
 		struct kq_wk K;
-		if (kind == 6)
-			kq_wk_q6_k(wb, &K);
-		else
-			kq_wk_k45(wb, kind == 5, &K);
+		kq_wk_unpack(wb, kind, &K);
 		for (int j = 0; j < NX; j++)
-			kq_wk_combine(&K, kind == 6, xq + (size_t)j * xs + i * KN__Q8_K_BYTES, &acc[j],
+			kq_wk_combine(&K, kind, xq + (size_t)j * xs + i * KN__Q8_K_BYTES, &acc[j],
 				      &accm[j]);
 	}
 	for (int j = 0; j < NX; j++)
@@ -242,6 +240,8 @@ KQ_MM32(q5_0, KN__Q5_0_BYTES, KN__Q8_0X_BYTES, 0)
 KQ_MM32(q8_0, KN__Q8_0_BYTES, KN__Q8_0X_BYTES, 0)
 KQ_MM32(q4_1, KN__Q4_1_BYTES, KN__Q8_1X_BYTES, 1)
 KQ_MM32(q5_1, KN__Q5_1_BYTES, KN__Q8_1X_BYTES, 1)
+KQ_MMK(q2_k, KN__Q2_K_BYTES, 2)
+KQ_MMK(q3_k, KN__Q3_K_BYTES, 3)
 KQ_MMK(q4_k, KN__Q4_K_BYTES, 4)
 KQ_MMK(q5_k, KN__Q5_K_BYTES, 5)
 KQ_MMK(q6_k, KN__Q6_K_BYTES, 6)

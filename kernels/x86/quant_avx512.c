@@ -196,6 +196,51 @@ KQ_INLINE void kq_dq_q6_k(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
 			    kq_i8_ps(kq_q6(ql + 16, qh + 16, t)));
 }
 
+/* q2_K sub-block s (h = s / 4, t = s % 4): bits 2t, 2t + 1 of qs[32 h ..],
+ * two 16-element groups of w = (d sc) q - (dmin m), not fused. */
+KQ_INLINE void kq_dq_q2_k(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
+{
+	int h = s / 4, t = s % 4;
+	float d = kq_half(b + 80), dmin = kq_half(b + 82);
+	__m512 w[2];
+	for (int i = 0; i < 2; i++) {
+		int sc = b[8 * h + 2 * t + i];
+		__m128i v = _mm_and_si128(_mm_srl_epi16(kq_ld16(b + 16 + 32 * h + 16 * i),
+							_mm_cvtsi32_si128(2 * t)), _mm_set1_epi8(3));
+		w[i] = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(d * (float)(sc & 0xf)), kq_u8_ps(v)),
+				     _mm512_set1_ps(dmin * (float)(sc >> 4)));
+	}
+	*lo = w[0];
+	*hi = w[1];
+}
+
+/* q3_K's 6-bit scale g < 16 (ref/quant.c kq_q3k_scales). */
+KQ_INLINE int kq_q3k_sc(const uint8_t *b, int g)
+{
+	const uint8_t *q = b + 96;
+	return ((q[g % 8] >> (4 * (g / 8))) & 0xf) | (((q[8 + g % 4] >> (2 * (g / 4))) & 3) << 4);
+}
+
+/* q3_K sub-block s: q = bits 2t, 2t + 1 of qs[32 h ..], less 4 where bit
+ * 4h + t of hmask[l] is clear; w = (d (sc - 32)) q. */
+KQ_INLINE void kq_dq_q3_k(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
+{
+	int h = s / 4, t = s % 4;
+	float d = kq_half(b + 108);
+	__m512 w[2];
+	for (int i = 0; i < 2; i++) {
+		__m128i l2 = _mm_and_si128(_mm_srl_epi16(kq_ld16(b + 32 + 32 * h + 16 * i),
+							 _mm_cvtsi32_si128(2 * t)), _mm_set1_epi8(3));
+		__m128i hb = _mm_and_si128(_mm_srl_epi16(kq_ld16(b + 16 * i), _mm_cvtsi32_si128(4 * h + t)),
+					   _mm_set1_epi8(1));
+		__m128i q = _mm_sub_epi8(_mm_or_si128(l2, _mm_slli_epi16(hb, 2)), _mm_set1_epi8(4));
+		w[i] = _mm512_mul_ps(kq_i8_ps(q),
+				     _mm512_set1_ps(d * (float)(kq_q3k_sc(b, 8 * h + 2 * t + i) - 32)));
+	}
+	*lo = w[0];
+	*hi = w[1];
+}
+
 /* ---- block types: dequant and gemv around a decoder -------------------- */
 
 typedef void (*kq_dq_fn)(const uint8_t *b, int s, __m512 *lo, __m512 *hi);
@@ -335,6 +380,8 @@ KQ_BLOCK(q4_1, KN__QK, KN__Q4_1_BYTES)
 KQ_BLOCK(q5_0, KN__QK, KN__Q5_0_BYTES)
 KQ_BLOCK(q5_1, KN__QK, KN__Q5_1_BYTES)
 KQ_BLOCK(q8_0, KN__QK, KN__Q8_0_BYTES)
+KQ_BLOCK(q2_k, KN__QK_K, KN__Q2_K_BYTES)
+KQ_BLOCK(q3_k, KN__QK_K, KN__Q3_K_BYTES)
 KQ_BLOCK(q4_k, KN__QK_K, KN__Q4_K_BYTES)
 KQ_BLOCK(q5_k, KN__QK_K, KN__Q5_K_BYTES)
 KQ_BLOCK(q6_k, KN__QK_K, KN__Q6_K_BYTES)
@@ -353,6 +400,8 @@ const struct kn_qops kn__qops_avx512[KN_Q_MAX] = {
 	KQ_ENTRY_MM(KN_Q_Q5_0, q5_0, q8_0),
 	KQ_ENTRY_MM(KN_Q_Q5_1, q5_1, q8_1),
 	KQ_ENTRY_MM(KN_Q_Q8_0, q8_0, q8_0),
+	KQ_ENTRY_MM(KN_Q_Q2_K, q2_k, q8_k),
+	KQ_ENTRY_MM(KN_Q_Q3_K, q3_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q4_K, q4_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q5_K, q5_k, q8_k),
 	KQ_ENTRY_MM(KN_Q_Q6_K, q6_k, q8_k),

@@ -209,7 +209,7 @@ KQ_INLINE void kq_mmk_rows(const uint8_t *w, size_t rb, const uint8_t *xq, size_
 			struct kq_wk K;
 			kq_wk(wb, kind, &K);
 			for (int j = 0; j < NX; j++)
-				kq_wk_combine(&K, kind == 6, &X[j], &acc[r][j], &accm[r][j], vnni);
+				kq_wk_combine(&K, kind, &X[j], &acc[r][j], &accm[r][j], vnni);
 		}
 	}
 	for (int r = 0; r < R; r++)
@@ -258,6 +258,8 @@ KQ_MM_FNS(q5_0, kq_gemm0, KN__Q5_0_BYTES, 16, kq_w2_q5_0)
 KQ_MM_FNS(q8_0, kq_gemm0, KN__Q8_0_BYTES, 0, kq_w2_q8_0)
 KQ_MM_FNS(q4_1, kq_gemm1, KN__Q4_1_BYTES, kq_c2_q4_1)
 KQ_MM_FNS(q5_1, kq_gemm1, KN__Q5_1_BYTES, kq_c2_q5_1)
+KQ_MM_FNS(q2_k, kq_mmk, KN__Q2_K_BYTES, kq_xk_q6, 2)
+KQ_MM_FNS(q3_k, kq_mmk, KN__Q3_K_BYTES, kq_xk_q6, 3)
 KQ_MM_FNS(q4_k, kq_mmk, KN__Q4_K_BYTES, kq_xk_k45, 4)
 KQ_MM_FNS(q5_k, kq_mmk, KN__Q5_K_BYTES, kq_xk_k45, 5)
 KQ_MM_FNS(q6_k, kq_mmk, KN__Q6_K_BYTES, kq_xk_q6, 6)

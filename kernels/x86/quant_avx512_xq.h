@@ -434,7 +434,8 @@ struct kq_wk {
 	__m512i q[4];
 	__m512i sc[4];
 	__m128i m16;  /* q4_K / q5_K: the 8 mins as int16 */
-	__m256i sc16; /* q6_K: the 16 scales as int16 */
+	__m256i sc16; /* q3_K / q6_K: the 16 scales as int16 (q3_K's less 32) */
+	__m256i mn16; /* q2_K: the 16 mins as int16 */
 	float d, dmin;
 };
 
@@ -475,6 +476,23 @@ KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
 	K->dmin = kq_half(b + 2);
 }
 
+/* The scale vectors sc[0], sc[1] of half h from 16 int16 scales, one per
+ * 16 codes (q2_K, q3_K, q6_K): 128-bit lane L of sc[p] holds scale
+ * 8h + 4p + L. */
+KQ_INLINE void kq_wk_s16(__m256i sc16, int h, __m512i *sc)
+{
+	__m512i scb = _mm512_broadcast_i32x4(h ? _mm256_extracti128_si256(sc16, 1)
+					       : _mm256_castsi256_si128(sc16));
+	sc[0] = _mm512_shuffle_epi8(scb, KQ_SEL16(0, 1, 2, 3));
+	sc[1] = _mm512_shuffle_epi8(scb, KQ_SEL16(4, 5, 6, 7));
+}
+
+/* Per-half int16 shift counts: a in the low 256 bits, b in the high. */
+KQ_INLINE __m512i kq_cnt2(int a, int b)
+{
+	return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
+}
+
 /* q6_K into K: codes 0..63 (the -32 enters through the bsums). */
 KQ_INLINE void kq_wk_q6_k(const uint8_t *b, struct kq_wk *K)
 {
@@ -485,48 +503,100 @@ KQ_INLINE void kq_wk_q6_k(const uint8_t *b, struct kq_wk *K)
 		__m512i hh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h)));
 		/* bits 2t, 2t+1 of qh to bits 4, 5: t = 0, 1 shift left 4, 2;
 		 * t = 2, 3 right 0, 2 */
-		__m512i h01 = _mm512_and_si512(
-			_mm512_sllv_epi16(hh, _mm512_inserti64x4(_mm512_set1_epi16(4),
-								  _mm256_set1_epi16(2), 1)), m30);
-		__m512i h23 = _mm512_and_si512(
-			_mm512_srlv_epi16(hh, _mm512_inserti64x4(_mm512_setzero_si512(),
-								  _mm256_set1_epi16(2), 1)), m30);
+		__m512i h01 = _mm512_and_si512(_mm512_sllv_epi16(hh, kq_cnt2(4, 2)), m30);
+		__m512i h23 = _mm512_and_si512(_mm512_srlv_epi16(hh, kq_cnt2(0, 2)), m30);
 		K->q[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), h01);
 		K->q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), h23);
-		__m512i scb = _mm512_broadcast_i32x4(h ? _mm256_extracti128_si256(K->sc16, 1)
-						       : _mm256_castsi256_si128(K->sc16));
-		K->sc[2 * h] = _mm512_shuffle_epi8(scb, KQ_SEL16(0, 1, 2, 3));
-		K->sc[2 * h + 1] = _mm512_shuffle_epi8(scb, KQ_SEL16(4, 5, 6, 7));
+		kq_wk_s16(K->sc16, h, K->sc + 2 * h);
 	}
 	K->d = kq_half(b + 208);
 	K->dmin = 0.0f;
 }
 
-/* An unpacked block K against X: *acc += d_w d_x isum; q4_K / q5_K also
- * *accm += dmin_w d_x (mins . bs8) (four lanes); q6_K (q6) starts isum
- * at -32 sum sc bsum, since sum sc (q - 32) x = sum sc q x - 32 sum sc bsum. */
-KQ_INLINE void kq_wk_combine(const struct kq_wk *K, int q6, const struct kq_xk *X, __m512 *acc,
+/* q2_K into K: in half h, q[2h] holds groups t = 0, 1 (bits 0-1, 2-3 of
+ * qs[32 h ..]) and q[2h + 1] t = 2, 3; each scale byte's low nibble
+ * scales 16 codes, its high nibble is their min. */
+KQ_INLINE void kq_wk_q2_k(const uint8_t *b, struct kq_wk *K)
+{
+	__m128i sb = _mm_loadu_si128((const __m128i *)b), m4 = _mm_set1_epi8(0x0f);
+	K->sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sb, m4));
+	K->mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), m4));
+	__m512i m3 = _mm512_set1_epi8(3);
+	for (int h = 0; h < 2; h++) {
+		__m512i qv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16 + 32 * h)));
+		K->q[2 * h] = _mm512_and_si512(_mm512_srlv_epi16(qv, kq_cnt2(0, 2)), m3);
+		K->q[2 * h + 1] = _mm512_and_si512(_mm512_srlv_epi16(qv, kq_cnt2(4, 6)), m3);
+		kq_wk_s16(K->sc16, h, K->sc + 2 * h);
+	}
+	K->d = kq_half(b + 80);
+	K->dmin = kq_half(b + 82);
+}
+
+/* q3_K into K: codes 0..7 for q + 4 (bits 2t, 2t + 1 of qs[32 h ..], bit
+ * 4h + t of hmask[l] as bit 2), grouped as q2_K's; the sixteen 6-bit
+ * scales less 32 (ref/quant.c kq_q3k_scales, four lanes at once). */
+KQ_INLINE void kq_wk_q3_k(const uint8_t *b, struct kq_wk *K)
+{
+	uint32_t a0 = kq_u32(b + 96), a1 = kq_u32(b + 100), t2 = kq_u32(b + 104);
+	uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+	__m128i sb = _mm_setr_epi32((int)((a0 & m4) | (t2 & m2) << 4),
+				    (int)((a1 & m4) | ((t2 >> 2) & m2) << 4),
+				    (int)(((a0 >> 4) & m4) | ((t2 >> 4) & m2) << 4),
+				    (int)(((a1 >> 4) & m4) | ((t2 >> 6) & m2) << 4));
+	K->sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(sb), _mm256_set1_epi16(32));
+	__m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b));
+	__m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+	for (int h = 0; h < 2; h++) {
+		__m512i qv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 32 + 32 * h)));
+		for (int p = 0; p < 2; p++) {
+			int j0 = 4 * h + 2 * p, j1 = j0 + 1; /* hmask bits to bit 2 */
+			__m512i hb = _mm512_srlv_epi16(
+				_mm512_sllv_epi16(hm, kq_cnt2(j0 < 2 ? 2 - j0 : 0, j1 < 2 ? 2 - j1 : 0)),
+				kq_cnt2(j0 > 2 ? j0 - 2 : 0, j1 > 2 ? j1 - 2 : 0));
+			__m512i l2 = _mm512_and_si512(_mm512_srlv_epi16(qv, kq_cnt2(4 * p, 4 * p + 2)), m3);
+			K->q[2 * h + p] = _mm512_or_si512(l2, _mm512_and_si512(hb, four));
+		}
+		kq_wk_s16(K->sc16, h, K->sc + 2 * h);
+	}
+	K->d = kq_half(b + 108);
+	K->dmin = 0.0f;
+}
+
+/* An unpacked block K (kind 2..6: q2_K .. q6_K) against X: *acc +=
+ * d_w d_x isum; q4_K / q5_K also *accm += dmin_w d_x (mins . bs8), q2_K
+ * *accm += dmin_w d_x (mins . bs16) (four lanes); q3_K / q6_K start isum
+ * at -4 / -32 sum sc bsum, since sum sc (q - c) x = sum sc q x - c sum sc
+ * bsum. */
+KQ_INLINE void kq_wk_combine(const struct kq_wk *K, int kind, const struct kq_xk *X, __m512 *acc,
 			     __m128 *accm, int vnni)
 {
 	__m512i isum = _mm512_setzero_si512();
-	if (q6)
+	if (kind == 3 || kind == 6)
 		isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(
-						      _mm256_madd_epi16(K->sc16, X->bs16), 5)));
+						      _mm256_madd_epi16(K->sc16, X->bs16),
+						      kind == 6 ? 5 : 2)));
 	for (int g = 0; g < 4; g++)
 		isum = kq_dot_i16(isum, _mm512_maddubs_epi16(K->q[g], X->x[g]), K->sc[g], vnni);
 	*acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(K->d * X->d), *acc);
-	if (!q6)
+	if (kind == 4 || kind == 5) {
 		*accm = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(K->m16, X->bs8)),
 				     _mm_set1_ps(K->dmin * X->d), *accm);
+	} else if (kind == 2) {
+		__m256i m8 = _mm256_madd_epi16(K->mn16, X->bs16);
+		__m128i m = _mm_add_epi32(_mm256_castsi256_si128(m8), _mm256_extracti128_si256(m8, 1));
+		*accm = _mm_fmadd_ps(_mm_cvtepi32_ps(m), _mm_set1_ps(K->dmin * X->d), *accm);
+	}
 }
 
-/* One weight block (kind 4: q4_K, 5: q5_K, 6: q6_K) into K. */
+/* One weight block (kind 2..6: q2_K .. q6_K) into K. */
 KQ_INLINE void kq_wk(const uint8_t *b, int kind, struct kq_wk *K)
 {
-	if (kind == 6)
-		kq_wk_q6_k(b, K);
-	else
-		kq_wk_k45(b, kind == 5, K);
+	switch (kind) {
+	case 2: kq_wk_q2_k(b, K); break;
+	case 3: kq_wk_q3_k(b, K); break;
+	case 6: kq_wk_q6_k(b, K); break;
+	default: kq_wk_k45(b, kind == 5, K); break;
+	}
 }
 
 /* A row's result from its K-quant accumulators: the lanes of acc less
@@ -560,7 +630,7 @@ KQ_INLINE void kq_xqk_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float
 			kq_pf(wb + pf, bytes);
 			struct kq_wk K;
 			kq_wk(wb, kind, &K);
-			kq_wk_combine(&K, kind == 6, &X, &acc[r], &accm[r], vnni);
+			kq_wk_combine(&K, kind, &X, &acc[r], &accm[r], vnni);
 		}
 	}
 	for (int r = 0; r < R; r++)
@@ -604,6 +674,8 @@ KQ_XQ_FNS(q5_0, kq_xq0, KN__Q5_0_BYTES, 16, kq_w2_q5_0)
 KQ_XQ_FNS(q8_0, kq_xq0, KN__Q8_0_BYTES, 0, kq_w2_q8_0)
 KQ_XQ_FNS(q4_1, kq_xq1, KN__Q4_1_BYTES, kq_c2_q4_1)
 KQ_XQ_FNS(q5_1, kq_xq1, KN__Q5_1_BYTES, kq_c2_q5_1)
+KQ_XQ_FNS(q2_k, kq_xqk, KN__Q2_K_BYTES, kq_xk_q6, 2)
+KQ_XQ_FNS(q3_k, kq_xqk, KN__Q3_K_BYTES, kq_xk_q6, 3)
 KQ_XQ_FNS(q4_k, kq_xqk, KN__Q4_K_BYTES, kq_xk_k45, 4)
 KQ_XQ_FNS(q5_k, kq_xqk, KN__Q5_K_BYTES, kq_xk_k45, 5)
 KQ_XQ_FNS(q6_k, kq_xqk, KN__Q6_K_BYTES, kq_xk_q6, 6)

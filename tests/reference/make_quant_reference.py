@@ -31,7 +31,7 @@ N_BLOCKS = 32
 # type -> byte offsets of its fp16 scale fields (ggml-common.h)
 TYPES = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
-    T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+    T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
     T.IQ4_NL: [0], T.IQ4_XS: [0],
 }
 

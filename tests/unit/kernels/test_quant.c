@@ -71,7 +71,7 @@
 
 static const int all_types[] = {KN_Q_F32,  KN_Q_F16,  KN_Q_BF16, KN_Q_Q4_0,   KN_Q_Q4_1,
 				KN_Q_Q5_0, KN_Q_Q5_1, KN_Q_Q8_0, KN_Q_Q4_K,   KN_Q_Q5_K,
-				KN_Q_Q6_K, KN_Q_IQ4_NL, KN_Q_IQ4_XS};
+				KN_Q_Q6_K, KN_Q_IQ4_NL, KN_Q_IQ4_XS, KN_Q_Q2_K, KN_Q_Q3_K};
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -115,6 +115,7 @@ static uint16_t rng_f16_finite(void)
 static const int *half_fields(int type)
 {
 	static const int at0[] = {0, -1}, at02[] = {0, 2, -1}, at208[] = {208, -1}, none[] = {-1};
+	static const int at80[] = {80, 82, -1}, at108[] = {108, -1};
 	switch (type) {
 	case KN_Q_Q4_0:
 	case KN_Q_Q5_0:
@@ -129,6 +130,10 @@ static const int *half_fields(int type)
 		return at02;
 	case KN_Q_Q6_K:
 		return at208;
+	case KN_Q_Q2_K:
+		return at80;
+	case KN_Q_Q3_K:
+		return at108;
 	default:
 		return none;
 	}
@@ -449,7 +454,11 @@ static void test_row_bytes(void **state)
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_K, 640), 0); /* 640 % 256 */
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q4_1, 64), 40);
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q5_1, 64), 48);
-	assert_int_equal(kn_qtype_row_bytes(10, 256), 0);	 /* q2_K: not implemented */
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q2_K, 512), 2 * 84);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_Q3_K, 256), 110);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_IQ4_NL, 64), 36);
+	assert_int_equal(kn_qtype_row_bytes(KN_Q_IQ4_XS, 512), 2 * 136);
+	assert_int_equal(kn_qtype_row_bytes(16, 256), 0);	 /* IQ2_XXS: not implemented */
 	assert_int_equal(kn_qtype_row_bytes(-1, 32), 0);
 	assert_int_equal(kn_qtype_row_bytes(KN_Q_MAX, 32), 0);
 	assert_int_equal(kn_qtype_row_bytes(1000, 32), 0);
@@ -458,7 +467,7 @@ static void test_row_bytes(void **state)
 static void test_lookup(void **state)
 {
 	(void)state;
-	assert_null(kn_qops_get(10)); /* q2_K */
+	assert_null(kn_qops_get(16)); /* IQ2_XXS */
 	assert_null(kn_qops_get(-1));
 	assert_null(kn_qops_get(KN_Q_MAX));
 	assert_null(kn_qops_for(KN_ISA_COUNT, KN_Q_Q4_0));

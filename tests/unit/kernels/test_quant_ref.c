@@ -20,8 +20,8 @@
 #include "kernels/kn_quant.h"
 #include "tests/unit/kernels/kn_test_file.h"
 
-static const int types[] = {KN_Q_Q4_0, KN_Q_Q4_1, KN_Q_Q5_0, KN_Q_Q5_1,   KN_Q_Q8_0,
-			    KN_Q_Q4_K, KN_Q_Q5_K, KN_Q_Q6_K, KN_Q_IQ4_NL, KN_Q_IQ4_XS};
+static const int types[] = {KN_Q_Q4_0, KN_Q_Q4_1, KN_Q_Q5_0, KN_Q_Q5_1, KN_Q_Q8_0,   KN_Q_Q2_K,
+			    KN_Q_Q3_K, KN_Q_Q4_K, KN_Q_Q5_K, KN_Q_Q6_K, KN_Q_IQ4_NL, KN_Q_IQ4_XS};
 
 static const char *const isa_names[KN_ISA_COUNT] = {"ref", "avx2", "avx512"};
 
