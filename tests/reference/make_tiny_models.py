@@ -4,7 +4,8 @@
 Writes tests/reference/llm/tiny/<arch>_<type>.gguf and <arch>_<type>.json for
 arch in {llama, qwen2, gemma3} and type in {f32, f16, q8_0, q4_k, q6_k}, plus
 gemma3_q5_0 (Q5_0 is what llama.cpp's Q4_K_M mix falls back to, and the default
-gemma-3-270m-q4_k_m.gguf has 81 Q5_0 tensors). Also writes tiny/index.json.
+gemma-3-270m-q4_k_m.gguf has 81 Q5_0 tensors) and llama_<type> for q4_1, q5_1,
+q2_k, q3_k, iq4_nl and iq4_xs. Also writes tiny/index.json.
 
 How the files are made
   * An F32 "master" model per (arch, family) is written with gguf.GGUFWriter from
@@ -15,8 +16,9 @@ How the files are made
     Q4_K/Q6_K quantizer, and llama.cpp's quantizer is the reference anyway.
   * Two dimension families (K-quants need rows that are multiples of 256, while
     F32 files at n_embd 256 would be far too big to commit):
-      s (f32, f16, q8_0, q5_0): n_embd 64,  n_ff 128, 2 layers
-      k (q4_k, q6_k):           n_embd 256, n_ff 256, every 2-D tensor's ne0 % 256 == 0,
+      s (f32, f16, q8_0, q5_0, q4_1, q5_1, iq4_nl): n_embd 64,  n_ff 128, 2 layers
+      k (q4_k, q6_k, q2_k, q3_k, iq4_xs):         n_embd 256, n_ff 256, every 2-D
+                                tensor's ne0 % 256 == 0,
                                 1 layer (llama, qwen2) / 2 layers (gemma3), to keep the
                                 committed files small
     heads 4, kv heads 2 (GQA); head_dim n_embd/4 (llama, qwen2), 32 / 64 (gemma3,
@@ -90,14 +92,21 @@ TYPES = {
     "q5_1": (9, "s"),    # LLAMA_FTYPE_MOSTLY_Q5_1
     "q4_k": (14, "k"),   # LLAMA_FTYPE_MOSTLY_Q4_K_S (+ pure => every weight Q4_K)
     "q6_k": (18, "k"),   # LLAMA_FTYPE_MOSTLY_Q6_K
+    "q2_k": (10, "k"),   # LLAMA_FTYPE_MOSTLY_Q2_K (+ pure => every weight Q2_K)
+    "q3_k": (11, "k"),   # LLAMA_FTYPE_MOSTLY_Q3_K_S (+ pure => every weight Q3_K)
+    "iq4_nl": (25, "s"), # LLAMA_FTYPE_MOSTLY_IQ4_NL
+    "iq4_xs": (30, "k"), # LLAMA_FTYPE_MOSTLY_IQ4_XS
 }
 # Q5_0 is not one of the target types, but llama.cpp's Q4_K_M mix falls back to it
 # for rows that are not a multiple of 256 (81 of the 236 tensors of
 # gemma-3-270m-q4_k_m.gguf are Q5_0), so one tiny gemma3 file carries it
-# Q4_1 (SmolLM2-135M-Instruct's type) and Q5_1 on one llama file each.
-ONLY_FOR = {"q5_0": ("gemma3",), "q4_1": ("llama",), "q5_1": ("llama",)}
+# Q4_1 (SmolLM2-135M-Instruct's type), Q5_1, Q2_K, Q3_K, IQ4_NL and IQ4_XS on one
+# llama file each.
+ONLY_FOR = {"q5_0": ("gemma3",), "q4_1": ("llama",), "q5_1": ("llama",), "q2_k": ("llama",),
+            "q3_k": ("llama",), "iq4_nl": ("llama",), "iq4_xs": ("llama",)}
 EXPECTED_GGML_TYPE = {"f16": "F16", "q8_0": "Q8_0", "q5_0": "Q5_0", "q4_k": "Q4_K", "q6_k": "Q6_K",
-                      "f32": "F32", "q4_1": "Q4_1", "q5_1": "Q5_1"}
+                      "f32": "F32", "q4_1": "Q4_1", "q5_1": "Q5_1", "q2_k": "Q2_K",
+                      "q3_k": "Q3_K", "iq4_nl": "IQ4_NL", "iq4_xs": "IQ4_XS"}
 
 ARCHS = {
     "llama": dict(n_layer={"s": 2, "k": 1}, n_head=4, n_head_kv=2, head_dim=None, rms_eps=1e-5,
