@@ -184,6 +184,7 @@ struct kn_win {
 	size_t q_pos0; /* absolute position of query row 0 */
 	size_t window; /* 0: no window */
 	float scale;   /* applied to q k^T */
+	float softcap; /* 0, or the cap of the scaled scores */
 };
 
 /* Query rows per GEMM block: at least the window, so that a block's key
@@ -212,6 +213,11 @@ static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i
 		size_t p = w->q_pos0 + i0 + r, a = kn_win_lo(p, w->window) - lo, b = p + 1 - lo;
 		float *row = S + r * span;
 		memset(row, 0, a * sizeof(*row));
+		if (w->softcap > 0.0f) { /* ggml: scale by 1 / cap, tanh, scale by cap */
+			float inv = 1.0f / w->softcap;
+			for (size_t j = a; j < b; j++)
+				row[j] = tanhf(row[j] * inv) * w->softcap;
+		}
 		ops->softmax(row + a, b - a);
 		memset(row + b, 0, (span - b) * sizeof(*row));
 	}
@@ -224,7 +230,7 @@ static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i
 void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, const float *q,
 			 size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv,
 			 float *out, size_t ldo, size_t q_pos0, size_t window, float scale,
-			 float *scratch)
+			 float softcap, float *scratch)
 {
 	assert(q_pos0 + n_q <= n_kv);
 	(void)n_kv;
@@ -239,7 +245,8 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
 				 .head_dim = head_dim,
 				 .q_pos0 = q_pos0,
 				 .window = window,
-				 .scale = scale};
+				 .scale = scale,
+				 .softcap = softcap};
 	size_t block = window > KN_WIN_MIN_ROWS ? window : KN_WIN_MIN_ROWS;
 	if (window == 0)
 		block = n_q; /* every row sees a prefix: one block, as kn_attention */

@@ -64,12 +64,14 @@ void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
  * q_pos0 + i] (sliding-window attention as llama.cpp's
  * LLAMA_SWA_TYPE_STANDARD: key position k is masked when
  * (q_pos0 + i) - k >= window); window 0 means no window. Keys are at
- * absolute positions 0 .. n_kv-1. Requires causal semantics.
+ * absolute positions 0 .. n_kv-1. Requires causal semantics. softcap > 0
+ * caps the scaled scores before the softmax as gemma2 does (llama.cpp's
+ * attn_soft_cap: s = softcap tanh(s / softcap)); 0: no cap.
  * scratch: at least n_q * n_kv floats, as for kn_attention. */
 void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 			 const float *q, size_t ldq, const float *k, size_t ldk,
 			 const float *v, size_t ldv, float *out, size_t ldo,
-			 size_t q_pos0, size_t window, float scale, float *scratch);
+			 size_t q_pos0, size_t window, float scale, float softcap, float *scratch);
 
 /* kn_rope_angles, kn_rope_apply - rotary position embedding (Su et al.
  * 2021, RoFormer) in place on x [n_tok, ld] holding n_head heads of

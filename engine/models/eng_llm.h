@@ -1,9 +1,11 @@
 /* eng_llm.h - decoder-only transformer language models from GGUF files:
- * gemma3 and the llama family (llama, mistral, qwen2, qwen3), one code
- * path with per-architecture settings read from the file's metadata.
+ * gemma2, gemma3, granite and the llama family (llama, mistral, qwen2,
+ * qwen3), one code path with per-architecture settings read from the
+ * file's metadata.
  *
  * Source followed: llama.cpp's graphs (src/models/llama.cpp, qwen2.cpp,
- * qwen3.cpp, gemma3.cpp) and hparams loading (src/llama-model.cpp), and
+ * qwen3.cpp, gemma2.cpp, gemma3.cpp, granite.cpp) and hparams loading
+ * (src/llama-model.cpp, the models' load_arch_hparams), and
  * the GGUF metadata keys of the GGUF specification ({arch}.block_count,
  * {arch}.attention.head_count, ...). Every size comes from the file.
  *
@@ -29,6 +31,9 @@ enum eng_llm_arch {
 	ENG_LLM_ARCH_QWEN2,     /* + q/k/v biases, RoPE NEOX */
 	ENG_LLM_ARCH_QWEN3,     /* + per-head q/k RMSNorm, RoPE NEOX */
 	ENG_LLM_ARCH_GEMMA3,    /* GeGLU, q/k norms, post norms, scaled embeddings, SWA */
+	ENG_LLM_ARCH_GEMMA2,    /* gemma3 less q/k norms, plus attention and final
+				 * logit soft-capping; every other layer SWA */
+	ENG_LLM_ARCH_GRANITE,   /* llama plus embedding, attention, residual and logit scales */
 	ENG_LLM_ARCH_COUNT
 };
 
@@ -44,6 +49,11 @@ struct eng_llm_hp {
 	int swa_pattern;                /* layer il is global when il % pattern == pattern-1 */
 	float attn_scale;               /* on q before the dot products */
 	float embd_scale;               /* multiplies token embeddings (sqrt(n_embd) for gemma) */
+	float attn_softcap;             /* 0, or the cap of attention scores (gemma2) */
+	float final_softcap;            /* 0, or the cap of the logits (gemma2) */
+	float residual_scale;           /* multiplies each block's output before the residual add */
+	float logit_scale;              /* logits are divided by it (granite) */
+	bool geglu;                     /* GELU-gated FFN (gemma) instead of SwiGLU */
 	bool tied_output;               /* logits from token_embd.weight */
 };
 

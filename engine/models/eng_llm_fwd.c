@@ -1,10 +1,13 @@
 /* eng_llm_fwd.c - the forward pass of a GGUF decoder-only model, in
  * chunks of tokens, over a device pool. Follows llama.cpp's graphs for the
  * same architectures (src/models/llama.cpp, qwen2.cpp, qwen3.cpp,
- * gemma3.cpp): pre-norm blocks with RMSNorm; gemma3 adds q/k norms,
- * post-attention and post-FFN norms, GeGLU, scaled embeddings and
- * sliding-window layers with their own RoPE base.
+ * gemma2.cpp, gemma3.cpp, granite.cpp): pre-norm blocks with RMSNorm;
+ * gemma adds post-attention and post-FFN norms, GeGLU, scaled embeddings
+ * and sliding-window layers (gemma3 with their own RoPE base and q/k
+ * norms, gemma2 with soft-capped attention scores and logits); granite
+ * scales embeddings, attention, block outputs and logits.
  */
+#include <math.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -173,6 +176,29 @@ static void el_rms_rows(const float *x, const float *w, float *y, size_t rows, s
 		ops->rms_norm(x + r * d, w, y + r * d, d, eps);
 }
 
+/* x += o, o first scaled by the architecture's residual scale (granite). */
+static void el_residual(struct dev_pool *p, const struct eng_llm_hp *hp, float *x, float *o,
+			size_t n)
+{
+	if (hp->residual_scale != 1.0f)
+		kn_ops()->scale_add(o, hp->residual_scale, NULL, n);
+	eng_par_add(p, x, o, n);
+}
+
+/* rows x nv logits in place: divided by the logit scale (granite, as
+ * ggml_scale by its inverse), then soft-capped (gemma2: cap tanh(l / cap),
+ * ggml's scale, tanh, scale). */
+static void el_logit_caps(const struct eng_llm_hp *hp, float *l, size_t n)
+{
+	if (hp->logit_scale != 1.0f)
+		kn_ops()->scale_add(l, 1.0f / hp->logit_scale, NULL, n);
+	if (hp->final_softcap > 0.0f) {
+		float inv = 1.0f / hp->final_softcap;
+		for (size_t i = 0; i < n; i++)
+			l[i] = tanhf(l[i] * inv) * hp->final_softcap;
+	}
+}
+
 struct el_attn_task {
 	const struct eng_llm_hp *hp;
 	const struct eng_llm_scratch *b;
@@ -201,7 +227,7 @@ static void el_attn_heads(void *arg, int ith, int nth)
 		kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, b->q + sg->r0 * qd + h * hd, qd,
 				    kv->k + off + g * hd, kvd, kv->v + off + g * hd, kvd,
 				    b->att + sg->r0 * qd + h * hd, qd, sg->pos0, t->window,
-				    hp->attn_scale, scores);
+				    hp->attn_scale, hp->attn_softcap, scores);
 	}
 }
 
@@ -234,7 +260,7 @@ static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
 	el_linear(p, &l->wo, NULL, b->att, b->o, n, b);
 	if (l->post_attn_norm)
 		el_rms_rows(b->o, l->post_attn_norm, b->o, n, d, hp->rms_eps);
-	eng_par_add(p, b->x, b->o, n * d);
+	el_residual(p, hp, b->x, b->o, n * d);
 }
 
 /* gate[i] = GELU(gate[i]) * up[i] the way ggml's CPU GeGLU computes it:
@@ -259,14 +285,14 @@ static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p,
 	el_linear(p, &l->w_up, NULL, b->h, b->u, n, b);
 	if (m->gelu_f16)
 		el_geglu_f16(m->gelu_f16, b->g, b->u, n * ff);
-	else if (hp->arch == ENG_LLM_ARCH_GEMMA3)
+	else if (hp->geglu)
 		kn_ops()->gelu_tanh_mul(b->g, b->u, n * ff);
 	else
 		kn_ops()->silu_mul(b->g, b->u, n * ff);
 	el_linear(p, &l->w_down, NULL, b->g, b->o, n, b);
 	if (l->post_ffw_norm)
 		el_rms_rows(b->o, l->post_ffw_norm, b->o, n, d, hp->rms_eps);
-	eng_par_add(p, b->x, b->o, n * d);
+	el_residual(p, hp, b->x, b->o, n * d);
 }
 
 static void el_embed(const struct eng_llm *m, size_t n, struct eng_llm_scratch *b)
@@ -300,6 +326,7 @@ static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_ll
 			dst[k++] = seqs[s].logits + (seqs[s].all_logits ? j * nv : 0);
 			if (k == EL_OUT_ROWS) {
 				el_linear(p, &m->output, NULL, b->h, b->logits, k, b);
+				el_logit_caps(hp, b->logits, k * nv);
 				for (size_t i = 0; i < k; i++)
 					memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
 				k = 0;
@@ -308,6 +335,7 @@ static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_ll
 	}
 	if (k) {
 		el_linear(p, &m->output, NULL, b->h, b->logits, k, b);
+		el_logit_caps(hp, b->logits, k * nv);
 		for (size_t i = 0; i < k; i++)
 			memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
 	}

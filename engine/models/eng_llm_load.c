@@ -24,6 +24,8 @@ static const char *const el_arch_names[ENG_LLM_ARCH_COUNT] = {
 	[ENG_LLM_ARCH_QWEN2] = "qwen2",
 	[ENG_LLM_ARCH_QWEN3] = "qwen3",
 	[ENG_LLM_ARCH_GEMMA3] = "gemma3",
+	[ENG_LLM_ARCH_GEMMA2] = "gemma2",
+	[ENG_LLM_ARCH_GRANITE] = "granite",
 };
 
 const char *eng_llm_arch_name(enum eng_llm_arch a)
@@ -93,22 +95,66 @@ static void el_arch(struct el_ld *ld)
 			return;
 		}
 	el_fail(ld, -ST_UNSUPPORTED,
-		"architecture '%s' is not supported (gemma3, llama, qwen2, qwen3 are)", a);
+		"architecture '%s' is not supported (gemma2, gemma3, granite, llama, qwen2, qwen3 "
+		"are)", a);
+}
+
+/* Whether the architecture is one of the gemma family (GeGLU, post
+ * norms, embeddings scaled by sqrt(n_embd)). */
+static bool el_gemma(enum eng_llm_arch a)
+{
+	return a == ENG_LLM_ARCH_GEMMA2 || a == ENG_LLM_ARCH_GEMMA3;
 }
 
 /* Per-architecture settings llama.cpp fixes in code rather than keys. */
 static void el_arch_defaults(struct eng_llm_hp *hp)
 {
-	hp->rope_neox = hp->arch != ENG_LLM_ARCH_LLAMA;
+	hp->rope_neox = hp->arch != ENG_LLM_ARCH_LLAMA && hp->arch != ENG_LLM_ARCH_GRANITE;
 	hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
 	hp->embd_scale = 1.0f;
 	hp->rope_base_swa = hp->rope_base;
 	hp->swa_pattern = 1;
-	if (hp->arch == ENG_LLM_ARCH_GEMMA3) {
+	hp->residual_scale = 1.0f;
+	hp->logit_scale = 1.0f;
+	hp->geglu = el_gemma(hp->arch);
+	if (el_gemma(hp->arch))
 		hp->embd_scale = sqrtf((float)hp->n_embd);
+	if (hp->arch == ENG_LLM_ARCH_GEMMA3) {
 		hp->rope_base_swa = 10000.0f; /* llama-model.cpp: rope_freq_base_train_swa */
 		hp->swa_pattern = 6;          /* set_swa_pattern(6): every 6th layer global */
 	}
+	if (hp->arch == ENG_LLM_ARCH_GEMMA2) { /* models/gemma2.cpp load_arch_hparams */
+		hp->swa_pattern = 2;
+		hp->attn_softcap = 50.0f;
+		hp->final_softcap = 30.0f;
+		if (hp->n_layer == 46) /* gemma 2 27B: query_pre_attn_scalar = n_embd / n_head */
+			hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+	}
+}
+
+/* gemma2's soft caps and granite's scales ({arch}.attn_logit_softcapping,
+ * final_logit_softcapping; logit_scale, residual_scale, embedding_scale,
+ * attention.scale; a scale of 0 means none, as in llama.cpp). */
+static void el_scale_keys(struct el_ld *ld)
+{
+	struct eng_llm_hp *hp = &ld->m->hp;
+	if (ld->rc)
+		return;
+	if (hp->arch == ENG_LLM_ARCH_GEMMA2) {
+		hp->attn_softcap = el_f32(ld, "attn_logit_softcapping", hp->attn_softcap);
+		hp->final_softcap = el_f32(ld, "final_logit_softcapping", hp->final_softcap);
+	}
+	if (hp->arch != ENG_LLM_ARCH_GRANITE)
+		return;
+	float v = el_f32(ld, "logit_scale", 1.0f);
+	hp->logit_scale = v != 0.0f ? v : 1.0f;
+	v = el_f32(ld, "residual_scale", 0.0f);
+	hp->residual_scale = v != 0.0f ? v : 1.0f;
+	v = el_f32(ld, "embedding_scale", 0.0f);
+	hp->embd_scale = v != 0.0f ? v : 1.0f;
+	v = el_f32(ld, "attention.scale", 0.0f);
+	if (v != 0.0f)
+		hp->attn_scale = v;
 }
 
 /* Keys that override the architecture's defaults: {arch}.rope.freq_base_swa
@@ -147,7 +193,9 @@ static void el_heads(struct el_ld *ld)
 	}
 	el_u32(ld, "attention.value_length", hp->head_dim_k, &hp->head_dim_v);
 	el_u32(ld, "rope.dimension_count", hp->head_dim_k, &hp->n_rot);
-	el_u32(ld, "attention.sliding_window", 0, &hp->n_swa);
+	/* gemma2's window is 4096 when the file does not say */
+	el_u32(ld, "attention.sliding_window", hp->arch == ENG_LLM_ARCH_GEMMA2 ? 4096 : 0,
+	       &hp->n_swa);
 	if (!ld->rc && (hp->n_head % hp->n_head_kv || hp->n_rot > hp->head_dim_k ||
 			hp->n_rot % 2 || hp->head_dim_k != hp->head_dim_v))
 		el_fail(ld, -ST_UNSUPPORTED, "%s: unsupported head layout", ld->arch);
@@ -179,6 +227,7 @@ static void el_hparams(struct el_ld *ld)
 	el_heads(ld);
 	el_norm_rope(ld);
 	el_swa_keys(ld);
+	el_scale_keys(ld);
 }
 
 /* A weight matrix "name" of n_rows x n_cols (GGUF dims [n_cols, n_rows]);
@@ -260,7 +309,7 @@ static void el_layer_ffn(struct el_ld *ld, int i, struct el_layer *l)
 {
 	const struct eng_llm_hp *hp = &ld->m->hp;
 	int d = hp->n_embd;
-	bool post = hp->arch == ENG_LLM_ARCH_GEMMA3;
+	bool post = el_gemma(hp->arch);
 	char n[96];
 	el_vec(ld, EL_NAME("ffn_norm.weight"), d, false, &l->ffn_norm);
 	el_mat(ld, EL_NAME("ffn_gate.weight"), hp->n_ff, d, false, &l->w_gate);
@@ -313,11 +362,11 @@ static void el_weights(struct el_ld *ld)
 
 /* ggml's CPU GELU: the tanh approximation evaluated once per binary16
  * input and rounded to binary16 (ggml_table_gelu_f16), which llama.cpp's
- * GeGLU reads; matching it keeps gemma3's logits with llama.cpp's. */
+ * GeGLU reads; matching it keeps gemma's logits with llama.cpp's. */
 static void el_gelu_table(struct el_ld *ld)
 {
 	struct eng_llm *m = ld->m;
-	if (ld->rc || m->hp.arch != ENG_LLM_ARCH_GEMMA3)
+	if (ld->rc || !m->hp.geglu)
 		return;
 	m->gelu_f16 = mem_alloc(65536 * sizeof(float));
 	if (!m->gelu_f16) {

@@ -2,7 +2,9 @@
 """make_tiny_models.py - tiny random GGUF models + llama.cpp reference logits.
 
 Writes tests/reference/llm/tiny/<arch>_<type>.gguf and <arch>_<type>.json for
-arch in {llama, qwen2, gemma3} and type in {f32, f16, q8_0, q4_k, q6_k}, plus
+arch in {llama, qwen2, gemma3} and type in {f32, f16, q8_0, q4_k, q6_k}; gemma2
+(soft-capped attention and logits) and granite (embedding, attention, residual
+and logit scales) in f32 and q8_0; plus
 gemma3_q5_0 (Q5_0 is what llama.cpp's Q4_K_M mix falls back to, and the default
 gemma-3-270m-q4_k_m.gguf has 81 Q5_0 tensors) and llama_<type> for q4_1, q5_1,
 q2_k, q3_k, iq4_nl and iq4_xs. Also writes tiny/index.json.
@@ -116,7 +118,20 @@ ARCHS = {
     # gemma3: head_dim 32 (s) / 64 (k) given by key_length, q_dim = 4*head_dim
     "gemma3": dict(n_layer={"s": 2, "k": 2}, n_head=4, n_head_kv=2, head_dim={"s": 32, "k": 64}, rms_eps=1e-6,
                    rope_base=1000000.0, tied=True, seed=303, sliding_window=4, swa_pattern=2),
+    # gemma2: gemma3's layout less the q/k norms; soft caps far below the real
+    # model's 50 / 30 so that they shape these logits (scores and logits of a few units)
+    "gemma2": dict(n_layer={"s": 2}, n_head=4, n_head_kv=2, head_dim={"s": 32}, rms_eps=1e-6,
+                   rope_base=10000.0, tied=True, seed=404, sliding_window=4, swa_pattern=2,
+                   attn_softcap=2.0, final_softcap=3.0),
+    # granite: llama plus its four scales (granite 3.x style values, attention
+    # scale unlike 1/sqrt(head_dim))
+    "granite": dict(n_layer={"s": 2}, n_head=4, n_head_kv=2, head_dim=None, rms_eps=1e-5,
+                    rope_base=10000.0, tied=False, seed=505, embedding_scale=4.0,
+                    residual_scale=0.5, attention_scale=0.15, logit_scale=2.0),
 }
+# architectures checked only in float32 and Q8_0 (their arithmetic, not the
+# types again), on the small family
+ARCH_TYPES = {"gemma2": ("f32", "q8_0"), "granite": ("f32", "q8_0")}
 
 
 # ---------------------------------------------------------------- tokenizers
@@ -136,7 +151,7 @@ def bytes_to_unicode():
 
 def spm_vocab(arch):
     """tokenizer.ggml.model = llama (SentencePiece-style) with byte tokens."""
-    if arch == "gemma3":
+    if arch.startswith("gemma"):
         specials = [("<pad>", 3), ("<eos>", 3), ("<bos>", 3), ("<unk>", 2),
                     ("<start_of_turn>", 3), ("<end_of_turn>", 3)]
         ids = dict(pad=0, eos=1, bos=2, unk=3)
@@ -192,8 +207,11 @@ def make_weights(arch, fam):
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     t = {}
-    if arch == "gemma3":
-        # llama.cpp scales gemma3 input embeddings by sqrt(n_embd): keep the scaled
+    if arch == "granite":
+        # scaled by embedding_scale on input: rms 3/sqrt(n_embd) after it, as llama's
+        emb_std = 3.0 / cfg["embedding_scale"] / np.sqrt(n_embd)
+    elif arch.startswith("gemma"):
+        # llama.cpp scales gemma input embeddings by sqrt(n_embd): keep the scaled
         # residual at rms ~1 so that the (post-normed) layer outputs are not swamped;
         # output_norm ~2 then gives tied logits with std ~2
         emb_std = 1.0 / np.sqrt(n_embd)
@@ -220,13 +238,13 @@ def make_weights(arch, fam):
             t[p + "attn_q_norm.weight"] = norm(hd)
             t[p + "attn_k_norm.weight"] = norm(hd)
         t[p + "attn_output.weight"] = mat(n_embd, q_dim, 0.7)
-        if arch == "gemma3":
+        if arch.startswith("gemma"):
             t[p + "post_attention_norm.weight"] = 3.0 * norm(n_embd)  # layer outputs outweigh the embedding
         t[p + "ffn_norm.weight"] = norm(n_embd)
         t[p + "ffn_gate.weight"] = mat(n_ff, n_embd)
         t[p + "ffn_up.weight"] = mat(n_ff, n_embd)
         t[p + "ffn_down.weight"] = mat(n_embd, n_ff, 0.7)
-        if arch == "gemma3":
+        if arch.startswith("gemma"):
             t[p + "post_ffw_norm.weight"] = 3.0 * norm(n_embd)  # layer outputs outweigh the embedding
     t["output_norm.weight"] = norm(n_embd) * (2.0 if cfg["tied"] else 1.0)
     if not cfg["tied"]:
@@ -251,14 +269,22 @@ def write_f32_master(path, arch, fam, name):
     w.add_uint32(f"{arch}.attention.head_count_kv", dims["n_head_kv"])
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", cfg["rms_eps"])
     w.add_float32(f"{arch}.rope.freq_base", cfg["rope_base"])
-    if arch == "llama":
-        w.add_uint32("llama.rope.dimension_count", dims["head_dim"])
-        w.add_uint32("llama.vocab_size", N_VOCAB)
-    if arch == "gemma3":
-        w.add_uint32("gemma3.attention.key_length", dims["head_dim"])
-        w.add_uint32("gemma3.attention.value_length", dims["head_dim"])
-        w.add_uint32("gemma3.attention.sliding_window", cfg["sliding_window"])
-        w.add_uint32("gemma3.attention.sliding_window_pattern", cfg["swa_pattern"])
+    if arch in ("llama", "granite"):
+        w.add_uint32(f"{arch}.rope.dimension_count", dims["head_dim"])
+        w.add_uint32(f"{arch}.vocab_size", N_VOCAB)
+    if arch.startswith("gemma"):
+        w.add_uint32(f"{arch}.attention.key_length", dims["head_dim"])
+        w.add_uint32(f"{arch}.attention.value_length", dims["head_dim"])
+        w.add_uint32(f"{arch}.attention.sliding_window", cfg["sliding_window"])
+        w.add_uint32(f"{arch}.attention.sliding_window_pattern", cfg["swa_pattern"])
+    if arch == "gemma2":
+        w.add_float32("gemma2.attn_logit_softcapping", cfg["attn_softcap"])
+        w.add_float32("gemma2.final_logit_softcapping", cfg["final_softcap"])
+    if arch == "granite":
+        w.add_float32("granite.embedding_scale", cfg["embedding_scale"])
+        w.add_float32("granite.residual_scale", cfg["residual_scale"])
+        w.add_float32("granite.attention.scale", cfg["attention_scale"])
+        w.add_float32("granite.logit_scale", cfg["logit_scale"])
     # tokenizer
     if arch == "qwen2":
         toks, types, merges, ids = bpe_vocab()
@@ -285,7 +311,7 @@ def write_f32_master(path, arch, fam, name):
             w.add_uint32("tokenizer.ggml.padding_token_id", ids["pad"])
         w.add_bool("tokenizer.ggml.add_bos_token", True)
         w.add_bool("tokenizer.ggml.add_eos_token", False)
-        if arch == "gemma3":
+        if arch.startswith("gemma"):
             w.add_bool("tokenizer.ggml.add_space_prefix", False)
     for n, a in tensors.items():
         w.add_tensor(n, a)
@@ -404,13 +430,15 @@ def main():
     try:
         masters = {}
         for arch in ARCHS:
-            for fam in FAMILIES:
+            for fam in ARCHS[arch]["n_layer"]:
                 mpath = os.path.join(tmp, f"{arch}_{fam}_f32.gguf")
                 dims, ids = write_f32_master(mpath, arch, fam, f"tiny-random-{arch}-{fam}")
                 masters[(arch, fam)] = (mpath, dims, ids)
         for arch in ARCHS:
             for tname, (ftype, fam) in TYPES.items():
                 if tname in ONLY_FOR and arch not in ONLY_FOR[tname]:
+                    continue
+                if arch in ARCH_TYPES and tname not in ARCH_TYPES[arch]:
                     continue
                 mpath, dims, ids = masters[(arch, fam)]
                 base = f"{arch}_{tname}"

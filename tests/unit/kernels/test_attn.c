@@ -157,6 +157,7 @@ struct win_case {
 	size_t q_pos0, window; /* window 0: causal, no window */
 	float scale;
 	size_t extra; /* q, k, v, out strides: width + extra, +2 extra, +3 extra, +extra+1 */
+	float softcap; /* 0: none */
 };
 
 /* First key position query position p sees (kn_attn.h's rule). */
@@ -182,6 +183,8 @@ static void win_naive(const struct win_case *c, const float *q, size_t ldq, cons
 					s += (double)q[i * ldq + h * hd + d] *
 					     k[j * ldk + h * hd + d];
 				p[j] = s * c->scale;
+				if (c->softcap > 0.0f)
+					p[j] = c->softcap * tanh(p[j] / c->softcap);
 				max = p[j] > max ? p[j] : max;
 			}
 			for (size_t j = first; j <= last; j++)
@@ -209,7 +212,7 @@ static double win_check(const struct win_case *c)
 	double *want = malloc((c->n_q * width + 1) * sizeof(*want)), worst = 0.0;
 	assert_non_null(want);
 	kn_attention_window(c->n_q, c->n_kv, c->n_heads, c->head_dim, q, ldq, k, ldk, v, ldv, out,
-			    ldo, c->q_pos0, c->window, c->scale, scratch);
+			    ldo, c->q_pos0, c->window, c->scale, c->softcap, scratch);
 	win_naive(c, q, ldq, k, ldk, v, ldv, want);
 	for (size_t i = 0; i < c->n_q; i++) {
 		for (size_t j = 0; j < width; j++) {
@@ -253,9 +256,11 @@ static void test_attention_window(void **state)
 	/* beyond the grid: prefill blocks of many rows (several GEMM blocks,
 	 * the last one partial), and a window wider than every position */
 	static const struct win_case more[] = {
-		{100, 100, 2, 64, 0, 4, 0.125f, 1}, {100, 157, 2, 64, 50, 40, 0.125f, 3},
-		{70, 80, 3, 32, 10, 0, 0.2f, 2},    {33, 40, 1, 16, 7, 1000, 0.25f, 1},
-		{64, 64, 2, 64, 0, 32, 0.125f, 0},
+		{100, 100, 2, 64, 0, 4, 0.125f, 1, 0.0f}, {100, 157, 2, 64, 50, 40, 0.125f, 3, 0.0f},
+		{70, 80, 3, 32, 10, 0, 0.2f, 2, 0.0f},    {33, 40, 1, 16, 7, 1000, 0.25f, 1, 0.0f},
+		{64, 64, 2, 64, 0, 32, 0.125f, 0, 0.0f},
+		/* gemma2's score cap, tight enough to matter (scores up to ~8) */
+		{40, 50, 2, 64, 10, 0, 1.0f, 1, 2.0f}, {9, 30, 1, 32, 21, 4, 1.0f, 2, 50.0f},
 	};
 	size_t n_grid = 16, n_more = sizeof(more) / sizeof(more[0]);
 	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {

@@ -478,9 +478,17 @@ static void test_tiny_models(void **state)
 		       st.greedy_identical, st.sequences, st.worst);
 		/* logits have std ~2: float32 models match to rounding (the
 		 * architectures), quantized ones to llama.cpp's activation
-		 * rounding */
+		 * rounding. The gemma family's GeGLU reads ggml's binary16 GELU
+		 * table: an input one float ulp apart can land on the next
+		 * binary16 output (2^-11 relative), so their float32 files agree
+		 * to a few 1e-3 (gemma3_f32 4.6e-4, gemma2_f32 1.7e-3, also with
+		 * its soft caps out of reach: 1.5e-3), not 1e-3; without
+		 * gemma2's attention or final soft cap the difference is 4.8 or
+		 * 5.9. */
 		const char *type = json_string_value(json_object_get(e, "type"));
-		assert_true(st.worst < (!strcmp(type, "f32") ? 1e-3 : 0.2));
+		const char *arch = json_string_value(json_object_get(e, "arch"));
+		double f32_tol = !strncmp(arch, "gemma", 5) ? 4e-3 : 1e-3;
+		assert_true(st.worst < (!strcmp(type, "f32") ? f32_tol : 0.2));
 		all.positions += st.positions;
 		all.agree += st.agree;
 		all.sequences += st.sequences;
