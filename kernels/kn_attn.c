@@ -275,11 +275,13 @@ static void kn_rope_pair(float *row, size_t n_head, size_t head_dim, size_t ia, 
  * multiplication). base^(-2j/n_rot) does not depend on the position:
  * one pow per pair for all rows. */
 void kn_rope_angles(float *cs, size_t n_tok, size_t n_rot, const int32_t *pos, float base,
-		    float freq_scale)
+		    float freq_scale, const float *freq_factors)
 {
 	assert(n_rot % 2 == 0);
 	for (size_t j = 0; j < n_rot / 2; j++) {
 		double f = pow((double)base, -2.0 * (double)j / (double)n_rot);
+		if (freq_factors)
+			f /= (double)freq_factors[j];
 		for (size_t t = 0; t < n_tok; t++) {
 			double theta = (double)pos[t] * (double)freq_scale * f;
 			cs[t * n_rot + 2 * j] = (float)cos(theta);

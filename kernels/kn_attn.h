@@ -80,7 +80,9 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
  * base^(-2j / n_rot):
  *   neox false (llama.cpp LLAMA_ROPE_TYPE_NORM): pairs (2j, 2j+1);
  *   neox true  (LLAMA_ROPE_TYPE_NEOX, gemma, qwen2): pairs (j, j + n_rot/2).
- * freq_scale multiplies positions (1 = none). The angles are computed
+ * freq_scale multiplies positions (1 = none); freq_factors, when not
+ * NULL, divides theta_j by freq_factors[j] (j < n_rot / 2: llama 3's
+ * rope_freqs.weight, ggml_rope_ext's freq_factors). The angles are computed
  * once (kn_rope_angles) for rows that several tensors rotate by (q and k
  * of every layer with the same base), then applied to each
  * (kn_rope_apply). Scalar: cheap next to the matrix products.
@@ -89,7 +91,7 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
  * cs[t * n_rot + 2j + 1] = its sine, for j < n_rot / 2 (n_rot even);
  * cs holds n_tok * n_rot floats. */
 void kn_rope_angles(float *cs, size_t n_tok, size_t n_rot, const int32_t *pos, float base,
-		    float freq_scale);
+		    float freq_scale, const float *freq_factors);
 
 /* kn_rope_apply: rotates x by the angles cs of kn_rope_angles (the same
  * n_tok and n_rot). */

@@ -1,10 +1,11 @@
 /* eng_llm.h - decoder-only transformer language models from GGUF files:
- * gemma2, gemma3, granite and the llama family (llama, mistral, qwen2,
- * qwen3), one code path with per-architecture settings read from the
- * file's metadata.
+ * gemma2, gemma3, granite, olmo2, phi3 and the llama family (llama,
+ * mistral, qwen2, qwen3), one code path with per-architecture settings
+ * read from the file's metadata.
  *
  * Source followed: llama.cpp's graphs (src/models/llama.cpp, qwen2.cpp,
- * qwen3.cpp, gemma2.cpp, gemma3.cpp, granite.cpp) and hparams loading
+ * qwen3.cpp, gemma2.cpp, gemma3.cpp, granite.cpp, olmo2.cpp, phi3.cpp),
+ * its fused-tensor loading (create_tensor_qkv) and hparams loading
  * (src/llama-model.cpp, the models' load_arch_hparams), and
  * the GGUF metadata keys of the GGUF specification ({arch}.block_count,
  * {arch}.attention.head_count, ...). Every size comes from the file.
@@ -34,6 +35,8 @@ enum eng_llm_arch {
 	ENG_LLM_ARCH_GEMMA2,    /* gemma3 less q/k norms, plus attention and final
 				 * logit soft-capping; every other layer SWA */
 	ENG_LLM_ARCH_GRANITE,   /* llama plus embedding, attention, residual and logit scales */
+	ENG_LLM_ARCH_OLMO2,     /* no pre-norms: post norms, q/k RMSNorm over the whole width */
+	ENG_LLM_ARCH_PHI3,      /* fused q/k/v and gate/up matrices, RoPE NEOX, no SWA */
 	ENG_LLM_ARCH_COUNT
 };
 
@@ -54,6 +57,7 @@ struct eng_llm_hp {
 	float residual_scale;           /* multiplies each block's output before the residual add */
 	float logit_scale;              /* logits are divided by it (granite) */
 	bool geglu;                     /* GELU-gated FFN (gemma) instead of SwiGLU */
+	bool qk_norm_full;              /* q/k norms over all heads at once (olmo2), not per head */
 	bool tied_output;               /* logits from token_embd.weight */
 };
 

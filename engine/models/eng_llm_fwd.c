@@ -5,7 +5,9 @@
  * gemma adds post-attention and post-FFN norms, GeGLU, scaled embeddings
  * and sliding-window layers (gemma3 with their own RoPE base and q/k
  * norms, gemma2 with soft-capped attention scores and logits); granite
- * scales embeddings, attention, block outputs and logits.
+ * scales embeddings, attention, block outputs and logits; olmo2 has no
+ * pre-norms and norms q / k over their whole width; phi3's fused q/k/v
+ * and gate/up tensors are row views (the loader's).
  */
 #include <math.h>
 #include <string.h>
@@ -199,6 +201,17 @@ static void el_logit_caps(const struct eng_llm_hp *hp, float *l, size_t n)
 	}
 }
 
+/* A block's input: x RMS-normed by w into h, or x itself where the
+ * architecture has no pre-norm (w NULL: olmo2). */
+static const float *el_pre_norm(const float *x, const float *w, float *h, size_t rows, size_t d,
+				float eps)
+{
+	if (!w)
+		return x;
+	el_rms_rows(x, w, h, rows, d, eps);
+	return h;
+}
+
 struct el_attn_task {
 	const struct eng_llm_hp *hp;
 	const struct eng_llm_scratch *b;
@@ -238,14 +251,17 @@ static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
 	const struct el_layer *l = &m->layers[il];
 	size_t d = (size_t)hp->n_embd, hd = (size_t)hp->head_dim_k;
 	size_t qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
-	el_rms_rows(b->x, l->attn_norm, b->h, n, d, hp->rms_eps);
-	el_linear(p, &l->wq, l->bq, b->h, b->q, n, b);
-	el_linear(p, &l->wk, l->bk, b->h, b->k, n, b);
-	el_linear(p, &l->wv, l->bv, b->h, b->v, n, b);
+	const float *in = el_pre_norm(b->x, l->attn_norm, b->h, n, d, hp->rms_eps);
+	el_linear(p, &l->wq, l->bq, in, b->q, n, b);
+	el_linear(p, &l->wk, l->bk, in, b->k, n, b);
+	el_linear(p, &l->wv, l->bv, in, b->v, n, b);
+	/* per head, or (olmo2) over each row's whole q / k */
+	size_t qrows = hp->qk_norm_full ? n : n * (size_t)hp->n_head;
+	size_t krows = hp->qk_norm_full ? n : n * (size_t)hp->n_head_kv;
 	if (l->q_norm)
-		el_rms_rows(b->q, l->q_norm, b->q, n * (size_t)hp->n_head, hd, hp->rms_eps);
+		el_rms_rows(b->q, l->q_norm, b->q, qrows, n * qd / qrows, hp->rms_eps);
 	if (l->k_norm)
-		el_rms_rows(b->k, l->k_norm, b->k, n * (size_t)hp->n_head_kv, hd, hp->rms_eps);
+		el_rms_rows(b->k, l->k_norm, b->k, krows, n * kvd / krows, hp->rms_eps);
 	const float *cs = b->rope[l->swa ? 1 : 0];
 	kn_rope_apply(b->q, n, qd, (size_t)hp->n_head, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
 	kn_rope_apply(b->k, n, kvd, (size_t)hp->n_head_kv, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
@@ -280,9 +296,9 @@ static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p,
 	const struct eng_llm_hp *hp = &m->hp;
 	const struct el_layer *l = &m->layers[il];
 	size_t d = (size_t)hp->n_embd, ff = (size_t)hp->n_ff;
-	el_rms_rows(b->x, l->ffn_norm, b->h, n, d, hp->rms_eps);
-	el_linear(p, &l->w_gate, NULL, b->h, b->g, n, b);
-	el_linear(p, &l->w_up, NULL, b->h, b->u, n, b);
+	const float *in = el_pre_norm(b->x, l->ffn_norm, b->h, n, d, hp->rms_eps);
+	el_linear(p, &l->w_gate, NULL, in, b->g, n, b);
+	el_linear(p, &l->w_up, NULL, in, b->u, n, b);
 	if (m->gelu_f16)
 		el_geglu_f16(m->gelu_f16, b->g, b->u, n * ff);
 	else if (hp->geglu)
@@ -325,7 +341,7 @@ static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_ll
 			kn_ops()->rms_norm(b->x + r * d, m->output_norm, b->h + k * d, d, hp->rms_eps);
 			dst[k++] = seqs[s].logits + (seqs[s].all_logits ? j * nv : 0);
 			if (k == EL_OUT_ROWS) {
-				el_linear(p, &m->output, NULL, b->h, b->logits, k, b);
+				el_linear(p, &m->output, m->output_b, b->h, b->logits, k, b);
 				el_logit_caps(hp, b->logits, k * nv);
 				for (size_t i = 0; i < k; i++)
 					memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
@@ -334,7 +350,7 @@ static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_ll
 		}
 	}
 	if (k) {
-		el_linear(p, &m->output, NULL, b->h, b->logits, k, b);
+		el_linear(p, &m->output, m->output_b, b->h, b->logits, k, b);
 		el_logit_caps(hp, b->logits, k * nv);
 		for (size_t i = 0; i < k; i++)
 			memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
@@ -388,9 +404,10 @@ int eng_llm_forward_batch(const struct eng_llm *m, struct dev_pool *p,
 	 * rope_base_swa unscaled (as el_attention picks them; the loader
 	 * marks sliding-window layers exactly when n_swa and swa_pattern > 1) */
 	kn_rope_angles(b->rope[0], n, (size_t)m->hp.n_rot, b->pos, m->hp.rope_base,
-		       m->hp.rope_freq_scale);
+		       m->hp.rope_freq_scale, m->rope_freqs);
 	if (m->hp.n_swa > 0 && m->hp.swa_pattern > 1)
-		kn_rope_angles(b->rope[1], n, (size_t)m->hp.n_rot, b->pos, m->hp.rope_base_swa, 1.0f);
+		kn_rope_angles(b->rope[1], n, (size_t)m->hp.n_rot, b->pos, m->hp.rope_base_swa, 1.0f,
+			       m->rope_freqs);
 	el_embed(m, n, b);
 	for (int il = 0; il < m->hp.n_layer; il++) {
 		el_attention(m, il, p, b, n);

@@ -17,8 +17,8 @@ struct el_mat {
 };
 
 struct el_layer {
-	const float *attn_norm, *q_norm, *k_norm, *post_attn_norm;
-	const float *ffn_norm, *post_ffw_norm;
+	const float *attn_norm, *q_norm, *k_norm, *post_attn_norm; /* attn_norm NULL: none (olmo2) */
+	const float *ffn_norm, *post_ffw_norm;                     /* ffn_norm likewise */
 	const float *bq, *bk, *bv;         /* qwen2 biases, or NULL */
 	struct el_mat wq, wk, wv, wo;
 	struct el_mat w_gate, w_up, w_down;
@@ -29,7 +29,9 @@ struct eng_llm {
 	struct eng_llm_hp hp;
 	struct el_mat tok_embd;            /* [n_vocab rows, n_embd] */
 	struct el_mat output;              /* lm head, or tok_embd when tied */
+	const float *output_b;             /* its bias (phi3), or NULL */
 	const float *output_norm;
+	const float *rope_freqs;           /* [n_rot / 2] RoPE frequency factors (llama 3), or NULL */
 	struct el_layer *layers;           /* [n_layer] */
 	float *gelu_f16;                   /* [65536] GELU of every binary16 value, rounded to
 					    * binary16 (ggml's table; gemma3's GeGLU), or NULL */

@@ -26,6 +26,8 @@ static const char *const el_arch_names[ENG_LLM_ARCH_COUNT] = {
 	[ENG_LLM_ARCH_GEMMA3] = "gemma3",
 	[ENG_LLM_ARCH_GEMMA2] = "gemma2",
 	[ENG_LLM_ARCH_GRANITE] = "granite",
+	[ENG_LLM_ARCH_OLMO2] = "olmo2",
+	[ENG_LLM_ARCH_PHI3] = "phi3",
 };
 
 const char *eng_llm_arch_name(enum eng_llm_arch a)
@@ -95,8 +97,8 @@ static void el_arch(struct el_ld *ld)
 			return;
 		}
 	el_fail(ld, -ST_UNSUPPORTED,
-		"architecture '%s' is not supported (gemma2, gemma3, granite, llama, qwen2, qwen3 "
-		"are)", a);
+		"architecture '%s' is not supported (gemma2, gemma3, granite, llama, olmo2, phi3, "
+		"qwen2, qwen3 are)", a);
 }
 
 /* Whether the architecture is one of the gemma family (GeGLU, post
@@ -123,6 +125,9 @@ static void el_arch_defaults(struct eng_llm_hp *hp)
 		hp->rope_base_swa = 10000.0f; /* llama-model.cpp: rope_freq_base_train_swa */
 		hp->swa_pattern = 6;          /* set_swa_pattern(6): every 6th layer global */
 	}
+	hp->qk_norm_full = hp->arch == ENG_LLM_ARCH_OLMO2;
+	if (hp->arch == ENG_LLM_ARCH_OLMO2)
+		hp->swa_pattern = 4; /* olmo3's layout, when the file has a window */
 	if (hp->arch == ENG_LLM_ARCH_GEMMA2) { /* models/gemma2.cpp load_arch_hparams */
 		hp->swa_pattern = 2;
 		hp->attn_softcap = 50.0f;
@@ -193,9 +198,12 @@ static void el_heads(struct el_ld *ld)
 	}
 	el_u32(ld, "attention.value_length", hp->head_dim_k, &hp->head_dim_v);
 	el_u32(ld, "rope.dimension_count", hp->head_dim_k, &hp->n_rot);
-	/* gemma2's window is 4096 when the file does not say */
+	/* gemma2's window is 4096 when the file does not say; llama.cpp
+	 * ignores phi3's (models/phi3.cpp: "Phi SWA is currently disabled") */
 	el_u32(ld, "attention.sliding_window", hp->arch == ENG_LLM_ARCH_GEMMA2 ? 4096 : 0,
 	       &hp->n_swa);
+	if (hp->arch == ENG_LLM_ARCH_PHI3)
+		hp->n_swa = 0;
 	if (!ld->rc && (hp->n_head % hp->n_head_kv || hp->n_rot > hp->head_dim_k ||
 			hp->n_rot % 2 || hp->head_dim_k != hp->head_dim_v))
 		el_fail(ld, -ST_UNSUPPORTED, "%s: unsupported head layout", ld->arch);
@@ -286,34 +294,95 @@ static void el_vec(struct el_ld *ld, const char *name, int n, bool optional, con
 	*out = t->data;
 }
 
+/* Rows [r0, r0 + n) of m as a matrix of its own: a view into a fused
+ * tensor (attn_qkv, phi3's ffn_up). */
+static struct el_mat el_rows(const struct el_mat *m, int r0, int n)
+{
+	struct el_mat v = *m;
+	v.data = (const char *)m->data + (size_t)r0 * m->row_bytes;
+	v.n_rows = n;
+	return v;
+}
+
+/* q, k, v from one fused attn_qkv tensor (rows q, then k, then v; its
+ * bias likewise) when the file has one, as llama.cpp's create_tensor_qkv
+ * reads it, else from attn_q / attn_k / attn_v. */
+static void el_qkv(struct el_ld *ld, int i, int d, int qd, int kvd, struct el_layer *l)
+{
+	char n[96];
+	snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", i);
+	if (!ld->rc && eng_gguf_tensor_find(ld->g, n)) {
+		struct el_mat qkv;
+		const float *b = NULL;
+		el_mat(ld, n, qd + 2 * kvd, d, false, &qkv);
+		snprintf(n, sizeof(n), "blk.%d.attn_qkv.bias", i);
+		el_vec(ld, n, qd + 2 * kvd, true, &b);
+		if (ld->rc)
+			return;
+		l->wq = el_rows(&qkv, 0, qd);
+		l->wk = el_rows(&qkv, qd, kvd);
+		l->wv = el_rows(&qkv, qd + kvd, kvd);
+		if (b) {
+			l->bq = b;
+			l->bk = b + qd;
+			l->bv = b + qd + kvd;
+		}
+		return;
+	}
+#define EL_NAME(s) (snprintf(n, sizeof(n), "blk.%d." s, i), n)
+	el_mat(ld, EL_NAME("attn_q.weight"), qd, d, false, &l->wq);
+	el_mat(ld, EL_NAME("attn_k.weight"), kvd, d, false, &l->wk);
+	el_mat(ld, EL_NAME("attn_v.weight"), kvd, d, false, &l->wv);
+	el_vec(ld, EL_NAME("attn_q.bias"), qd, true, &l->bq);
+	el_vec(ld, EL_NAME("attn_k.bias"), kvd, true, &l->bk);
+	el_vec(ld, EL_NAME("attn_v.bias"), kvd, true, &l->bv);
+}
+
 static void el_layer_attn(struct el_ld *ld, int i, struct el_layer *l)
 {
 	const struct eng_llm_hp *hp = &ld->m->hp;
 	int d = hp->n_embd, qd = hp->n_head * hp->head_dim_k, kvd = hp->n_head_kv * hp->head_dim_k;
-	bool qk_norm = hp->arch == ENG_LLM_ARCH_GEMMA3 || hp->arch == ENG_LLM_ARCH_QWEN3;
+	bool qk_norm = hp->arch == ENG_LLM_ARCH_GEMMA3 || hp->arch == ENG_LLM_ARCH_QWEN3 ||
+		       hp->qk_norm_full;
+	bool olmo2 = hp->arch == ENG_LLM_ARCH_OLMO2; /* no pre-norm */
 	char n[96];
-#define EL_NAME(s) (snprintf(n, sizeof(n), "blk.%d." s, i), n)
-	el_vec(ld, EL_NAME("attn_norm.weight"), d, false, &l->attn_norm);
-	el_mat(ld, EL_NAME("attn_q.weight"), qd, d, false, &l->wq);
-	el_mat(ld, EL_NAME("attn_k.weight"), kvd, d, false, &l->wk);
-	el_mat(ld, EL_NAME("attn_v.weight"), kvd, d, false, &l->wv);
+	el_vec(ld, EL_NAME("attn_norm.weight"), d, olmo2, &l->attn_norm);
+	el_qkv(ld, i, d, qd, kvd, l);
 	el_mat(ld, EL_NAME("attn_output.weight"), d, qd, false, &l->wo);
-	el_vec(ld, EL_NAME("attn_q.bias"), qd, true, &l->bq);
-	el_vec(ld, EL_NAME("attn_k.bias"), kvd, true, &l->bk);
-	el_vec(ld, EL_NAME("attn_v.bias"), kvd, true, &l->bv);
-	el_vec(ld, EL_NAME("attn_q_norm.weight"), hp->head_dim_k, !qk_norm, &l->q_norm);
-	el_vec(ld, EL_NAME("attn_k_norm.weight"), hp->head_dim_k, !qk_norm, &l->k_norm);
+	el_vec(ld, EL_NAME("attn_q_norm.weight"), hp->qk_norm_full ? qd : hp->head_dim_k, !qk_norm,
+	       &l->q_norm);
+	el_vec(ld, EL_NAME("attn_k_norm.weight"), hp->qk_norm_full ? kvd : hp->head_dim_k, !qk_norm,
+	       &l->k_norm);
+}
+
+/* The FFN's gate and up matrices: ffn_gate and ffn_up, or, in a file
+ * without ffn_gate (phi3), one ffn_up of 2 n_ff rows, gate first (ggml's
+ * swiglu on the fused product). */
+static void el_gate_up(struct el_ld *ld, int i, struct el_layer *l)
+{
+	const struct eng_llm_hp *hp = &ld->m->hp;
+	char n[96];
+	if (!ld->rc && !eng_gguf_tensor_find(ld->g, EL_NAME("ffn_gate.weight"))) {
+		struct el_mat gu;
+		el_mat(ld, EL_NAME("ffn_up.weight"), 2 * hp->n_ff, hp->n_embd, false, &gu);
+		if (ld->rc)
+			return;
+		l->w_gate = el_rows(&gu, 0, hp->n_ff);
+		l->w_up = el_rows(&gu, hp->n_ff, hp->n_ff);
+		return;
+	}
+	el_mat(ld, EL_NAME("ffn_gate.weight"), hp->n_ff, hp->n_embd, false, &l->w_gate);
+	el_mat(ld, EL_NAME("ffn_up.weight"), hp->n_ff, hp->n_embd, false, &l->w_up);
 }
 
 static void el_layer_ffn(struct el_ld *ld, int i, struct el_layer *l)
 {
 	const struct eng_llm_hp *hp = &ld->m->hp;
 	int d = hp->n_embd;
-	bool post = el_gemma(hp->arch);
+	bool post = el_gemma(hp->arch) || hp->arch == ENG_LLM_ARCH_OLMO2;
 	char n[96];
-	el_vec(ld, EL_NAME("ffn_norm.weight"), d, false, &l->ffn_norm);
-	el_mat(ld, EL_NAME("ffn_gate.weight"), hp->n_ff, d, false, &l->w_gate);
-	el_mat(ld, EL_NAME("ffn_up.weight"), hp->n_ff, d, false, &l->w_up);
+	el_vec(ld, EL_NAME("ffn_norm.weight"), d, hp->arch == ENG_LLM_ARCH_OLMO2, &l->ffn_norm);
+	el_gate_up(ld, i, l);
 	el_mat(ld, EL_NAME("ffn_down.weight"), d, hp->n_ff, false, &l->w_down);
 	el_vec(ld, EL_NAME("post_attention_norm.weight"), d, !post, &l->post_attn_norm);
 	el_vec(ld, EL_NAME("post_ffw_norm.weight"), d, !post, &l->post_ffw_norm);
@@ -337,7 +406,15 @@ static void el_io_weights(struct el_ld *ld)
 	hp->n_vocab = (int)te->dims[1];
 	el_mat(ld, "token_embd.weight", hp->n_vocab, hp->n_embd, false, &m->tok_embd);
 	el_mat(ld, "output.weight", hp->n_vocab, hp->n_embd, true, &m->output);
+	el_vec(ld, "output.bias", hp->n_vocab, true, &m->output_b);
 	el_vec(ld, "output_norm.weight", hp->n_embd, false, &m->output_norm);
+	/* llama 3's RoPE frequency factors; Phi-3 128k's long / short ones come
+	 * with LongRoPE's attention factor, which is not implemented */
+	el_vec(ld, "rope_freqs.weight", hp->n_rot / 2, true, &m->rope_freqs);
+	if (!ld->rc && (eng_gguf_tensor_find(ld->g, "rope_factors_long.weight") ||
+			eng_gguf_tensor_find(ld->g, "rope_factors_short.weight")))
+		el_fail(ld, -ST_UNSUPPORTED, "%s",
+			"LongRoPE frequency factors (rope_factors_long / short) are not supported");
 	hp->tied_output = m->output.data == NULL;
 	if (hp->tied_output)
 		m->output = m->tok_embd;

@@ -3,8 +3,9 @@
 
 Writes tests/reference/llm/tiny/<arch>_<type>.gguf and <arch>_<type>.json for
 arch in {llama, qwen2, gemma3} and type in {f32, f16, q8_0, q4_k, q6_k}; gemma2
-(soft-capped attention and logits) and granite (embedding, attention, residual
-and logit scales) in f32 and q8_0; plus
+(soft-capped attention and logits), granite (embedding, attention, residual and
+logit scales), qwen3 (per-head q/k norms), olmo2 (no pre-norms, whole-width q/k
+norms) and phi3 (fused attn_qkv and gate/up) in f32 and q8_0; plus
 gemma3_q5_0 (Q5_0 is what llama.cpp's Q4_K_M mix falls back to, and the default
 gemma-3-270m-q4_k_m.gguf has 81 Q5_0 tensors) and llama_<type> for q4_1, q5_1,
 q2_k, q3_k, iq4_nl and iq4_xs. Also writes tiny/index.json.
@@ -128,10 +129,19 @@ ARCHS = {
     "granite": dict(n_layer={"s": 2}, n_head=4, n_head_kv=2, head_dim=None, rms_eps=1e-5,
                     rope_base=10000.0, tied=False, seed=505, embedding_scale=4.0,
                     residual_scale=0.5, attention_scale=0.15, logit_scale=2.0),
+    # qwen3: qwen2 less the biases, plus per-head q/k RMSNorm
+    "qwen3": dict(n_layer={"s": 2}, n_head=4, n_head_kv=2, head_dim=None, rms_eps=1e-6,
+                  rope_base=1000000.0, tied=True, seed=606),
+    # olmo2: no pre-norms; q/k RMSNorm over the whole q / k width; post norms
+    "olmo2": dict(n_layer={"s": 2}, n_head=4, n_head_kv=2, head_dim=None, rms_eps=1e-6,
+                  rope_base=500000.0, tied=False, seed=707),
+    # phi3: q/k/v in one attn_qkv tensor, gate and up in one ffn_up (gate rows first)
+    "phi3": dict(n_layer={"s": 2}, n_head=4, n_head_kv=2, head_dim=None, rms_eps=1e-5,
+                 rope_base=10000.0, tied=False, seed=808),
 }
 # architectures checked only in float32 and Q8_0 (their arithmetic, not the
 # types again), on the small family
-ARCH_TYPES = {"gemma2": ("f32", "q8_0"), "granite": ("f32", "q8_0")}
+ARCH_TYPES = {a: ("f32", "q8_0") for a in ("gemma2", "granite", "qwen3", "olmo2", "phi3")}
 
 
 # ---------------------------------------------------------------- tokenizers
@@ -157,6 +167,8 @@ def spm_vocab(arch):
         ids = dict(pad=0, eos=1, bos=2, unk=3)
     else:
         specials = [("<unk>", 2), ("<s>", 3), ("</s>", 3)]
+        if arch == "phi3":  # llama.cpp's vocab loader looks it up for phi3 files
+            specials.append(("<|endoftext|>", 3))
         ids = dict(unk=0, bos=1, eos=2)
     toks, scores, types = [], [], []
     for t, ty in specials:
@@ -226,25 +238,35 @@ def make_weights(arch, fam):
     n_layer = cfg["n_layer"][fam]
     for il in range(n_layer):
         p = f"blk.{il}."
-        t[p + "attn_norm.weight"] = norm(n_embd)
-        t[p + "attn_q.weight"] = mat(q_dim, n_embd, 1.5)
-        t[p + "attn_k.weight"] = mat(kv_dim, n_embd, 1.5)
-        t[p + "attn_v.weight"] = mat(kv_dim, n_embd)
+        if arch != "olmo2":
+            t[p + "attn_norm.weight"] = norm(n_embd)
+        wq, wk, wv = mat(q_dim, n_embd, 1.5), mat(kv_dim, n_embd, 1.5), mat(kv_dim, n_embd)
+        if arch == "phi3":
+            t[p + "attn_qkv.weight"] = np.concatenate([wq, wk, wv], axis=0)
+        else:
+            t[p + "attn_q.weight"], t[p + "attn_k.weight"], t[p + "attn_v.weight"] = wq, wk, wv
         if arch == "qwen2":
             t[p + "attn_q.bias"] = (0.3 * rng.standard_normal(q_dim)).astype(np.float32)
             t[p + "attn_k.bias"] = (0.3 * rng.standard_normal(kv_dim)).astype(np.float32)
             t[p + "attn_v.bias"] = (0.3 * rng.standard_normal(kv_dim)).astype(np.float32)
-        if arch == "gemma3":
+        if arch in ("gemma3", "qwen3"):
             t[p + "attn_q_norm.weight"] = norm(hd)
             t[p + "attn_k_norm.weight"] = norm(hd)
+        if arch == "olmo2":
+            t[p + "attn_q_norm.weight"] = norm(q_dim)
+            t[p + "attn_k_norm.weight"] = norm(kv_dim)
         t[p + "attn_output.weight"] = mat(n_embd, q_dim, 0.7)
-        if arch.startswith("gemma"):
+        if arch.startswith("gemma") or arch == "olmo2":
             t[p + "post_attention_norm.weight"] = 3.0 * norm(n_embd)  # layer outputs outweigh the embedding
-        t[p + "ffn_norm.weight"] = norm(n_embd)
-        t[p + "ffn_gate.weight"] = mat(n_ff, n_embd)
-        t[p + "ffn_up.weight"] = mat(n_ff, n_embd)
+        if arch != "olmo2":
+            t[p + "ffn_norm.weight"] = norm(n_embd)
+        wg, wu = mat(n_ff, n_embd), mat(n_ff, n_embd)
+        if arch == "phi3":
+            t[p + "ffn_up.weight"] = np.concatenate([wg, wu], axis=0)
+        else:
+            t[p + "ffn_gate.weight"], t[p + "ffn_up.weight"] = wg, wu
         t[p + "ffn_down.weight"] = mat(n_embd, n_ff, 0.7)
-        if arch.startswith("gemma"):
+        if arch.startswith("gemma") or arch == "olmo2":
             t[p + "post_ffw_norm.weight"] = 3.0 * norm(n_embd)  # layer outputs outweigh the embedding
     t["output_norm.weight"] = norm(n_embd) * (2.0 if cfg["tied"] else 1.0)
     if not cfg["tied"]:
@@ -269,7 +291,7 @@ def write_f32_master(path, arch, fam, name):
     w.add_uint32(f"{arch}.attention.head_count_kv", dims["n_head_kv"])
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", cfg["rms_eps"])
     w.add_float32(f"{arch}.rope.freq_base", cfg["rope_base"])
-    if arch in ("llama", "granite"):
+    if arch in ("llama", "granite", "olmo2", "phi3"):
         w.add_uint32(f"{arch}.rope.dimension_count", dims["head_dim"])
         w.add_uint32(f"{arch}.vocab_size", N_VOCAB)
     if arch.startswith("gemma"):
@@ -286,7 +308,7 @@ def write_f32_master(path, arch, fam, name):
         w.add_float32("granite.attention.scale", cfg["attention_scale"])
         w.add_float32("granite.logit_scale", cfg["logit_scale"])
     # tokenizer
-    if arch == "qwen2":
+    if arch in ("qwen2", "qwen3"):
         toks, types, merges, ids = bpe_vocab()
         w.add_string("tokenizer.ggml.model", "gpt2")
         w.add_string("tokenizer.ggml.pre", "qwen2")

@@ -288,15 +288,16 @@ struct rope_case {
 	size_t n_tok, n_head, head_dim, n_rot, extra; /* ld = n_head*head_dim + extra */
 	float base, freq_scale;
 	bool neox;
+	bool factors; /* per-pair frequency factors 1 + j % 7 (llama 3's rope_freqs) */
 };
 
 /* kn_rope_angles then kn_rope_apply, as the engine calls them. */
 static void rope(float *x, size_t n_tok, size_t ld, size_t n_head, size_t head_dim, size_t n_rot,
-		 const int32_t *pos, float base, float freq_scale, bool neox)
+		 const int32_t *pos, float base, float freq_scale, const float *factors, bool neox)
 {
 	float *cs = malloc((n_tok * n_rot + 1) * sizeof(*cs));
 	assert_non_null(cs);
-	kn_rope_angles(cs, n_tok, n_rot, pos, base, freq_scale);
+	kn_rope_angles(cs, n_tok, n_rot, pos, base, freq_scale, factors);
 	kn_rope_apply(x, n_tok, ld, n_head, head_dim, n_rot, cs, neox);
 	free(cs);
 }
@@ -314,8 +315,11 @@ static double rope_check(const struct rope_case *c)
 	for (size_t t = 0; t < c->n_tok; t++)
 		pos[t] = t == 0 ? 0 : t == 1 ? 5000 : (int32_t)rng_uniform(0.0f, 5000.0f);
 	memcpy(x0, x, n * sizeof(*x));
+	float ff[256];
+	for (size_t j = 0; j < half && j < 256; j++)
+		ff[j] = (float)(1 + j % 7);
 	rope(x, c->n_tok, ld, c->n_head, c->head_dim, c->n_rot, pos, c->base, c->freq_scale,
-		c->neox);
+	     c->factors ? ff : NULL, c->neox);
 	double worst = 0.0;
 	for (size_t i = 0; i < n; i++) {
 		size_t t = i / ld, col = i % ld, h = col / c->head_dim, d = col % c->head_dim;
@@ -328,7 +332,8 @@ static double rope_check(const struct rope_case *c)
 		size_t ia = t * ld + h * c->head_dim + (c->neox ? j : 2 * j);
 		size_t ib = ia + (c->neox ? half : 1);
 		double theta = (double)pos[t] * c->freq_scale *
-			       pow((double)c->base, -2.0 * (double)j / (double)c->n_rot);
+			       pow((double)c->base, -2.0 * (double)j / (double)c->n_rot) /
+			       (c->factors ? (double)ff[j] : 1.0);
 		double a = x0[ia], b = x0[ib];
 		double want =
 			second ? a * sin(theta) + b * cos(theta) : a * cos(theta) - b * sin(theta);
@@ -345,17 +350,19 @@ static void test_rope(void **state)
 {
 	(void)state;
 	static const struct rope_case cases[] = {
-		{7, 3, 64, 64, 0, 10000.0f, 1.0f, false},
-		{7, 3, 64, 64, 5, 10000.0f, 1.0f, true},
-		{5, 2, 128, 64, 3, 1e6f, 1.0f, false},
-		{5, 2, 128, 64, 3, 1e6f, 1.0f, true},
-		{9, 4, 256, 256, 0, 1e6f, 1.0f, true},
-		{9, 4, 256, 256, 1, 10000.0f, 1.0f, false},
-		{6, 2, 96, 32, 1, 10000.0f, 0.25f, true},
-		{6, 2, 96, 32, 1, 10000.0f, 0.25f, false},
-		{3, 1, 2, 2, 0, 10000.0f, 1.0f, false},
-		{3, 2, 16, 0, 2, 10000.0f, 1.0f, true},
-		{64, 8, 128, 128, 0, 500000.0f, 1.0f, false},
+		{7, 3, 64, 64, 0, 10000.0f, 1.0f, false, false},
+		{7, 3, 64, 64, 5, 10000.0f, 1.0f, true, false},
+		{5, 2, 128, 64, 3, 1e6f, 1.0f, false, false},
+		{5, 2, 128, 64, 3, 1e6f, 1.0f, true, false},
+		{9, 4, 256, 256, 0, 1e6f, 1.0f, true, false},
+		{9, 4, 256, 256, 1, 10000.0f, 1.0f, false, false},
+		{6, 2, 96, 32, 1, 10000.0f, 0.25f, true, false},
+		{6, 2, 96, 32, 1, 10000.0f, 0.25f, false, false},
+		{3, 1, 2, 2, 0, 10000.0f, 1.0f, false, false},
+		{3, 2, 16, 0, 2, 10000.0f, 1.0f, true, false},
+		{64, 8, 128, 128, 0, 500000.0f, 1.0f, false, false},
+		{6, 2, 96, 64, 1, 500000.0f, 1.0f, false, true},
+		{6, 2, 96, 64, 1, 10000.0f, 0.5f, true, true},
 	};
 	double worst = 0.0;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -371,8 +378,8 @@ static void test_rope(void **state)
 	int32_t zero = 0;
 	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
 		x[i] = x0[i] = rng_uniform(-100.0f, 100.0f);
-	rope(x, 1, 2 * 64 + 3, 2, 64, 64, &zero, 10000.0f, 1.0f, false);
-	rope(x, 1, 2 * 64 + 3, 2, 64, 48, &zero, 1e6f, 0.5f, true);
+	rope(x, 1, 2 * 64 + 3, 2, 64, 64, &zero, 10000.0f, 1.0f, NULL, false);
+	rope(x, 1, 2 * 64 + 3, 2, 64, 48, &zero, 1e6f, 0.5f, NULL, true);
 	assert_memory_equal(x, x0, sizeof(x));
 }
 

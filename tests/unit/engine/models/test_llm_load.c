@@ -124,7 +124,8 @@ static void test_refusals(void **state)
 	gb_init(&b);
 	kv_str(&b, "general.architecture", "mamba");
 	expect(&b, -ST_UNSUPPORTED,
-	       "architecture 'mamba' is not supported (gemma2, gemma3, granite, llama, qwen2, qwen3 are)");
+	       "architecture 'mamba' is not supported (gemma2, gemma3, granite, llama, olmo2, phi3, "
+	       "qwen2, qwen3 are)");
 
 	gb_init(&b); /* the first missing key is reported, not the later ones */
 	kv_str(&b, "general.architecture", "llama");
