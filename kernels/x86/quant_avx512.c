@@ -214,13 +214,6 @@ KQ_INLINE void kq_dq_q2_k(const uint8_t *b, int s, __m512 *lo, __m512 *hi)
 	*hi = w[1];
 }
 
-/* q3_K's 6-bit scale g < 16 (ref/quant.c kq_q3k_scales). */
-KQ_INLINE int kq_q3k_sc(const uint8_t *b, int g)
-{
-	const uint8_t *q = b + 96;
-	return ((q[g % 8] >> (4 * (g / 8))) & 0xf) | (((q[8 + g % 4] >> (2 * (g / 4))) & 3) << 4);
-}
-
 /* q3_K sub-block s: q = bits 2t, 2t + 1 of qs[32 h ..], less 4 where bit
  * 4h + t of hmask[l] is clear; w = (d (sc - 32)) q. */
 KQ_INLINE void kq_dq_q3_k(const uint8_t *b, int s, __m512 *lo, __m512 *hi)

@@ -537,13 +537,7 @@ KQ_INLINE void kq_wk_q2_k(const uint8_t *b, struct kq_wk *K)
  * scales less 32 (ref/quant.c kq_q3k_scales, four lanes at once). */
 KQ_INLINE void kq_wk_q3_k(const uint8_t *b, struct kq_wk *K)
 {
-	uint32_t a0 = kq_u32(b + 96), a1 = kq_u32(b + 100), t2 = kq_u32(b + 104);
-	uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-	__m128i sb = _mm_setr_epi32((int)((a0 & m4) | (t2 & m2) << 4),
-				    (int)((a1 & m4) | ((t2 >> 2) & m2) << 4),
-				    (int)(((a0 >> 4) & m4) | ((t2 >> 4) & m2) << 4),
-				    (int)(((a1 >> 4) & m4) | ((t2 >> 6) & m2) << 4));
-	K->sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(sb), _mm256_set1_epi16(32));
+	K->sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(kq_q3k_scales16(b)), _mm256_set1_epi16(32));
 	__m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b));
 	__m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
 	for (int h = 0; h < 2; h++) {

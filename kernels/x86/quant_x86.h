@@ -1,5 +1,5 @@
 /* kernels/x86/quant_x86.h - what x86/quant_avx2.c and x86/quant_avx512.c
- * share: the scalar field readers, the flat-type (F32, F16, BF16) loops
+ * share: the scalar field readers (and q3_K's scale unpacking), the flat-type (F32, F16, BF16) loops
  * written once over a vector width, and the macros that bind each file's
  * kernels into its struct kn_qops table. Not a public header: each of the
  * two files includes it once, and nothing else does.
@@ -53,6 +53,28 @@ KQ_INLINE float kq_ld1_bf16(const uint8_t *p)
 	uint16_t h;
 	memcpy(&h, p, sizeof(h));
 	return kn_bf16_to_f32(h);
+}
+
+/* q3_K's 6-bit scale g < 16 (ref/quant.c kq_q3k_scales). */
+KQ_INLINE int kq_q3k_sc(const uint8_t *b, int g)
+{
+	const uint8_t *q = b + 96;
+	return ((q[g % 8] >> (4 * (g / 8))) & 0xf) | (((q[8 + g % 4] >> (2 * (g / 4))) & 3) << 4);
+}
+
+/* All sixteen q3_K scales (before their -32) as bytes: the same unpacking
+ * four lanes of a uint32 at a time. */
+KQ_INLINE __m128i kq_q3k_scales16(const uint8_t *b)
+{
+	uint32_t a0, a1, t2;
+	memcpy(&a0, b + 96, 4);
+	memcpy(&a1, b + 100, 4);
+	memcpy(&t2, b + 104, 4);
+	uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+	return _mm_setr_epi32((int)((a0 & m4) | (t2 & m2) << 4),
+			      (int)((a1 & m4) | ((t2 >> 2) & m2) << 4),
+			      (int)(((a0 >> 4) & m4) | ((t2 >> 4) & m2) << 4),
+			      (int)(((a1 >> 4) & m4) | ((t2 >> 6) & m2) << 4));
 }
 
 /* f rounded to fp16 (nearest even) and widened back: round_x's tail. */
