@@ -69,6 +69,9 @@ enum eng_bpe_pretok {
 	 * between them (each stretch apart: a space before a digit ends its
 	 * stretch). */
 	ENG_BPE_PRETOK_SMOLLM = 3,
+	/* DBRX's (tokenizer.ggml.pre "dbrx", "smaug-bpe"; OLMo 2's files name
+	 * "dbrx"): llama 3's regex, merges as usual (no ignore_merges). */
+	ENG_BPE_PRETOK_DBRX = 4,
 	ENG_BPE_PRETOK_COUNT
 };
 

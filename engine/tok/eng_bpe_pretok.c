@@ -228,6 +228,7 @@ size_t eng__bpe_pretok_next(enum eng_bpe_pretok kind, const uint8_t *text, size_
 {
 	switch (kind) {
 	case ENG_BPE_PRETOK_LLAMA3:
+	case ENG_BPE_PRETOK_DBRX:
 		return llama3_next(text, len, pos, 3);
 	case ENG_BPE_PRETOK_QWEN2:
 		return llama3_next(text, len, pos, 1);

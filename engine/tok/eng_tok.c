@@ -331,6 +331,16 @@ static const struct pre_def pre_defs[] = {
 	{ "deepseek-r1-qwen", ENG_BPE_PRETOK_QWEN2, false, false },
 	{ "megrez", ENG_BPE_PRETOK_QWEN2, true, false },
 	{ "smollm", ENG_BPE_PRETOK_SMOLLM, false, false },
+	/* names llama.cpp maps onto the same regexes (src/llama-vocab.cpp),
+	 * with its flags for each */
+	{ "dbrx", ENG_BPE_PRETOK_DBRX, true, false },
+	{ "smaug-bpe", ENG_BPE_PRETOK_DBRX, true, false },
+	{ "olmo", ENG_BPE_PRETOK_GPT2, true, false },
+	{ "mpt", ENG_BPE_PRETOK_GPT2, true, false },
+	{ "refact", ENG_BPE_PRETOK_SMOLLM, true, false },
+	{ "codeshell", ENG_BPE_PRETOK_SMOLLM, true, false },
+	{ "command-r", ENG_BPE_PRETOK_SMOLLM, false, false },
+	{ "stablelm2", ENG_BPE_PRETOK_QWEN2, true, false },
 };
 
 /* opt_str - string key, NULL when absent; -ST_CORRUPT when not a string. */

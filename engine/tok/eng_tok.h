@@ -16,7 +16,10 @@
  *   "gpt2"  - byte-level BPE with tokenizer.ggml.merges (eng_bpe.h); the
  *             pre-tokenizer comes from tokenizer.ggml.pre: "gpt-2" (alias
  *             "gpt2") the GPT-2 regex, "llama-bpe" / "llama3" / "llama-v3"
- *             the llama 3 regex, "qwen2" the qwen2 regex. Others, including
+ *             the llama 3 regex, "qwen2" the qwen2 regex, "smollm" SmolLM's,
+ *             and the names llama.cpp maps onto those regexes: "dbrx",
+ *             "smaug-bpe" (llama 3's, without ignore_merges), "olmo", "mpt",
+ *             "refact", "codeshell", "command-r", "stablelm2". Others, including
  *             "default" and a missing key (llama.cpp's DEFAULT chain of four
  *             regexes with \p{P}) give -ST_UNSUPPORTED.
  * Special tokens: ids whose tokenizer.ggml.token_type is CONTROL (3) or

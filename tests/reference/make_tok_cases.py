@@ -25,7 +25,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PRES = ["qwen2", "llama-bpe", "gpt-2", "smollm"]
+PRES = ["qwen2", "llama-bpe", "gpt-2", "smollm",
+        # names llama.cpp maps onto the same regexes, with their own flags
+        "dbrx", "smaug-bpe", "olmo", "mpt", "refact", "codeshell", "command-r", "stablelm2"]
 
 # llama.cpp src/llama-vocab.cpp, as adapted there (HF spells the contractions (?i:...))
 REGEX = {
