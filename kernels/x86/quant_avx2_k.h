@@ -71,12 +71,8 @@ struct kq_wk {
  * 6-bit scale spread over its int16 pairs. */
 KQ_INLINE void kq_wk_k45(const uint8_t *b, int has_qh, struct kq_wk *K)
 {
-	uint32_t a = kq_u32(b + 4), bb = kq_u32(b + 8), c = kq_u32(b + 12);
-	uint32_t sc03 = a & 0x3f3f3f3fu, m03 = bb & 0x3f3f3f3fu;
-	uint32_t sc47 = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
-	uint32_t m47 = ((c >> 4) & 0x0f0f0f0fu) | ((bb >> 6) & 0x03030303u) << 4;
-	__m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(sc03 | (uint64_t)sc47 << 32)));
-	K->m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(m03 | (uint64_t)m47 << 32)));
+	__m128i sc16;
+	kq_k45_scales(b, &sc16, &K->m16);
 	__m256i scb = _mm256_broadcastsi128_si256(sc16);
 	const uint8_t *qs = b + (has_qh ? 48 : 16);
 	__m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10);

@@ -1,5 +1,6 @@
 /* kernels/x86/quant_x86.h - what x86/quant_avx2.c and x86/quant_avx512.c
- * share: the scalar field readers (and q3_K's scale unpacking), the flat-type (F32, F16, BF16) loops
+ * share: the scalar field readers (and the q3_K, q4_K / q5_K scale
+ * unpacking), the flat-type (F32, F16, BF16) loops
  * written once over a vector width, and the macros that bind each file's
  * kernels into its struct kn_qops table. Not a public header: each of the
  * two files includes it once, and nothing else does.
@@ -53,6 +54,21 @@ KQ_INLINE float kq_ld1_bf16(const uint8_t *p)
 	uint16_t h;
 	memcpy(&h, p, sizeof(h));
 	return kn_bf16_to_f32(h);
+}
+
+/* q4_K / q5_K's 8 scales and 8 mins as int16 (ref/quant.c kq_scale_min
+ * on four lanes of a uint32 at a time). */
+KQ_INLINE void kq_k45_scales(const uint8_t *b, __m128i *sc16, __m128i *m16)
+{
+	uint32_t a, bb, c;
+	memcpy(&a, b + 4, 4);
+	memcpy(&bb, b + 8, 4);
+	memcpy(&c, b + 12, 4);
+	uint32_t sc03 = a & 0x3f3f3f3fu, m03 = bb & 0x3f3f3f3fu;
+	uint32_t sc47 = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
+	uint32_t m47 = ((c >> 4) & 0x0f0f0f0fu) | ((bb >> 6) & 0x03030303u) << 4;
+	*sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(sc03 | (uint64_t)sc47 << 32)));
+	*m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(m03 | (uint64_t)m47 << 32)));
 }
 
 /* q3_K's 6-bit scale g < 16 (ref/quant.c kq_q3k_scales). */
