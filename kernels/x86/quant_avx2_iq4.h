@@ -39,14 +39,6 @@ KQ_INLINE void kq_dq_iq4_nl(const uint8_t *b, int s, __m256 *w)
 	kq_dq_iq4(b + 2, _mm256_set1_ps(kq_half(b)), w);
 }
 
-/* IQ4_XS sub-block s's scale less 32 (ref/quant.c ref_iq4xs_scale). */
-KQ_INLINE int kq_iq4xs_sc(const uint8_t *b, int s)
-{
-	uint16_t h;
-	memcpy(&h, b + 2, sizeof(h));
-	return (((b[4 + s / 2] >> (4 * (s % 2))) & 0xf) | (((h >> (2 * s)) & 3) << 4)) - 32;
-}
-
 KQ_INLINE void kq_dq_iq4_xs(const uint8_t *b, int s, __m256 *w)
 {
 	kq_dq_iq4(b + 8 + 16 * s, _mm256_set1_ps(kq_half(b) * (float)kq_iq4xs_sc(b, s)), w);

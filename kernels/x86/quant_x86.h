@@ -1,6 +1,6 @@
 /* kernels/x86/quant_x86.h - what x86/quant_avx2.c and x86/quant_avx512.c
- * share: the scalar field readers (and the q3_K, q4_K / q5_K scale
- * unpacking), the flat-type (F32, F16, BF16) loops
+ * share: the scalar field readers (and the q3_K, q4_K / q5_K and IQ4_XS
+ * scale unpacking), the flat-type (F32, F16, BF16) loops
  * written once over a vector width, and the macros that bind each file's
  * kernels into its struct kn_qops table. Not a public header: each of the
  * two files includes it once, and nothing else does.
@@ -91,6 +91,14 @@ KQ_INLINE __m128i kq_q3k_scales16(const uint8_t *b)
 			      (int)((a1 & m4) | ((t2 >> 2) & m2) << 4),
 			      (int)(((a0 >> 4) & m4) | ((t2 >> 4) & m2) << 4),
 			      (int)(((a1 >> 4) & m4) | ((t2 >> 6) & m2) << 4));
+}
+
+/* IQ4_XS sub-block s's 6-bit scale less 32 (ref/quant.c ref_iq4xs_scale). */
+KQ_INLINE int kq_iq4xs_sc(const uint8_t *b, int s)
+{
+	uint16_t h;
+	memcpy(&h, b + 2, sizeof(h));
+	return (((b[4 + s / 2] >> (4 * (s % 2))) & 0xf) | (((h >> (2 * s)) & 3) << 4)) - 32;
 }
 
 /* f rounded to fp16 (nearest even) and widened back: round_x's tail. */
