@@ -187,6 +187,13 @@ struct kn_win {
 	float softcap; /* 0, or the cap of the scaled scores */
 };
 
+void kn_softcap(float *x, size_t n, float cap)
+{
+	float inv = 1.0f / cap;
+	for (size_t i = 0; i < n; i++)
+		x[i] = tanhf(x[i] * inv) * cap;
+}
+
 /* Query rows per GEMM block: at least the window, so that a block's key
  * span (rows + window - 1) wastes at most about half its scores, and at
  * least this many so that small windows still make GEMM-sized calls. */
@@ -213,11 +220,8 @@ static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i
 		size_t p = w->q_pos0 + i0 + r, a = kn_win_lo(p, w->window) - lo, b = p + 1 - lo;
 		float *row = S + r * span;
 		memset(row, 0, a * sizeof(*row));
-		if (w->softcap > 0.0f) { /* ggml: scale by 1 / cap, tanh, scale by cap */
-			float inv = 1.0f / w->softcap;
-			for (size_t j = a; j < b; j++)
-				row[j] = tanhf(row[j] * inv) * w->softcap;
-		}
+		if (w->softcap > 0.0f)
+			kn_softcap(row + a, b - a, w->softcap);
 		ops->softmax(row + a, b - a);
 		memset(row + b, 0, (span - b) * sizeof(*row));
 	}

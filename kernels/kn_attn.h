@@ -73,6 +73,11 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
 			 const float *v, size_t ldv, float *out, size_t ldo,
 			 size_t q_pos0, size_t window, float scale, float softcap, float *scratch);
 
+/* kn_softcap - x[i] = cap tanh(x[i] / cap) for i < n (cap > 0), in
+ * ggml's operations (scale by 1 / cap, tanh, scale by cap): gemma2's
+ * soft-capped attention scores and logits. Scalar (tanhf). */
+void kn_softcap(float *x, size_t n, float cap);
+
 /* kn_rope_angles, kn_rope_apply - rotary position embedding (Su et al.
  * 2021, RoFormer) in place on x [n_tok, ld] holding n_head heads of
  * head_dim floats at column h * head_dim; token t is at position pos[t].

@@ -9,7 +9,6 @@
  * pre-norms and norms q / k over their whole width; phi3's fused q/k/v
  * and gate/up tensors are row views (the loader's).
  */
-#include <math.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -187,18 +186,14 @@ static void el_residual(struct dev_pool *p, const struct eng_llm_hp *hp, float *
 	eng_par_add(p, x, o, n);
 }
 
-/* rows x nv logits in place: divided by the logit scale (granite, as
- * ggml_scale by its inverse), then soft-capped (gemma2: cap tanh(l / cap),
- * ggml's scale, tanh, scale). */
-static void el_logit_caps(const struct eng_llm_hp *hp, float *l, size_t n)
+/* n logits in place: divided by the logit scale (granite, as ggml_scale
+ * by its inverse), then soft-capped over the pool (gemma2, kn_softcap). */
+static void el_logit_caps(struct dev_pool *p, const struct eng_llm_hp *hp, float *l, size_t n)
 {
 	if (hp->logit_scale != 1.0f)
 		kn_ops()->scale_add(l, 1.0f / hp->logit_scale, NULL, n);
-	if (hp->final_softcap > 0.0f) {
-		float inv = 1.0f / hp->final_softcap;
-		for (size_t i = 0; i < n; i++)
-			l[i] = tanhf(l[i] * inv) * hp->final_softcap;
-	}
+	if (hp->final_softcap > 0.0f)
+		eng_par_softcap(p, l, n, hp->final_softcap);
 }
 
 /* A block's input: x RMS-normed by w into h, or x itself where the
@@ -256,12 +251,11 @@ static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
 	el_linear(p, &l->wk, l->bk, in, b->k, n, b);
 	el_linear(p, &l->wv, l->bv, in, b->v, n, b);
 	/* per head, or (olmo2) over each row's whole q / k */
-	size_t qrows = hp->qk_norm_full ? n : n * (size_t)hp->n_head;
-	size_t krows = hp->qk_norm_full ? n : n * (size_t)hp->n_head_kv;
+	size_t qw = hp->qk_norm_full ? qd : hd, kw = hp->qk_norm_full ? kvd : hd;
 	if (l->q_norm)
-		el_rms_rows(b->q, l->q_norm, b->q, qrows, n * qd / qrows, hp->rms_eps);
+		el_rms_rows(b->q, l->q_norm, b->q, n * qd / qw, qw, hp->rms_eps);
 	if (l->k_norm)
-		el_rms_rows(b->k, l->k_norm, b->k, krows, n * kvd / krows, hp->rms_eps);
+		el_rms_rows(b->k, l->k_norm, b->k, n * kvd / kw, kw, hp->rms_eps);
 	const float *cs = b->rope[l->swa ? 1 : 0];
 	kn_rope_apply(b->q, n, qd, (size_t)hp->n_head, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
 	kn_rope_apply(b->k, n, kvd, (size_t)hp->n_head_kv, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
@@ -342,7 +336,7 @@ static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_ll
 			dst[k++] = seqs[s].logits + (seqs[s].all_logits ? j * nv : 0);
 			if (k == EL_OUT_ROWS) {
 				el_linear(p, &m->output, m->output_b, b->h, b->logits, k, b);
-				el_logit_caps(hp, b->logits, k * nv);
+				el_logit_caps(p, hp, b->logits, k * nv);
 				for (size_t i = 0; i < k; i++)
 					memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
 				k = 0;
@@ -351,7 +345,7 @@ static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_ll
 	}
 	if (k) {
 		el_linear(p, &m->output, m->output_b, b->h, b->logits, k, b);
-		el_logit_caps(hp, b->logits, k * nv);
+		el_logit_caps(p, hp, b->logits, k * nv);
 		for (size_t i = 0; i < k; i++)
 			memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
 	}

@@ -342,6 +342,21 @@ static void ep_add(void *arg, int ith, int nth)
 		kn_ops()->add(a->y + i0, a->x + i0, (size_t)(i1 - i0));
 }
 
+struct ep_cap {
+	size_t n;
+	float *x;
+	float cap;
+};
+
+static void ep_softcap(void *arg, int ith, int nth)
+{
+	const struct ep_cap *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 64, &i0, &i1);
+	if (i1 > i0)
+		kn_softcap(a->x + i0, (size_t)(i1 - i0), a->cap);
+}
+
 /* Element ops are worth a parallel run only when large (encoder rows). */
 #define EP_MIN_PAR_ELEMS 16384
 
@@ -355,6 +370,12 @@ void eng_par_add(struct dev_pool *p, float *y, const float *x, size_t n)
 {
 	struct ep_elems a = { n, y, x };
 	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_add, &a);
+}
+
+void eng_par_softcap(struct dev_pool *p, float *x, size_t n, float cap)
+{
+	struct ep_cap a = { n, x, cap };
+	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_softcap, &a);
 }
 
 /* --- attention and convolution --------------------------------------- */

@@ -83,6 +83,9 @@ void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *
 void eng_par_gelu(struct dev_pool *p, float *x, size_t n);
 void eng_par_add(struct dev_pool *p, float *y, const float *x, size_t n);
 
+/* x = cap tanh(x / cap) over n elements (kn_softcap; gemma2's logits). */
+void eng_par_softcap(struct dev_pool *p, float *x, size_t n, float cap);
+
 /* kn_attention_bf16 with heads split over threads; scratch holds
  * dev_pool_size(p) * eng_par_attention_bf16_scratch(n_q, n_kv, head_dim)
  * floats (one region per thread: the size kn_attention's score block
