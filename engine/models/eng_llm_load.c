@@ -304,19 +304,22 @@ static struct el_mat el_rows(const struct el_mat *m, int r0, int n)
 	return v;
 }
 
-/* q, k, v from one fused attn_qkv tensor (rows q, then k, then v; its
- * bias likewise) when the file has one, as llama.cpp's create_tensor_qkv
- * reads it, else from attn_q / attn_k / attn_v. */
+/* Tensor names of layer i: EL_NAME("attn_q.weight") -> "blk.i.attn_q.weight"
+ * in the caller's buffer n. */
+#define EL_NAME(s) (snprintf(n, sizeof(n), "blk.%d." s, i), n)
+
+/* q, k, v from one fused attn_qkv tensor (rows q, then k, then v) when
+ * the file has one, as llama.cpp's create_tensor_qkv reads it, else from
+ * attn_q / attn_k / attn_v; the biases from a fused attn_qkv.bias, else
+ * from the separate ones (which may come with fused weights). */
 static void el_qkv(struct el_ld *ld, int i, int d, int qd, int kvd, struct el_layer *l)
 {
 	char n[96];
-	snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", i);
-	if (!ld->rc && eng_gguf_tensor_find(ld->g, n)) {
+	if (!ld->rc && eng_gguf_tensor_find(ld->g, EL_NAME("attn_qkv.weight"))) {
 		struct el_mat qkv;
 		const float *b = NULL;
 		el_mat(ld, n, qd + 2 * kvd, d, false, &qkv);
-		snprintf(n, sizeof(n), "blk.%d.attn_qkv.bias", i);
-		el_vec(ld, n, qd + 2 * kvd, true, &b);
+		el_vec(ld, EL_NAME("attn_qkv.bias"), qd + 2 * kvd, true, &b);
 		if (ld->rc)
 			return;
 		l->wq = el_rows(&qkv, 0, qd);
@@ -326,13 +329,13 @@ static void el_qkv(struct el_ld *ld, int i, int d, int qd, int kvd, struct el_la
 			l->bq = b;
 			l->bk = b + qd;
 			l->bv = b + qd + kvd;
+			return;
 		}
-		return;
+	} else {
+		el_mat(ld, EL_NAME("attn_q.weight"), qd, d, false, &l->wq);
+		el_mat(ld, EL_NAME("attn_k.weight"), kvd, d, false, &l->wk);
+		el_mat(ld, EL_NAME("attn_v.weight"), kvd, d, false, &l->wv);
 	}
-#define EL_NAME(s) (snprintf(n, sizeof(n), "blk.%d." s, i), n)
-	el_mat(ld, EL_NAME("attn_q.weight"), qd, d, false, &l->wq);
-	el_mat(ld, EL_NAME("attn_k.weight"), kvd, d, false, &l->wk);
-	el_mat(ld, EL_NAME("attn_v.weight"), kvd, d, false, &l->wv);
 	el_vec(ld, EL_NAME("attn_q.bias"), qd, true, &l->bq);
 	el_vec(ld, EL_NAME("attn_k.bias"), kvd, true, &l->bk);
 	el_vec(ld, EL_NAME("attn_v.bias"), kvd, true, &l->bv);
