@@ -1,7 +1,8 @@
 """peerlib: what the side-by-side benchmarks (bench/serve-vs-peers,
-bench/generate-serve-vs-peers) share: the machine's description, free
-ports, a pinned server process waited for on an HTTP readiness path, CPU
-accounting from /proc, and inferd-bench runs against a server.
+bench/generate-serve-vs-peers, bench/transcribe-vs-peers,
+bench/packing-wer) share: the machine's description, free ports, a pinned
+server process waited for on an HTTP readiness path, CPU accounting from
+/proc, inferd-bench runs against a server, and word error counting.
 
 Standard library only; imported by scripts in this folder (they put it on
 sys.path themselves).
@@ -51,6 +52,29 @@ def cpu_flags():
     except OSError:
         pass
     return []
+
+
+def words(text):
+    """Words for WER: lower-case, "-" -> space, anything but a-z 0-9 ' -> space."""
+    return re.sub(r"[^a-z0-9' ]+", " ", text.lower().replace("-", " ")).split()
+
+
+def edits(hyp, ref):
+    """Word edit distance (Levenshtein: substitutions + deletions + insertions)."""
+    h, r = words(hyp), words(ref)
+    prev = list(range(len(h) + 1))
+    for i, rw in enumerate(r, 1):
+        cur = [i] + [0] * len(h)
+        for j, hw in enumerate(h, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (rw != hw))
+        prev = cur
+    return prev[-1]
+
+
+def wer(pairs):
+    """Corpus WER over [(hyp, ref)]: summed edits / summed reference words."""
+    n = sum(len(words(r)) for _, r in pairs)
+    return sum(edits(h, r) for h, r in pairs) / n if n else float("nan")
 
 
 def machine_line():
