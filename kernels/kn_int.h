@@ -35,6 +35,22 @@ extern const struct kn_qops kn__qops_ref[KN_Q_MAX];    /* ref/quant.c */
 extern const struct kn_qops kn__qops_avx2[KN_Q_MAX];   /* x86/quant_avx2.c */
 extern const struct kn_qops kn__qops_avx512[KN_Q_MAX]; /* x86/quant_avx512.c */
 
+/* The packed layouts (kn_quant.h struct kn_qpack) of each ISA, indexed by
+ * ggml type; an entry with a NULL ops has none. AVX-512's need VNNI
+ * (kn_quant.c checks). */
+extern const struct kn_qpack kn__qpack_ref[KN_Q_MAX];    /* ref/qpack.c */
+extern const struct kn_qpack kn__qpack_avx512[KN_Q_MAX]; /* x86/qpack_avx512.c */
+
+/* The packed Q8_0 x partner (kn_quant.h): x quantized by q8 (an ISA's
+ * KN_Q_Q8_0 kernels: the same codes and d in every ISA) and laid out
+ * codes, float d, int32 sums. */
+void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
+		      size_t k);
+
+/* Packed Q8_0 geometry (kn_quant.h): rows per group, bytes per block of a
+ * group, x partner bytes per block. */
+enum { KN__QP_ROWS = 16, KN__QP_Q8_0_BLOCK = 32 + 16 * 32, KN__QP_X_BLOCK = 32 + 4 + 4 };
+
 /* Block geometry of the quantized types (ggml-common.h): elements per
  * block (QK4_0 = QK5_0 = QK8_0 = 32, QK_K = 256) and bytes per block. */
 enum {

@@ -32,6 +32,24 @@ const struct kn_qops *kn_qops_get(int type)
 	return kn_qops_for(kn_ops()->isa, type);
 }
 
+const struct kn_qpack *kn_qpack_for(enum kn_isa isa, int type)
+{
+	if (!kn_ops_for(isa) || type < 0 || type >= KN_Q_MAX)
+		return NULL;
+	const struct kn_qpack *p = NULL;
+	if (isa == KN_ISA_REF)
+		p = &kn__qpack_ref[type];
+	else if (isa == KN_ISA_AVX512 && kn__has_avx512vnni())
+		p = &kn__qpack_avx512[type];
+	return p && p->ops ? p : NULL;
+}
+
+const struct kn_qpack *kn_qpack_get(int type)
+{
+	enum kn_isa isa = kn_ops()->isa;
+	return isa == KN_ISA_REF ? NULL : kn_qpack_for(isa, type);
+}
+
 /* Only for types with kernels (every ISA implements the reference's). */
 size_t kn_qtype_row_bytes(int type, size_t k)
 {

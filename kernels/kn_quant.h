@@ -139,6 +139,54 @@ const struct kn_qops *kn_qops_get(int type);
  * the type is not implemented. */
 const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
 
+/* A packed layout of a weight matrix: its rows regrouped, once at load,
+ * so that the integer path runs on whole blocks of several rows at a time
+ * (llama.cpp's CPU "repack" of Q4_0 / IQ4_NL / Q4_K weights is the same
+ * idea). Where a (type, ISA) has one it is that ISA's fastest product for
+ * the type, at every number of x rows.
+ *
+ * Q8_0, 16 rows (kn_qpack_get(KN_Q_Q8_0), AVX512-VNNI): n_rows a multiple
+ * of 16, k of 32, nb = k / 32 blocks per row, rb = nb * 34 (the plain row
+ * size). The packed matrix takes n_rows * rb bytes, like the plain one:
+ * group g (rows 16g .. 16g + 15) at g * 16 * rb, and in it block b at
+ * b * 544: the 16 rows' fp16 d (row order, 32 bytes), then 8 chunks c of
+ * 64 bytes, chunk c holding row r's codes 4c .. 4c + 3 plus 128 (as
+ * unsigned bytes) at 4r. So W + c * rb addresses row c's group for c a
+ * multiple of 16, as in the plain layout.
+ * Its x partner (ops->xq_bytes(k) = nb * 40 bytes): the Q8_0 quantization
+ * of x (ggml's quantize_row_q8_0_ref, the same codes and fp16 d as
+ * KN_Q_Q8_0's quantize_x) stored as the codes of every block (nb * 32 int8),
+ * then every block's d widened to float (nb * 4), then every block's sum
+ * of codes (nb * int32).
+ * Product: y[r] = fmaf((float)isum_b, d_w,b * d_x,b, y) over blocks b in
+ * order from y = 0, isum_b the block's exact integer dot. The same
+ * operations, in the same order, in every variant, so gemv_xq and gemm_xq
+ * of every ISA equal the reference (kernels/ref/qpack.c) bit for bit; they
+ * differ from the plain type's gemv_xq only in float rounding (its
+ * combine order is another).
+ */
+struct kn_qpack {
+	/* The kernels on the packed layout: type, geom, xq_bytes, quantize_x,
+	 * gemv_xq and gemm_xq (n_rows a multiple of `rows`, W at a group);
+	 * dequant, gemv, round_x and to_q8_0 are NULL, so the packed matrix
+	 * goes only to the integer path (eng_par_qlinear with scratch). */
+	const struct kn_qops *ops;
+	size_t rows; /* rows per group */
+	/* dst (n_rows * row_bytes bytes, row_bytes the plain row size) = the
+	 * plain matrix W of n_rows rows of k elements, packed. */
+	void (*pack)(const void *restrict W, size_t row_bytes, size_t n_rows, size_t k,
+		     void *restrict dst);
+};
+
+/* kn_qpack_get - the packed layout of type for the ISA kn_init chose, or
+ * NULL where there is none (the plain kernels are then the fastest). */
+const struct kn_qpack *kn_qpack_get(int type);
+
+/* kn_qpack_for - the same for one ISA (tests): NULL if the CPU lacks what
+ * its kernels need. The scalar reference: kn_qpack_for(KN_ISA_REF, type),
+ * which kn_qpack_get never returns. */
+const struct kn_qpack *kn_qpack_for(enum kn_isa isa, int type);
+
 /* kn_qtype_row_bytes - bytes of a row of k elements of type, 0 when the
  * type has no kernels here (kn_qops_get NULL) or k is not a multiple of
  * its block. */

@@ -1,0 +1,279 @@
+/* tests/unit/kernels/test_qpack.c - the packed weight layouts (kn_quant.h
+ * struct kn_qpack): Q8_0 in groups of 16 rows.
+ *
+ *  1. The reference pack against the layout kn_quant.h states, byte by
+ *     byte (each row's fp16 d, codes 4c..4c+3 plus 128 at chunk c, lane
+ *     r); every ISA's pack == the reference's, memcmp.
+ *  2. quantize_x of every variant == the reference's, memcmp; its codes
+ *     and d are KN_Q_Q8_0's quantize_x (the plain partner), its sums the
+ *     codes' sums.
+ *  3. gemv_xq with unit scales and small codes, where every float
+ *     operation is exact: every variant == the exact integer result.
+ *  4. gemv_xq of every variant == the reference, bit for bit (the same
+ *     operations in the same order), and gemm_xq == gemv_xq row by row,
+ *     bit for bit, for 1..37 x rows (passes of 16 and a remainder), on
+ *     random blocks (finite fp16 scales, subnormal included) and x of
+ *     magnitudes 1e-9 .. 1e5 (x's fp16 d stays finite).
+ *  5. The reference against the plain Q8_0 gemv_xq on the same matrix and
+ *     x, relative to sum |w x_q| (tolerance 4e-6: the float combine order
+ *     differs), and against the double dot of the dequantized weights with
+ *     the dequantized x.
+ *
+ * Buffers are allocated to their exact size so ASan catches any overread.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/kn_half.h"
+#include "kernels/kn_int.h"
+#include "kernels/kn_quant.h"
+#include "tests/unit/kernels/kn_test_quant.h"
+
+#define QP_TOL 4e-6
+
+static const size_t widths[] = {32, 64, 96, 640, 2048};
+static const size_t row_counts[] = {16, 32, 48};
+
+/* A packed layout's variants on this CPU: [0] the reference, [1] AVX-512
+ * (NULL without AVX512-VNNI). */
+static const struct kn_qpack *variant(int v)
+{
+	return kn_qpack_for(v ? KN_ISA_AVX512 : KN_ISA_REF, KN_Q_Q8_0);
+}
+
+static void fill_x(float *x, size_t k)
+{
+	for (size_t b = 0; b < k / 32; b++) {
+		float mag = powf(10.0f, rng_uniform(-9.0f, 5.0f)); /* d finite in fp16 */
+		for (int j = 0; j < 32; j++)
+			x[32 * b + j] = (b % 7 == 3) ? 0.0f : rng_uniform(-mag, mag);
+	}
+}
+
+static void test_pack(void **state)
+{
+	(void)state;
+	const struct kn_qpack *ref = variant(0);
+	assert_non_null(ref);
+	assert_int_equal(ref->rows, 16);
+	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++)
+		for (size_t ri = 0; ri < sizeof(row_counts) / sizeof(*row_counts); ri++) {
+			size_t k = widths[wi], n = row_counts[ri], nb = k / 32, rb = nb * 34;
+			uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *p2 = malloc(n * rb);
+			assert_true(w && p && p2);
+			fill_blocks(w, KN_Q_Q8_0, n * nb, 0);
+			ref->pack(w, rb, n, k, p);
+			for (size_t r = 0; r < n; r++)
+				for (size_t b = 0; b < nb; b++) {
+					const uint8_t *blk = w + r * rb + b * 34;
+					const uint8_t *o = p + (r / 16) * 16 * rb + b * 544;
+					assert_memory_equal(o + 2 * (r % 16), blk, 2);
+					for (size_t i = 0; i < 32; i++)
+						assert_int_equal(o[32 + 64 * (i / 4) + 4 * (r % 16) + i % 4],
+								 (uint8_t)(blk[2 + i] + 128));
+				}
+			const struct kn_qpack *v = variant(1);
+			if (v) {
+				memset(p2, 0xa5, n * rb);
+				v->pack(w, rb, n, k, p2);
+				assert_memory_equal(p, p2, n * rb);
+			}
+			free(w);
+			free(p);
+			free(p2);
+		}
+}
+
+static void test_quantize_x(void **state)
+{
+	(void)state;
+	const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, KN_Q_Q8_0);
+	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++) {
+		size_t k = widths[wi], nb = k / 32;
+		const struct kn_qops *ref = variant(0)->ops;
+		assert_int_equal(ref->xq_bytes(k), nb * 40);
+		float *x = malloc(k * sizeof(float));
+		uint8_t *xq = malloc(nb * 40), *xq2 = malloc(nb * 40), *xp = malloc(nb * 34);
+		assert_true(x && xq && xq2 && xp);
+		fill_x(x, k);
+		ref->quantize_x(x, xq, k);
+		plain->quantize_x(x, xp, k);
+		for (size_t b = 0; b < nb; b++) {
+			uint16_t h;
+			float d;
+			int32_t s = 0, sum;
+			memcpy(&h, xp + 34 * b, 2);
+			memcpy(&d, xq + nb * 32 + 4 * b, 4);
+			memcpy(&sum, xq + nb * 36 + 4 * b, 4);
+			assert_memory_equal(xq + 32 * b, xp + 34 * b + 2, 32);
+			assert_int_equal(f32_bits(d), f32_bits(kn_f16_to_f32(h)));
+			for (int j = 0; j < 32; j++)
+				s += (int8_t)xp[34 * b + 2 + j];
+			assert_int_equal(sum, s);
+		}
+		const struct kn_qpack *v = variant(1);
+		if (v) {
+			memset(xq2, 0x5a, nb * 40);
+			v->ops->quantize_x(x, xq2, k);
+			assert_memory_equal(xq, xq2, nb * 40);
+		}
+		free(x);
+		free(xq);
+		free(xq2);
+		free(xp);
+	}
+}
+
+static void test_gemv_exact(void **state)
+{
+	(void)state;
+	size_t k = 640, n = 32, nb = k / 32, rb = nb * 34;
+	uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(nb * 40);
+	float *x = malloc(k * sizeof(float)), *y = malloc(n * sizeof(float));
+	double *want = malloc(n * sizeof(double));
+	assert_true(w && p && xq && x && y && want);
+	/* x: integers up to 127 with one 127 per block: d = 1 exactly */
+	for (size_t i = 0; i < k; i++)
+		x[i] = (i % 32 == 5) ? 127.0f : (float)((int)(rng_u64() % 255) - 127);
+	for (size_t r = 0; r < n; r++)
+		for (size_t b = 0; b < nb; b++) {
+			uint8_t *blk = w + r * rb + b * 34;
+			put16(blk, 0x3c00); /* d = 1 */
+			for (int i = 0; i < 32; i++)
+				blk[2 + i] = (uint8_t)(int8_t)((int)(rng_u64() % 9) - 4);
+		}
+	for (size_t r = 0; r < n; r++) {
+		double s = 0;
+		for (size_t i = 0; i < k; i++)
+			s += (double)(int8_t)w[r * rb + (i / 32) * 34 + 2 + i % 32] * (double)x[i];
+		want[r] = s;
+	}
+	for (int vi = 0; vi < 2; vi++) {
+		const struct kn_qpack *v = variant(vi);
+		if (!v)
+			continue;
+		v->pack(w, rb, n, k, p);
+		v->ops->quantize_x(x, xq, k);
+		v->ops->gemv_xq(p, rb, xq, y, n, k);
+		for (size_t r = 0; r < n; r++)
+			assert_true((double)y[r] == want[r]);
+	}
+	free(w);
+	free(p);
+	free(xq);
+	free(x);
+	free(y);
+	free(want);
+}
+
+/* Every variant's gemv_xq == the reference's; gemm_xq == gemv_xq per row. */
+static void test_gemv_gemm(void **state)
+{
+	(void)state;
+	enum { NX = 37 };
+	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++)
+		for (size_t ri = 0; ri < sizeof(row_counts) / sizeof(*row_counts); ri++) {
+			size_t k = widths[wi], n = row_counts[ri], nb = k / 32, rb = nb * 34;
+			size_t xb = nb * 40;
+			uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(NX * xb);
+			float *x = malloc(k * sizeof(float)), *y0 = malloc(NX * n * sizeof(float));
+			float *y1 = malloc(n * sizeof(float)), *ym = malloc(NX * n * sizeof(float));
+			assert_true(w && p && xq && x && y0 && y1 && ym);
+			fill_blocks(w, KN_Q_Q8_0, n * nb, 0);
+			const struct kn_qpack *ref = variant(0);
+			ref->pack(w, rb, n, k, p);
+			for (size_t j = 0; j < NX; j++) {
+				fill_x(x, k);
+				ref->ops->quantize_x(x, xq + j * xb, k);
+				ref->ops->gemv_xq(p, rb, xq + j * xb, y0 + j * n, n, k);
+			}
+			for (int vi = 0; vi < 2; vi++) {
+				const struct kn_qpack *v = variant(vi);
+				if (!v)
+					continue;
+				for (size_t j = 0; j < NX; j++) {
+					v->ops->gemv_xq(p, rb, xq + j * xb, y1, n, k);
+					assert_memory_equal(y1, y0 + j * n, n * sizeof(float));
+				}
+				for (size_t m = 1; m <= NX; m += (m < 18 ? 1 : 9)) {
+					memset(ym, 0, NX * n * sizeof(float));
+					v->ops->gemm_xq(p, rb, xq, xb, m, ym, n, n, k);
+					assert_memory_equal(ym, y0, m * n * sizeof(float));
+				}
+			}
+			free(w);
+			free(p);
+			free(xq);
+			free(x);
+			free(y0);
+			free(y1);
+			free(ym);
+		}
+}
+
+/* The packed reference against the plain Q8_0 product and the exact one. */
+static void test_vs_plain(void **state)
+{
+	(void)state;
+	const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, KN_Q_Q8_0);
+	const struct kn_qpack *ref = variant(0);
+	double worst = 0;
+	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++) {
+		size_t k = widths[wi], n = 32, nb = k / 32, rb = nb * 34;
+		uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(nb * 40);
+		uint8_t *xp = malloc(nb * 34);
+		float *x = malloc(k * sizeof(float)), *y = malloc(n * sizeof(float));
+		float *yp = malloc(n * sizeof(float)), *wf = malloc(k * sizeof(float));
+		assert_true(w && p && xq && xp && x && y && yp && wf);
+		fill_blocks(w, KN_Q_Q8_0, n * nb, 0);
+		fill_x(x, k);
+		ref->pack(w, rb, n, k, p);
+		ref->ops->quantize_x(x, xq, k);
+		plain->quantize_x(x, xp, k);
+		ref->ops->gemv_xq(p, rb, xq, y, n, k);
+		plain->gemv_xq(w, rb, xp, yp, n, k);
+		const float *xd = (const float *)(xq + nb * 32);
+		for (size_t r = 0; r < n; r++) {
+			double exact = 0, mag = 0;
+			plain->dequant(w + r * rb, wf, k);
+			for (size_t i = 0; i < k; i++) {
+				double t = (double)wf[i] * ((double)xd[i / 32] * (int8_t)xq[i]);
+				exact += t;
+				mag += fabs(t);
+			}
+			double e1 = fabs((double)y[r] - exact), e2 = fabs((double)y[r] - yp[r]);
+			if (mag > 0 && e1 / mag > worst)
+				worst = e1 / mag;
+			assert_true(e1 <= QP_TOL * mag);
+			assert_true(e2 <= 2 * QP_TOL * mag);
+		}
+		free(w);
+		free(p);
+		free(xq);
+		free(xp);
+		free(x);
+		free(y);
+		free(yp);
+		free(wf);
+	}
+	printf("packed q8_0 against the exact product: worst %.2e of sum |w x_q|\n", worst);
+}
+
+int main(void)
+{
+	kn_init(KN_ISA_COUNT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pack),	   cmocka_unit_test(test_quantize_x),
+		cmocka_unit_test(test_gemv_exact), cmocka_unit_test(test_gemv_gemm),
+		cmocka_unit_test(test_vs_plain),
+	};
+	printf("packed q8_0 on AVX-512: %s\n", variant(1) ? "tested" : "not on this CPU (no VNNI)");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
