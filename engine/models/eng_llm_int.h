@@ -10,8 +10,9 @@ struct kn_qops;
 /* A weight matrix in the map: n_rows rows of n_cols elements of a GGUF
  * type (the GGUF dims are [n_cols, n_rows]), or a float vector. */
 struct el_mat {
-	const void *data;         /* borrowed from the GGUF map; NULL: absent */
-	const struct kn_qops *q;  /* the type's kernels */
+	const void *data;         /* borrowed from the GGUF map, or `packed`; NULL: absent */
+	const struct kn_qops *q;  /* the type's kernels (on the packed layout when packed) */
+	void *packed;             /* owned: the rows in kn_qpack's layout, or NULL */
 	size_t row_bytes;
 	int n_rows, n_cols;
 };

@@ -440,6 +440,49 @@ static void el_weights(struct el_ld *ld)
 	}
 }
 
+/* m in the ISA's packed layout (kn_quant.h struct kn_qpack) when it has
+ * one for the type and the rows divide into its groups: the integer
+ * product's fastest form, at any number of rows. The map's copy stays
+ * (the embedding is looked up there when the output is tied to it). */
+static void el_pack(struct el_ld *ld, struct el_mat *m)
+{
+	const struct kn_qpack *pk = m->data ? kn_qpack_get(m->q->type) : NULL;
+	if (ld->rc || !pk || (size_t)m->n_rows % pk->rows)
+		return;
+	m->packed = mem_alloc((size_t)m->n_rows * m->row_bytes);
+	if (!m->packed) {
+		el_fail(ld, -ST_NOMEM, "%s", "out of memory");
+		return;
+	}
+	pk->pack(m->data, m->row_bytes, (size_t)m->n_rows, (size_t)m->n_cols, m->packed);
+	m->data = m->packed;
+	m->q = pk->ops;
+}
+
+/* The weight matrices of layer l, into w[EL_LAYER_MATS]. */
+#define EL_LAYER_MATS 7
+static void el_layer_mats(struct el_layer *l, struct el_mat *w[EL_LAYER_MATS])
+{
+	struct el_mat *all[EL_LAYER_MATS] = { &l->wq, &l->wk,	  &l->wv,    &l->wo,
+					      &l->w_gate, &l->w_up, &l->w_down };
+	memcpy(w, all, sizeof(all));
+}
+
+static void el_pack_all(struct el_ld *ld)
+{
+	struct eng_llm *m = ld->m;
+	if (ld->rc)
+		return;
+	el_pack(ld, &m->output);
+	for (int i = 0; i < m->hp.n_layer; i++) {
+		struct el_layer *l = &m->layers[i];
+		struct el_mat *w[EL_LAYER_MATS];
+		el_layer_mats(l, w);
+		for (int j = 0; j < EL_LAYER_MATS; j++)
+			el_pack(ld, w[j]);
+	}
+}
+
 /* ggml's CPU GELU: the tanh approximation evaluated once per binary16
  * input and rounded to binary16 (ggml_table_gelu_f16), which llama.cpp's
  * GeGLU reads; matching it keeps gemma's logits with llama.cpp's. */
@@ -474,6 +517,7 @@ int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size
 	struct el_ld ld = { .g = g, .m = m, .err = err, .errlen = errlen };
 	el_hparams(&ld);
 	el_weights(&ld);
+	el_pack_all(&ld);
 	el_gelu_table(&ld);
 	if (ld.rc) {
 		eng_llm_destroy(m);
@@ -487,6 +531,14 @@ void eng_llm_destroy(struct eng_llm *m)
 {
 	if (!m)
 		return;
+	mem_free(m->output.packed);
+	for (int i = 0; m->layers && i < m->hp.n_layer; i++) {
+		struct el_layer *l = &m->layers[i];
+		struct el_mat *w[EL_LAYER_MATS];
+		el_layer_mats(l, w);
+		for (int j = 0; j < EL_LAYER_MATS; j++)
+			mem_free(w[j]->packed);
+	}
 	mem_free(m->layers);
 	mem_free(m->gelu_f16);
 	mem_free(m);
