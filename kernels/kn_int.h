@@ -41,15 +41,25 @@ extern const struct kn_qops kn__qops_avx512[KN_Q_MAX]; /* x86/quant_avx512.c */
 extern const struct kn_qpack kn__qpack_ref[KN_Q_MAX];    /* ref/qpack.c */
 extern const struct kn_qpack kn__qpack_avx512[KN_Q_MAX]; /* x86/qpack_avx512.c */
 
-/* The packed Q8_0 x partner (kn_quant.h): x quantized by q8 (an ISA's
+/* The packed layouts' x partner (kn_quant.h; kn_qpack.c): x quantized by q8 (an ISA's
  * KN_Q_Q8_0 kernels: the same codes and d in every ISA) and laid out
  * codes, float d, int32 sums. */
 void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
 		      size_t k);
 
-/* Packed Q8_0 geometry (kn_quant.h): rows per group, bytes per block of a
- * group, x partner bytes per block. */
-enum { KN__QP_ROWS = 16, KN__QP_Q8_0_BLOCK = 32 + 16 * 32, KN__QP_X_BLOCK = 32 + 4 + 4 };
+/* Packed Q5_0 (kn_quant.h): the one packer of every ISA (a layout, run
+ * once at load). */
+void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst);
+
+/* Packed geometry (kn_quant.h): rows per group, bytes per block of a
+ * group (Q8_0, Q5_0), x partner bytes per block. */
+enum {
+	KN__QP_ROWS = 16,
+	KN__QP_Q8_0_BLOCK = 32 + 16 * 32,
+	KN__QP_Q5_0_BLOCK = 32 + 16 * 4 + 16 * 16,
+	KN__QP_X_BLOCK = 32 + 4 + 4,
+};
 
 /* Block geometry of the quantized types (ggml-common.h): elements per
  * block (QK4_0 = QK5_0 = QK8_0 = 32, QK_K = 256) and bytes per block. */

@@ -1,7 +1,8 @@
-/* kernels/kn_qpack.c - the x partner of the packed Q8_0 layout (kn_quant.h
- * struct kn_qpack), shared by every ISA's packed kernels
- * (kernels/ref/qpack.c, kernels/x86/qpack_avx512.c): the ISA's own Q8_0
- * quantize_x, whose codes and d are the same in every ISA, rearranged.
+/* kernels/kn_qpack.c - what every ISA's packed kernels (kn_quant.h struct
+ * kn_qpack; kernels/ref/qpack.c, kernels/x86/qpack_avx512.c) share: the x
+ * partner (the ISA's own Q8_0 quantize_x, whose codes and d are the same
+ * in every ISA, rearranged) and the Q5_0 packer (a byte layout, run once
+ * at load: plain C is fast enough).
  */
 #include <string.h>
 
@@ -32,4 +33,23 @@ void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *r
 			sums[b0 + i] = s;
 		}
 	}
+}
+
+void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst)
+{
+	const uint8_t *w = W;
+	uint8_t *out = dst;
+	size_t nb = k / KN__QK;
+	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
+		for (size_t b = 0; b < nb; b++) {
+			uint8_t *o = out + g * KN__QP_ROWS * rb + b * KN__QP_Q5_0_BLOCK;
+			for (size_t r = 0; r < KN__QP_ROWS; r++) {
+				const uint8_t *blk = w + (g * KN__QP_ROWS + r) * rb + b * KN__Q5_0_BYTES;
+				memcpy(o + 2 * r, blk, 2);          /* d */
+				memcpy(o + 32 + 4 * r, blk + 2, 4); /* qh */
+				for (size_t c = 0; c < 4; c++)      /* qs */
+					memcpy(o + 96 + 64 * c + 4 * r, blk + 6 + 4 * c, 4);
+			}
+		}
 }

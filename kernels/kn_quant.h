@@ -153,7 +153,12 @@ const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
  * 64 bytes, chunk c holding row r's codes 4c .. 4c + 3 plus 128 (as
  * unsigned bytes) at 4r. So W + c * rb addresses row c's group for c a
  * multiple of 16, as in the plain layout.
- * Its x partner (ops->xq_bytes(k) = nb * 40 bytes): the Q8_0 quantization
+ * Q5_0, 16 rows (AVX512-VNNI): the same groups (n_rows * rb bytes, rb =
+ * nb * 22), block b of a group at b * 352: the 16 rows' fp16 d (32
+ * bytes), their qh (4 bytes each, row order: 64 bytes), then 4 chunks c
+ * of 64 bytes, chunk c holding row r's qs bytes 4c .. 4c + 3 at 4r (the
+ * low nibbles are codes 4c .. 4c + 3, the high ones 16 + 4c ..).
+ * The x partner of both (ops->xq_bytes(k) = nb * 40 bytes): the Q8_0 quantization
  * of x (ggml's quantize_row_q8_0_ref, the same codes and fp16 d as
  * KN_Q_Q8_0's quantize_x) stored as the codes of every block (nb * 32 int8),
  * then every block's d widened to float (nb * 4), then every block's sum

@@ -1,5 +1,5 @@
 /* kernels/ref/qpack.c - the scalar reference of the packed weight layouts
- * (kn_quant.h struct kn_qpack): Q8_0 in groups of 16 rows. It defines the
+ * (kn_quant.h struct kn_qpack): Q8_0 and Q5_0 in groups of 16 rows. It defines the
  * layout and the arithmetic every ISA's packed kernels reproduce bit for
  * bit (tests/unit/kernels/test_qpack.c).
  */
@@ -38,53 +38,72 @@ static void qp_quantize_x(const float *restrict x, void *restrict xq, size_t k)
 	kn__qpack_q8_0_x(&kn__qops_ref[KN_Q_Q8_0], x, xq, k);
 }
 
-/* y[r] for the 16 rows of the group at gw against one x partner row. */
-static void qp_group(const uint8_t *gw, const uint8_t *xq, size_t nb, float *y)
+/* Code e (0..31) of row r's block at o (a packed group's block), as the
+ * signed value it stands for. */
+static int qp_code_q8_0(const uint8_t *o, size_t r, size_t e)
+{
+	return (int)o[32 + 64 * (e / 4) + 4 * r + e % 4] - 128;
+}
+
+static int qp_code_q5_0(const uint8_t *o, size_t r, size_t e)
+{
+	uint32_t qh;
+	memcpy(&qh, o + 32 + 4 * r, 4);
+	uint8_t qs = o[96 + 64 * ((e % 16) / 4) + 4 * r + e % 4];
+	int lo = e < 16 ? qs & 15 : qs >> 4;
+	return (lo | (int)((qh >> e) & 1) << 4) - 16;
+}
+
+/* y[r] for the 16 rows of the group at gw (blocks of `bb` bytes) against
+ * one x partner row. */
+static void qp_group(const uint8_t *gw, size_t bb, int (*code)(const uint8_t *, size_t, size_t),
+		     const uint8_t *xq, size_t nb, float *y)
 {
 	const int8_t *xc = (const int8_t *)xq;
 	const float *xd = (const float *)(xc + nb * KN__QK);
 	for (size_t r = 0; r < KN__QP_ROWS; r++) {
 		float acc = 0.0f;
 		for (size_t b = 0; b < nb; b++) {
-			const uint8_t *o = gw + b * KN__QP_Q8_0_BLOCK;
+			const uint8_t *o = gw + b * bb;
 			uint16_t h;
 			int32_t isum = 0;
 			memcpy(&h, o + 2 * r, 2);
-			for (size_t c = 0; c < KN__QK / 4; c++)
-				for (size_t i = 0; i < 4; i++)
-					isum += ((int32_t)o[32 + 64 * c + 4 * r + i] - 128) *
-						xc[b * KN__QK + 4 * c + i];
+			for (size_t e = 0; e < KN__QK; e++)
+				isum += code(o, r, e) * xc[b * KN__QK + e];
 			acc = fmaf((float)isum, kn_f16_to_f32(h) * xd[b], acc);
 		}
 		y[r] = acc;
 	}
 }
 
-static void qp_gemv_xq(const void *restrict W, size_t rb, const void *restrict xq,
-		       float *restrict y, size_t n_rows, size_t k)
-{
-	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
-		qp_group((const uint8_t *)W + g * KN__QP_ROWS * rb, xq, k / KN__QK,
-			 y + g * KN__QP_ROWS);
-}
+#define QP_PRODUCTS(T, BLOCK)                                                                   \
+	static void qp_gemv_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
+				   float *restrict y, size_t n_rows, size_t k)                    \
+	{                                                                                         \
+		for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)                                 \
+			qp_group((const uint8_t *)W + g * KN__QP_ROWS * rb, BLOCK, qp_code_##T, xq, \
+				 k / KN__QK, y + g * KN__QP_ROWS);                                \
+	}                                                                                         \
+	static void qp_gemm_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
+				   size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,   \
+				   size_t n_rows, size_t k)                                       \
+	{                                                                                         \
+		for (size_t j = 0; j < n_x; j++)                                                  \
+			qp_gemv_xq_##T(W, rb, (const char *)xq + j * xq_stride, y + j * ldy,      \
+				       n_rows, k);                                                \
+	}
 
-static void qp_gemm_xq(const void *restrict W, size_t rb, const void *restrict xq,
-		       size_t xq_stride, size_t n_x, float *restrict y, size_t ldy, size_t n_rows,
-		       size_t k)
-{
-	for (size_t j = 0; j < n_x; j++)
-		qp_gemv_xq(W, rb, (const char *)xq + j * xq_stride, y + j * ldy, n_rows, k);
-}
+QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK)
+QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK)
 
-static const struct kn_qops qp_q8_0_ops = {
-	.type = KN_Q_Q8_0,
-	.geom = &kn__qtypes[KN_Q_Q8_0],
-	.xq_bytes = qp_xq_bytes,
-	.quantize_x = qp_quantize_x,
-	.gemv_xq = qp_gemv_xq,
-	.gemm_xq = qp_gemm_xq,
-};
+#define QP_OPS(TYPE, T)                                                                          \
+	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = qp_xq_bytes,                      \
+	  .quantize_x = qp_quantize_x, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
+
+static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0);
+static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0);
 
 const struct kn_qpack kn__qpack_ref[KN_Q_MAX] = {
 	[KN_Q_Q8_0] = { &qp_q8_0_ops, KN__QP_ROWS, qp_pack_q8_0 },
+	[KN_Q_Q5_0] = { &qp_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
 };

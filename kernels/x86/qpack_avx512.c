@@ -1,5 +1,5 @@
 /* kernels/x86/qpack_avx512.c - the packed weight layouts (kn_quant.h
- * struct kn_qpack) on AVX512-VNNI: Q8_0 in groups of 16 rows. Compiled
+ * struct kn_qpack) on AVX512-VNNI: Q8_0 and Q5_0 in groups of 16 rows. Compiled
  * with libkn_avx512's flags (kernels/meson.build, VNNI included) and
  * reached only through kn_qpack_for, which checks the CPU's VNNI.
  *
@@ -94,24 +94,56 @@ static inline __m512i qp_bcast4(const uint8_t *p)
 	return _mm512_broadcastd_epi32(_mm_loadu_si32(p));
 }
 
-/* The 16 rows of the group at gw against nx (1..QP_NX) x partner rows
- * (row j at xq + j * xs; its results at y + j * ldy). */
-static void qp_group(const uint8_t *gw, const uint8_t *xq, size_t xs, int nx, float *y,
-		     size_t ldy, size_t nb)
+#define QP_INLINE static inline __attribute__((always_inline))
+
+/* Block b's 8 code vectors (w[c]: codes 4c .. 4c + 3 of the 16 rows, as
+ * unsigned bytes that stand for themselves minus the type's offset) and
+ * the rows' d, for a group's block at o. */
+QP_INLINE __m512 qp_block_q8_0(const uint8_t *o, __m512i w[8])
+{
+	for (int c = 0; c < 8; c++)
+		w[c] = _mm512_loadu_si512(o + 32 + 64 * c);
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+}
+
+/* Q5_0: the nibbles' chunk c gives codes 4c.. (low) and 16 + 4c.. (high);
+ * bit e of each row's qh is code e's fifth bit, spread to the bytes of
+ * code group e / 4 by a 16-entry table lookup (vpermd) of 4 bits. */
+QP_INLINE __m512 qp_block_q5_0(const uint8_t *o, __m512i w[8])
+{
+	const __m512i m4 = _mm512_set1_epi8(15);
+	const __m512i spread = _mm512_set_epi32(
+		0x10101010, 0x10101000, 0x10100010, 0x10100000, 0x10001010, 0x10001000,
+		0x10000010, 0x10000000, 0x00101010, 0x00101000, 0x00100010, 0x00100000,
+		0x00001010, 0x00001000, 0x00000010, 0x00000000);
+	__m512i qh = _mm512_loadu_si512(o + 32);
+	for (int c = 0; c < 4; c++) {
+		__m512i q = _mm512_loadu_si512(o + 96 + 64 * c);
+		__m512i hlo = _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * c), spread);
+		__m512i hhi = _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 16 + 4 * c), spread);
+		w[c] = _mm512_or_si512(_mm512_and_si512(q, m4), hlo);
+		w[c + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4), hhi);
+	}
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+}
+
+typedef __m512 (*qp_block_fn)(const uint8_t *o, __m512i w[8]);
+
+/* The 16 rows of the group at gw (blocks of bb bytes, codes offset by
+ * 2^shift) against nx (1..QP_NX) x partner rows (row j at xq + j * xs;
+ * its results at y + j * ldy). */
+QP_INLINE void qp_group(const uint8_t *gw, size_t bb, qp_block_fn blk, int shift,
+			const uint8_t *xq, size_t xs, int nx, float *y, size_t ldy, size_t nb)
 {
 	__m512 acc[QP_NX];
 	for (int j = 0; j < nx; j++)
 		acc[j] = _mm512_setzero_ps();
 	for (size_t b = 0; b < nb; b++) {
-		const uint8_t *o = gw + b * KN__QP_Q8_0_BLOCK;
-		const __m512i *c = (const __m512i *)(o + 32);
-		for (int l = 0; l < KN__QP_Q8_0_BLOCK; l += 64)
+		const uint8_t *o = gw + b * bb;
+		for (size_t l = 0; l < bb; l += 64)
 			_mm_prefetch((const char *)o + QP_PF + l, _MM_HINT_T0);
-		__m512i w0 = _mm512_loadu_si512(c + 0), w1 = _mm512_loadu_si512(c + 1);
-		__m512i w2 = _mm512_loadu_si512(c + 2), w3 = _mm512_loadu_si512(c + 3);
-		__m512i w4 = _mm512_loadu_si512(c + 4), w5 = _mm512_loadu_si512(c + 5);
-		__m512i w6 = _mm512_loadu_si512(c + 6), w7 = _mm512_loadu_si512(c + 7);
-		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+		__m512i w[8];
+		__m512 dw = blk(o, w);
 		for (int j = 0; j < nx; j++) {
 			const uint8_t *xj = xq + (size_t)j * xs;
 			const uint8_t *xc = xj + b * KN__QK;
@@ -119,16 +151,10 @@ static void qp_group(const uint8_t *gw, const uint8_t *xq, size_t xs, int nx, fl
 			int32_t xsum;
 			memcpy(&xd, xj + nb * KN__QK + 4 * b, 4);
 			memcpy(&xsum, xj + nb * (KN__QK + 4) + 4 * b, 4);
-			/* the codes were stored plus 128: start at -128 * sum x */
-			__m512i s = _mm512_set1_epi32(-128 * xsum);
-			s = _mm512_dpbusd_epi32(s, w0, qp_bcast4(xc + 0));
-			s = _mm512_dpbusd_epi32(s, w1, qp_bcast4(xc + 4));
-			s = _mm512_dpbusd_epi32(s, w2, qp_bcast4(xc + 8));
-			s = _mm512_dpbusd_epi32(s, w3, qp_bcast4(xc + 12));
-			s = _mm512_dpbusd_epi32(s, w4, qp_bcast4(xc + 16));
-			s = _mm512_dpbusd_epi32(s, w5, qp_bcast4(xc + 20));
-			s = _mm512_dpbusd_epi32(s, w6, qp_bcast4(xc + 24));
-			s = _mm512_dpbusd_epi32(s, w7, qp_bcast4(xc + 28));
+			/* the codes stand for themselves minus 2^shift: start there */
+			__m512i s = _mm512_set1_epi32(-(xsum << shift));
+			for (int c = 0; c < 8; c++)
+				s = _mm512_dpbusd_epi32(s, w[c], qp_bcast4(xc + 4 * c));
 			acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
 						 _mm512_mul_ps(dw, _mm512_set1_ps(xd)), acc[j]);
 		}
@@ -137,35 +163,44 @@ static void qp_group(const uint8_t *gw, const uint8_t *xq, size_t xs, int nx, fl
 		_mm512_storeu_ps(y + (size_t)j * ldy, acc[j]);
 }
 
-static void qp_gemm_xq(const void *restrict W, size_t rb, const void *restrict xq,
+QP_INLINE void qp_gemm(const void *restrict W, size_t rb, const void *restrict xq,
 		       size_t xq_stride, size_t n_x, float *restrict y, size_t ldy, size_t n_rows,
-		       size_t k)
+		       size_t k, size_t bb, qp_block_fn blk, int shift)
 {
 	const uint8_t *w = W, *x = xq;
 	size_t nb = k / KN__QK;
 	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
 		for (size_t j = 0; j < n_x; j += QP_NX) {
 			int nx = n_x - j < QP_NX ? (int)(n_x - j) : QP_NX;
-			qp_group(w + g * KN__QP_ROWS * rb, x + j * xq_stride, xq_stride, nx,
-				 y + j * ldy + g * KN__QP_ROWS, ldy, nb);
+			qp_group(w + g * KN__QP_ROWS * rb, bb, blk, shift, x + j * xq_stride,
+				 xq_stride, nx, y + j * ldy + g * KN__QP_ROWS, ldy, nb);
 		}
 }
 
-static void qp_gemv_xq(const void *restrict W, size_t rb, const void *restrict xq,
-		       float *restrict y, size_t n_rows, size_t k)
-{
-	qp_gemm_xq(W, rb, xq, 0, 1, y, 0, n_rows, k);
-}
+#define QP_PRODUCTS(T, BLOCK, SHIFT)                                                             \
+	static void qp_gemm_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
+				   size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,   \
+				   size_t n_rows, size_t k)                                       \
+	{                                                                                         \
+		qp_gemm(W, rb, xq, xq_stride, n_x, y, ldy, n_rows, k, BLOCK, qp_block_##T, SHIFT); \
+	}                                                                                         \
+	static void qp_gemv_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
+				   float *restrict y, size_t n_rows, size_t k)                    \
+	{                                                                                         \
+		qp_gemm(W, rb, xq, 0, 1, y, 0, n_rows, k, BLOCK, qp_block_##T, SHIFT);            \
+	}
 
-static const struct kn_qops qp_q8_0_ops = {
-	.type = KN_Q_Q8_0,
-	.geom = &kn__qtypes[KN_Q_Q8_0],
-	.xq_bytes = qp_xq_bytes,
-	.quantize_x = qp_quantize_x,
-	.gemv_xq = qp_gemv_xq,
-	.gemm_xq = qp_gemm_xq,
-};
+QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK, 7)
+QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK, 4)
+
+#define QP_OPS(TYPE, T)                                                                          \
+	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = qp_xq_bytes,                      \
+	  .quantize_x = qp_quantize_x, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
+
+static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0);
+static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0);
 
 const struct kn_qpack kn__qpack_avx512[KN_Q_MAX] = {
 	[KN_Q_Q8_0] = { &qp_q8_0_ops, KN__QP_ROWS, qp_pack_q8_0 },
+	[KN_Q_Q5_0] = { &qp_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
 };

@@ -1,9 +1,11 @@
 /* tests/unit/kernels/test_qpack.c - the packed weight layouts (kn_quant.h
- * struct kn_qpack): Q8_0 in groups of 16 rows.
+ * struct kn_qpack): Q8_0 and Q5_0 in groups of 16 rows, each test for
+ * both.
  *
  *  1. The reference pack against the layout kn_quant.h states, byte by
- *     byte (each row's fp16 d, codes 4c..4c+3 plus 128 at chunk c, lane
- *     r); every ISA's pack == the reference's, memcmp.
+ *     byte (each row's fp16 d; Q8_0: codes 4c..4c+3 plus 128 at chunk c,
+ *     lane r; Q5_0: qh at lane r, qs bytes 4c..4c+3 at chunk c, lane r);
+ *     every ISA's pack == the reference's, memcmp.
  *  2. quantize_x of every variant == the reference's, memcmp; its codes
  *     and d are KN_Q_Q8_0's quantize_x (the plain partner), its sums the
  *     codes' sums.
@@ -14,7 +16,7 @@
  *     bit for bit, for 1..37 x rows (passes of 16 and a remainder), on
  *     random blocks (finite fp16 scales, subnormal included) and x of
  *     magnitudes 1e-9 .. 1e5 (x's fp16 d stays finite).
- *  5. The reference against the plain Q8_0 gemv_xq on the same matrix and
+ *  5. The reference against the plain type's gemv_xq on the same matrix and
  *     x, relative to sum |w x_q| (tolerance 4e-6: the float combine order
  *     differs), and against the double dot of the dequantized weights with
  *     the dequantized x.
@@ -39,13 +41,35 @@
 #define QP_TOL 4e-6
 
 static const size_t widths[] = {32, 64, 96, 640, 2048};
+static const int types[] = {KN_Q_Q8_0, KN_Q_Q5_0};
+#define N_QP_TYPES (sizeof(types) / sizeof(*types))
 static const size_t row_counts[] = {16, 32, 48};
 
 /* A packed layout's variants on this CPU: [0] the reference, [1] AVX-512
  * (NULL without AVX512-VNNI). */
-static const struct kn_qpack *variant(int v)
+static const struct kn_qpack *variant(int v, int type)
 {
-	return kn_qpack_for(v ? KN_ISA_AVX512 : KN_ISA_REF, KN_Q_Q8_0);
+	return kn_qpack_for(v ? KN_ISA_AVX512 : KN_ISA_REF, type);
+}
+
+static size_t plain_rb(int type, size_t k)
+{
+	return kn_qtype_row_bytes(type, k);
+}
+
+/* The bytes the layout puts at (row r, block b) of a group's block o,
+ * against the plain block blk. */
+static void check_block(int type, const uint8_t *o, size_t r, const uint8_t *blk)
+{
+	assert_memory_equal(o + 2 * r, blk, 2);
+	if (type == KN_Q_Q8_0) {
+		for (size_t i = 0; i < 32; i++)
+			assert_int_equal(o[32 + 64 * (i / 4) + 4 * r + i % 4], (uint8_t)(blk[2 + i] + 128));
+		return;
+	}
+	assert_memory_equal(o + 32 + 4 * r, blk + 2, 4);
+	for (size_t i = 0; i < 16; i++)
+		assert_int_equal(o[96 + 64 * (i / 4) + 4 * r + i % 4], blk[6 + i]);
 }
 
 static void fill_x(float *x, size_t k)
@@ -60,26 +84,24 @@ static void fill_x(float *x, size_t k)
 static void test_pack(void **state)
 {
 	(void)state;
-	const struct kn_qpack *ref = variant(0);
-	assert_non_null(ref);
-	assert_int_equal(ref->rows, 16);
+	for (size_t ti = 0; ti < N_QP_TYPES; ti++)
 	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++)
 		for (size_t ri = 0; ri < sizeof(row_counts) / sizeof(*row_counts); ri++) {
-			size_t k = widths[wi], n = row_counts[ri], nb = k / 32, rb = nb * 34;
+			int type = types[ti];
+			const struct kn_qpack *ref = variant(0, type);
+			assert_non_null(ref);
+			assert_int_equal(ref->rows, 16);
+			size_t k = widths[wi], n = row_counts[ri], nb = k / 32, rb = plain_rb(type, k);
+			size_t bb = rb / nb, gb = 16 * bb; /* plain block, packed group block */
 			uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *p2 = malloc(n * rb);
 			assert_true(w && p && p2);
-			fill_blocks(w, KN_Q_Q8_0, n * nb, 0);
+			fill_blocks(w, type, n * nb, 0);
 			ref->pack(w, rb, n, k, p);
 			for (size_t r = 0; r < n; r++)
-				for (size_t b = 0; b < nb; b++) {
-					const uint8_t *blk = w + r * rb + b * 34;
-					const uint8_t *o = p + (r / 16) * 16 * rb + b * 544;
-					assert_memory_equal(o + 2 * (r % 16), blk, 2);
-					for (size_t i = 0; i < 32; i++)
-						assert_int_equal(o[32 + 64 * (i / 4) + 4 * (r % 16) + i % 4],
-								 (uint8_t)(blk[2 + i] + 128));
-				}
-			const struct kn_qpack *v = variant(1);
+				for (size_t b = 0; b < nb; b++)
+					check_block(type, p + (r / 16) * 16 * rb + b * gb, r % 16,
+						    w + r * rb + b * bb);
+			const struct kn_qpack *v = variant(1, type);
 			if (v) {
 				memset(p2, 0xa5, n * rb);
 				v->pack(w, rb, n, k, p2);
@@ -97,7 +119,7 @@ static void test_quantize_x(void **state)
 	const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, KN_Q_Q8_0);
 	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++) {
 		size_t k = widths[wi], nb = k / 32;
-		const struct kn_qops *ref = variant(0)->ops;
+		const struct kn_qops *ref = variant(0, KN_Q_Q8_0)->ops;
 		assert_int_equal(ref->xq_bytes(k), nb * 40);
 		float *x = malloc(k * sizeof(float));
 		uint8_t *xq = malloc(nb * 40), *xq2 = malloc(nb * 40), *xp = malloc(nb * 34);
@@ -118,7 +140,8 @@ static void test_quantize_x(void **state)
 				s += (int8_t)xp[34 * b + 2 + j];
 			assert_int_equal(sum, s);
 		}
-		const struct kn_qpack *v = variant(1);
+		const struct kn_qpack *v = variant(1, KN_Q_Q5_0);
+		assert_ptr_equal(variant(0, KN_Q_Q5_0)->ops->quantize_x, ref->quantize_x);
 		if (v) {
 			memset(xq2, 0x5a, nb * 40);
 			v->ops->quantize_x(x, xq2, k);
@@ -134,43 +157,53 @@ static void test_quantize_x(void **state)
 static void test_gemv_exact(void **state)
 {
 	(void)state;
-	size_t k = 640, n = 32, nb = k / 32, rb = nb * 34;
-	uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(nb * 40);
-	float *x = malloc(k * sizeof(float)), *y = malloc(n * sizeof(float));
-	double *want = malloc(n * sizeof(double));
-	assert_true(w && p && xq && x && y && want);
-	/* x: integers up to 127 with one 127 per block: d = 1 exactly */
-	for (size_t i = 0; i < k; i++)
-		x[i] = (i % 32 == 5) ? 127.0f : (float)((int)(rng_u64() % 255) - 127);
-	for (size_t r = 0; r < n; r++)
-		for (size_t b = 0; b < nb; b++) {
-			uint8_t *blk = w + r * rb + b * 34;
-			put16(blk, 0x3c00); /* d = 1 */
-			for (int i = 0; i < 32; i++)
-				blk[2 + i] = (uint8_t)(int8_t)((int)(rng_u64() % 9) - 4);
-		}
-	for (size_t r = 0; r < n; r++) {
-		double s = 0;
+	size_t k = 640, n = 32, nb = k / 32;
+	for (size_t ti = 0; ti < N_QP_TYPES; ti++) {
+		int type = types[ti];
+		const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, type);
+		size_t rb = plain_rb(type, k), bb = rb / nb;
+		uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(nb * 40);
+		float *x = malloc(k * sizeof(float)), *y = malloc(n * sizeof(float));
+		float *wf = malloc(k * sizeof(float));
+		double *want = malloc(n * sizeof(double));
+		assert_true(w && p && xq && x && y && wf && want);
+		/* x: integers up to 127 with one 127 per block: d = 1 exactly */
 		for (size_t i = 0; i < k; i++)
-			s += (double)(int8_t)w[r * rb + (i / 32) * 34 + 2 + i % 32] * (double)x[i];
-		want[r] = s;
-	}
-	for (int vi = 0; vi < 2; vi++) {
-		const struct kn_qpack *v = variant(vi);
-		if (!v)
-			continue;
-		v->pack(w, rb, n, k, p);
-		v->ops->quantize_x(x, xq, k);
-		v->ops->gemv_xq(p, rb, xq, y, n, k);
+			x[i] = (i % 32 == 5) ? 127.0f : (float)((int)(rng_u64() % 255) - 127);
+		/* weights: d = 1, small codes (Q8_0) or any codes (Q5_0) */
+		fill_blocks(w, type, n * nb, 0);
 		for (size_t r = 0; r < n; r++)
-			assert_true((double)y[r] == want[r]);
+			for (size_t b = 0; b < nb; b++) {
+				uint8_t *blk = w + r * rb + b * bb;
+				put16(blk, 0x3c00);
+				for (int i = 0; type == KN_Q_Q8_0 && i < 32; i++)
+					blk[2 + i] = (uint8_t)(int8_t)((int)(rng_u64() % 9) - 4);
+			}
+		for (size_t r = 0; r < n; r++) {
+			double s = 0;
+			plain->dequant(w + r * rb, wf, k);
+			for (size_t i = 0; i < k; i++)
+				s += (double)wf[i] * (double)x[i];
+			want[r] = s;
+		}
+		for (int vi = 0; vi < 2; vi++) {
+			const struct kn_qpack *v = variant(vi, type);
+			if (!v)
+				continue;
+			v->pack(w, rb, n, k, p);
+			v->ops->quantize_x(x, xq, k);
+			v->ops->gemv_xq(p, rb, xq, y, n, k);
+			for (size_t r = 0; r < n; r++)
+				assert_true((double)y[r] == want[r]);
+		}
+		free(w);
+		free(p);
+		free(xq);
+		free(x);
+		free(y);
+		free(wf);
+		free(want);
 	}
-	free(w);
-	free(p);
-	free(xq);
-	free(x);
-	free(y);
-	free(want);
 }
 
 /* Every variant's gemv_xq == the reference's; gemm_xq == gemv_xq per row. */
@@ -178,16 +211,18 @@ static void test_gemv_gemm(void **state)
 {
 	(void)state;
 	enum { NX = 37 };
+	for (size_t ti = 0; ti < N_QP_TYPES; ti++)
 	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++)
 		for (size_t ri = 0; ri < sizeof(row_counts) / sizeof(*row_counts); ri++) {
-			size_t k = widths[wi], n = row_counts[ri], nb = k / 32, rb = nb * 34;
+			int type = types[ti];
+			size_t k = widths[wi], n = row_counts[ri], nb = k / 32, rb = plain_rb(type, k);
 			size_t xb = nb * 40;
 			uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(NX * xb);
 			float *x = malloc(k * sizeof(float)), *y0 = malloc(NX * n * sizeof(float));
 			float *y1 = malloc(n * sizeof(float)), *ym = malloc(NX * n * sizeof(float));
 			assert_true(w && p && xq && x && y0 && y1 && ym);
-			fill_blocks(w, KN_Q_Q8_0, n * nb, 0);
-			const struct kn_qpack *ref = variant(0);
+			fill_blocks(w, type, n * nb, 0);
+			const struct kn_qpack *ref = variant(0, type);
 			ref->pack(w, rb, n, k, p);
 			for (size_t j = 0; j < NX; j++) {
 				fill_x(x, k);
@@ -195,7 +230,7 @@ static void test_gemv_gemm(void **state)
 				ref->ops->gemv_xq(p, rb, xq + j * xb, y0 + j * n, n, k);
 			}
 			for (int vi = 0; vi < 2; vi++) {
-				const struct kn_qpack *v = variant(vi);
+				const struct kn_qpack *v = variant(vi, type);
 				if (!v)
 					continue;
 				for (size_t j = 0; j < NX; j++) {
@@ -218,52 +253,56 @@ static void test_gemv_gemm(void **state)
 		}
 }
 
-/* The packed reference against the plain Q8_0 product and the exact one. */
+/* The packed reference against the plain type's product and the exact one. */
 static void test_vs_plain(void **state)
 {
 	(void)state;
-	const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, KN_Q_Q8_0);
-	const struct kn_qpack *ref = variant(0);
-	double worst = 0;
-	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++) {
-		size_t k = widths[wi], n = 32, nb = k / 32, rb = nb * 34;
-		uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(nb * 40);
-		uint8_t *xp = malloc(nb * 34);
-		float *x = malloc(k * sizeof(float)), *y = malloc(n * sizeof(float));
-		float *yp = malloc(n * sizeof(float)), *wf = malloc(k * sizeof(float));
-		assert_true(w && p && xq && xp && x && y && yp && wf);
-		fill_blocks(w, KN_Q_Q8_0, n * nb, 0);
-		fill_x(x, k);
-		ref->pack(w, rb, n, k, p);
-		ref->ops->quantize_x(x, xq, k);
-		plain->quantize_x(x, xp, k);
-		ref->ops->gemv_xq(p, rb, xq, y, n, k);
-		plain->gemv_xq(w, rb, xp, yp, n, k);
-		const float *xd = (const float *)(xq + nb * 32);
-		for (size_t r = 0; r < n; r++) {
-			double exact = 0, mag = 0;
-			plain->dequant(w + r * rb, wf, k);
-			for (size_t i = 0; i < k; i++) {
-				double t = (double)wf[i] * ((double)xd[i / 32] * (int8_t)xq[i]);
-				exact += t;
-				mag += fabs(t);
+	for (size_t ti = 0; ti < N_QP_TYPES; ti++) {
+		int type = types[ti];
+		const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, type);
+		const struct kn_qpack *ref = variant(0, type);
+		double worst = 0;
+		for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++) {
+			size_t k = widths[wi], n = 32, nb = k / 32, rb = plain_rb(type, k);
+			uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(nb * 40);
+			uint8_t *xp = malloc(nb * 34);
+			float *x = malloc(k * sizeof(float)), *y = malloc(n * sizeof(float));
+			float *yp = malloc(n * sizeof(float)), *wf = malloc(k * sizeof(float));
+			assert_true(w && p && xq && xp && x && y && yp && wf);
+			fill_blocks(w, type, n * nb, 0);
+			fill_x(x, k);
+			ref->pack(w, rb, n, k, p);
+			ref->ops->quantize_x(x, xq, k);
+			plain->quantize_x(x, xp, k);
+			ref->ops->gemv_xq(p, rb, xq, y, n, k);
+			plain->gemv_xq(w, rb, xp, yp, n, k);
+			const float *xd = (const float *)(xq + nb * 32);
+			for (size_t r = 0; r < n; r++) {
+				double exact = 0, mag = 0;
+				plain->dequant(w + r * rb, wf, k);
+				for (size_t i = 0; i < k; i++) {
+					double t = (double)wf[i] * ((double)xd[i / 32] * (int8_t)xq[i]);
+					exact += t;
+					mag += fabs(t);
+				}
+				double e1 = fabs((double)y[r] - exact), e2 = fabs((double)y[r] - yp[r]);
+				if (mag > 0 && e1 / mag > worst)
+					worst = e1 / mag;
+				assert_true(e1 <= QP_TOL * mag);
+				assert_true(e2 <= 2 * QP_TOL * mag);
 			}
-			double e1 = fabs((double)y[r] - exact), e2 = fabs((double)y[r] - yp[r]);
-			if (mag > 0 && e1 / mag > worst)
-				worst = e1 / mag;
-			assert_true(e1 <= QP_TOL * mag);
-			assert_true(e2 <= 2 * QP_TOL * mag);
+			free(w);
+			free(p);
+			free(xq);
+			free(xp);
+			free(x);
+			free(y);
+			free(yp);
+			free(wf);
 		}
-		free(w);
-		free(p);
-		free(xq);
-		free(xp);
-		free(x);
-		free(y);
-		free(yp);
-		free(wf);
+		printf("packed %s against the exact product: worst %.2e of sum |w x_q|\n",
+		       plain->geom->name, worst);
 	}
-	printf("packed q8_0 against the exact product: worst %.2e of sum |w x_q|\n", worst);
 }
 
 int main(void)
@@ -274,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_gemv_exact), cmocka_unit_test(test_gemv_gemm),
 		cmocka_unit_test(test_vs_plain),
 	};
-	printf("packed q8_0 on AVX-512: %s\n", variant(1) ? "tested" : "not on this CPU (no VNNI)");
+	printf("packed layouts on AVX-512: %s\n",
+	       variant(1, KN_Q_Q8_0) ? "tested" : "not on this CPU (no VNNI)");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
