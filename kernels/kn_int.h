@@ -47,6 +47,13 @@ extern const struct kn_qpack kn__qpack_avx512[KN_Q_MAX]; /* x86/qpack_avx512.c *
 void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
 		      size_t k);
 
+/* The scalar packers' loop (kn_qpack.c): put(o, r, blk) for every plain
+ * block blk of W, o its group's packed block (packed_block bytes each), r
+ * its row in the group. */
+typedef void (*kn__qpack_row_fn)(uint8_t *o, size_t r, const uint8_t *blk);
+void kn__qpack_each(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst, size_t packed_block, kn__qpack_row_fn put);
+
 /* Packed Q5_0 (kn_quant.h): the one packer of every ISA (a layout, run
  * once at load). */
 void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,

@@ -35,21 +35,29 @@ void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *r
 	}
 }
 
-void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
-		    void *restrict dst)
+void kn__qpack_each(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst, size_t packed_block, kn__qpack_row_fn put)
 {
 	const uint8_t *w = W;
 	uint8_t *out = dst;
-	size_t nb = k / KN__QK;
+	size_t nb = k / KN__QK, bb = rb / nb;
 	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
-		for (size_t b = 0; b < nb; b++) {
-			uint8_t *o = out + g * KN__QP_ROWS * rb + b * KN__QP_Q5_0_BLOCK;
-			for (size_t r = 0; r < KN__QP_ROWS; r++) {
-				const uint8_t *blk = w + (g * KN__QP_ROWS + r) * rb + b * KN__Q5_0_BYTES;
-				memcpy(o + 2 * r, blk, 2);          /* d */
-				memcpy(o + 32 + 4 * r, blk + 2, 4); /* qh */
-				for (size_t c = 0; c < 4; c++)      /* qs */
-					memcpy(o + 96 + 64 * c + 4 * r, blk + 6 + 4 * c, 4);
-			}
-		}
+		for (size_t b = 0; b < nb; b++)
+			for (size_t r = 0; r < KN__QP_ROWS; r++)
+				put(out + g * KN__QP_ROWS * rb + b * packed_block, r,
+				    w + (g * KN__QP_ROWS + r) * rb + b * bb);
+}
+
+static void qp_put_q5_0(uint8_t *o, size_t r, const uint8_t *blk)
+{
+	memcpy(o + 2 * r, blk, 2);          /* d */
+	memcpy(o + 32 + 4 * r, blk + 2, 4); /* qh */
+	for (size_t c = 0; c < 4; c++)      /* qs */
+		memcpy(o + 96 + 64 * c + 4 * r, blk + 6 + 4 * c, 4);
+}
+
+void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst)
+{
+	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q5_0_BLOCK, qp_put_q5_0);
 }

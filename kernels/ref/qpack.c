@@ -9,23 +9,18 @@
 #include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
 
+static void qp_put_q8_0(uint8_t *o, size_t r, const uint8_t *blk)
+{
+	memcpy(o + 2 * r, blk, 2);
+	for (size_t c = 0; c < KN__QK / 4; c++)
+		for (size_t i = 0; i < 4; i++)
+			o[32 + 64 * c + 4 * r + i] = (uint8_t)(blk[2 + 4 * c + i] ^ 0x80);
+}
+
 static void qp_pack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 			 void *restrict dst)
 {
-	const uint8_t *w = W;
-	uint8_t *out = dst;
-	size_t nb = k / KN__QK;
-	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
-		for (size_t b = 0; b < nb; b++) {
-			uint8_t *o = out + g * KN__QP_ROWS * rb + b * KN__QP_Q8_0_BLOCK;
-			for (size_t r = 0; r < KN__QP_ROWS; r++) {
-				const uint8_t *blk = w + (g * KN__QP_ROWS + r) * rb + b * KN__Q8_0_BYTES;
-				memcpy(o + 2 * r, blk, 2);
-				for (size_t c = 0; c < KN__QK / 4; c++)
-					for (size_t i = 0; i < 4; i++)
-						o[32 + 64 * c + 4 * r + i] = (uint8_t)(blk[2 + 4 * c + i] ^ 0x80);
-			}
-		}
+	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q8_0_BLOCK, qp_put_q8_0);
 }
 
 static size_t qp_xq_bytes(size_t k)

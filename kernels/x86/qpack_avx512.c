@@ -152,7 +152,7 @@ QP_INLINE void qp_group(const uint8_t *gw, size_t bb, qp_block_fn blk, int shift
 			memcpy(&xd, xj + nb * KN__QK + 4 * b, 4);
 			memcpy(&xsum, xj + nb * (KN__QK + 4) + 4 * b, 4);
 			/* the codes stand for themselves minus 2^shift: start there */
-			__m512i s = _mm512_set1_epi32(-(xsum << shift));
+			__m512i s = _mm512_set1_epi32(xsum * -(1 << shift));
 			for (int c = 0; c < 8; c++)
 				s = _mm512_dpbusd_epi32(s, w[c], qp_bcast4(xc + 4 * c));
 			acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
