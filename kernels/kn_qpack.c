@@ -15,9 +15,7 @@ void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *r
 	enum { CHUNK = 64 }; /* blocks quantized at a time */
 	uint8_t tmp[CHUNK * KN__Q8_0X_BYTES];
 	size_t nb = k / KN__QK;
-	int8_t *codes = xq;
-	float *d = (float *)(codes + nb * KN__QK);
-	int32_t *sums = (int32_t *)(d + nb);
+	uint8_t *codes = xq, *d = codes + nb * KN__QK, *sums = d + 4 * nb; /* any alignment */
 	for (size_t b0 = 0; b0 < nb; b0 += CHUNK) {
 		size_t n = nb - b0 < CHUNK ? nb - b0 : CHUNK;
 		q8->quantize_x(x + b0 * KN__QK, tmp, n * KN__QK);
@@ -29,8 +27,9 @@ void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *r
 			memcpy(codes + (b0 + i) * KN__QK, blk + 2, KN__QK);
 			for (int j = 0; j < KN__QK; j++)
 				s += (int8_t)blk[2 + j];
-			d[b0 + i] = kn_f16_to_f32(h);
-			sums[b0 + i] = s;
+			float f = kn_f16_to_f32(h);
+			memcpy(d + 4 * (b0 + i), &f, 4);
+			memcpy(sums + 4 * (b0 + i), &s, 4);
 		}
 	}
 }

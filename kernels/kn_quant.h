@@ -162,7 +162,7 @@ const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
  * of x (ggml's quantize_row_q8_0_ref, the same codes and fp16 d as
  * KN_Q_Q8_0's quantize_x) stored as the codes of every block (nb * 32 int8),
  * then every block's d widened to float (nb * 4), then every block's sum
- * of codes (nb * int32).
+ * of codes (nb * int32), at any byte address.
  * Product: y[r] = fmaf((float)isum_b, d_w,b * d_x,b, y) over blocks b in
  * order from y = 0, isum_b the block's exact integer dot. The same
  * operations, in the same order, in every variant, so gemv_xq and gemm_xq

@@ -1,6 +1,7 @@
 /* eng_par.c - parallel-for wrappers around the kernels (see eng_par.h). */
 #include "engine/models/eng_par.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -198,6 +199,7 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		scratch += M * K;
 	}
 	struct ep_qlinear a = { M, N, K, row_bytes, x, b, W, q, y, scratch, NULL, 0, NULL, NULL, 0 };
+	assert(scratch || q->gemv); /* a packed layout has the integer path only */
 	if (!q->gemv_xq || !scratch) {
 		dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &a);
 		return;

@@ -53,7 +53,8 @@ struct kn_qops;
  * multiplies them with OpenBLAS (F32 weights straight from W).
  * scratch: (q->round_x ? M * K : 0) + dev_pool_size(p) * ENG_PAR_QTILE * K
  * floats; NULL turns the integer path and the rounding off (gemv / tiles
- * on the float x; tests). */
+ * on the float x; tests), and is not allowed with a packed layout's
+ * kernels (kn_quant.h struct kn_qpack: integer path only, no q->gemv). */
 void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch);

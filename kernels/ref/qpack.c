@@ -55,17 +55,18 @@ static void qp_group(const uint8_t *gw, size_t bb, int (*code)(const uint8_t *, 
 		     const uint8_t *xq, size_t nb, float *y)
 {
 	const int8_t *xc = (const int8_t *)xq;
-	const float *xd = (const float *)(xc + nb * KN__QK);
 	for (size_t r = 0; r < KN__QP_ROWS; r++) {
 		float acc = 0.0f;
 		for (size_t b = 0; b < nb; b++) {
 			const uint8_t *o = gw + b * bb;
 			uint16_t h;
+			float xd;
 			int32_t isum = 0;
 			memcpy(&h, o + 2 * r, 2);
+			memcpy(&xd, xq + nb * KN__QK + 4 * b, 4);
 			for (size_t e = 0; e < KN__QK; e++)
 				isum += code(o, r, e) * xc[b * KN__QK + e];
-			acc = fmaf((float)isum, kn_f16_to_f32(h) * xd[b], acc);
+			acc = fmaf((float)isum, kn_f16_to_f32(h) * xd, acc);
 		}
 		y[r] = acc;
 	}

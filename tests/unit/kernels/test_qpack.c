@@ -13,7 +13,8 @@
  *     operation is exact: every variant == the exact integer result.
  *  4. gemv_xq of every variant == the reference, bit for bit (the same
  *     operations in the same order), and gemm_xq == gemv_xq row by row,
- *     bit for bit, for 1..37 x rows (passes of 16 and a remainder), on
+ *     bit for bit, for 1..18, 27 and 36 x rows (passes of 16 and
+ *     remainders; rows past the call's untouched), on
  *     random blocks (finite fp16 scales, subnormal included) and x of
  *     magnitudes 1e-9 .. 1e5 (x's fp16 d stays finite).
  *  5. The reference against the plain type's gemv_xq on the same matrix and
@@ -40,7 +41,9 @@
 
 #define QP_TOL 4e-6
 
-static const size_t widths[] = {32, 64, 96, 640, 2048};
+/* 2080 and 4128: x quantized in chunks of 64 blocks (kn_qpack.c), the
+ * last one partial */
+static const size_t widths[] = {32, 64, 96, 640, 2048, 2080, 4128};
 static const int types[] = {KN_Q_Q8_0, KN_Q_Q5_0};
 #define N_QP_TYPES (sizeof(types) / sizeof(*types))
 static const size_t row_counts[] = {16, 32, 48};
@@ -238,9 +241,11 @@ static void test_gemv_gemm(void **state)
 					assert_memory_equal(y1, y0 + j * n, n * sizeof(float));
 				}
 				for (size_t m = 1; m <= NX; m += (m < 18 ? 1 : 9)) {
-					memset(ym, 0, NX * n * sizeof(float));
+					memset(ym, 0xa5, NX * n * sizeof(float));
 					v->ops->gemm_xq(p, rb, xq, xb, m, ym, n, n, k);
 					assert_memory_equal(ym, y0, m * n * sizeof(float));
+					for (size_t i = m * n; i < NX * n; i++)
+						assert_int_equal(f32_bits(ym[i]), 0xa5a5a5a5u);
 				}
 			}
 			free(w);
