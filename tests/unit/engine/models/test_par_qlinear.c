@@ -1,0 +1,133 @@
+/* tests/unit/engine/models/test_par_qlinear.c - eng_par_qlinear (the
+ * threaded linear of the GGUF forward pass) on quantized weights, plain
+ * and packed (kn_quant.h struct kn_qpack), against the kernels called
+ * directly.
+ *
+ * For Q8_0 and Q5_0; the plain kernels, the packed reference
+ * (kn_qpack_for(KN_ISA_REF): the packed path is exercised on every CPU)
+ * and the packed kernels of this CPU where it has them; output widths
+ * 16, 80 and 208 (one tile, uneven splits over threads, several tiles per
+ * thread, threads without rows); 1, 2, 17 and 40 x rows; pools of 1 and 3
+ * threads; with and without a bias: y equals quantize_x + gemv_xq of the
+ * whole matrix per x row, plus the bias, bit for bit (eng_par_qlinear's
+ * row tiles and thread splits never change a result), and nothing past y
+ * is written.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "devices/dev_pool.h"
+#include "engine/models/eng_par.h"
+#include "kernels/kn.h"
+#include "kernels/kn_quant.h"
+#include "tests/unit/kernels/kn_test_quant.h"
+
+#define SENTINEL 0xa5a5a5a5u
+
+struct ops_case {
+	const char *name;
+	const struct kn_qops *q;  /* the kernels eng_par_qlinear gets */
+	const struct kn_qpack *pk; /* their packer, or NULL (plain) */
+};
+
+/* y[M, N] as the kernels give it: per x row, quantize_x then gemv_xq over
+ * all N rows; plus b. */
+static void expected(const struct kn_qops *q, const void *W, size_t rb, const float *x,
+		     const float *b, size_t M, size_t N, size_t K, float *y)
+{
+	char *xq = malloc(q->xq_bytes(K));
+	assert_non_null(xq);
+	for (size_t m = 0; m < M; m++) {
+		q->quantize_x(x + m * K, xq, K);
+		q->gemv_xq(W, rb, xq, y + m * N, N, K);
+		for (size_t r = 0; b && r < N; r++)
+			y[m * N + r] += b[r];
+	}
+	free(xq);
+}
+
+static void run_case(const struct ops_case *c, int type, struct dev_pool *pool, size_t M,
+		     size_t N, size_t K, int with_bias)
+{
+	size_t rb = kn_qtype_row_bytes(type, K), nb = K / 32;
+	uint8_t *w = malloc(N * rb), *wp = malloc(N * rb);
+	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
+	float *want = malloc(M * N * sizeof(float)), *y = malloc((M * N + 16) * sizeof(float));
+	size_t n_scratch = (size_t)dev_pool_size(pool) * ENG_PAR_QTILE * K;
+	float *scratch = malloc(n_scratch * sizeof(float));
+	assert_true(w && wp && x && b && want && y && scratch);
+	fill_blocks(w, type, N * nb, 0);
+	for (size_t i = 0; i < M * K; i++)
+		x[i] = rng_uniform(-2.0f, 2.0f);
+	for (size_t r = 0; r < N; r++)
+		b[r] = rng_uniform(-1.0f, 1.0f);
+	const void *W = w;
+	if (c->pk) {
+		c->pk->pack(w, rb, N, K, wp);
+		W = wp;
+	}
+	expected(c->q, W, rb, x, with_bias ? b : NULL, M, N, K, want);
+	memset(y, 0xa5, (M * N + 16) * sizeof(float));
+	eng_par_qlinear(pool, M, N, K, x, W, rb, c->q, with_bias ? b : NULL, y, scratch);
+	assert_memory_equal(y, want, M * N * sizeof(float));
+	for (size_t i = M * N; i < M * N + 16; i++)
+		assert_int_equal(f32_bits(y[i]), SENTINEL);
+	free(w);
+	free(wp);
+	free(x);
+	free(b);
+	free(want);
+	free(y);
+	free(scratch);
+}
+
+static void test_qlinear(void **state)
+{
+	(void)state;
+	static const int types[] = { KN_Q_Q8_0, KN_Q_Q5_0 };
+	static const size_t widths[] = { 16, 80, 208 }, rows[] = { 1, 2, 17, 40 };
+	static const size_t ks[] = { 64, 640 };
+	static const int threads[] = { 1, 3 };
+	for (size_t ti = 0; ti < 2; ti++) {
+		int type = types[ti];
+		struct ops_case cases[3] = {
+			{ "plain", kn_qops_get(type), NULL },
+			{ "packed reference", NULL, kn_qpack_for(KN_ISA_REF, type) },
+			{ "packed", NULL, kn_qpack_get(type) },
+		};
+		for (int ci = 0; ci < 3; ci++) {
+			struct ops_case *c = &cases[ci];
+			if (c->pk)
+				c->q = c->pk->ops;
+			if (!c->q) {
+				printf("%s %s: not on this CPU\n", kn_qtype_get(type)->name, c->name);
+				continue;
+			}
+			for (size_t p = 0; p < 2; p++) {
+				struct dev_pool *pool;
+				assert_int_equal(dev_pool_create(threads[p], NULL, &pool), 0);
+				for (size_t wi = 0; wi < 3; wi++)
+					for (size_t ri = 0; ri < 4; ri++)
+						for (size_t ki = 0; ki < 2; ki++)
+							run_case(c, type, pool, rows[ri], widths[wi], ks[ki],
+								 (int)((wi + ri) & 1));
+				dev_pool_destroy(pool);
+			}
+			printf("%s %s: eng_par_qlinear == the kernels, bit for bit\n",
+			       kn_qtype_get(type)->name, c->name);
+		}
+	}
+}
+
+int main(void)
+{
+	kn_init(KN_ISA_COUNT);
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_qlinear) };
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
