@@ -21,9 +21,15 @@ cache):
 These are the noise floors of any comparison with the file: equally valid
 computations of the same model that differ from it only in float rounding.
 
+With --write the totals go into the reference file itself, as
+meta.llama_cpp_variants {machine, variants: {name: {positions, top1_agree,
+greedy_identical, greedy_prefix, worst_margin}}} (nothing else in the file
+changes); test_llm.c then holds inferd's greedy runs to the lowest of
+them (tests/reference/llm/README.md).
+
 Usage:
   /root/.cache/inferd/ref-venv/bin/python tests/reference/llm_floor.py \
-      models/smollm2-135m-instruct-q4_1.gguf tests/reference/llm/smollm2_135m.json
+      models/smollm2-135m-instruct-q4_1.gguf tests/reference/llm/smollm2_135m.json [--write]
 """
 import argparse
 import json
@@ -59,9 +65,13 @@ def main():
     ap.add_argument("model")
     ap.add_argument("reference")
     ap.add_argument("--only", action="append", help="variant names (default: all)")
+    ap.add_argument("--write", action="store_true",
+                    help="record the totals in the reference file (meta.llama_cpp_variants)")
     args = ap.parse_args()
     with open(args.reference, encoding="utf-8") as f:
-        prompts = json.load(f)["prompts"]
+        doc = json.load(f)
+    prompts = doc["prompts"]
+    totals = {}
     print("machine : %s [%s]" % (ref.cpu_model(), " ".join(ref.cpu_flags())))
     print("file    : %s, %d prompts" % (os.path.basename(args.reference), len(prompts)))
     print("%-18s %12s %9s %8s %12s" % ("variant", "top-1", "greedy", "tokens", "worst margin"))
@@ -78,6 +88,17 @@ def main():
                      if r["greedy_identical_prefix"] < ref.N_GREEDY] or [0.0])
         print("%-18s %5d/%-6d %4d/%-4d %8d %12.3f" % (name, agree, pos, same, len(runs),
                                                     prefix, worst), flush=True)
+        totals[name] = {"positions": pos, "top1_agree": agree, "greedy_identical": same,
+                        "greedy_prefix": prefix, "worst_margin": worst}
+    if args.write:
+        doc["meta"]["llama_cpp_variants"] = {
+            "generator": "tests/reference/llm_floor.py",
+            "machine": "%s [%s]" % (ref.cpu_model(), " ".join(ref.cpu_flags())),
+            "variants": totals}
+        with open(args.reference, "w", encoding="utf-8") as f:
+            json.dump(doc, f, ensure_ascii=False, separators=(",", ":"))
+            f.write("\n")
+        print("wrote %s" % args.reference)
 
 
 if __name__ == "__main__":
