@@ -46,6 +46,7 @@ extern const struct kn_qpack kn__qpack_avx512[KN_Q_MAX]; /* x86/qpack_avx512.c *
  * codes, float d, int32 sums. */
 void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
 		      size_t k);
+size_t kn__qpack_xq_bytes(size_t k); /* its bytes for k elements */
 
 /* The scalar packers' loop (kn_qpack.c): put(o, r, blk) for every plain
  * block blk of W, o its group's packed block (packed_block bytes each), r

@@ -9,6 +9,11 @@
 #include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
 
+size_t kn__qpack_xq_bytes(size_t k)
+{
+	return k / KN__QK * KN__QP_X_BLOCK;
+}
+
 void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
 		      size_t k)
 {

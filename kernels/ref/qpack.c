@@ -23,11 +23,6 @@ static void qp_pack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_
 	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q8_0_BLOCK, qp_put_q8_0);
 }
 
-static size_t qp_xq_bytes(size_t k)
-{
-	return k / KN__QK * KN__QP_X_BLOCK;
-}
-
 static void qp_quantize_x(const float *restrict x, void *restrict xq, size_t k)
 {
 	kn__qpack_q8_0_x(&kn__qops_ref[KN_Q_Q8_0], x, xq, k);
@@ -93,7 +88,7 @@ QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK)
 QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK)
 
 #define QP_OPS(TYPE, T)                                                                          \
-	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = qp_xq_bytes,                      \
+	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = kn__qpack_xq_bytes,                      \
 	  .quantize_x = qp_quantize_x, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
 
 static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0);
