@@ -253,14 +253,27 @@ def _pip():
     return [venv_pip] if os.access(venv_pip, os.X_OK) else [sys.executable, "-m", "pip"]
 
 
-def ensure_llama_cpp(tool, say):
+# CMake flags per instruction-set ceiling: "native" is what a user building
+# llama.cpp on the machine gets; "avx2" is ggml's own AVX2 variant (AVX2, FMA,
+# F16C, BMI2; no AVX-512, no VNNI), the code an AVX2-only CPU runs, built
+# into its own folder so that both can be compared on one AVX-512 machine.
+LLAMA_ISA_FLAGS = {
+    "native": ["-DGGML_NATIVE=ON"],
+    "avx2": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON",
+             "-DGGML_F16C=ON", "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=OFF"],
+}
+
+
+def ensure_llama_cpp(tool, say, isa="native"):
     """(path of llama.cpp's `tool` (llama-server, llama-bench), None), built
     the first time with CMake from the llama.cpp sources inside the
     llama-cpp-python LLAMA_CPP_VERSION source distribution (pip download,
-    sha256 checked) into LLAMA_DIR/build: Release, GGML_NATIVE (the
-    machine's own ISA, as a user building it gets), no curl or OpenSSL;
-    (None, why) when it cannot be."""
-    exe = os.path.join(LLAMA_DIR, "build", "bin", tool)
+    sha256 checked) into LLAMA_DIR/build (isa "native": GGML_NATIVE, the
+    machine's own ISA, as a user building it gets) or LLAMA_DIR/build-avx2
+    (isa "avx2": LLAMA_ISA_FLAGS), Release, no curl or OpenSSL; (None, why)
+    when it cannot be."""
+    bdir = "build" if isa == "native" else "build-" + isa
+    exe = os.path.join(LLAMA_DIR, bdir, "bin", tool)
     if os.access(exe, os.X_OK):
         return exe, None
     os.makedirs(LLAMA_DIR, exist_ok=True)
@@ -279,10 +292,10 @@ def ensure_llama_cpp(tool, say):
     if not os.path.isdir(src):
         with tarfile.open(sdist) as t:
             t.extractall(LLAMA_DIR, filter="data")
-    build = os.path.join(LLAMA_DIR, "build")
+    build = os.path.join(LLAMA_DIR, bdir)
     say("building llama-server and llama-bench in %s (about 10 minutes on 2 cores)" % build)
-    for argv in (["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-                  "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+    for argv in (["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"]
+                 + LLAMA_ISA_FLAGS[isa] + ["-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
                   "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TESTS=OFF",
                   "-DLLAMA_BUILD_EXAMPLES=OFF"],
                  ["cmake", "--build", build, "-j", str(os.cpu_count() or 2),

@@ -39,12 +39,18 @@ extern const struct kn_qops kn__qops_avx512[KN_Q_MAX]; /* x86/quant_avx512.c */
  * ggml type; an entry with a NULL ops has none. AVX-512's need VNNI
  * (kn_quant.c checks). */
 extern const struct kn_qpack kn__qpack_ref[KN_Q_MAX];    /* ref/qpack.c */
+extern const struct kn_qpack kn__qpack_avx2[KN_Q_MAX];   /* x86/qpack_avx2.c */
 extern const struct kn_qpack kn__qpack_avx512[KN_Q_MAX]; /* x86/qpack_avx512.c */
 
 /* The packed layouts' x partner (kn_quant.h; kn_qpack.c): x quantized by q8 (an ISA's
  * KN_Q_Q8_0 kernels: the same codes and d in every ISA) and laid out
  * codes, float d, int32 sums. */
 void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
+		      size_t k);
+/* Packed Q4_1's x partner: x quantized by q4_1 (an ISA's KN_Q_Q4_1 kernels,
+ * whose partner is ggml's Q8_1: the same codes and d as Q8_0's, and s =
+ * fp16(d sum codes)), laid out codes, float d, s widened to float. */
+void kn__qpack_q8_1_x(const struct kn_qops *q4_1, const float *restrict x, void *restrict xq,
 		      size_t k);
 size_t kn__qpack_xq_bytes(size_t k); /* its bytes for k elements */
 
@@ -55,17 +61,23 @@ typedef void (*kn__qpack_row_fn)(uint8_t *o, size_t r, const uint8_t *blk);
 void kn__qpack_each(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 		    void *restrict dst, size_t packed_block, kn__qpack_row_fn put);
 
-/* Packed Q5_0 (kn_quant.h): the one packer of every ISA (a layout, run
+/* Packed Q8_0, Q5_0 and Q4_1 (kn_quant.h): the scalar packers, which define
+ * the layouts (AVX-512 has a faster Q8_0 one, tested equal; packing runs
  * once at load). */
+void kn__qpack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst);
 void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst);
+void kn__qpack_q4_1(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 		    void *restrict dst);
 
 /* Packed geometry (kn_quant.h): rows per group, bytes per block of a
- * group (Q8_0, Q5_0), x partner bytes per block. */
+ * group (Q8_0, Q5_0, Q4_1), x partner bytes per block. */
 enum {
 	KN__QP_ROWS = 16,
 	KN__QP_Q8_0_BLOCK = 32 + 16 * 32,
 	KN__QP_Q5_0_BLOCK = 32 + 16 * 4 + 16 * 16,
+	KN__QP_Q4_1_BLOCK = 32 + 32 + 16 * 16,
 	KN__QP_X_BLOCK = 32 + 4 + 4,
 };
 

@@ -1,8 +1,9 @@
 /* kernels/kn_qpack.c - what every ISA's packed kernels (kn_quant.h struct
- * kn_qpack; kernels/ref/qpack.c, kernels/x86/qpack_avx512.c) share: the x
- * partner (the ISA's own Q8_0 quantize_x, whose codes and d are the same
- * in every ISA, rearranged) and the Q5_0 packer (a byte layout, run once
- * at load: plain C is fast enough).
+ * kn_qpack; kernels/ref/qpack.c, kernels/x86/qpack_avx2.c,
+ * kernels/x86/qpack_avx512.c) share: the x partner (the ISA's own Q8_0
+ * quantize_x, whose codes and d are the same in every ISA, rearranged) and
+ * the scalar packers (byte layouts, run once at load: plain C is
+ * fast enough).
  */
 #include <string.h>
 
@@ -14,29 +15,51 @@ size_t kn__qpack_xq_bytes(size_t k)
 	return k / KN__QK * KN__QP_X_BLOCK;
 }
 
-void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
-		      size_t k)
+/* x quantized by q's quantize_x (blocks of `xb` bytes: fp16 d at 0,
+ * Q8_1's fp16 s at 2 when `one`, codes at xb - 32), laid out codes, float
+ * d, and per block the codes' int32 sum (Q8_0) or s widened to float
+ * (Q8_1). */
+static void qp_x(const struct kn_qops *q, size_t xb, int one, const float *restrict x,
+		 void *restrict xq, size_t k)
 {
 	enum { CHUNK = 64 }; /* blocks quantized at a time */
-	uint8_t tmp[CHUNK * KN__Q8_0X_BYTES];
+	uint8_t tmp[CHUNK * KN__Q8_1X_BYTES];
 	size_t nb = k / KN__QK;
 	uint8_t *codes = xq, *d = codes + nb * KN__QK, *sums = d + 4 * nb; /* any alignment */
 	for (size_t b0 = 0; b0 < nb; b0 += CHUNK) {
 		size_t n = nb - b0 < CHUNK ? nb - b0 : CHUNK;
-		q8->quantize_x(x + b0 * KN__QK, tmp, n * KN__QK);
+		q->quantize_x(x + b0 * KN__QK, tmp, n * KN__QK);
 		for (size_t i = 0; i < n; i++) {
-			const uint8_t *blk = tmp + i * KN__Q8_0X_BYTES;
+			const uint8_t *blk = tmp + i * xb, *qs = blk + xb - KN__QK;
 			uint16_t h;
 			int32_t s = 0;
 			memcpy(&h, blk, 2);
-			memcpy(codes + (b0 + i) * KN__QK, blk + 2, KN__QK);
-			for (int j = 0; j < KN__QK; j++)
-				s += (int8_t)blk[2 + j];
+			memcpy(codes + (b0 + i) * KN__QK, qs, KN__QK);
 			float f = kn_f16_to_f32(h);
 			memcpy(d + 4 * (b0 + i), &f, 4);
+			if (one) {
+				memcpy(&h, blk + 2, 2);
+				f = kn_f16_to_f32(h);
+				memcpy(sums + 4 * (b0 + i), &f, 4);
+				continue;
+			}
+			for (int j = 0; j < KN__QK; j++)
+				s += (int8_t)qs[j];
 			memcpy(sums + 4 * (b0 + i), &s, 4);
 		}
 	}
+}
+
+void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *restrict xq,
+		      size_t k)
+{
+	qp_x(q8, KN__Q8_0X_BYTES, 0, x, xq, k);
+}
+
+void kn__qpack_q8_1_x(const struct kn_qops *q4_1, const float *restrict x, void *restrict xq,
+		      size_t k)
+{
+	qp_x(q4_1, KN__Q8_1X_BYTES, 1, x, xq, k);
 }
 
 void kn__qpack_each(const void *restrict W, size_t rb, size_t n_rows, size_t k,
@@ -52,6 +75,20 @@ void kn__qpack_each(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 				    w + (g * KN__QP_ROWS + r) * rb + b * bb);
 }
 
+static void qp_put_q8_0(uint8_t *o, size_t r, const uint8_t *blk)
+{
+	memcpy(o + 2 * r, blk, 2);
+	for (size_t c = 0; c < KN__QK / 4; c++)
+		for (size_t i = 0; i < 4; i++)
+			o[32 + 64 * c + 4 * r + i] = (uint8_t)(blk[2 + 4 * c + i] ^ 0x80);
+}
+
+void kn__qpack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst)
+{
+	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q8_0_BLOCK, qp_put_q8_0);
+}
+
 static void qp_put_q5_0(uint8_t *o, size_t r, const uint8_t *blk)
 {
 	memcpy(o + 2 * r, blk, 2);          /* d */
@@ -64,4 +101,18 @@ void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 		    void *restrict dst)
 {
 	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q5_0_BLOCK, qp_put_q5_0);
+}
+
+static void qp_put_q4_1(uint8_t *o, size_t r, const uint8_t *blk)
+{
+	memcpy(o + 2 * r, blk, 2);          /* d */
+	memcpy(o + 32 + 2 * r, blk + 2, 2); /* m */
+	for (size_t c = 0; c < 4; c++)      /* qs */
+		memcpy(o + 64 + 64 * c + 4 * r, blk + 4 + 4 * c, 4);
+}
+
+void kn__qpack_q4_1(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst)
+{
+	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q4_1_BLOCK, qp_put_q4_1);
 }

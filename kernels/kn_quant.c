@@ -39,6 +39,8 @@ const struct kn_qpack *kn_qpack_for(enum kn_isa isa, int type)
 	const struct kn_qpack *p = NULL;
 	if (isa == KN_ISA_REF)
 		p = &kn__qpack_ref[type];
+	else if (isa == KN_ISA_AVX2)
+		p = &kn__qpack_avx2[type];
 	else if (isa == KN_ISA_AVX512 && kn__has_avx512vnni())
 		p = &kn__qpack_avx512[type];
 	return p && p->ops ? p : NULL;
@@ -47,7 +49,11 @@ const struct kn_qpack *kn_qpack_for(enum kn_isa isa, int type)
 const struct kn_qpack *kn_qpack_get(int type)
 {
 	enum kn_isa isa = kn_ops()->isa;
-	return isa == KN_ISA_REF ? NULL : kn_qpack_for(isa, type);
+	if (isa == KN_ISA_REF)
+		return NULL;
+	const struct kn_qpack *p = kn_qpack_for(isa, type);
+	/* AVX-512 without VNNI: the AVX2 kernels' integer products */
+	return p || isa != KN_ISA_AVX512 ? p : kn_qpack_for(KN_ISA_AVX2, type);
 }
 
 /* Only for types with kernels (every ISA implements the reference's). */

@@ -1,7 +1,8 @@
 /* kernels/ref/qpack.c - the scalar reference of the packed weight layouts
- * (kn_quant.h struct kn_qpack): Q8_0 and Q5_0 in groups of 16 rows. It defines the
- * layout and the arithmetic every ISA's packed kernels reproduce bit for
- * bit (tests/unit/kernels/test_qpack.c).
+ * (kn_quant.h struct kn_qpack): Q8_0, Q5_0 and Q4_1 in groups of 16 rows.
+ * With the scalar packers of kn_qpack.c it defines the layouts and the
+ * arithmetic every ISA's packed kernels reproduce bit for bit
+ * (tests/unit/kernels/test_qpack.c).
  */
 #include <math.h>
 #include <string.h>
@@ -9,23 +10,14 @@
 #include "kernels/kn_half.h"
 #include "kernels/kn_int.h"
 
-static void qp_put_q8_0(uint8_t *o, size_t r, const uint8_t *blk)
-{
-	memcpy(o + 2 * r, blk, 2);
-	for (size_t c = 0; c < KN__QK / 4; c++)
-		for (size_t i = 0; i < 4; i++)
-			o[32 + 64 * c + 4 * r + i] = (uint8_t)(blk[2 + 4 * c + i] ^ 0x80);
-}
-
-static void qp_pack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
-			 void *restrict dst)
-{
-	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q8_0_BLOCK, qp_put_q8_0);
-}
-
 static void qp_quantize_x(const float *restrict x, void *restrict xq, size_t k)
 {
 	kn__qpack_q8_0_x(&kn__qops_ref[KN_Q_Q8_0], x, xq, k);
+}
+
+static void qp_quantize_x1(const float *restrict x, void *restrict xq, size_t k)
+{
+	kn__qpack_q8_1_x(&kn__qops_ref[KN_Q_Q4_1], x, xq, k);
 }
 
 /* Code e (0..31) of row r's block at o (a packed group's block), as the
@@ -44,17 +36,25 @@ static int qp_code_q5_0(const uint8_t *o, size_t r, size_t e)
 	return (lo | (int)((qh >> e) & 1) << 4) - 16;
 }
 
+static int qp_code_q4_1(const uint8_t *o, size_t r, size_t e)
+{
+	uint8_t qs = o[64 + 64 * ((e % 16) / 4) + 4 * r + e % 4];
+	return e < 16 ? qs & 15 : qs >> 4;
+}
+
 /* y[r] for the 16 rows of the group at gw (blocks of `bb` bytes) against
- * one x partner row. */
+ * one x partner row. `min`: the blocks carry each row's fp16 m at 32
+ * (Q4_1), added as m_w times x's s (its Q8_1 partner's fp16 d times the
+ * sum of its codes, as ggml's Q4_1 product takes it). */
 static void qp_group(const uint8_t *gw, size_t bb, int (*code)(const uint8_t *, size_t, size_t),
-		     const uint8_t *xq, size_t nb, float *y)
+		     int min, const uint8_t *xq, size_t nb, float *y)
 {
 	const int8_t *xc = (const int8_t *)xq;
 	for (size_t r = 0; r < KN__QP_ROWS; r++) {
 		float acc = 0.0f;
 		for (size_t b = 0; b < nb; b++) {
 			const uint8_t *o = gw + b * bb;
-			uint16_t h;
+			uint16_t h, hm;
 			float xd;
 			int32_t isum = 0;
 			memcpy(&h, o + 2 * r, 2);
@@ -62,17 +62,23 @@ static void qp_group(const uint8_t *gw, size_t bb, int (*code)(const uint8_t *, 
 			for (size_t e = 0; e < KN__QK; e++)
 				isum += code(o, r, e) * xc[b * KN__QK + e];
 			acc = fmaf((float)isum, kn_f16_to_f32(h) * xd, acc);
+			if (min) {
+				float xs;
+				memcpy(&hm, o + 32 + 2 * r, 2);
+				memcpy(&xs, xq + nb * (KN__QK + 4) + 4 * b, 4);
+				acc = fmaf(kn_f16_to_f32(hm), xs, acc);
+			}
 		}
 		y[r] = acc;
 	}
 }
 
-#define QP_PRODUCTS(T, BLOCK)                                                                   \
+#define QP_PRODUCTS(T, BLOCK, MIN)                                                                 \
 	static void qp_gemv_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
 				   float *restrict y, size_t n_rows, size_t k)                    \
 	{                                                                                         \
 		for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)                                 \
-			qp_group((const uint8_t *)W + g * KN__QP_ROWS * rb, BLOCK, qp_code_##T, xq, \
+			qp_group((const uint8_t *)W + g * KN__QP_ROWS * rb, BLOCK, qp_code_##T, MIN, xq, \
 				 k / KN__QK, y + g * KN__QP_ROWS);                                \
 	}                                                                                         \
 	static void qp_gemm_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
@@ -84,17 +90,20 @@ static void qp_group(const uint8_t *gw, size_t bb, int (*code)(const uint8_t *, 
 				       n_rows, k);                                                \
 	}
 
-QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK)
-QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK)
+QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK, 0)
+QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK, 0)
+QP_PRODUCTS(q4_1, KN__QP_Q4_1_BLOCK, 1)
 
-#define QP_OPS(TYPE, T)                                                                          \
+#define QP_OPS(TYPE, T, QX)                                                                      \
 	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = kn__qpack_xq_bytes,                      \
-	  .quantize_x = qp_quantize_x, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
+	  .quantize_x = QX, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
 
-static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0);
-static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0);
+static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0, qp_quantize_x);
+static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0, qp_quantize_x);
+static const struct kn_qops qp_q4_1_ops = QP_OPS(KN_Q_Q4_1, q4_1, qp_quantize_x1);
 
 const struct kn_qpack kn__qpack_ref[KN_Q_MAX] = {
-	[KN_Q_Q8_0] = { &qp_q8_0_ops, KN__QP_ROWS, qp_pack_q8_0 },
+	[KN_Q_Q8_0] = { &qp_q8_0_ops, KN__QP_ROWS, kn__qpack_q8_0 },
 	[KN_Q_Q5_0] = { &qp_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
+	[KN_Q_Q4_1] = { &qp_q4_1_ops, KN__QP_ROWS, kn__qpack_q4_1 },
 };

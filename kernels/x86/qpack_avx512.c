@@ -1,5 +1,5 @@
 /* kernels/x86/qpack_avx512.c - the packed weight layouts (kn_quant.h
- * struct kn_qpack) on AVX512-VNNI: Q8_0 and Q5_0 in groups of 16 rows. Compiled
+ * struct kn_qpack) on AVX512-VNNI: Q8_0, Q5_0 and Q4_1 in groups of 16 rows. Compiled
  * with libkn_avx512's flags (kernels/meson.build, VNNI included) and
  * reached only through kn_qpack_for, which checks the CPU's VNNI.
  *
@@ -80,6 +80,11 @@ static void qp_quantize_x(const float *restrict x, void *restrict xq, size_t k)
 	kn__qpack_q8_0_x(&kn__qops_avx512[KN_Q_Q8_0], x, xq, k);
 }
 
+static void qp_quantize_x1(const float *restrict x, void *restrict xq, size_t k)
+{
+	kn__qpack_q8_1_x(&kn__qops_avx512[KN_Q_Q4_1], x, xq, k);
+}
+
 /* The 4 bytes at p in every lane (a broadcast load, which vpdpbusd takes
  * as its memory operand). */
 static inline __m512i qp_bcast4(const uint8_t *p)
@@ -120,12 +125,25 @@ QP_INLINE __m512 qp_block_q5_0(const uint8_t *o, __m512i w[8])
 	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
 }
 
+/* Q4_1: Q5_0's nibbles without the fifth bits (codes 0..15 stand for
+ * themselves; the rows' m are at 32, qs at 64). */
+QP_INLINE __m512 qp_block_q4_1(const uint8_t *o, __m512i w[8])
+{
+	const __m512i m4 = _mm512_set1_epi8(15);
+	for (int c = 0; c < 4; c++) {
+		__m512i q = _mm512_loadu_si512(o + 64 + 64 * c);
+		w[c] = _mm512_and_si512(q, m4);
+		w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+	}
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+}
+
 typedef __m512 (*qp_block_fn)(const uint8_t *o, __m512i w[8]);
 
 /* The 16 rows of the group at gw (blocks of bb bytes, codes offset by
- * 2^shift) against nx (1..QP_NX) x partner rows (row j at xq + j * xs;
- * its results at y + j * ldy). */
-QP_INLINE void qp_group(const uint8_t *gw, size_t bb, qp_block_fn blk, int shift,
+ * off; `min`: each row's fp16 m at 32, Q4_1's) against nx (1..QP_NX) x
+ * partner rows (row j at xq + j * xs; its results at y + j * ldy). */
+QP_INLINE void qp_group(const uint8_t *gw, size_t bb, qp_block_fn blk, int off, int min,
 			const uint8_t *xq, size_t xs, int nx, float *y, size_t ldy, size_t nb)
 {
 	__m512 acc[QP_NX];
@@ -137,19 +155,24 @@ QP_INLINE void qp_group(const uint8_t *gw, size_t bb, qp_block_fn blk, int shift
 			_mm_prefetch((const char *)o + QP_PF + l, _MM_HINT_T0);
 		__m512i w[8];
 		__m512 dw = blk(o, w);
+		__m512 mw = min ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 32)))
+				: _mm512_setzero_ps();
 		for (int j = 0; j < nx; j++) {
 			const uint8_t *xj = xq + (size_t)j * xs;
 			const uint8_t *xc = xj + b * KN__QK;
 			float xd;
-			int32_t xsum;
+			int32_t xsum; /* x's code sum; with `min`, its s (a float) */
 			memcpy(&xd, xj + nb * KN__QK + 4 * b, 4);
 			memcpy(&xsum, xj + nb * (KN__QK + 4) + 4 * b, 4);
-			/* the codes stand for themselves minus 2^shift: start there */
-			__m512i s = _mm512_set1_epi32(xsum * -(1 << shift));
+			/* the codes stand for themselves minus off: start there */
+			__m512i s = _mm512_set1_epi32(min ? 0 : xsum * -off);
 			for (int c = 0; c < 8; c++)
 				s = _mm512_dpbusd_epi32(s, w[c], qp_bcast4(xc + 4 * c));
 			acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
 						 _mm512_mul_ps(dw, _mm512_set1_ps(xd)), acc[j]);
+			if (min)
+				acc[j] = _mm512_fmadd_ps(mw, _mm512_castsi512_ps(_mm512_set1_epi32(xsum)),
+							 acc[j]);
 		}
 	}
 	for (int j = 0; j < nx; j++)
@@ -158,42 +181,46 @@ QP_INLINE void qp_group(const uint8_t *gw, size_t bb, qp_block_fn blk, int shift
 
 QP_INLINE void qp_gemm(const void *restrict W, size_t rb, const void *restrict xq,
 		       size_t xq_stride, size_t n_x, float *restrict y, size_t ldy, size_t n_rows,
-		       size_t k, size_t bb, qp_block_fn blk, int shift)
+		       size_t k, size_t bb, qp_block_fn blk, int off, int min)
 {
 	const uint8_t *w = W, *x = xq;
 	size_t nb = k / KN__QK;
 	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
 		for (size_t j = 0; j < n_x; j += QP_NX) {
 			int nx = n_x - j < QP_NX ? (int)(n_x - j) : QP_NX;
-			qp_group(w + g * KN__QP_ROWS * rb, bb, blk, shift, x + j * xq_stride,
+			qp_group(w + g * KN__QP_ROWS * rb, bb, blk, off, min, x + j * xq_stride,
 				 xq_stride, nx, y + j * ldy + g * KN__QP_ROWS, ldy, nb);
 		}
 }
 
-#define QP_PRODUCTS(T, BLOCK, SHIFT)                                                             \
+#define QP_PRODUCTS(T, BLOCK, OFF, MIN)                                                           \
 	static void qp_gemm_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
 				   size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,   \
 				   size_t n_rows, size_t k)                                       \
 	{                                                                                         \
-		qp_gemm(W, rb, xq, xq_stride, n_x, y, ldy, n_rows, k, BLOCK, qp_block_##T, SHIFT); \
+		qp_gemm(W, rb, xq, xq_stride, n_x, y, ldy, n_rows, k, BLOCK, qp_block_##T, OFF,   \
+			MIN);                                                                     \
 	}                                                                                         \
 	static void qp_gemv_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
 				   float *restrict y, size_t n_rows, size_t k)                    \
 	{                                                                                         \
-		qp_gemm(W, rb, xq, 0, 1, y, 0, n_rows, k, BLOCK, qp_block_##T, SHIFT);            \
+		qp_gemm(W, rb, xq, 0, 1, y, 0, n_rows, k, BLOCK, qp_block_##T, OFF, MIN);         \
 	}
 
-QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK, 7)
-QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK, 4)
+QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK, 128, 0)
+QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK, 16, 0)
+QP_PRODUCTS(q4_1, KN__QP_Q4_1_BLOCK, 0, 1)
 
-#define QP_OPS(TYPE, T)                                                                          \
+#define QP_OPS(TYPE, T, QX)                                                                      \
 	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = kn__qpack_xq_bytes,                      \
-	  .quantize_x = qp_quantize_x, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
+	  .quantize_x = QX, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
 
-static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0);
-static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0);
+static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0, qp_quantize_x);
+static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0, qp_quantize_x);
+static const struct kn_qops qp_q4_1_ops = QP_OPS(KN_Q_Q4_1, q4_1, qp_quantize_x1);
 
 const struct kn_qpack kn__qpack_avx512[KN_Q_MAX] = {
 	[KN_Q_Q8_0] = { &qp_q8_0_ops, KN__QP_ROWS, qp_pack_q8_0 },
 	[KN_Q_Q5_0] = { &qp_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
+	[KN_Q_Q4_1] = { &qp_q4_1_ops, KN__QP_ROWS, kn__qpack_q4_1 },
 };

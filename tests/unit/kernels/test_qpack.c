@@ -1,10 +1,12 @@
 /* tests/unit/kernels/test_qpack.c - the packed weight layouts (kn_quant.h
- * struct kn_qpack): Q8_0 and Q5_0 in groups of 16 rows, each test for
- * both.
+ * struct kn_qpack): Q8_0, Q5_0 and Q4_1 in groups of 16 rows, each test
+ * for every type and every variant this CPU runs (the reference, AVX2,
+ * AVX512-VNNI).
  *
  *  1. The reference pack against the layout kn_quant.h states, byte by
  *     byte (each row's fp16 d; Q8_0: codes 4c..4c+3 plus 128 at chunk c,
- *     lane r; Q5_0: qh at lane r, qs bytes 4c..4c+3 at chunk c, lane r);
+ *     lane r; Q5_0: qh at lane r, qs bytes 4c..4c+3 at chunk c, lane r;
+ *     Q4_1: m at lane r, qs as Q5_0's);
  *     every ISA's pack == the reference's, memcmp.
  *  2. quantize_x of every variant == the reference's, memcmp; its codes
  *     and d are KN_Q_Q8_0's quantize_x (the plain partner), its sums the
@@ -44,15 +46,17 @@
 /* 2080 and 4128: x quantized in chunks of 64 blocks (kn_qpack.c), the
  * last one partial */
 static const size_t widths[] = {32, 64, 96, 640, 2048, 2080, 4128};
-static const int types[] = {KN_Q_Q8_0, KN_Q_Q5_0};
+static const int types[] = {KN_Q_Q8_0, KN_Q_Q5_0, KN_Q_Q4_1};
 #define N_QP_TYPES (sizeof(types) / sizeof(*types))
 static const size_t row_counts[] = {16, 32, 48};
 
-/* A packed layout's variants on this CPU: [0] the reference, [1] AVX-512
- * (NULL without AVX512-VNNI). */
+/* A packed layout's variants on this CPU: [0] the reference, [1] AVX2,
+ * [2] AVX-512 (NULL where the CPU lacks the ISA; AVX-512's needs VNNI). */
+#define N_VARIANTS 3
 static const struct kn_qpack *variant(int v, int type)
 {
-	return kn_qpack_for(v ? KN_ISA_AVX512 : KN_ISA_REF, type);
+	static const enum kn_isa isa[N_VARIANTS] = {KN_ISA_REF, KN_ISA_AVX2, KN_ISA_AVX512};
+	return kn_qpack_for(isa[v], type);
 }
 
 static size_t plain_rb(int type, size_t k)
@@ -70,19 +74,27 @@ static void check_block(int type, const uint8_t *o, size_t r, const uint8_t *blk
 			assert_int_equal(o[32 + 64 * (i / 4) + 4 * r + i % 4], (uint8_t)(blk[2 + i] + 128));
 		return;
 	}
+	if (type == KN_Q_Q4_1) {
+		assert_memory_equal(o + 32 + 2 * r, blk + 2, 2);
+		for (size_t i = 0; i < 16; i++)
+			assert_int_equal(o[64 + 64 * (i / 4) + 4 * r + i % 4], blk[4 + i]);
+		return;
+	}
 	assert_memory_equal(o + 32 + 4 * r, blk + 2, 4);
 	for (size_t i = 0; i < 16; i++)
 		assert_int_equal(o[96 + 64 * (i / 4) + 4 * r + i % 4], blk[6 + i]);
 }
 
-static void fill_x(float *x, size_t k)
+/* x of magnitudes 1e-9 .. 10^top (top <= 5: x's fp16 d stays finite) */
+static void fill_x_to(float *x, size_t k, float top)
 {
 	for (size_t b = 0; b < k / 32; b++) {
-		float mag = powf(10.0f, rng_uniform(-9.0f, 5.0f)); /* d finite in fp16 */
+		float mag = powf(10.0f, rng_uniform(-9.0f, top));
 		for (int j = 0; j < 32; j++)
 			x[32 * b + j] = (b % 7 == 3) ? 0.0f : rng_uniform(-mag, mag);
 	}
 }
+
 
 static void test_pack(void **state)
 {
@@ -104,8 +116,10 @@ static void test_pack(void **state)
 				for (size_t b = 0; b < nb; b++)
 					check_block(type, p + (r / 16) * 16 * rb + b * gb, r % 16,
 						    w + r * rb + b * bb);
-			const struct kn_qpack *v = variant(1, type);
-			if (v) {
+			for (int vi = 1; vi < N_VARIANTS; vi++) {
+				const struct kn_qpack *v = variant(vi, type);
+				if (!v)
+					continue;
 				memset(p2, 0xa5, n * rb);
 				v->pack(w, rb, n, k, p2);
 				assert_memory_equal(p, p2, n * rb);
@@ -116,36 +130,49 @@ static void test_pack(void **state)
 		}
 }
 
+/* Each type's x partner against its plain partner: Q8_0 and Q5_0 the
+ * Q8_0 quantization (codes, d widened, the codes' int32 sum), Q4_1 ggml's
+ * Q8_1 (codes, d and s widened); every variant's == the reference's. */
 static void test_quantize_x(void **state)
 {
 	(void)state;
-	const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, KN_Q_Q8_0);
-	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++) {
-		size_t k = widths[wi], nb = k / 32;
-		const struct kn_qops *ref = variant(0, KN_Q_Q8_0)->ops;
+	for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++)
+	for (size_t ti = 0; ti < N_QP_TYPES; ti++) {
+		int one = types[ti] == KN_Q_Q4_1;
+		size_t k = widths[wi], nb = k / 32, pb = one ? 36 : 34;
+		const struct kn_qops *plain = kn_qops_for(KN_ISA_REF, one ? KN_Q_Q4_1 : KN_Q_Q8_0);
+		const struct kn_qops *ref = variant(0, types[ti])->ops;
 		assert_int_equal(ref->xq_bytes(k), nb * 40);
+		assert_int_equal(plain->xq_bytes(k), nb * pb);
 		float *x = malloc(k * sizeof(float));
-		uint8_t *xq = malloc(nb * 40), *xq2 = malloc(nb * 40), *xp = malloc(nb * 34);
+		uint8_t *xq = malloc(nb * 40), *xq2 = malloc(nb * 40), *xp = malloc(nb * pb);
 		assert_true(x && xq && xq2 && xp);
-		fill_x(x, k);
+		fill_x_to(x, k, one ? 3.0f : 5.0f);
 		ref->quantize_x(x, xq, k);
 		plain->quantize_x(x, xp, k);
 		for (size_t b = 0; b < nb; b++) {
-			uint16_t h;
-			float d;
+			const uint8_t *blk = xp + pb * b;
+			uint16_t h, hs;
+			float d, fs;
 			int32_t s = 0, sum;
-			memcpy(&h, xp + 34 * b, 2);
+			memcpy(&h, blk, 2);
+			memcpy(&hs, blk + 2, 2);
 			memcpy(&d, xq + nb * 32 + 4 * b, 4);
 			memcpy(&sum, xq + nb * 36 + 4 * b, 4);
-			assert_memory_equal(xq + 32 * b, xp + 34 * b + 2, 32);
+			memcpy(&fs, xq + nb * 36 + 4 * b, 4);
+			assert_memory_equal(xq + 32 * b, blk + pb - 32, 32);
 			assert_int_equal(f32_bits(d), f32_bits(kn_f16_to_f32(h)));
 			for (int j = 0; j < 32; j++)
-				s += (int8_t)xp[34 * b + 2 + j];
-			assert_int_equal(sum, s);
+				s += (int8_t)blk[pb - 32 + j];
+			if (one)
+				assert_int_equal(f32_bits(fs), f32_bits(kn_f16_to_f32(hs)));
+			else
+				assert_int_equal(sum, s);
 		}
-		const struct kn_qpack *v = variant(1, KN_Q_Q5_0);
-		assert_ptr_equal(variant(0, KN_Q_Q5_0)->ops->quantize_x, ref->quantize_x);
-		if (v) {
+		for (int vi = 1; vi < N_VARIANTS; vi++) {
+			const struct kn_qpack *v = variant(vi, types[ti]);
+			if (!v)
+				continue;
 			memset(xq2, 0x5a, nb * 40);
 			v->ops->quantize_x(x, xq2, k);
 			assert_memory_equal(xq, xq2, nb * 40);
@@ -173,12 +200,15 @@ static void test_gemv_exact(void **state)
 		/* x: integers up to 127 with one 127 per block: d = 1 exactly */
 		for (size_t i = 0; i < k; i++)
 			x[i] = (i % 32 == 5) ? 127.0f : (float)((int)(rng_u64() % 255) - 127);
-		/* weights: d = 1, small codes (Q8_0) or any codes (Q5_0) */
+		/* weights: d = 1, small codes (Q8_0) or any codes (Q5_0, Q4_1;
+		 * Q4_1's m = -3) */
 		fill_blocks(w, type, n * nb, 0);
 		for (size_t r = 0; r < n; r++)
 			for (size_t b = 0; b < nb; b++) {
 				uint8_t *blk = w + r * rb + b * bb;
 				put16(blk, 0x3c00);
+				if (type == KN_Q_Q4_1)
+					put16(blk + 2, 0xc200);
 				for (int i = 0; type == KN_Q_Q8_0 && i < 32; i++)
 					blk[2 + i] = (uint8_t)(int8_t)((int)(rng_u64() % 9) - 4);
 			}
@@ -189,7 +219,7 @@ static void test_gemv_exact(void **state)
 				s += (double)wf[i] * (double)x[i];
 			want[r] = s;
 		}
-		for (int vi = 0; vi < 2; vi++) {
+		for (int vi = 0; vi < N_VARIANTS; vi++) {
 			const struct kn_qpack *v = variant(vi, type);
 			if (!v)
 				continue;
@@ -228,11 +258,11 @@ static void test_gemv_gemm(void **state)
 			const struct kn_qpack *ref = variant(0, type);
 			ref->pack(w, rb, n, k, p);
 			for (size_t j = 0; j < NX; j++) {
-				fill_x(x, k);
+				fill_x_to(x, k, type == KN_Q_Q4_1 ? 3.0f : 5.0f); /* Q4_1: s finite */
 				ref->ops->quantize_x(x, xq + j * xb, k);
 				ref->ops->gemv_xq(p, rb, xq + j * xb, y0 + j * n, n, k);
 			}
-			for (int vi = 0; vi < 2; vi++) {
+			for (int vi = 0; vi < N_VARIANTS; vi++) {
 				const struct kn_qpack *v = variant(vi, type);
 				if (!v)
 					continue;
@@ -258,7 +288,11 @@ static void test_gemv_gemm(void **state)
 		}
 }
 
-/* The packed reference against the plain type's product and the exact one. */
+/* The packed reference against the plain type's product and the exact one.
+ * Q4_1's partner (ggml's Q8_1) keeps s = d times the codes' sum in fp16,
+ * which overflows past 65504: its x stays under 1e3 (d under 8), and
+ * against the exact product it is allowed 2^-10 of sum |w x_q| more for
+ * s's rounding (measured: 1.3e-4). */
 static void test_vs_plain(void **state)
 {
 	(void)state;
@@ -270,12 +304,12 @@ static void test_vs_plain(void **state)
 		for (size_t wi = 0; wi < sizeof(widths) / sizeof(*widths); wi++) {
 			size_t k = widths[wi], n = 32, nb = k / 32, rb = plain_rb(type, k);
 			uint8_t *w = malloc(n * rb), *p = malloc(n * rb), *xq = malloc(nb * 40);
-			uint8_t *xp = malloc(nb * 34);
+			uint8_t *xp = malloc(plain->xq_bytes(k));
 			float *x = malloc(k * sizeof(float)), *y = malloc(n * sizeof(float));
 			float *yp = malloc(n * sizeof(float)), *wf = malloc(k * sizeof(float));
 			assert_true(w && p && xq && xp && x && y && yp && wf);
 			fill_blocks(w, type, n * nb, 0);
-			fill_x(x, k);
+			fill_x_to(x, k, type == KN_Q_Q4_1 ? 3.0f : 5.0f);
 			ref->pack(w, rb, n, k, p);
 			ref->ops->quantize_x(x, xq, k);
 			plain->quantize_x(x, xp, k);
@@ -293,7 +327,8 @@ static void test_vs_plain(void **state)
 				double e1 = fabs((double)y[r] - exact), e2 = fabs((double)y[r] - yp[r]);
 				if (mag > 0 && e1 / mag > worst)
 					worst = e1 / mag;
-				assert_true(e1 <= QP_TOL * mag);
+				double es = type == KN_Q_Q4_1 ? 0x1p-10 * mag : 0;
+				assert_true(e1 <= QP_TOL * mag + es);
 				assert_true(e2 <= 2 * QP_TOL * mag);
 			}
 			free(w);
@@ -318,7 +353,8 @@ int main(void)
 		cmocka_unit_test(test_gemv_exact), cmocka_unit_test(test_gemv_gemm),
 		cmocka_unit_test(test_vs_plain),
 	};
-	printf("packed layouts on AVX-512: %s\n",
-	       variant(1, KN_Q_Q8_0) ? "tested" : "not on this CPU (no VNNI)");
+	printf("packed layouts on AVX2: %s; on AVX-512: %s\n",
+	       variant(1, KN_Q_Q8_0) ? "tested" : "not on this CPU",
+	       variant(2, KN_Q_Q8_0) ? "tested" : "not on this CPU (no VNNI)");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

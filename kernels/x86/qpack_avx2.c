@@ -1,0 +1,257 @@
+/* kernels/x86/qpack_avx2.c - the packed weight layouts (kn_quant.h struct
+ * kn_qpack) on AVX2: Q8_0, Q5_0 and Q4_1 in the same groups of 16 rows as
+ * every ISA (kernels/ref/qpack.c defines them), each group taken as two
+ * halves of 8 rows, one ymm lane per row. Compiled with libkn_avx2's flags.
+ *
+ * A block's 64-byte chunk c holds 4 codes of each of the 16 rows; its
+ * first 32 bytes are rows 0-7, the next rows 8-15: one ymm per half. An x
+ * row's 4 codes of the chunk are broadcast to every lane (a load), and
+ * vpmaddubsw (unsigned weight bytes times signed x bytes, pairs summed to
+ * int16) then vpmaddwd against ones give each lane its row's dot of those
+ * 4 codes. AVX2 has no vpdpbusd, so how far the int16 pairs may be summed
+ * before widening is what decides the cost, and the codes' range decides
+ * it:
+ *   Q4_1 codes 0..15: a pair is at most 2 * 15 * 127 = 3810, so all 8
+ *     chunks of a block add up in int16 (30480) and widen once;
+ *   Q5_0 codes 0..31: 7874 per pair, 4 chunks in int16 (31496), two
+ *     widenings per block; the codes stand for themselves minus 16, which
+ *     the int32 sum starts at (-16 times x's code sum);
+ *   Q8_0 codes -127..127: vpmaddubsw needs one operand unsigned, so the
+ *     block is unpacked to |w| and x takes w's signs (vpsignb); a pair can
+ *     reach 32258, so every chunk widens.
+ * After the block, each lane holds its row's exact integer dot; one
+ * convert and one FMA with d_w * d_x (and for Q4_1 one FMA of m_w with
+ * x's s, its Q8_1 partner's d times its code sum) finish it: the reference's operations in its
+ * order, so the results equal kernels/ref/qpack.c's bit for bit.
+ *
+ * Loop order: a group's blocks are taken QA_TB at a time; each tile is
+ * unpacked once (Q5_0's fifth bits spread, nibbles split, Q8_0's signs
+ * split off) into a stack buffer that stays in L1, then every x row runs
+ * over it, its two half accumulators kept in y between tiles.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/kn_int.h"
+
+#define QA_TB 4    /* blocks per tile */
+#define QA_PF 4096 /* bytes ahead that each block asks the caches for */
+
+#define QA_INLINE static inline __attribute__((always_inline))
+
+enum qa_kind { QA_Q8_0, QA_Q5_0, QA_Q4_1 };
+
+/* One tile, unpacked: per block and half, the 8 chunks' weight bytes as
+ * vpmaddubsw's unsigned operand (u) and, for Q8_0, the signed codes whose
+ * signs x takes (s); the rows' d and m as floats. */
+struct qa_tile {
+	__m256i u[QA_TB][2][8];
+	__m256i s[QA_TB][2][8];
+	__m256 d[QA_TB][2];
+	__m256 m[QA_TB][2];
+};
+
+static void qa_quantize_x(const float *restrict x, void *restrict xq, size_t k)
+{
+	kn__qpack_q8_0_x(&kn__qops_avx2[KN_Q_Q8_0], x, xq, k);
+}
+
+static void qa_quantize_x1(const float *restrict x, void *restrict xq, size_t k)
+{
+	kn__qpack_q8_1_x(&kn__qops_avx2[KN_Q_Q4_1], x, xq, k);
+}
+
+QA_INLINE __m256 qa_half(const uint8_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* Q8_0 block at o, half h: codes stored plus 128. */
+QA_INLINE void qa_unpack_q8_0(const uint8_t *o, int h, struct qa_tile *t, int b)
+{
+	const __m256i x80 = _mm256_set1_epi8((char)0x80);
+	for (int c = 0; c < 8; c++) {
+		__m256i w = _mm256_xor_si256(
+			_mm256_loadu_si256((const __m256i *)(o + 32 + 64 * c + 32 * h)), x80);
+		t->s[b][h][c] = w;
+		t->u[b][h][c] = _mm256_abs_epi8(w);
+	}
+	t->d[b][h] = qa_half(o + 16 * h);
+}
+
+/* The fifth bits of chunk c's codes, 16 at each set bit: in every row's
+ * lane (its qh at qh's dword), byte i takes bit `first + i` of qh (first
+ * a multiple of 4): its byte first / 8 is broadcast to the lane's 4
+ * bytes, then byte i is tested against its own bit. */
+QA_INLINE __m256i qa_bits(__m256i qh, int first)
+{
+	int byte = first / 8, sh = first % 8;
+	const __m256i pick = _mm256_add_epi8(
+		_mm256_set1_epi8((char)byte),
+		_mm256_set_epi8(12, 12, 12, 12, 8, 8, 8, 8, 4, 4, 4, 4, 0, 0, 0, 0, 12, 12, 12, 12, 8,
+				8, 8, 8, 4, 4, 4, 4, 0, 0, 0, 0));
+	const __m256i bit = _mm256_set1_epi32((int)(0x08040201u << sh));
+	__m256i v = _mm256_and_si256(_mm256_shuffle_epi8(qh, pick), bit);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
+}
+
+/* Q5_0 block at o, half h: chunk c's low nibbles are codes 4c.. (u[c]),
+ * its high ones 16 + 4c.. (u[4 + c]), each with its fifth bit. */
+QA_INLINE void qa_unpack_q5_0(const uint8_t *o, int h, struct qa_tile *t, int b)
+{
+	const __m256i m4 = _mm256_set1_epi8(15);
+	__m256i qh = _mm256_loadu_si256((const __m256i *)(o + 32 + 32 * h));
+	for (int c = 0; c < 4; c++) {
+		__m256i q = _mm256_loadu_si256((const __m256i *)(o + 96 + 64 * c + 32 * h));
+		t->u[b][h][c] = _mm256_or_si256(_mm256_and_si256(q, m4), qa_bits(qh, 4 * c));
+		t->u[b][h][c + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+						   qa_bits(qh, 16 + 4 * c));
+	}
+	t->d[b][h] = qa_half(o + 16 * h);
+}
+
+QA_INLINE void qa_unpack_q4_1(const uint8_t *o, int h, struct qa_tile *t, int b)
+{
+	const __m256i m4 = _mm256_set1_epi8(15);
+	for (int c = 0; c < 4; c++) {
+		__m256i q = _mm256_loadu_si256((const __m256i *)(o + 64 + 64 * c + 32 * h));
+		t->u[b][h][c] = _mm256_and_si256(q, m4);
+		t->u[b][h][c + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+	}
+	t->d[b][h] = qa_half(o + 16 * h);
+	t->m[b][h] = qa_half(o + 32 + 16 * h);
+}
+
+/* The x codes 4c .. 4c + 3 of chunk c in every lane. Chunk c of Q5_0 and
+ * Q4_1 (c >= 4: the high nibbles) meets x codes 16 + 4 (c - 4); Q8_0's
+ * chunk c meets 4c: both are xc + 4 * c when the high chunks follow the
+ * low ones, as they do here. */
+QA_INLINE __m256i qa_x4(const uint8_t *xc, int c)
+{
+	int32_t v;
+	memcpy(&v, xc + 4 * c, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/* The exact integer dot of one half (8 rows) of a block with x's codes
+ * xc (32 int8), in int32 lanes, less `off` times x's code sum xsum. */
+QA_INLINE __m256i qa_isum(const struct qa_tile *t, int b, int h, const uint8_t *xc, int32_t xsum,
+			  enum qa_kind kind)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	if (kind == QA_Q8_0) {
+		__m256i s = _mm256_setzero_si256();
+		for (int c = 0; c < 8; c++) {
+			__m256i p = _mm256_maddubs_epi16(t->u[b][h][c],
+							 _mm256_sign_epi8(qa_x4(xc, c), t->s[b][h][c]));
+			s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+		}
+		return s;
+	}
+	if (kind == QA_Q4_1) {
+		__m256i p = _mm256_maddubs_epi16(t->u[b][h][0], qa_x4(xc, 0));
+		for (int c = 1; c < 8; c++)
+			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(t->u[b][h][c], qa_x4(xc, c)));
+		return _mm256_madd_epi16(p, ones);
+	}
+	__m256i lo = _mm256_maddubs_epi16(t->u[b][h][0], qa_x4(xc, 0));
+	__m256i hi = _mm256_maddubs_epi16(t->u[b][h][4], qa_x4(xc, 4));
+	for (int c = 1; c < 4; c++) {
+		lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(t->u[b][h][c], qa_x4(xc, c)));
+		hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(t->u[b][h][c + 4], qa_x4(xc, c + 4)));
+	}
+	__m256i s = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), _mm256_madd_epi16(lo, ones));
+	return _mm256_add_epi32(s, _mm256_madd_epi16(hi, ones));
+}
+
+/* The 16 rows of the group at gw (blocks of bb bytes) against n_x x
+ * partner rows (row j at xq + j * xs; its results at y + j * ldy). */
+QA_INLINE void qa_group(const uint8_t *gw, size_t bb, enum qa_kind kind, const uint8_t *xq,
+			size_t xs, size_t n_x, float *y, size_t ldy, size_t nb)
+{
+	struct qa_tile t;
+	for (size_t b0 = 0; b0 < nb; b0 += QA_TB) {
+		int tb = nb - b0 < QA_TB ? (int)(nb - b0) : QA_TB;
+		for (int b = 0; b < tb; b++) {
+			const uint8_t *o = gw + (b0 + (size_t)b) * bb;
+			for (size_t l = 0; l < bb; l += 64)
+				_mm_prefetch((const char *)o + QA_PF + l, _MM_HINT_T0);
+			for (int h = 0; h < 2; h++) {
+				if (kind == QA_Q8_0)
+					qa_unpack_q8_0(o, h, &t, b);
+				else if (kind == QA_Q5_0)
+					qa_unpack_q5_0(o, h, &t, b);
+				else
+					qa_unpack_q4_1(o, h, &t, b);
+			}
+		}
+		for (size_t j = 0; j < n_x; j++) {
+			const uint8_t *xj = xq + j * xs;
+			float *yj = y + j * ldy;
+			__m256 acc[2];
+			for (int h = 0; h < 2; h++)
+				acc[h] = b0 ? _mm256_loadu_ps(yj + 8 * h) : _mm256_setzero_ps();
+			for (int b = 0; b < tb; b++) {
+				size_t bi = b0 + (size_t)b;
+				float xd;
+				int32_t xsum; /* x's code sum; Q4_1: its s (a float) */
+				memcpy(&xd, xj + nb * KN__QK + 4 * bi, 4);
+				memcpy(&xsum, xj + nb * (KN__QK + 4) + 4 * bi, 4);
+				__m256 vxd = _mm256_set1_ps(xd);
+				for (int h = 0; h < 2; h++) {
+					__m256i s = qa_isum(&t, b, h, xj + bi * KN__QK, xsum, kind);
+					acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+								 _mm256_mul_ps(t.d[b][h], vxd), acc[h]);
+					if (kind == QA_Q4_1)
+						acc[h] = _mm256_fmadd_ps(
+							t.m[b][h],
+							_mm256_castsi256_ps(_mm256_set1_epi32(xsum)),
+							acc[h]);
+				}
+			}
+			for (int h = 0; h < 2; h++)
+				_mm256_storeu_ps(yj + 8 * h, acc[h]);
+		}
+	}
+}
+
+QA_INLINE void qa_gemm(const void *restrict W, size_t rb, const void *restrict xq,
+		       size_t xq_stride, size_t n_x, float *restrict y, size_t ldy, size_t n_rows,
+		       size_t k, size_t bb, enum qa_kind kind)
+{
+	const uint8_t *w = W;
+	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
+		qa_group(w + g * KN__QP_ROWS * rb, bb, kind, xq, xq_stride, n_x,
+			 y + g * KN__QP_ROWS, ldy, k / KN__QK);
+}
+
+#define QA_PRODUCTS(T, BLOCK, KIND)                                                              \
+	static void qa_gemm_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
+				   size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,   \
+				   size_t n_rows, size_t k)                                       \
+	{                                                                                         \
+		qa_gemm(W, rb, xq, xq_stride, n_x, y, ldy, n_rows, k, BLOCK, KIND);              \
+	}                                                                                         \
+	static void qa_gemv_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
+				   float *restrict y, size_t n_rows, size_t k)                    \
+	{                                                                                         \
+		qa_gemm(W, rb, xq, 0, 1, y, 0, n_rows, k, BLOCK, KIND);                           \
+	}
+
+QA_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK, QA_Q8_0)
+QA_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK, QA_Q5_0)
+QA_PRODUCTS(q4_1, KN__QP_Q4_1_BLOCK, QA_Q4_1)
+
+#define QA_OPS(TYPE, T, QX)                                                                      \
+	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = kn__qpack_xq_bytes,                      \
+	  .quantize_x = QX, .gemv_xq = qa_gemv_xq_##T, .gemm_xq = qa_gemm_xq_##T }
+
+static const struct kn_qops qa_q8_0_ops = QA_OPS(KN_Q_Q8_0, q8_0, qa_quantize_x);
+static const struct kn_qops qa_q5_0_ops = QA_OPS(KN_Q_Q5_0, q5_0, qa_quantize_x);
+static const struct kn_qops qa_q4_1_ops = QA_OPS(KN_Q_Q4_1, q4_1, qa_quantize_x1);
+
+const struct kn_qpack kn__qpack_avx2[KN_Q_MAX] = {
+	[KN_Q_Q8_0] = { &qa_q8_0_ops, KN__QP_ROWS, kn__qpack_q8_0 },
+	[KN_Q_Q5_0] = { &qa_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
+	[KN_Q_Q4_1] = { &qa_q4_1_ops, KN__QP_ROWS, kn__qpack_q4_1 },
+};
