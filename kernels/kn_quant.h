@@ -145,7 +145,10 @@ const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
  * idea). Where a (type, ISA) has one it is that ISA's fastest product for
  * the type, at every number of x rows.
  *
- * Q8_0, 16 rows (kn_qpack_get(KN_Q_Q8_0), AVX512-VNNI): n_rows a multiple
+ * Every ISA but the reference's kn_qpack_get runs them (AVX2, and
+ * AVX-512: with VNNI its own kernels, without it AVX2's).
+ *
+ * Q8_0, 16 rows (kn_qpack_get(KN_Q_Q8_0)): n_rows a multiple
  * of 16, k of 32, nb = k / 32 blocks per row, rb = nb * 34 (the plain row
  * size). The packed matrix takes n_rows * rb bytes, like the plain one:
  * group g (rows 16g .. 16g + 15) at g * 16 * rb, and in it block b at
@@ -153,18 +156,24 @@ const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
  * 64 bytes, chunk c holding row r's codes 4c .. 4c + 3 plus 128 (as
  * unsigned bytes) at 4r. So W + c * rb addresses row c's group for c a
  * multiple of 16, as in the plain layout.
- * Q5_0, 16 rows (AVX512-VNNI): the same groups (n_rows * rb bytes, rb =
+ * Q5_0, 16 rows: the same groups (n_rows * rb bytes, rb =
  * nb * 22), block b of a group at b * 352: the 16 rows' fp16 d (32
  * bytes), their qh (4 bytes each, row order: 64 bytes), then 4 chunks c
  * of 64 bytes, chunk c holding row r's qs bytes 4c .. 4c + 3 at 4r (the
  * low nibbles are codes 4c .. 4c + 3, the high ones 16 + 4c ..).
- * The x partner of both (ops->xq_bytes(k) = nb * 40 bytes): the Q8_0 quantization
+ * Q4_1, 16 rows: the same groups (rb = nb * 20), block b of a group at
+ * b * 320: the 16 rows' fp16 d (32 bytes), their fp16 m (32 bytes), then
+ * the qs bytes in 4 chunks of 64 as Q5_0's.
+ * The x partner of Q8_0 and Q5_0 (ops->xq_bytes(k) = nb * 40 bytes): the Q8_0 quantization
  * of x (ggml's quantize_row_q8_0_ref, the same codes and fp16 d as
  * KN_Q_Q8_0's quantize_x) stored as the codes of every block (nb * 32 int8),
  * then every block's d widened to float (nb * 4), then every block's sum
- * of codes (nb * int32), at any byte address.
+ * of codes (nb * int32), at any byte address. Q4_1's (the same size): its
+ * plain partner, ggml's Q8_1 (the same codes and d, and s = fp16(d times
+ * the codes' sum)), as codes, d widened, s widened (nb * float).
  * Product: y[r] = fmaf((float)isum_b, d_w,b * d_x,b, y) over blocks b in
- * order from y = 0, isum_b the block's exact integer dot. The same
+ * order from y = 0, isum_b the block's exact integer dot; Q4_1 then
+ * y = fmaf(m_w,b, s_x,b, y) in each block. The same
  * operations, in the same order, in every variant, so gemv_xq and gemm_xq
  * of every ISA equal the reference (kernels/ref/qpack.c) bit for bit; they
  * differ from the plain type's gemv_xq only in float rounding (its
