@@ -24,10 +24,12 @@
  * x's s, its Q8_1 partner's d times its code sum) finish it: the reference's operations in its
  * order, so the results equal kernels/ref/qpack.c's bit for bit.
  *
- * Loop order: a group's blocks are taken QA_TB at a time; each tile is
- * unpacked once (Q5_0's fifth bits spread, nibbles split, Q8_0's signs
- * split off) into a stack buffer that stays in L1, then every x row runs
- * over it, its two half accumulators kept in y between tiles.
+ * Loop order, several x rows: a group's blocks are taken QA_TB at a time;
+ * each tile is unpacked once (Q5_0's fifth bits spread, nibbles split,
+ * Q8_0's signs split off) into a stack buffer that stays in L1, then every
+ * x row runs over it, its accumulators kept in y between tiles. One x row
+ * (a decode step's gemv, memory-bound): each block is unpacked in
+ * registers and met at once, with no buffer to write and read back.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -41,14 +43,13 @@
 
 enum qa_kind { QA_Q8_0, QA_Q5_0, QA_Q4_1 };
 
-/* One tile, unpacked: per block and half, the 8 chunks' weight bytes as
+/* One half (8 rows) of a block, unpacked: the 8 chunks' weight bytes as
  * vpmaddubsw's unsigned operand (u) and, for Q8_0, the signed codes whose
  * signs x takes (s); the rows' d and m as floats. */
-struct qa_tile {
-	__m256i u[QA_TB][2][8];
-	__m256i s[QA_TB][2][8];
-	__m256 d[QA_TB][2];
-	__m256 m[QA_TB][2];
+struct qa_bh {
+	__m256i u[8];
+	__m256i s[8];
+	__m256 d, m;
 };
 
 static void qa_quantize_x(const float *restrict x, void *restrict xq, size_t k)
@@ -67,16 +68,16 @@ QA_INLINE __m256 qa_half(const uint8_t *p)
 }
 
 /* Q8_0 block at o, half h: codes stored plus 128. */
-QA_INLINE void qa_unpack_q8_0(const uint8_t *o, int h, struct qa_tile *t, int b)
+QA_INLINE void qa_unpack_q8_0(const uint8_t *o, int h, struct qa_bh *t)
 {
 	const __m256i x80 = _mm256_set1_epi8((char)0x80);
 	for (int c = 0; c < 8; c++) {
 		__m256i w = _mm256_xor_si256(
 			_mm256_loadu_si256((const __m256i *)(o + 32 + 64 * c + 32 * h)), x80);
-		t->s[b][h][c] = w;
-		t->u[b][h][c] = _mm256_abs_epi8(w);
+		t->s[c] = w;
+		t->u[c] = _mm256_abs_epi8(w);
 	}
-	t->d[b][h] = qa_half(o + 16 * h);
+	t->d = qa_half(o + 16 * h);
 }
 
 /* The fifth bits of chunk c's codes, 16 at each set bit: in every row's
@@ -97,29 +98,29 @@ QA_INLINE __m256i qa_bits(__m256i qh, int first)
 
 /* Q5_0 block at o, half h: chunk c's low nibbles are codes 4c.. (u[c]),
  * its high ones 16 + 4c.. (u[4 + c]), each with its fifth bit. */
-QA_INLINE void qa_unpack_q5_0(const uint8_t *o, int h, struct qa_tile *t, int b)
+QA_INLINE void qa_unpack_q5_0(const uint8_t *o, int h, struct qa_bh *t)
 {
 	const __m256i m4 = _mm256_set1_epi8(15);
 	__m256i qh = _mm256_loadu_si256((const __m256i *)(o + 32 + 32 * h));
 	for (int c = 0; c < 4; c++) {
 		__m256i q = _mm256_loadu_si256((const __m256i *)(o + 96 + 64 * c + 32 * h));
-		t->u[b][h][c] = _mm256_or_si256(_mm256_and_si256(q, m4), qa_bits(qh, 4 * c));
-		t->u[b][h][c + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-						   qa_bits(qh, 16 + 4 * c));
+		t->u[c] = _mm256_or_si256(_mm256_and_si256(q, m4), qa_bits(qh, 4 * c));
+		t->u[c + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+					      qa_bits(qh, 16 + 4 * c));
 	}
-	t->d[b][h] = qa_half(o + 16 * h);
+	t->d = qa_half(o + 16 * h);
 }
 
-QA_INLINE void qa_unpack_q4_1(const uint8_t *o, int h, struct qa_tile *t, int b)
+QA_INLINE void qa_unpack_q4_1(const uint8_t *o, int h, struct qa_bh *t)
 {
 	const __m256i m4 = _mm256_set1_epi8(15);
 	for (int c = 0; c < 4; c++) {
 		__m256i q = _mm256_loadu_si256((const __m256i *)(o + 64 + 64 * c + 32 * h));
-		t->u[b][h][c] = _mm256_and_si256(q, m4);
-		t->u[b][h][c + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+		t->u[c] = _mm256_and_si256(q, m4);
+		t->u[c + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 	}
-	t->d[b][h] = qa_half(o + 16 * h);
-	t->m[b][h] = qa_half(o + 32 + 16 * h);
+	t->d = qa_half(o + 16 * h);
+	t->m = qa_half(o + 32 + 16 * h);
 }
 
 /* The x codes 4c .. 4c + 3 of chunk c in every lane. Chunk c of Q5_0 and
@@ -135,82 +136,111 @@ QA_INLINE __m256i qa_x4(const uint8_t *xc, int c)
 
 /* The exact integer dot of one half (8 rows) of a block with x's codes
  * xc (32 int8), in int32 lanes, less `off` times x's code sum xsum. */
-QA_INLINE __m256i qa_isum(const struct qa_tile *t, int b, int h, const uint8_t *xc, int32_t xsum,
+QA_INLINE __m256i qa_isum(const struct qa_bh *t, const uint8_t *xc, int32_t xsum,
 			  enum qa_kind kind)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	if (kind == QA_Q8_0) {
 		__m256i s = _mm256_setzero_si256();
 		for (int c = 0; c < 8; c++) {
-			__m256i p = _mm256_maddubs_epi16(t->u[b][h][c],
-							 _mm256_sign_epi8(qa_x4(xc, c), t->s[b][h][c]));
+			__m256i p = _mm256_maddubs_epi16(t->u[c],
+							 _mm256_sign_epi8(qa_x4(xc, c), t->s[c]));
 			s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
 		}
 		return s;
 	}
 	if (kind == QA_Q4_1) {
-		__m256i p = _mm256_maddubs_epi16(t->u[b][h][0], qa_x4(xc, 0));
+		__m256i p = _mm256_maddubs_epi16(t->u[0], qa_x4(xc, 0));
 		for (int c = 1; c < 8; c++)
-			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(t->u[b][h][c], qa_x4(xc, c)));
+			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(t->u[c], qa_x4(xc, c)));
 		return _mm256_madd_epi16(p, ones);
 	}
-	__m256i lo = _mm256_maddubs_epi16(t->u[b][h][0], qa_x4(xc, 0));
-	__m256i hi = _mm256_maddubs_epi16(t->u[b][h][4], qa_x4(xc, 4));
+	__m256i lo = _mm256_maddubs_epi16(t->u[0], qa_x4(xc, 0));
+	__m256i hi = _mm256_maddubs_epi16(t->u[4], qa_x4(xc, 4));
 	for (int c = 1; c < 4; c++) {
-		lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(t->u[b][h][c], qa_x4(xc, c)));
-		hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(t->u[b][h][c + 4], qa_x4(xc, c + 4)));
+		lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(t->u[c], qa_x4(xc, c)));
+		hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(t->u[c + 4], qa_x4(xc, c + 4)));
 	}
 	__m256i s = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), _mm256_madd_epi16(lo, ones));
 	return _mm256_add_epi32(s, _mm256_madd_epi16(hi, ones));
 }
 
-/* The 16 rows of the group at gw (blocks of bb bytes) against n_x x
- * partner rows (row j at xq + j * xs; its results at y + j * ldy). */
+QA_INLINE void qa_unpack(const uint8_t *o, int h, struct qa_bh *t, enum qa_kind kind)
+{
+	if (kind == QA_Q8_0)
+		qa_unpack_q8_0(o, h, t);
+	else if (kind == QA_Q5_0)
+		qa_unpack_q5_0(o, h, t);
+	else
+		qa_unpack_q4_1(o, h, t);
+}
+
+QA_INLINE void qa_prefetch(const uint8_t *o, size_t bb)
+{
+	for (size_t l = 0; l < bb; l += 64)
+		_mm_prefetch((const char *)o + QA_PF + l, _MM_HINT_T0);
+}
+
+/* acc (8 rows) += block b of x row xj (nb blocks) against the half t:
+ * the reference's operations, in its order. */
+QA_INLINE __m256 qa_block(const struct qa_bh *t, const uint8_t *xj, size_t b, size_t nb,
+			  enum qa_kind kind, __m256 acc)
+{
+	float xd;
+	int32_t xsum; /* x's code sum; Q4_1: its s (a float) */
+	memcpy(&xd, xj + nb * KN__QK + 4 * b, 4);
+	memcpy(&xsum, xj + nb * (KN__QK + 4) + 4 * b, 4);
+	__m256i s = qa_isum(t, xj + b * KN__QK, xsum, kind);
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(t->d, _mm256_set1_ps(xd)), acc);
+	if (kind == QA_Q4_1)
+		acc = _mm256_fmadd_ps(t->m, _mm256_castsi256_ps(_mm256_set1_epi32(xsum)), acc);
+	return acc;
+}
+
+/* The 16 rows of the group at gw (blocks of bb bytes) against one x
+ * partner row: each block unpacked in registers as it is met. */
+QA_INLINE void qa_group1(const uint8_t *gw, size_t bb, enum qa_kind kind, const uint8_t *xq,
+			 float *y, size_t nb)
+{
+	__m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+	for (size_t b = 0; b < nb; b++) {
+		const uint8_t *o = gw + b * bb;
+		qa_prefetch(o, bb);
+		for (int h = 0; h < 2; h++) {
+			struct qa_bh t;
+			qa_unpack(o, h, &t, kind);
+			acc[h] = qa_block(&t, xq, b, nb, kind, acc[h]);
+		}
+	}
+	_mm256_storeu_ps(y, acc[0]);
+	_mm256_storeu_ps(y + 8, acc[1]);
+}
+
+/* The same against n_x x partner rows (row j at xq + j * xs; its results
+ * at y + j * ldy): QA_TB blocks unpacked at a time into a buffer that
+ * stays in L1, then met by every x row, whose accumulators wait in y
+ * between tiles. */
 QA_INLINE void qa_group(const uint8_t *gw, size_t bb, enum qa_kind kind, const uint8_t *xq,
 			size_t xs, size_t n_x, float *y, size_t ldy, size_t nb)
 {
-	struct qa_tile t;
+	struct qa_bh t[QA_TB][2];
 	for (size_t b0 = 0; b0 < nb; b0 += QA_TB) {
 		int tb = nb - b0 < QA_TB ? (int)(nb - b0) : QA_TB;
 		for (int b = 0; b < tb; b++) {
 			const uint8_t *o = gw + (b0 + (size_t)b) * bb;
-			for (size_t l = 0; l < bb; l += 64)
-				_mm_prefetch((const char *)o + QA_PF + l, _MM_HINT_T0);
-			for (int h = 0; h < 2; h++) {
-				if (kind == QA_Q8_0)
-					qa_unpack_q8_0(o, h, &t, b);
-				else if (kind == QA_Q5_0)
-					qa_unpack_q5_0(o, h, &t, b);
-				else
-					qa_unpack_q4_1(o, h, &t, b);
-			}
+			qa_prefetch(o, bb);
+			for (int h = 0; h < 2; h++)
+				qa_unpack(o, h, &t[b][h], kind);
 		}
 		for (size_t j = 0; j < n_x; j++) {
 			const uint8_t *xj = xq + j * xs;
 			float *yj = y + j * ldy;
-			__m256 acc[2];
-			for (int h = 0; h < 2; h++)
-				acc[h] = b0 ? _mm256_loadu_ps(yj + 8 * h) : _mm256_setzero_ps();
-			for (int b = 0; b < tb; b++) {
-				size_t bi = b0 + (size_t)b;
-				float xd;
-				int32_t xsum; /* x's code sum; Q4_1: its s (a float) */
-				memcpy(&xd, xj + nb * KN__QK + 4 * bi, 4);
-				memcpy(&xsum, xj + nb * (KN__QK + 4) + 4 * bi, 4);
-				__m256 vxd = _mm256_set1_ps(xd);
-				for (int h = 0; h < 2; h++) {
-					__m256i s = qa_isum(&t, b, h, xj + bi * KN__QK, xsum, kind);
-					acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
-								 _mm256_mul_ps(t.d[b][h], vxd), acc[h]);
-					if (kind == QA_Q4_1)
-						acc[h] = _mm256_fmadd_ps(
-							t.m[b][h],
-							_mm256_castsi256_ps(_mm256_set1_epi32(xsum)),
-							acc[h]);
-				}
+			for (int h = 0; h < 2; h++) {
+				__m256 acc = b0 ? _mm256_loadu_ps(yj + 8 * h) : _mm256_setzero_ps();
+				for (int b = 0; b < tb; b++)
+					acc = qa_block(&t[b][h], xj, b0 + (size_t)b, nb, kind, acc);
+				_mm256_storeu_ps(yj + 8 * h, acc);
 			}
-			for (int h = 0; h < 2; h++)
-				_mm256_storeu_ps(yj + 8 * h, acc[h]);
 		}
 	}
 }
@@ -220,9 +250,14 @@ QA_INLINE void qa_gemm(const void *restrict W, size_t rb, const void *restrict x
 		       size_t k, size_t bb, enum qa_kind kind)
 {
 	const uint8_t *w = W;
-	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
-		qa_group(w + g * KN__QP_ROWS * rb, bb, kind, xq, xq_stride, n_x,
-			 y + g * KN__QP_ROWS, ldy, k / KN__QK);
+	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++) {
+		const uint8_t *gw = w + g * KN__QP_ROWS * rb;
+		if (n_x == 1)
+			qa_group1(gw, bb, kind, xq, y + g * KN__QP_ROWS, k / KN__QK);
+		else
+			qa_group(gw, bb, kind, xq, xq_stride, n_x, y + g * KN__QP_ROWS, ldy,
+				 k / KN__QK);
+	}
 }
 
 #define QA_PRODUCTS(T, BLOCK, KIND)                                                              \
