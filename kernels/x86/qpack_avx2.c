@@ -235,12 +235,22 @@ QA_INLINE void qa_group(const uint8_t *gw, size_t bb, enum qa_kind kind, const u
 		for (size_t j = 0; j < n_x; j++) {
 			const uint8_t *xj = xq + j * xs;
 			float *yj = y + j * ldy;
-			for (int h = 0; h < 2; h++) {
-				__m256 acc = b0 ? _mm256_loadu_ps(yj + 8 * h) : _mm256_setzero_ps();
-				for (int b = 0; b < tb; b++)
-					acc = qa_block(&t[b][h], xj, b0 + (size_t)b, nb, kind, acc);
-				_mm256_storeu_ps(yj + 8 * h, acc);
+			__m256 acc0 = b0 ? _mm256_loadu_ps(yj) : _mm256_setzero_ps();
+			__m256 acc1 = b0 ? _mm256_loadu_ps(yj + 8) : _mm256_setzero_ps();
+			if (tb == QA_TB) {
+#pragma GCC unroll 4
+				for (int b = 0; b < QA_TB; b++) {
+					acc0 = qa_block(&t[b][0], xj, b0 + (size_t)b, nb, kind, acc0);
+					acc1 = qa_block(&t[b][1], xj, b0 + (size_t)b, nb, kind, acc1);
+				}
+			} else {
+				for (int b = 0; b < tb; b++) {
+					acc0 = qa_block(&t[b][0], xj, b0 + (size_t)b, nb, kind, acc0);
+					acc1 = qa_block(&t[b][1], xj, b0 + (size_t)b, nb, kind, acc1);
+				}
 			}
+			_mm256_storeu_ps(yj, acc0);
+			_mm256_storeu_ps(yj + 8, acc1);
 		}
 	}
 }
