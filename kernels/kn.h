@@ -43,6 +43,12 @@ struct kn_ops {
 	void (*scale_add)(float *restrict y, float a, const float *restrict b, size_t n);
 	/* sum x[i]*y[i] */
 	float (*dot)(const float *x, const float *y, size_t n);
+	/* y[i] = alpha * sum_j x[j] B[i*ldb + j] for i < n (ldb >= k): one row
+	 * against n rows, a decode step's attention scores q k^T. Each y[i]
+	 * within dot's tolerance of the exact value (the SIMD variants sum 8
+	 * rows at a time, in another order than dot's). */
+	void (*dot_rows)(const float *x, const float *B, size_t ldb, size_t n, size_t k,
+			 float alpha, float *y);
 	/* y[r] = sum_k W[r*ldw + k] * x[k] for r < n_rows: a matrix-vector
 	 * product with IEEE binary16 weights W [n_rows, ldw >= k] (a decode
 	 * step reads half the bytes of float32 weights). Products and sums

@@ -214,8 +214,12 @@ static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i
 	const struct kn_ops *ops = kn_ops();
 	size_t rows = i1 - i0, lo = kn_win_lo(w->q_pos0 + i0, w->window);
 	size_t span = w->q_pos0 + i1 - lo;
-	kn_gemm(true, rows, span, w->head_dim, w->scale, w->q + i0 * w->ldq + off, w->ldq,
-		w->k + lo * w->ldk + off, w->ldk, 0.0f, S, span);
+	if (rows == 1) /* a decode step: 8 keys at a time */
+		ops->dot_rows(w->q + i0 * w->ldq + off, w->k + lo * w->ldk + off, w->ldk, span,
+			      w->head_dim, w->scale, S);
+	else
+		kn_gemm(true, rows, span, w->head_dim, w->scale, w->q + i0 * w->ldq + off, w->ldq,
+			w->k + lo * w->ldk + off, w->ldk, 0.0f, S, span);
 	for (size_t r = 0; r < rows; r++) {
 		size_t p = w->q_pos0 + i0 + r, a = kn_win_lo(p, w->window) - lo, b = p + 1 - lo;
 		float *row = S + r * span;

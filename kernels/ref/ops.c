@@ -99,6 +99,13 @@ static float ref_dot(const float *x, const float *y, size_t n)
 	return sum;
 }
 
+static void ref_dot_rows(const float *x, const float *B, size_t ldb, size_t n, size_t k,
+			 float alpha, float *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = alpha * ref_dot(x, B + i * ldb, k);
+}
+
 static void ref_gemv_f16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
 			 float *restrict y, size_t n_rows, size_t k)
 {
@@ -170,6 +177,7 @@ const struct kn_ops kn__ops_ref = {
 	.add = ref_add,
 	.scale_add = ref_scale_add,
 	.dot = ref_dot,
+	.dot_rows = ref_dot_rows,
 	.gemv_f16 = ref_gemv_f16,
 	.rms_norm = ref_rms_norm,
 	.gelu_tanh_mul = ref_gelu_tanh_mul,

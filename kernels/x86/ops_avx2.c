@@ -279,6 +279,9 @@ static float avx2_dot(const float *x, const float *y, size_t n)
 	return sum;
 }
 
+#define DR_DOT avx2_dot
+#include "kernels/x86/dot_rows_avx2.h"
+
 /* Four rows per pass share each load of x; 8 halves per row widen with
  * F16C's vcvtph2ps. */
 static void avx2_gemv_f16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
@@ -445,6 +448,7 @@ const struct kn_ops kn__ops_avx2 = {
 	.add = avx2_add,
 	.scale_add = avx2_scale_add,
 	.dot = avx2_dot,
+	.dot_rows = dr_dot_rows,
 	.gemv_f16 = avx2_gemv_f16,
 	.rms_norm = avx2_rms_norm,
 	.gelu_tanh_mul = avx2_gelu_tanh_mul,

@@ -354,6 +354,9 @@ static float avx512_dot(const float *x, const float *y, size_t n)
 	return sum;
 }
 
+#define DR_DOT avx512_dot
+#include "kernels/x86/dot_rows_avx2.h"
+
 /* Four rows per pass share each load of x; each row's 16 halves widen
  * with vcvtph2ps (F16C's 512-bit form) straight into the FMA. */
 static void avx512_gemv_f16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
@@ -470,6 +473,7 @@ const struct kn_ops kn__ops_avx512 = {
 	.add = avx512_add,
 	.scale_add = avx512_scale_add,
 	.dot = avx512_dot,
+	.dot_rows = dr_dot_rows,
 	.gemv_f16 = avx512_gemv_f16,
 	.rms_norm = avx512_rms_norm,
 	.gelu_tanh_mul = avx512_gelu_tanh_mul,

@@ -552,12 +552,42 @@ static double case_dot(const struct kn_ops *ops, size_t n, size_t off)
 	return err;
 }
 
+/* n of the sizes rows of k (64, a head's width, and 9: a masked tail)
+ * at a row stride of k + 3, against one x row; each y[i] within dot's
+ * tolerance of the double dot times alpha. B is exactly n * ldb floats. */
+static double case_dot_rows(const struct kn_ops *ops, size_t n, size_t off)
+{
+	double worst = 0.0;
+	for (size_t k = 9; k <= 64; k += 55) {
+		size_t ldb = k + 3;
+		float *xb, *bb, *yb, *x = buf_new(k, off, &xb), *B = buf_new(n * ldb, off, &bb);
+		float *y = buf_new(n, off, &yb);
+		fill(x, k, -1.0f, 1.0f);
+		fill(B, n * ldb, -1.0f, 1.0f);
+		ops->dot_rows(x, B, ldb, n, k, 0.125f, y);
+		for (size_t i = 0; i < n; i++) {
+			double e = 0.0, mag = 0.0;
+			for (size_t j = 0; j < k; j++) {
+				e += (double)x[j] * B[i * ldb + j];
+				mag += fabs((double)x[j] * B[i * ldb + j]);
+			}
+			double err = fabs(y[i] - 0.125 * e) / (0.125 * 1e-6 * mag + 1e-30);
+			worst = err > worst ? err : worst;
+		}
+		free(xb);
+		free(bb);
+		free(yb);
+	}
+	return worst;
+}
+
 static void test_add(void **state)
 {
 	(void)state;
 	for_each_case("add", case_add);
 	for_each_case("scale_add", case_scale_add);
 	for_each_case("dot", case_dot);
+	for_each_case("dot_rows", case_dot_rows);
 }
 
 /* ---- rms_norm, gelu_tanh_mul, silu_mul ---------------------------------- */
