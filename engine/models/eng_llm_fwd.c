@@ -284,6 +284,34 @@ static void el_geglu_f16(const float *table, float *gate, const float *up, size_
 	}
 }
 
+/* The gated activation over n elements, split across the pool when they
+ * are many (a batch of rows): element-wise, so the split changes no bit. */
+#define EL_PAR_GLU 16384
+struct el_glu {
+	const struct eng_llm *m;
+	float *g;
+	const float *u;
+	size_t n;
+};
+
+static void el_glu_part(void *arg, int ith, int nth)
+{
+	const struct el_glu *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 64, &i0, &i1);
+	if (i1 <= i0)
+		return;
+	float *g = a->g + i0;
+	const float *u = a->u + i0;
+	size_t n = (size_t)(i1 - i0);
+	if (a->m->gelu_f16)
+		el_geglu_f16(a->m->gelu_f16, g, u, n);
+	else if (a->m->hp.geglu)
+		kn_ops()->gelu_tanh_mul(g, u, n);
+	else
+		kn_ops()->silu_mul(g, u, n);
+}
+
 static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p,
 		   struct eng_llm_scratch *b, size_t n)
 {
@@ -293,12 +321,8 @@ static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p,
 	const float *in = el_pre_norm(b->x, l->ffn_norm, b->h, n, d, hp->rms_eps);
 	el_linear(p, &l->w_gate, NULL, in, b->g, n, b);
 	el_linear(p, &l->w_up, NULL, in, b->u, n, b);
-	if (m->gelu_f16)
-		el_geglu_f16(m->gelu_f16, b->g, b->u, n * ff);
-	else if (hp->geglu)
-		kn_ops()->gelu_tanh_mul(b->g, b->u, n * ff);
-	else
-		kn_ops()->silu_mul(b->g, b->u, n * ff);
+	struct el_glu g = { m, b->g, b->u, n * ff };
+	dev_pool_run(n * ff >= EL_PAR_GLU ? p : NULL, el_glu_part, &g);
 	el_linear(p, &l->w_down, NULL, b->g, b->o, n, b);
 	if (l->post_ffw_norm)
 		el_rms_rows(b->o, l->post_ffw_norm, b->o, n, d, hp->rms_eps);
