@@ -53,6 +53,7 @@ void kn__qpack_q8_0_x(const struct kn_qops *q8, const float *restrict x, void *r
 void kn__qpack_q8_1_x(const struct kn_qops *q4_1, const float *restrict x, void *restrict xq,
 		      size_t k);
 size_t kn__qpack_xq_bytes(size_t k); /* its bytes for k elements */
+size_t kn__qpack_xq_bytes_k(size_t k); /* packed Q4_K's partner, Q8_K: its bytes */
 
 /* The scalar packers' loop (kn_qpack.c): put(o, r, blk) for every plain
  * block blk of W, o its group's packed block (packed_block bytes each), r
@@ -61,7 +62,7 @@ typedef void (*kn__qpack_row_fn)(uint8_t *o, size_t r, const uint8_t *blk);
 void kn__qpack_each(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 		    void *restrict dst, size_t packed_block, kn__qpack_row_fn put);
 
-/* Packed Q8_0, Q5_0 and Q4_1 (kn_quant.h): the scalar packers, which define
+/* Packed Q8_0, Q5_0, Q4_1 and Q4_K (kn_quant.h): the scalar packers, which define
  * the layouts (AVX-512 has a faster Q8_0 one, tested equal; packing runs
  * once at load). */
 void kn__qpack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
@@ -70,14 +71,17 @@ void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 		    void *restrict dst);
 void kn__qpack_q4_1(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 		    void *restrict dst);
+void kn__qpack_q4_k(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst);
 
 /* Packed geometry (kn_quant.h): rows per group, bytes per block of a
- * group (Q8_0, Q5_0, Q4_1), x partner bytes per block. */
+ * group (Q8_0, Q5_0, Q4_1, Q4_K), x partner bytes per block. */
 enum {
 	KN__QP_ROWS = 16,
 	KN__QP_Q8_0_BLOCK = 32 + 16 * 32,
 	KN__QP_Q5_0_BLOCK = 32 + 16 * 4 + 16 * 16,
 	KN__QP_Q4_1_BLOCK = 32 + 32 + 16 * 16,
+	KN__QP_Q4_K_BLOCK = 32 + 32 + 3 * 64 + 16 * 128,
 	KN__QP_X_BLOCK = 32 + 4 + 4,
 };
 

@@ -15,6 +15,11 @@ size_t kn__qpack_xq_bytes(size_t k)
 	return k / KN__QK * KN__QP_X_BLOCK;
 }
 
+size_t kn__qpack_xq_bytes_k(size_t k)
+{
+	return k / KN__QK_K * KN__Q8_K_BYTES;
+}
+
 /* x quantized by q's quantize_x (blocks of `xb` bytes: fp16 d at 0,
  * Q8_1's fp16 s at 2 when `one`, codes at xb - 32), laid out codes, float
  * d, and per block the codes' int32 sum (Q8_0) or s widened to float
@@ -67,7 +72,8 @@ void kn__qpack_each(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 {
 	const uint8_t *w = W;
 	uint8_t *out = dst;
-	size_t nb = k / KN__QK, bb = rb / nb;
+	size_t bb = packed_block / KN__QP_ROWS, nb = rb / bb; /* plain block bytes, blocks */
+	(void)k;
 	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
 		for (size_t b = 0; b < nb; b++)
 			for (size_t r = 0; r < KN__QP_ROWS; r++)
@@ -115,4 +121,21 @@ void kn__qpack_q4_1(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 		    void *restrict dst)
 {
 	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q4_1_BLOCK, qp_put_q4_1);
+}
+
+static void qp_put_q4_k(uint8_t *o, size_t r, const uint8_t *blk)
+{
+	memcpy(o + 2 * r, blk, 2);           /* d */
+	memcpy(o + 32 + 2 * r, blk + 2, 2);  /* dmin */
+	for (size_t i = 0; i < 3; i++)       /* scales: the three words */
+		memcpy(o + 64 + 64 * i + 4 * r, blk + 4 + 4 * i, 4);
+	for (size_t p = 0; p < 4; p++)       /* qs */
+		for (size_t c = 0; c < 8; c++)
+			memcpy(o + 256 + 512 * p + 64 * c + 4 * r, blk + 16 + 32 * p + 4 * c, 4);
+}
+
+void kn__qpack_q4_k(const void *restrict W, size_t rb, size_t n_rows, size_t k,
+		    void *restrict dst)
+{
+	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q4_K_BLOCK, qp_put_q4_k);
 }

@@ -1,5 +1,6 @@
 /* kernels/ref/qpack.c - the scalar reference of the packed weight layouts
- * (kn_quant.h struct kn_qpack): Q8_0, Q5_0 and Q4_1 in groups of 16 rows.
+ * (kn_quant.h struct kn_qpack): Q8_0, Q5_0, Q4_1 and Q4_K in groups of 16
+ * rows.
  * With the scalar packers of kn_qpack.c it defines the layouts and the
  * arithmetic every ISA's packed kernels reproduce bit for bit
  * (tests/unit/kernels/test_qpack.c).
@@ -13,6 +14,11 @@
 static void qp_quantize_x(const float *restrict x, void *restrict xq, size_t k)
 {
 	kn__qpack_q8_0_x(&kn__qops_ref[KN_Q_Q8_0], x, xq, k);
+}
+
+static void qp_quantize_xk(const float *restrict x, void *restrict xq, size_t k)
+{
+	kn__qops_ref[KN_Q_Q4_K].quantize_x(x, xq, k);
 }
 
 static void qp_quantize_x1(const float *restrict x, void *restrict xq, size_t k)
@@ -73,6 +79,66 @@ static void qp_group(const uint8_t *gw, size_t bb, int (*code)(const uint8_t *, 
 	}
 }
 
+/* Packed Q4_K: y[r] for the 16 rows of the group at gw against one Q8_K
+ * x row (float d @0, codes @4, int16 sums of 16 codes @260). Row r's
+ * scales are the plain block's three words at 64, 128, 192 (+ 4r), read as
+ * ggml's get_scale_min_k4 reads them; sub-block s's codes are the low (s
+ * even) or high nibbles of chunks 256 + 512 (s / 2) + 64 c (+ 4r). */
+static void qp_group_q4_k(const uint8_t *gw, const uint8_t *xq, size_t nb, float *y)
+{
+	for (size_t r = 0; r < KN__QP_ROWS; r++) {
+		float acc = 0.0f;
+		for (size_t b = 0; b < nb; b++) {
+			const uint8_t *o = gw + b * KN__QP_Q4_K_BLOCK, *xb = xq + b * KN__Q8_K_BYTES;
+			const int8_t *xc = (const int8_t *)(xb + 4);
+			uint8_t sc12[12];
+			uint16_t h, hm;
+			float xd;
+			for (size_t i = 0; i < 3; i++)
+				memcpy(sc12 + 4 * i, o + 64 + 64 * i + 4 * r, 4);
+			memcpy(&h, o + 2 * r, 2);
+			memcpy(&hm, o + 32 + 2 * r, 2);
+			memcpy(&xd, xb, 4);
+			int32_t isum = 0, msum = 0;
+			for (int sb = 0; sb < 8; sb++) {
+				int sc = sb < 4 ? sc12[sb] & 63
+						: (sc12[sb + 4] & 0xf) | ((sc12[sb - 4] >> 6) << 4);
+				int m = sb < 4 ? sc12[sb + 4] & 63
+					       : (sc12[sb + 4] >> 4) | ((sc12[sb] >> 6) << 4);
+				int32_t dot = 0;
+				for (int l = 0; l < 32; l++) {
+					uint8_t q = o[256 + 512 * (sb / 2) + 64 * (l / 4) + 4 * r + l % 4];
+					dot += ((sb & 1) ? q >> 4 : q & 15) * xc[32 * sb + l];
+				}
+				int16_t s0, s1;
+				memcpy(&s0, xb + 260 + 4 * sb, 2);
+				memcpy(&s1, xb + 262 + 4 * sb, 2);
+				isum += sc * dot;
+				msum += m * (s0 + s1);
+			}
+			acc = fmaf((float)isum, kn_f16_to_f32(h) * xd, acc);
+			acc = fmaf(-(float)msum, kn_f16_to_f32(hm) * xd, acc);
+		}
+		y[r] = acc;
+	}
+}
+
+static void qp_gemv_xq_q4_k(const void *restrict W, size_t rb, const void *restrict xq,
+			    float *restrict y, size_t n_rows, size_t k)
+{
+	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++)
+		qp_group_q4_k((const uint8_t *)W + g * KN__QP_ROWS * rb, xq, k / KN__QK_K,
+			      y + g * KN__QP_ROWS);
+}
+
+static void qp_gemm_xq_q4_k(const void *restrict W, size_t rb, const void *restrict xq,
+			    size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,
+			    size_t n_rows, size_t k)
+{
+	for (size_t j = 0; j < n_x; j++)
+		qp_gemv_xq_q4_k(W, rb, (const char *)xq + j * xq_stride, y + j * ldy, n_rows, k);
+}
+
 #define QP_PRODUCTS(T, BLOCK, MIN)                                                                 \
 	static void qp_gemv_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
 				   float *restrict y, size_t n_rows, size_t k)                    \
@@ -101,9 +167,15 @@ QP_PRODUCTS(q4_1, KN__QP_Q4_1_BLOCK, 1)
 static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0, qp_quantize_x);
 static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0, qp_quantize_x);
 static const struct kn_qops qp_q4_1_ops = QP_OPS(KN_Q_Q4_1, q4_1, qp_quantize_x1);
+/* Q4_K's partner is its plain one, Q8_K */
+static const struct kn_qops qp_q4_k_ops = {
+	.type = KN_Q_Q4_K, .geom = &kn__qtypes[KN_Q_Q4_K], .xq_bytes = kn__qpack_xq_bytes_k,
+	.quantize_x = qp_quantize_xk, .gemv_xq = qp_gemv_xq_q4_k, .gemm_xq = qp_gemm_xq_q4_k
+};
 
 const struct kn_qpack kn__qpack_ref[KN_Q_MAX] = {
 	[KN_Q_Q8_0] = { &qp_q8_0_ops, KN__QP_ROWS, kn__qpack_q8_0 },
 	[KN_Q_Q5_0] = { &qp_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
 	[KN_Q_Q4_1] = { &qp_q4_1_ops, KN__QP_ROWS, kn__qpack_q4_1 },
+	[KN_Q_Q4_K] = { &qp_q4_k_ops, KN__QP_ROWS, kn__qpack_q4_k },
 };

@@ -270,6 +270,136 @@ QA_INLINE void qa_gemm(const void *restrict W, size_t rb, const void *restrict x
 	}
 }
 
+/* ---- Q4_K: 256-element blocks, 8 sub-blocks with 6-bit scales and mins -- */
+
+/* One half (8 rows) of a Q4_K block, unpacked: sub-block s's chunk c
+ * (codes 4c .. 4c + 3 of the 8 rows) at u[8 s + c]; its scale as an int16
+ * pair in each row's lane (sc[s], for vpmaddwd); the mins of sub-blocks
+ * 2t, 2t + 1 as an int16 pair (mp[t]); d and dmin as floats. */
+struct qk_bh {
+	__m256i u[64];
+	__m256i sc[8];
+	__m256i mp[4];
+	__m256 d, dm;
+};
+
+/* The bytes (i0, i1) of every dword as zero-extended int16 pairs. */
+QA_INLINE __m256i qk_pairs(__m256i v, int i0, int i1)
+{
+	const __m256i pick = _mm256_setr_epi8(
+		(char)i0, -1, (char)i1, -1, (char)(4 + i0), -1, (char)(4 + i1), -1, (char)(8 + i0), -1,
+		(char)(8 + i1), -1, (char)(12 + i0), -1, (char)(12 + i1), -1, (char)i0, -1, (char)i1,
+		-1, (char)(4 + i0), -1, (char)(4 + i1), -1, (char)(8 + i0), -1, (char)(8 + i1), -1,
+		(char)(12 + i0), -1, (char)(12 + i1), -1);
+	return _mm256_shuffle_epi8(v, pick);
+}
+
+/* The 8 rows' scale words decoded together, each lane one row, by the
+ * bit operations ggml's get_scale_min_k4 does on one row's bytes
+ * (kernels/ref/qpack.c qp_group_q4_k). */
+QA_INLINE void qk_unpack(const uint8_t *o, int h, struct qk_bh *t)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), m6 = _mm256_set1_epi8(63);
+	const __m256i m2 = _mm256_set1_epi8(3);
+	__m256i a = _mm256_loadu_si256((const __m256i *)(o + 64 + 32 * h));
+	__m256i b = _mm256_loadu_si256((const __m256i *)(o + 128 + 32 * h));
+	__m256i c = _mm256_loadu_si256((const __m256i *)(o + 192 + 32 * h));
+	__m256i sc03 = _mm256_and_si256(a, m6), m03 = _mm256_and_si256(b, m6);
+	__m256i sc47 = _mm256_or_si256(
+		_mm256_and_si256(c, m4),
+		_mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a, 6), m2), 4));
+	__m256i m47 = _mm256_or_si256(
+		_mm256_and_si256(_mm256_srli_epi32(c, 4), m4),
+		_mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(b, 6), m2), 4));
+	for (int sb = 0; sb < 4; sb++) {
+		t->sc[sb] = qk_pairs(sc03, sb, sb);
+		t->sc[sb + 4] = qk_pairs(sc47, sb, sb);
+	}
+	t->mp[0] = qk_pairs(m03, 0, 1);
+	t->mp[1] = qk_pairs(m03, 2, 3);
+	t->mp[2] = qk_pairs(m47, 0, 1);
+	t->mp[3] = qk_pairs(m47, 2, 3);
+	for (int p = 0; p < 4; p++)
+		for (int ch = 0; ch < 8; ch++) {
+			__m256i q = _mm256_loadu_si256(
+				(const __m256i *)(o + 256 + 512 * p + 64 * ch + 32 * h));
+			t->u[16 * p + ch] = _mm256_and_si256(q, m4);
+			t->u[16 * p + 8 + ch] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+		}
+	t->d = qa_half(o + 16 * h);
+	t->dm = qa_half(o + 32 + 16 * h);
+}
+
+/* acc (8 rows) += one Q8_K x block xb against the half t: per sub-block
+ * the 8 chunks' int16 sums (at most 8 * 3810) times its scale by
+ * vpmaddwd, the mins against x's sums of 32 codes; then the reference's
+ * two FMAs. */
+QA_INLINE __m256 qk_block(const struct qk_bh *t, const uint8_t *xb, __m256 acc)
+{
+	const uint8_t *xc = xb + 4;
+	float xd;
+	int16_t bs[16];
+	memcpy(&xd, xb, 4);
+	memcpy(bs, xb + 260, sizeof(bs));
+	__m256i isum = _mm256_setzero_si256(), msum = _mm256_setzero_si256();
+	for (int sb = 0; sb < 8; sb++) {
+		__m256i p = _mm256_maddubs_epi16(t->u[8 * sb], qa_x4(xc + 32 * sb, 0));
+		for (int ch = 1; ch < 8; ch++)
+			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(t->u[8 * sb + ch],
+								     qa_x4(xc + 32 * sb, ch)));
+		isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, t->sc[sb]));
+	}
+	for (int k = 0; k < 4; k++) {
+		uint32_t lo = (uint16_t)(bs[4 * k] + bs[4 * k + 1]);
+		uint32_t hi = (uint16_t)(bs[4 * k + 2] + bs[4 * k + 3]);
+		msum = _mm256_add_epi32(msum, _mm256_madd_epi16(t->mp[k],
+								_mm256_set1_epi32((int)(lo | hi << 16))));
+	}
+	__m256 vxd = _mm256_set1_ps(xd);
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(t->d, vxd), acc);
+	return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(t->dm, vxd), acc);
+}
+
+/* Every group, each block unpacked once (both halves) for all n_x rows,
+ * whose accumulators wait in y between blocks. */
+static void qk_gemm_xq_q4_k(const void *restrict W, size_t rb, const void *restrict xq,
+			    size_t xs, size_t n_x, float *restrict y, size_t ldy, size_t n_rows,
+			    size_t k)
+{
+	const uint8_t *w = W, *x = xq;
+	size_t nb = k / KN__QK_K;
+	struct qk_bh t[2];
+	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++) {
+		const uint8_t *gw = w + g * KN__QP_ROWS * rb;
+		float *yg = y + g * KN__QP_ROWS;
+		for (size_t b = 0; b < nb; b++) {
+			const uint8_t *o = gw + b * KN__QP_Q4_K_BLOCK;
+			qa_prefetch(o, KN__QP_Q4_K_BLOCK);
+			qk_unpack(o, 0, &t[0]);
+			qk_unpack(o, 1, &t[1]);
+			for (size_t j = 0; j < n_x; j++) {
+				const uint8_t *xb = x + j * xs + b * KN__Q8_K_BYTES;
+				float *yj = yg + j * ldy;
+				for (int h = 0; h < 2; h++) {
+					__m256 acc = b ? _mm256_loadu_ps(yj + 8 * h) : _mm256_setzero_ps();
+					_mm256_storeu_ps(yj + 8 * h, qk_block(&t[h], xb, acc));
+				}
+			}
+		}
+	}
+}
+
+static void qk_gemv_xq_q4_k(const void *restrict W, size_t rb, const void *restrict xq,
+			    float *restrict y, size_t n_rows, size_t k)
+{
+	qk_gemm_xq_q4_k(W, rb, xq, 0, 1, y, 0, n_rows, k);
+}
+
+static void qk_quantize_x(const float *restrict x, void *restrict xq, size_t k)
+{
+	kn__qops_avx2[KN_Q_Q4_K].quantize_x(x, xq, k);
+}
+
 #define QA_PRODUCTS(T, BLOCK, KIND)                                                              \
 	static void qa_gemm_xq_##T(const void *restrict W, size_t rb, const void *restrict xq,    \
 				   size_t xq_stride, size_t n_x, float *restrict y, size_t ldy,   \
@@ -295,8 +425,14 @@ static const struct kn_qops qa_q8_0_ops = QA_OPS(KN_Q_Q8_0, q8_0, qa_quantize_x)
 static const struct kn_qops qa_q5_0_ops = QA_OPS(KN_Q_Q5_0, q5_0, qa_quantize_x);
 static const struct kn_qops qa_q4_1_ops = QA_OPS(KN_Q_Q4_1, q4_1, qa_quantize_x1);
 
+static const struct kn_qops qk_q4_k_ops = {
+	.type = KN_Q_Q4_K, .geom = &kn__qtypes[KN_Q_Q4_K], .xq_bytes = kn__qpack_xq_bytes_k,
+	.quantize_x = qk_quantize_x, .gemv_xq = qk_gemv_xq_q4_k, .gemm_xq = qk_gemm_xq_q4_k
+};
+
 const struct kn_qpack kn__qpack_avx2[KN_Q_MAX] = {
 	[KN_Q_Q8_0] = { &qa_q8_0_ops, KN__QP_ROWS, kn__qpack_q8_0 },
 	[KN_Q_Q5_0] = { &qa_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
 	[KN_Q_Q4_1] = { &qa_q4_1_ops, KN__QP_ROWS, kn__qpack_q4_1 },
+	[KN_Q_Q4_K] = { &qk_q4_k_ops, KN__QP_ROWS, kn__qpack_q4_k },
 };
