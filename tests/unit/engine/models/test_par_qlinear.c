@@ -3,11 +3,12 @@
  * and packed (kn_quant.h struct kn_qpack), against the kernels called
  * directly.
  *
- * For Q8_0 and Q5_0; the plain kernels, the packed reference
+ * For Q8_0, Q5_0, Q4_1 and Q4_K; the plain kernels, the packed reference
  * (kn_qpack_for(KN_ISA_REF): the packed path is exercised on every CPU)
  * and the packed kernels of this CPU where it has them; output widths
  * 16, 80 and 208 (one tile, uneven splits over threads, several tiles per
- * thread, threads without rows); 1, 2, 17 and 40 x rows; pools of 1 and 3
+ * thread, threads without rows); widths in 64 and 640 (Q4_K: 256 and
+ * 768); 1, 2, 17 and 40 x rows; pools of 1 and 3
  * threads; with and without a bias: y equals quantize_x + gemv_xq of the
  * whole matrix per x row, plus the bias, bit for bit (eng_par_qlinear's
  * row tiles and thread splits never change a result), and nothing past y
@@ -55,7 +56,7 @@ static void expected(const struct kn_qops *q, const void *W, size_t rb, const fl
 static void run_case(const struct ops_case *c, int type, struct dev_pool *pool, size_t M,
 		     size_t N, size_t K, int with_bias)
 {
-	size_t rb = kn_qtype_row_bytes(type, K), nb = K / 32;
+	size_t rb = kn_qtype_row_bytes(type, K), nb = K / kn_qtype_get(type)->block_elems;
 	uint8_t *w = malloc(N * rb), *wp = malloc(N * rb);
 	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
 	float *want = malloc(M * N * sizeof(float)), *y = malloc((M * N + 16) * sizeof(float));
@@ -90,12 +91,13 @@ static void run_case(const struct ops_case *c, int type, struct dev_pool *pool, 
 static void test_qlinear(void **state)
 {
 	(void)state;
-	static const int types[] = { KN_Q_Q8_0, KN_Q_Q5_0 };
+	static const int types[] = { KN_Q_Q8_0, KN_Q_Q5_0, KN_Q_Q4_1, KN_Q_Q4_K };
 	static const size_t widths[] = { 16, 80, 208 }, rows[] = { 1, 2, 17, 40 };
-	static const size_t ks[] = { 64, 640 };
+	static const size_t ks32[] = { 64, 640 }, ks256[] = { 256, 768 };
 	static const int threads[] = { 1, 3 };
-	for (size_t ti = 0; ti < 2; ti++) {
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(*types); ti++) {
 		int type = types[ti];
+		const size_t *ks = type == KN_Q_Q4_K ? ks256 : ks32;
 		struct ops_case cases[3] = {
 			{ "plain", kn_qops_get(type), NULL },
 			{ "packed reference", NULL, kn_qpack_for(KN_ISA_REF, type) },
