@@ -95,12 +95,18 @@ void kn__qpack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 	kn__qpack_each(W, rb, n_rows, k, dst, KN__QP_Q8_0_BLOCK, qp_put_q8_0);
 }
 
+/* n 4-byte pieces of src into lane r of the 64-byte chunks at o. */
+static void qp_chunks(uint8_t *o, size_t r, const uint8_t *src, size_t n)
+{
+	for (size_t c = 0; c < n; c++)
+		memcpy(o + 64 * c + 4 * r, src + 4 * c, 4);
+}
+
 static void qp_put_q5_0(uint8_t *o, size_t r, const uint8_t *blk)
 {
 	memcpy(o + 2 * r, blk, 2);          /* d */
 	memcpy(o + 32 + 4 * r, blk + 2, 4); /* qh */
-	for (size_t c = 0; c < 4; c++)      /* qs */
-		memcpy(o + 96 + 64 * c + 4 * r, blk + 6 + 4 * c, 4);
+	qp_chunks(o + 96, r, blk + 6, 4);   /* qs */
 }
 
 void kn__qpack_q5_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
@@ -113,8 +119,7 @@ static void qp_put_q4_1(uint8_t *o, size_t r, const uint8_t *blk)
 {
 	memcpy(o + 2 * r, blk, 2);          /* d */
 	memcpy(o + 32 + 2 * r, blk + 2, 2); /* m */
-	for (size_t c = 0; c < 4; c++)      /* qs */
-		memcpy(o + 64 + 64 * c + 4 * r, blk + 4 + 4 * c, 4);
+	qp_chunks(o + 64, r, blk + 4, 4);   /* qs */
 }
 
 void kn__qpack_q4_1(const void *restrict W, size_t rb, size_t n_rows, size_t k,
@@ -125,13 +130,10 @@ void kn__qpack_q4_1(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 
 static void qp_put_q4_k(uint8_t *o, size_t r, const uint8_t *blk)
 {
-	memcpy(o + 2 * r, blk, 2);           /* d */
-	memcpy(o + 32 + 2 * r, blk + 2, 2);  /* dmin */
-	for (size_t i = 0; i < 3; i++)       /* scales: the three words */
-		memcpy(o + 64 + 64 * i + 4 * r, blk + 4 + 4 * i, 4);
-	for (size_t p = 0; p < 4; p++)       /* qs */
-		for (size_t c = 0; c < 8; c++)
-			memcpy(o + 256 + 512 * p + 64 * c + 4 * r, blk + 16 + 32 * p + 4 * c, 4);
+	memcpy(o + 2 * r, blk, 2);          /* d */
+	memcpy(o + 32 + 2 * r, blk + 2, 2); /* dmin */
+	qp_chunks(o + 64, r, blk + 4, 3);   /* scales: the three words */
+	qp_chunks(o + 256, r, blk + 16, 32); /* qs: quarter p's chunks at 256 + 512 p */
 }
 
 void kn__qpack_q4_k(const void *restrict W, size_t rb, size_t n_rows, size_t k,
