@@ -1,5 +1,5 @@
 /* kernels/x86/qpack_avx2.c - the packed weight layouts (kn_quant.h struct
- * kn_qpack) on AVX2: Q8_0, Q5_0 and Q4_1 in the same groups of 16 rows as
+ * kn_qpack) on AVX2: Q8_0, Q5_0, Q4_1 and Q4_K in the same groups of 16 rows as
  * every ISA (kernels/ref/qpack.c defines them), each group taken as two
  * halves of 8 rows, one ymm lane per row. Compiled with libkn_avx2's flags.
  *
@@ -19,9 +19,12 @@
  *   Q8_0 codes -127..127: vpmaddubsw needs one operand unsigned, so the
  *     block is unpacked to |w| and x takes w's signs (vpsignb); a pair can
  *     reach 32258, so every chunk widens.
+ *   Q4_K (256-element blocks): per 32-element sub-block in int16 as Q4_1,
+ *     widened by vpmaddwd against the sub-block's 6-bit scale.
  * After the block, each lane holds its row's exact integer dot; one
  * convert and one FMA with d_w * d_x (and for Q4_1 one FMA of m_w with
- * x's s, its Q8_1 partner's d times its code sum) finish it: the reference's operations in its
+ * x's s, its Q8_1 partner's d times its code sum; for Q4_K one of dmin_w
+ * d_x with the mins' sum) finish it: the reference's operations in its
  * order, so the results equal kernels/ref/qpack.c's bit for bit.
  *
  * Loop order, several x rows: a group's blocks are taken QA_TB at a time;
