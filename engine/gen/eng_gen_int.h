@@ -6,9 +6,10 @@
  * sampler and the text released so far. The loop asks it what to feed
  * (eng__gseq_next: a prompt chunk, or the token just sampled), runs the
  * batched forward pass, tells it what was fed (eng__gseq_fed) and, when
- * the logits of its last token are there, lets it sample
- * (eng__gseq_sample: picks, records, streams final text to on_text,
- * checks the stop conditions). Thread: one loop thread at a time.
+ * the logits of its last token are there, lets it sample (eng__gseq_pick,
+ * which the pool's threads may run for several sequences at once, then
+ * eng__gseq_take: records, streams final text to on_text, checks the stop
+ * conditions). Thread: one loop thread at a time, but for the picks.
  */
 #ifndef ENG_GEN_INT_H
 #define ENG_GEN_INT_H
@@ -56,11 +57,17 @@ size_t eng__gseq_next(struct eng__gseq *g, size_t max, const int32_t **tokens,
  * the last token are in place (sample next). */
 bool eng__gseq_fed(struct eng__gseq *g, size_t n);
 
-/* eng__gseq_sample - pick the next token, record it (logprobs), release
- * final text to on_text; *done when an end-of-generation token, a stop
- * string or max_tokens ended it. -ST_CANCELED when on_text asked to stop,
- * -ST_NOMEM. */
-int eng__gseq_sample(struct eng__gseq *g, bool *done);
+/* eng__gseq_pick - apply the logit bias and penalties and pick the next
+ * token (-1 when no logits are due). It touches only this sequence's
+ * logits, history and sampler, so the picks of several sequences may run
+ * on different threads at once. */
+int32_t eng__gseq_pick(struct eng__gseq *g);
+
+/* eng__gseq_take - record the token id that eng__gseq_pick gave (logprobs),
+ * release final text to on_text; *done when an end-of-generation token, a
+ * stop string or max_tokens ended it. -ST_INVAL when no logits were due,
+ * -ST_CANCELED when on_text asked to stop, -ST_NOMEM. */
+int eng__gseq_take(struct eng__gseq *g, int32_t id, bool *done);
 
 /* eng__gseq_end - release the text still held back and hand over the
  * result (*out: new; the sequence keeps nothing of it). */

@@ -35,6 +35,8 @@ struct egl {
 	struct eng__req **taken;    /* [max_num_seqs] */
 	struct eng_llm_seq *seqs;   /* [max_num_seqs] this step's batch */
 	struct eng__gen_req **in;   /* [max_num_seqs] who is in it */
+	size_t *due;                /* [max_num_seqs] batch slots whose logits are due */
+	int32_t *ids;               /* [max_num_seqs] their picks */
 };
 
 /* End running request i (moved out of the running list). */
@@ -118,16 +120,36 @@ static size_t egl_batch(struct egl *l)
 	return n;
 }
 
-/* After the pass: sample every sequence whose logits are due. */
+struct egl_picks {
+	struct egl *l;
+	size_t n;
+};
+
+static void egl_pick_part(void *arg, int ith, int nth)
+{
+	const struct egl_picks *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 1, &i0, &i1);
+	for (long i = i0; i < i1; i++)
+		a->l->ids[i] = eng__gseq_pick(a->l->in[a->l->due[i]]->seq);
+}
+
+/* After the pass: sample every sequence whose logits are due. The picks
+ * (a scan of the vocabulary each) run across the pool, each sequence's on
+ * its own state, so the thread that picks changes nothing; the tokens are
+ * then taken in batch order on this thread. */
 static void egl_sample(struct egl *l, size_t n_batch)
 {
 	double now = st_now_ms();
-	for (size_t b = 0; b < n_batch; b++) {
-		struct eng__gen_req *r = l->in[b];
-		if (!eng__gseq_fed(r->seq, l->seqs[b].n))
-			continue;
+	struct egl_picks pk = { l, 0 };
+	for (size_t b = 0; b < n_batch; b++)
+		if (eng__gseq_fed(l->in[b]->seq, l->seqs[b].n))
+			l->due[pk.n++] = b;
+	dev_pool_run(pk.n > 1 ? l->pool : NULL, egl_pick_part, &pk);
+	for (size_t i = 0; i < pk.n; i++) {
+		struct eng__gen_req *r = l->in[l->due[i]];
 		bool done = false;
-		int rc = eng__gseq_sample(r->seq, &done);
+		int rc = eng__gseq_take(r->seq, l->ids[i], &done);
 		pthread_mutex_lock(&l->s->mu);
 		if (!r->t_first) {
 			r->t_first = now;
@@ -138,9 +160,9 @@ static void egl_sample(struct egl *l, size_t n_batch)
 		pthread_mutex_unlock(&l->s->mu);
 		r->t_last = now;
 		if (rc || done)
-			for (size_t i = 0; i < l->n_run; i++)
-				if (l->run[i] == r) {
-					egl_end(l, i, rc, NULL);
+			for (size_t j = 0; j < l->n_run; j++)
+				if (l->run[j] == r) {
+					egl_end(l, j, rc, NULL);
 					break;
 				}
 	}
@@ -195,7 +217,9 @@ static int egl_init(struct egl *l, struct eng__replica *rp, struct dev_pool *poo
 	l->taken = mem_calloc(seqs, sizeof(*l->taken));
 	l->seqs = mem_calloc(seqs, sizeof(*l->seqs));
 	l->in = mem_calloc(seqs, sizeof(*l->in));
-	if (!l->run || !l->taken || !l->seqs || !l->in)
+	l->due = mem_calloc(seqs, sizeof(*l->due));
+	l->ids = mem_calloc(seqs, sizeof(*l->ids));
+	if (!l->run || !l->taken || !l->seqs || !l->in || !l->due || !l->ids)
 		return -ST_NOMEM;
 	return eng_llm_scratch_create(s->m->llm, (size_t)s->max_batch_tokens,
 				      eng_model_context(s->m), dev_pool_size(pool), &l->scratch);
@@ -208,6 +232,8 @@ static void egl_fini(struct egl *l)
 	mem_free(l->taken);
 	mem_free(l->seqs);
 	mem_free(l->in);
+	mem_free(l->due);
+	mem_free(l->ids);
 }
 
 /* The replica's work item: runs until the scheduler closes. */

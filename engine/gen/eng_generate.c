@@ -371,16 +371,22 @@ size_t eng__gseq_prompt_tokens(const struct eng__gseq *g)
 	return g->res->n_prompt_tokens;
 }
 
-int eng__gseq_sample(struct eng__gseq *g, bool *done)
+int32_t eng__gseq_pick(struct eng__gseq *g)
 {
-	*done = false;
 	if (!g->sampling)
-		return -ST_INVAL;
-	g->sampling = false;
+		return -1;
 	for (int i = 0; i < g->p->n_bias; i++)
 		g->logits[g->p->bias[i].id] += g->p->bias[i].bias;
 	eng_sampler_penalize(&g->s, g->logits, g->hist, g->n_hist);
-	int32_t id = eng_sampler_pick(&g->s, g->logits);
+	return eng_sampler_pick(&g->s, g->logits);
+}
+
+int eng__gseq_take(struct eng__gseq *g, int32_t id, bool *done)
+{
+	*done = false;
+	if (!g->sampling || id < 0)
+		return -ST_INVAL;
+	g->sampling = false;
 	return eg_step(g, id, done);
 }
 
