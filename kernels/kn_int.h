@@ -108,6 +108,21 @@ enum {
 	KN__Q8_K_BYTES = 4 + 256 + 2 * 16, /* d float, qs[256], bsums[16] */
 };
 
+/* The 6-bit scale and min of sub-block j < 8 from the 12 packed bytes
+ * (ggml get_scale_min_k4): j < 4 sit in the low 6 bits of bytes j and
+ * j + 4; j >= 4 take a nibble of byte j + 4 for their low 4 bits and the
+ * top 2 bits of bytes j - 4 / j for their high 2 bits. */
+static inline void kn__scale_min_k4(int j, const uint8_t *q, int *sc, int *m)
+{
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+	}
+}
+
 /* Whether the CPU runs AVX512-VNNI (vpdpbusd / vpdpwssd); detected with
  * the other ISAs in kn_init.c. x86/quant_avx512.c picks its gemv_xq inner
  * loops by it (VNNI, else the AVX-512BW maddubs/madd form). */

@@ -101,10 +101,8 @@ static void qp_group_q4_k(const uint8_t *gw, const uint8_t *xq, size_t nb, float
 			memcpy(&xd, xb, 4);
 			int32_t isum = 0, msum = 0;
 			for (int sb = 0; sb < 8; sb++) {
-				int sc = sb < 4 ? sc12[sb] & 63
-						: (sc12[sb + 4] & 0xf) | ((sc12[sb - 4] >> 6) << 4);
-				int m = sb < 4 ? sc12[sb + 4] & 63
-					       : (sc12[sb + 4] >> 4) | ((sc12[sb] >> 6) << 4);
+				int sc, m;
+				kn__scale_min_k4(sb, sc12, &sc, &m);
 				int32_t dot = 0;
 				for (int l = 0; l < 32; l++) {
 					uint8_t q = o[256 + 512 * (sb / 2) + 64 * (l / 4) + 4 * r + l % 4];

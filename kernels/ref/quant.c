@@ -11,7 +11,7 @@
  *   q5_1  (32 el, 24 B): d @0, m @2, qh[4] @4, qs[16] @8 as q5_0; w = q d + m.
  *   q8_0  (32 el, 34 B): d @0, int8 qs[32] @2; w = q d.
  *   q4_K (256 el, 144 B): d @0, dmin @2, scales[12] @4 (eight 6-bit scale /
- *         min pairs, kq_scale_min), qs[128] @16. Sub-block s (32 elements)
+ *         min pairs, kn_int.h kn__scale_min_k4), qs[128] @16. Sub-block s (32 elements)
  *         takes the low (s even) or high (s odd) nibbles of qs[32 (s/2) ..];
  *         w = (d sc) q - (dmin m).
  *   q5_K (256 el, 176 B): d, dmin, scales[12] as q4_K, qh[32] @16, qs[128]
@@ -70,20 +70,6 @@ static float kq_half(const uint8_t *p)
 	return kn_f16_to_f32(kq_u16(p));
 }
 
-/* The 6-bit scale and min of sub-block j < 8 from the 12 packed bytes
- * (ggml get_scale_min_k4): j < 4 sit in the low 6 bits of bytes j and
- * j + 4; j >= 4 take a nibble of byte j + 4 for their low 4 bits and the
- * top 2 bits of bytes j - 4 / j for their high 2 bits. */
-static void kq_scale_min(int j, const uint8_t *q, int *sc, int *m)
-{
-	if (j < 4) {
-		*sc = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
-		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-	}
-}
 
 /* The sixteen 6-bit q3_K scales (before their -32) from the 12 packed
  * bytes (ggml dequantize_row_q3_K): scale j's low 4 bits are nibble j / 8
@@ -180,7 +166,7 @@ static void ref_block_k45(const uint8_t *b, const uint8_t *qh, const uint8_t *qs
 	float d = kq_half(b), dmin = kq_half(b + 2);
 	for (int s = 0; s < 8; s++) {
 		int sc, m;
-		kq_scale_min(s, b + 4, &sc, &m);
+		kn__scale_min_k4(s, b + 4, &sc, &m);
 		float d1 = d * (float)sc, m1 = dmin * (float)m;
 		const uint8_t *q = qs + 32 * (s / 2);
 		for (int l = 0; l < 32; l++) {
@@ -555,7 +541,7 @@ static float ref_dot_k45(const uint8_t *b, int has_qh, const uint8_t *xi)
 	int32_t isum = 0, msum = 0;
 	for (int s = 0; s < 8; s++) {
 		int sc, m;
-		kq_scale_min(s, b + 4, &sc, &m);
+		kn__scale_min_k4(s, b + 4, &sc, &m);
 		const uint8_t *q = qs + 32 * (s / 2);
 		int32_t dot = 0;
 		for (int l = 0; l < 32; l++) {

@@ -76,17 +76,6 @@ KQ_INLINE __m128i kq_bit_x10(__m128i qh, int bit)
 	return _mm_maskz_mov_epi8(m, _mm_set1_epi8(0x10));
 }
 
-/* The 6-bit scale and min of q4_K/q5_K sub-block j (quant.c's kq_scale_min). */
-KQ_INLINE void kq_scale_min(int j, const uint8_t *q, int *sc, int *m)
-{
-	if (j < 4) {
-		*sc = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
-		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-	}
-}
 
 /* ---- decoders: 32 weights of a block -> lo (0..15), hi (16..31) ------- */
 
@@ -152,7 +141,7 @@ KQ_INLINE void kq_dq_k45(const uint8_t *b, const uint8_t *qh, const uint8_t *qs,
 			 __m512 *lo, __m512 *hi)
 {
 	int sc, m;
-	kq_scale_min(s, b + 4, &sc, &m);
+	kn__scale_min_k4(s, b + 4, &sc, &m);
 	__m512 d1 = _mm512_set1_ps(kq_half(b) * (float)sc);
 	__m512 m1 = _mm512_set1_ps(kq_half(b + 2) * (float)m);
 	const uint8_t *q = qs + 32 * (s / 2);

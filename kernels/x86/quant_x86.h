@@ -56,7 +56,7 @@ KQ_INLINE float kq_ld1_bf16(const uint8_t *p)
 	return kn_bf16_to_f32(h);
 }
 
-/* q4_K / q5_K's 8 scales and 8 mins as int16 (ref/quant.c kq_scale_min
+/* q4_K / q5_K's 8 scales and 8 mins as int16 (kn_int.h kn__scale_min_k4
  * on four lanes of a uint32 at a time). */
 KQ_INLINE void kq_k45_scales(const uint8_t *b, __m128i *sc16, __m128i *m16)
 {
