@@ -8,15 +8,17 @@
  *   acc[m,n] = sum_k xq[m,k] * wq[n,k]   (exact in int32)
  *
  * Quantization (weights at load, activations per call), symmetric per row:
- *   scale = max_k |x[k]| / 127 (float32 division), q[k] = nearbyintf(
- *   clamp(x[k] / scale, -127, 127)) (round half to even); an all-zero row
- *   has scale 0 and q = 0. Codes stay in [-127, 127] (-128 never occurs),
- *   which is what keeps the AVX2 product exact (below).
+ *   scale = max_k |x[k]| / qmax (float32 division), q[k] = nearbyintf(
+ *   clamp(x[k] / scale, -qmax, qmax)) (round half to even); an all-zero
+ *   row has scale 0 and q = 0. Weights always use qmax = 127 (codes in
+ *   [-127, 127]: -128 never occurs, which keeps the AVX2 product exact).
+ *   Activations use the variant's x_max: 127, or 63 (7-bit codes) for
+ *   "avx2-x7" below.
  *
  * Because acc is exact and the epilogue is the one fmaf above in every
  * variant (the float product xs * ws first, then the fused multiply-add),
- * all variants agree bit for bit with the scalar reference. They differ
- * only in how they reach acc:
+ * all variants agree bit for bit with the scalar reference run at the
+ * same x_max. They differ only in how they reach acc:
  *   AVX-512 VNNI, AVX-VNNI: vpdpbusd on (xq + 128) as u8 times wq as s8,
  *     minus the column compensation comp[n] = 128 * sum_k wq[n,k] stored
  *     with the packed weights (CTranslate2's u8 x s8 trick);
@@ -25,6 +27,14 @@
  *     sum is at most 2 * 127 * 127 = 32258 < 32767, so vpmaddubsw's int16
  *     saturation never triggers (with the +128 offset, 2 * 255 * 127 =
  *     64770 would overflow; hence no offset there).
+ *   AVX2 with 7-bit activations ("avx2-x7", x_max 63): vpmaddubsw on
+ *     xq + 64 (in [1, 127]) as u8 times wq as s8, then vpmaddwd with ones,
+ *     minus comp[n] / 2 = 64 * sum_k wq[n,k]. Pair sums stay within
+ *     2 * 127 * 127 as above, and the vpsignb / vpabsb of the sign trick,
+ *     which take the multiplier ports on current x86 cores, are gone: up
+ *     to 1.5x the AVX2 rate for one bit of activation precision (oneDNN's
+ *     "Nuances of int8 Computations" gives up that bit on the weights
+ *     instead, on CPUs without VNNI, for the same saturation reason).
  *
  * Packed weights (kn_i8_pack): columns in blocks of KN_I8_NB = 16, K in
  * groups of 4 (zero-padded to kn_i8_kpad(K)); byte (n, k) at
@@ -42,6 +52,7 @@
 
 #define KN_I8_NB 16 /* columns per packed block */
 #define KN_I8_KG 4  /* k-values per group */
+#define KN_I8_QMAX 127 /* the weights' code range, and most variants' x_max */
 
 /* Padded sizes of the packed layout. */
 static inline size_t kn_i8_kpad(size_t K) { return (K + 3) & ~(size_t)3; }
@@ -56,8 +67,9 @@ struct kn_i8w {
 };
 
 /* kn_i8_quantize_row - q[0..K) and *scale of one float row by the scheme
- * above (the reference every variant's quantize_rows matches). */
-void kn_i8_quantize_row(const float *x, size_t K, int8_t *q, float *scale);
+ * above with codes in [-qmax, qmax] (the reference every variant's
+ * quantize_rows matches, with qmax its x_max; 127 for weights). */
+void kn_i8_quantize_row(const float *x, size_t K, int qmax, int8_t *q, float *scale);
 
 /* kn_i8_pack - pack already quantized weights wq[N,K] (row-major, codes in
  * [-127, 127]; -128 is clamped to -127) into packed[npad * kpad] and
@@ -67,7 +79,8 @@ void kn_i8_pack(const int8_t *wq, size_t N, size_t K, int8_t *packed, int32_t *c
 /* kn_i8_quantize_w - quantize float W[N,K] per row (scale[n] =
  * max|W[n,:]| / 127) and pack it: packed[npad * kpad], scale[npad],
  * comp[npad]. scratch: kn_i8_kpad(K) bytes. Load time; each row
- * quantized by kn_i8_ops()'s quantize_rows (kn_i8_quantize_row's codes). */
+ * quantized as kn_i8_quantize_row with qmax 127 (vectorized where the CPU
+ * has AVX2). */
 void kn_i8_quantize_w(const float *W, size_t N, size_t K, int8_t *packed, float *scale,
 		      int32_t *comp, int8_t *scratch);
 
@@ -77,15 +90,18 @@ enum kn_i8_kind {
 	KN_I8_AVXVNNI,	  /* AVX-VNNI: ymm vpdpbusd */
 	KN_I8_AVX512BW,	  /* AVX-512BW without VNNI: zmm vpmaddubsw / vpmaddwd */
 	KN_I8_AVX512VNNI, /* AVX-512 VNNI: zmm vpdpbusd */
+	KN_I8_AVX2_X7,	  /* AVX2, 7-bit activations: vpmaddubsw on xq + 64 */
 	KN_I8_COUNT
 };
 
 struct kn_i8_ops {
 	enum kn_i8_kind kind;
-	const char *name; /* "ref", "avx2", "avxvnni", "avx512bw", "avx512vnni" */
+	const char *name; /* "ref", "avx2", "avxvnni", "avx512bw", "avx512vnni",
+			     "avx2-x7" */
+	int x_max;	  /* activation codes in [-x_max, x_max]: 127 or 63 */
 	/* Quantize M rows x[m * ldx + 0..K) into q[m * ldq + 0..kpad) (the
 	 * pad bytes written 0; ldq >= kn_i8_kpad(K)) and scale[m], exactly as
-	 * kn_i8_quantize_row. */
+	 * kn_i8_quantize_row with qmax = x_max. */
 	void (*quantize_rows)(const float *restrict x, size_t ldx, size_t M, size_t K,
 			      int8_t *restrict q, size_t ldq, float *restrict scale);
 	/* y[m * ldy + n] for m < M and n0 <= n < n1 (n0 a multiple of 16,
@@ -94,10 +110,25 @@ struct kn_i8_ops {
 	void (*gemm)(size_t M, size_t n0, size_t n1, const int8_t *restrict xq, size_t ldq,
 		     const float *restrict xs, const struct kn_i8w *w, const float *restrict bias,
 		     float *restrict y, size_t ldy);
+	/* gemm for activations whose codes are all in [0, 127] (rows that
+	 * are never negative, quantized by kn_i8_quantize_rows: softmax
+	 * probabilities), whatever x_max: the same y bit for bit. AVX2 reads
+	 * them as u8 directly (vpmaddubsw, no sign trick, no offset); the
+	 * others run their gemm. */
+	void (*gemm_u8)(size_t M, size_t n0, size_t n1, const int8_t *restrict xq, size_t ldq,
+			const float *restrict xs, const struct kn_i8w *w,
+			const float *restrict bias, float *restrict y, size_t ldy);
 };
 
+/* kn_i8_quantize_rows - quantize_rows at qmax 127 whatever the variant
+ * (kn_i8_quantize_row's codes, vectorized where the CPU has AVX2): the
+ * weights' scheme, and gemm_u8's activations. */
+void kn_i8_quantize_rows(const float *restrict x, size_t ldx, size_t M, size_t K,
+			 int8_t *restrict q, size_t ldq, float *restrict scale);
+
 /* kn_i8_ops - the fastest variant the ISA kn_init chose can run (AVX-512:
- * VNNI, else BW; AVX2: AVX-VNNI, else AVX2; ref: ref). Never NULL. */
+ * VNNI, else BW; AVX2: AVX-VNNI, else AVX2 with 7-bit activations; ref:
+ * ref). Never NULL. */
 const struct kn_i8_ops *kn_i8_ops(void);
 
 /* kn_i8_ops_for - one variant (tests), or NULL when the CPU lacks it. */

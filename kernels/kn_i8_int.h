@@ -23,8 +23,20 @@ static inline float kn__i8_epilogue(int32_t acc, float xs, float ws, float b)
 	return fmaf((float)acc, s, b);
 }
 
-/* The AVX2 activation quantizer (x86/i8_avx2.c), shared by the AVX-VNNI
- * and AVX-512 tables: a row is too short for zmm to pay. */
+extern const struct kn_i8_ops kn__i8_avx2_x7;	 /* x86/i8_avx2.c */
+
+/* The reference quantizer and product (ref/i8.c) at any qmax: the
+ * quantize_rows of kn_i8.h with codes in [-qmax, qmax]; the product reads
+ * plain codes whatever the range. */
+void kn__i8_quantize_rows_ref(const float *restrict x, size_t ldx, size_t M, size_t K,
+			      int8_t *restrict q, size_t ldq, float *restrict scale, int qmax);
+void kn__i8_gemm_ref(size_t M, size_t n0, size_t n1, const int8_t *restrict xq, size_t ldq,
+		     const float *restrict xs, const struct kn_i8w *w, const float *restrict bias,
+		     float *restrict y, size_t ldy);
+
+/* The AVX2 activation quantizer (x86/i8_avx2.c), codes in [-127, 127],
+ * shared by the AVX-VNNI and AVX-512 tables (a row is too short for zmm to
+ * pay) and used for every weight (kn_i8_quantize_w). */
 void kn__i8_quantize_rows_avx2(const float *restrict x, size_t ldx, size_t M, size_t K,
 			       int8_t *restrict q, size_t ldq, float *restrict scale);
 

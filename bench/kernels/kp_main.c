@@ -210,6 +210,7 @@ static void peaks(const struct cpu *c, double *ymm, double *zmm, double *dp,
 			   "GFLOP/s");
 	i8[KN_I8_AVX2] = peak("int8 ymm vpmaddubsw+vpmaddwd+vpaddd (AVX2)", kp__i8_ymm,
 			      KP_I8_YMM_OPS, ghz, "GOP/s  ");
+	i8[KN_I8_AVX2_X7] = i8[KN_I8_AVX2]; /* the same loop; x7 drops the sign trick's vpsignb */
 	if (c->avxvnni)
 		i8[KN_I8_AVXVNNI] = peak("int8 ymm vpdpbusd (AVX-VNNI)", kp__vnni_ymm,
 					 KP_VNNI_YMM_OPS, ghz, "GOP/s  ");

@@ -139,13 +139,17 @@ static void kz_gemm_bw(size_t M, size_t n0, size_t n1, const int8_t *restrict xq
 const struct kn_i8_ops kn__i8_avx512vnni = {
 	.kind = KN_I8_AVX512VNNI,
 	.name = "avx512vnni",
+	.x_max = KN_I8_QMAX,
 	.quantize_rows = kn__i8_quantize_rows_avx2,
 	.gemm = kz_gemm_vnni,
+	.gemm_u8 = kz_gemm_vnni,
 };
 
 const struct kn_i8_ops kn__i8_avx512bw = {
 	.kind = KN_I8_AVX512BW,
 	.name = "avx512bw",
+	.x_max = KN_I8_QMAX,
 	.quantize_rows = kn__i8_quantize_rows_avx2,
 	.gemm = kz_gemm_bw,
+	.gemm_u8 = kz_gemm_bw,
 };

@@ -87,6 +87,8 @@ static void kv_gemm(size_t M, size_t n0, size_t n1, const int8_t *restrict xq, s
 const struct kn_i8_ops kn__i8_avxvnni = {
 	.kind = KN_I8_AVXVNNI,
 	.name = "avxvnni",
+	.x_max = KN_I8_QMAX,
 	.quantize_rows = kn__i8_quantize_rows_avx2,
 	.gemm = kv_gemm,
+	.gemm_u8 = kv_gemm,
 };

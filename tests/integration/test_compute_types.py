@@ -159,7 +159,7 @@ def test_avx2_ceiling_runs_the_avx2_kernels(audio):
     jfk = os.path.join(AUDIO, "jfk.wav")
     r = run_capped("avx2", "--compute-type", "int8", jfk)
     assert r.returncode == 0, r.stderr
-    assert "inferd: kernels avx2, int8 avx2, bfloat16 none (INFERD_CPU_ISA avx2)" in r.stderr
+    assert "inferd: kernels avx2, int8 avx2-x7, bfloat16 none (INFERD_CPU_ISA avx2)" in r.stderr
     text = normalise(json.loads(r.stdout)["text"])
     assert text == normalise(manifest()["jfk.wav"]["reference_transcript"]), text
     cap = {"INFERD_CPU_ISA": "avx2"}
