@@ -468,6 +468,34 @@ void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t 
 	dev_pool_run(p, ep_attention_bf16, &a);
 }
 
+static void ep_attention_i8(void *arg, int ith, int nth)
+{
+	const struct ep_attn *a = arg;
+	long h0, h1;
+	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
+	if (h1 <= h0)
+		return;
+	size_t off = (size_t)h0 * a->hd, per = eng_par_attention_i8_scratch(a->n_q, a->n_kv, a->hd);
+	kn_attention_i8(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq,
+			a->k + off, a->ldk, a->v + off, a->ldv, a->out + off, a->ldo,
+			a->scratch + (size_t)ith * per);
+}
+
+size_t eng_par_attention_i8_scratch(size_t n_q, size_t n_kv, size_t head_dim)
+{
+	size_t need = (kn_attention_i8_scratch(n_kv, head_dim) + sizeof(float) - 1) / sizeof(float);
+	return n_q * n_kv > need ? n_q * n_kv : need;
+}
+
+void eng_par_attention_i8(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+			  size_t head_dim, const float *q, size_t ldq, const float *k, size_t ldk,
+			  const float *v, size_t ldv, float *out, size_t ldo, float *scratch)
+{
+	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, 0,
+			     q, k, v, out, scratch, false };
+	dev_pool_run(p, ep_attention_i8, &a);
+}
+
 /* bfloat16 products: rows split over threads, each converting its rows
  * into its own block of scratch. */
 struct ep_linear_bf16 {

@@ -97,6 +97,14 @@ void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t 
 			    float *scratch);
 size_t eng_par_attention_bf16_scratch(size_t n_q, size_t n_kv, size_t head_dim);
 
+/* kn_attention_i8 with heads split over threads; scratch holds
+ * dev_pool_size(p) * eng_par_attention_i8_scratch(n_q, n_kv, head_dim)
+ * floats (one region per thread, as for the bfloat16 path). */
+void eng_par_attention_i8(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+			  size_t head_dim, const float *q, size_t ldq, const float *k, size_t ldk,
+			  const float *v, size_t ldv, float *out, size_t ldo, float *scratch);
+size_t eng_par_attention_i8_scratch(size_t n_q, size_t n_kv, size_t head_dim);
+
 /* kn_bf16_linear (y[M,N] = x[M,K] . W^T + b with W packed by kn_bf16_pack)
  * with rows split over threads, each with its block of scratch (allocated
  * here, 32 x K bfloat16 per thread). 0, or -ST_NOMEM with nothing written. */

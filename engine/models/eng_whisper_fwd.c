@@ -42,10 +42,16 @@ int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whis
 	if (!e)
 		return -ST_NOMEM;
 	/* im2col of conv2 ([A, 3d]) or conv1 ([T, 3 n_mels]), or one attention
-	 * score block ([A, A]) per thread. */
+	 * score block ([A, A], or what the bfloat16 or int8 path needs) per
+	 * thread. */
 	if (nth < 1)
 		nth = 1;
-	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), (size_t)nth * A * A);
+	size_t hd = d / (size_t)hp->n_heads, per = A * A; /* floats per thread */
+	if (w->bf16)
+		per = eng_par_attention_bf16_scratch(A, A, hd);
+	else if (w->i8_attn)
+		per = eng_par_attention_i8_scratch(A, A, hd);
+	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), (size_t)nth * per);
 	e->x = mem_alloc(A * d * sizeof(float));
 	if (w->bf16)
 		e->cross_kv16 = mem_alloc((size_t)hp->dec_layers * ew_kv16_layer(hp) *
@@ -178,6 +184,9 @@ static void ew_encoder_attention(const struct eng_whisper *w, struct dev_pool *p
 	if (w->bf16)
 		eng_par_attention_bf16(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d,
 				       3 * d, out, d, scratch);
+	else if (w->i8_attn)
+		eng_par_attention_i8(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d,
+				     3 * d, out, d, scratch);
 	else
 		eng_par_attention(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d,
 				  out, d, false, 0, scratch);

@@ -59,6 +59,8 @@ struct eng_whisper {
 	struct ew_norm dec_ln;
 	bool bf16;                     /* encoder attention in bfloat16 (kn_attention_bf16),
 					* and the cross-attention keys and values kept so */
+	bool i8_attn;                  /* encoder attention on the int8 path
+					* (kn_attention_i8): compute type int8 */
 	void **allocs;                 /* every weight array above, for destroy */
 	size_t n_allocs, cap_allocs;
 	size_t weight_bytes;

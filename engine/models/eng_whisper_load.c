@@ -512,6 +512,7 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 								  "process at AVX2)" : "");
 	}
 	w->bf16 = bf16;
+	w->i8_attn = int8;
 	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8_enc = int8, .bf16 = bf16,
 			    .int8_dec = int8 || ct == ENG_COMPUTE_INT8_BFLOAT16, .err = err,
 			    .errlen = errlen };

@@ -1,15 +1,20 @@
 /* tests/unit/kernels/test_i8.c - the int8 products of kernels/kn_i8.h:
- *   - the quantizer on hand-computed rows (scale = amax / 127, round half
- *     to even, clamp, an all-zero row), in every variant, pad bytes zero;
+ *   - the quantizer on hand-computed rows (scale = amax / x_max, round
+ *     half to even, clamp, an all-zero row), in every variant at its own
+ *     x_max (127, or 63 for avx2-x7), pad bytes zero;
  *   - packing: the reference product equals a plain dot product of the
  *     unpacked codes (so the layout and the compensation are right);
- *   - every SIMD variant (AVX2, AVX-VNNI, AVX-512BW, AVX-512 VNNI, where
- *     the CPU has them) against the reference bit for bit, quantizer and
+ *   - every SIMD variant (AVX2, AVX2 with 7-bit activations, AVX-VNNI,
+ *     AVX-512BW, AVX-512 VNNI, where the CPU has them) against the
+ *     reference at the variant's x_max bit for bit, quantizer and
  *     product, over odd shapes (tails in M, N and K), column sub-ranges,
  *     with and without bias, leading dimensions wider than the rows;
- *   - extreme codes (every x and w at +-127): the AVX2 sign trick must not
- *     saturate, VNNI's compensation must cancel exactly;
- *   - the result is the float product within the quantization error.
+ *   - extreme codes (every x at +-x_max, every w at +-127): the AVX2 sign
+ *     trick and the x7 offset must not saturate, VNNI's and x7's
+ *     compensation must cancel exactly;
+ *   - the result is the float product within the quantization error;
+ *   - gemm_u8 (never-negative rows) bit for bit with the reference gemm;
+ *   - kn_attention_i8 against kn_attention within the quantization error.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +28,7 @@
 #include <string.h>
 
 #include "kernels/kn.h"
+#include "kernels/kn_attn.h"
 #include "kernels/kn_i8.h"
 #include "tests/unit/kernels/kn_test_rng.h"
 
@@ -52,27 +58,44 @@ static void check_row(const struct kn_i8_ops *o, const float *x, size_t K, float
 static void test_quantizer_hand(void **state)
 {
 	(void)state;
-	/* amax 127: scale 1, codes = round half even of x */
+	/* x_max 127. amax 127: scale 1, codes = round half even of x */
 	const float a[7] = { 127.0f, -3.5f, 2.5f, 0.4f, -126.6f, 64.5f, 0.0f };
 	const int8_t qa[7] = { 127, -4, 2, 0, -127, 64, 0 };
 	/* amax 254: scale 2 */
 	const float b[5] = { -254.0f, 1.0f, 3.0f, -127.0f, 200.0f };
 	const int8_t qb[5] = { -127, 0, 2, -64, 100 };
+	/* x_max 63 (avx2-x7). amax 63: scale 1; amax 126: scale 2 */
+	const float a7[7] = { 63.0f, -3.5f, 2.5f, 0.4f, -62.6f, 31.5f, 0.0f };
+	const int8_t qa7[7] = { 63, -4, 2, 0, -63, 32, 0 };
+	const float b7[5] = { -126.0f, 1.0f, 3.0f, -63.0f, 100.0f };
+	const int8_t qb7[5] = { -63, 0, 2, -32, 50 };
 	const float z[3] = { 0.0f, -0.0f, 0.0f };
 	const int8_t qz[3] = { 0, 0, 0 };
+	int seen63 = 0;
 	for (int kind = 0; kind < KN_I8_COUNT; kind++) {
 		const struct kn_i8_ops *o = kn_i8_ops_for((enum kn_i8_kind)kind);
 		if (!o)
 			continue;
-		check_row(o, a, 7, 1.0f, qa);
-		check_row(o, b, 5, 2.0f, qb);
+		assert_true(o->x_max == 127 || o->x_max == 63);
+		if (o->x_max == 127) {
+			check_row(o, a, 7, 1.0f, qa);
+			check_row(o, b, 5, 2.0f, qb);
+		} else {
+			check_row(o, a7, 7, 1.0f, qa7);
+			check_row(o, b7, 5, 2.0f, qb7);
+			seen63++;
+		}
 		check_row(o, z, 3, 0.0f, qz);
 	}
+	assert_int_equal(seen63, kn_i8_ops_for(KN_I8_AVX2_X7) != NULL);
 	int8_t q[7];
 	float s;
-	kn_i8_quantize_row(a, 7, q, &s);
+	kn_i8_quantize_row(a, 7, KN_I8_QMAX, q, &s);
 	assert_true(s == 1.0f);
 	assert_memory_equal(q, qa, 7);
+	kn_i8_quantize_row(b7, 5, 63, q, &s);
+	assert_true(s == 2.0f);
+	assert_memory_equal(q, qb7, 5);
 }
 
 /* One problem: float x [M, ldx], W [N, K], its packed int8 form. */
@@ -123,16 +146,16 @@ static void prob_fini(struct prob *p)
 }
 
 /* The reference against a plain dot product of codes quantized row by
- * row with kn_i8_quantize_row (no packing involved). */
-static void check_ref_unpacked(struct prob *p, const float *y)
+ * row with kn_i8_quantize_row (x at x_max, W at 127; no packing). */
+static void check_ref_unpacked(struct prob *p, int x_max, const float *y)
 {
 	int8_t *wq = malloc(p->K), *xq = malloc(p->K);
 	assert_true(wq && xq);
 	for (size_t m = 0; m < p->M; m++) {
 		float xs, ws;
-		kn_i8_quantize_row(p->x + m * p->ldx, p->K, xq, &xs);
+		kn_i8_quantize_row(p->x + m * p->ldx, p->K, x_max, xq, &xs);
 		for (size_t n = 0; n < p->N; n++) {
-			kn_i8_quantize_row(p->W + n * p->K, p->K, wq, &ws);
+			kn_i8_quantize_row(p->W + n * p->K, p->K, KN_I8_QMAX, wq, &ws);
 			int32_t acc = 0;
 			for (size_t k = 0; k < p->K; k++)
 				acc += (int32_t)xq[k] * wq[k];
@@ -151,6 +174,18 @@ static void check_ref_unpacked(struct prob *p, const float *y)
 	free(xq);
 }
 
+/* The reference's codes of p's rows at x_max (kn_i8_quantize_row, pad
+ * bytes 0) into p->xq / p->xs, then its product over [n0, N) into y. */
+static void run_ref(struct prob *p, int x_max, size_t n0, bool bias, float *y)
+{
+	for (size_t m = 0; m < p->M; m++) {
+		memset(p->xq + m * p->ldq, 0, kn_i8_kpad(p->K));
+		kn_i8_quantize_row(p->x + m * p->ldx, p->K, x_max, p->xq + m * p->ldq, &p->xs[m]);
+	}
+	kn_i8_ops_for(KN_I8_REF)->gemm(p->M, n0, p->N, p->xq, p->ldq, p->xs, &p->w,
+				       bias ? p->b : NULL, y, p->ldy);
+}
+
 /* Run variant o on p over columns [n0, n1) with or without bias into y. */
 static void run(const struct kn_i8_ops *o, struct prob *p, size_t n0, size_t n1, bool bias,
 		float *y)
@@ -159,26 +194,27 @@ static void run(const struct kn_i8_ops *o, struct prob *p, size_t n0, size_t n1,
 	o->gemm(p->M, n0, n1, p->xq, p->ldq, p->xs, &p->w, bias ? p->b : NULL, y, p->ldy);
 }
 
+/* Every variant (the reference's own quantize_rows too) against the
+ * reference at the variant's x_max, bit for bit. */
 static void compare_variants(struct prob *p)
 {
-	const struct kn_i8_ops *ref = kn_i8_ops_for(KN_I8_REF);
 	size_t ny = p->M * p->ldy;
 	float *yr = malloc(ny * sizeof(float)), *yv = malloc(ny * sizeof(float));
 	int8_t *xq_ref = malloc(p->M * p->ldq);
 	float *xs_ref = malloc(p->M * sizeof(float));
 	assert_true(yr && yv && xq_ref && xs_ref);
-	for (int bias = 0; bias < 2; bias++) {
-		size_t n0 = bias && p->N > 16 ? 16 : 0; /* a column sub-range too */
-		memset(yr, 0, ny * sizeof(float));
-		run(ref, p, n0, p->N, bias, yr);
-		if (bias && n0 == 0)
-			check_ref_unpacked(p, yr);
-		memcpy(xq_ref, p->xq, p->M * p->ldq);
-		memcpy(xs_ref, p->xs, p->M * sizeof(float));
-		for (int kind = KN_I8_REF + 1; kind < KN_I8_COUNT; kind++) {
-			const struct kn_i8_ops *o = kn_i8_ops_for((enum kn_i8_kind)kind);
-			if (!o)
-				continue;
+	for (int kind = KN_I8_REF; kind < KN_I8_COUNT; kind++) {
+		const struct kn_i8_ops *o = kn_i8_ops_for((enum kn_i8_kind)kind);
+		if (!o)
+			continue;
+		for (int bias = 0; bias < 2; bias++) {
+			size_t n0 = bias && p->N > 16 ? 16 : 0; /* a column sub-range too */
+			memset(yr, 0, ny * sizeof(float));
+			run_ref(p, o->x_max, n0, bias, yr);
+			if (bias && n0 == 0)
+				check_ref_unpacked(p, o->x_max, yr);
+			memcpy(xq_ref, p->xq, p->M * p->ldq);
+			memcpy(xs_ref, p->xs, p->M * sizeof(float));
 			memset(yv, 0, ny * sizeof(float));
 			memset(p->xq, 0x33, p->M * p->ldq);
 			run(o, p, n0, p->N, bias, yv);
@@ -215,7 +251,8 @@ static void test_variants_vs_ref(void **state)
 			}
 }
 
-/* Every code +-127: the largest int16 pair sums the AVX2 path forms. */
+/* Every code +-x_max: the largest int16 pair sums the AVX2 paths form
+ * (avx2-x7: x + 64 = 127 or 1 against w = +-127). */
 static void test_extreme_codes(void **state)
 {
 	(void)state;
@@ -223,6 +260,102 @@ static void test_extreme_codes(void **state)
 	prob_init(&p, 5, 70, 1539, 0.75f);
 	compare_variants(&p);
 	prob_fini(&p);
+}
+
+/* gemm_u8 of every variant on never-negative rows (codes in [0, 127] by
+ * kn_i8_quantize_rows) against the reference gemm, bit for bit, the
+ * largest codes included (every x at its row's max: 127 against +-127). */
+static void check_gemm_u8(size_t M, size_t N, size_t K, float xval)
+{
+	struct prob p;
+	prob_init(&p, M, N, K, 0.0f);
+	for (size_t i = 0; i < M * p.ldx; i++)
+		p.x[i] = xval ? xval : fabsf(p.x[i]);
+	size_t ny = M * p.ldy;
+	float *yr = malloc(ny * sizeof(float)), *yv = malloc(ny * sizeof(float));
+	assert_true(yr && yv);
+	kn_i8_quantize_rows(p.x, p.ldx, M, K, p.xq, p.ldq, p.xs);
+	for (size_t m = 0; m < M; m++)
+		for (size_t k = 0; k < K; k++)
+			assert_true(p.xq[m * p.ldq + k] >= 0);
+	memset(yr, 0, ny * sizeof(float));
+	kn_i8_ops_for(KN_I8_REF)->gemm(M, 0, N, p.xq, p.ldq, p.xs, &p.w, p.b, yr, p.ldy);
+	for (int kind = KN_I8_REF; kind < KN_I8_COUNT; kind++) {
+		const struct kn_i8_ops *o = kn_i8_ops_for((enum kn_i8_kind)kind);
+		if (!o)
+			continue;
+		memset(yv, 0, ny * sizeof(float));
+		o->gemm_u8(M, 0, N, p.xq, p.ldq, p.xs, &p.w, p.b, yv, p.ldy);
+		if (memcmp(yr, yv, ny * sizeof(float)))
+			fail_msg("%s gemm_u8: M %zu N %zu K %zu differs from ref", o->name, M, N, K);
+	}
+	free(yr);
+	free(yv);
+	prob_fini(&p);
+}
+
+static void test_gemm_u8(void **state)
+{
+	(void)state;
+	check_gemm_u8(9, 100, 67, 0.0f);
+	check_gemm_u8(4, 64, 1500, 0.0f);
+	check_gemm_u8(5, 33, 384, 0.0f);
+	check_gemm_u8(5, 70, 1539, 0.75f);
+}
+
+/* kn_attention_i8 against kn_attention (float32) under every kn_ops table
+ * the CPU runs (the int8 variant follows it: avx2-x7 under AVX2), with
+ * q, k, v in [-2, 2): every output within 0.1 of float32's, their mean
+ * error within 0.01 (0.003 measured: the quantization's, about 1 % of a
+ * score and of a probability), and the padding past each output row left
+ * alone. */
+static void attention_i8_against_float(size_t n_q, size_t n_kv, size_t H, size_t hd)
+{
+	size_t d = H * hd, ld = 3 * d + 5, n = n_q > n_kv ? n_q : n_kv, ldo = d + 3;
+	float *qkv = malloc(n * ld * sizeof(float)), *want = malloc(n_q * d * sizeof(float));
+	float *got = malloc(n_q * ldo * sizeof(float)), *fs = malloc(n_q * n_kv * sizeof(float));
+	void *scratch = malloc(kn_attention_i8_scratch(n_kv, hd));
+	assert_true(qkv && want && got && fs && scratch);
+	for (size_t i = 0; i < n * ld; i++)
+		qkv[i] = 2.0f * rng_uniform();
+	for (size_t i = 0; i < n_q * ldo; i++)
+		got[i] = 12345.0f;
+	kn_attention(n_q, n_kv, H, hd, qkv, ld, qkv + d, ld, qkv + 2 * d, ld, want, d, false, 0, fs);
+	kn_attention_i8(n_q, n_kv, H, hd, qkv, ld, qkv + d, ld, qkv + 2 * d, ld, got, ldo, scratch);
+	double sum = 0.0;
+	for (size_t i = 0; i < n_q; i++) {
+		for (size_t c = 0; c < d; c++) {
+			double e = fabs((double)got[i * ldo + c] - want[i * d + c]);
+			if (!(e <= 0.1))
+				fail_msg("%s: %zu x %zu, %zu x %zu: row %zu col %zu: %g vs %g",
+					 kn_i8_ops()->name, n_q, n_kv, H, hd, i, c, got[i * ldo + c],
+					 want[i * d + c]);
+			sum += e;
+		}
+		for (size_t c = d; c < ldo; c++)
+			assert_true(got[i * ldo + c] == 12345.0f);
+	}
+	assert_true(sum / (double)(n_q * d) <= 0.01);
+	free(qkv);
+	free(want);
+	free(got);
+	free(fs);
+	free(scratch);
+}
+
+static void test_attention_i8(void **state)
+{
+	(void)state;
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		if (!kn_ops_for((enum kn_isa)isa))
+			continue;
+		kn_init((enum kn_isa)isa);
+		attention_i8_against_float(100, 70, 2, 64);
+		attention_i8_against_float(1, 1, 1, 64);
+		attention_i8_against_float(200, 300, 3, 32);
+		attention_i8_against_float(97, 130, 2, 18);
+	}
+	kn_init(KN_ISA_COUNT);
 }
 
 static void test_dispatch(void **state)
@@ -236,7 +369,7 @@ static void test_dispatch(void **state)
 	if (kn_ops_for(KN_ISA_AVX2)) {
 		kn_init(KN_ISA_AVX2);
 		enum kn_i8_kind k = kn_i8_ops()->kind;
-		assert_true(k == KN_I8_AVX2 || k == KN_I8_AVXVNNI);
+		assert_true(k == KN_I8_AVX2_X7 || k == KN_I8_AVXVNNI);
 	}
 	kn_init(KN_ISA_COUNT);
 }
@@ -252,6 +385,8 @@ int main(void)
 		cmocka_unit_test(test_quantizer_hand),
 		cmocka_unit_test(test_variants_vs_ref),
 		cmocka_unit_test(test_extreme_codes),
+		cmocka_unit_test(test_gemm_u8),
+		cmocka_unit_test(test_attention_i8),
 		cmocka_unit_test(test_dispatch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
