@@ -78,6 +78,13 @@ struct kn_ops {
 	 * scale_add(x, scale, NULL), softmax(x) and kn_f32_to_bf16 of each
 	 * element give in the same table. n >= 1, n_pad >= n. */
 	void (*softmax_bf16)(float *x, size_t n, float scale, uint16_t *y, size_t n_pad);
+	/* x's softmax quantized per row as kn_i8.h would, into never-negative
+	 * codes (gemm_u8's): e[i] = exp(x[i] - max x) left in x[0..n),
+	 * q[i] = nearbyintf(127 * e[i]) (in [0, 127]; the largest is 127),
+	 * q[n..n_pad) = 0, *scale = 1 / (127 * sum e), so that p[i] ~ q[i] *
+	 * *scale. Three passes instead of softmax's three plus the
+	 * quantizer's two, no division per element. n >= 1, n_pad >= n. */
+	void (*softmax_i8)(float *x, size_t n, int8_t *q, size_t n_pad, float *scale);
 	/* y[c] = sum_r x[r] * bf16(W[r*ldw + c]) for c < n, W bfloat16 bits,
 	 * y overwritten: a row vector times a bfloat16 matrix (a decode
 	 * step's query times a head's transposed key cache, its probabilities

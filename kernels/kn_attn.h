@@ -35,8 +35,8 @@ size_t kn_attention_bf16_scratch(size_t n_kv, size_t head_dim);
  * int8 path of kn_i8.h (kn_i8_ops(), the "int8" compute types): per head,
  * the keys quantized per key and the values per head dimension (codes in
  * [-127, 127], as weights are), the queries per row at the variant's
- * x_max, the softmax probabilities per row at 127 (gemm_u8); scores and
- * softmax in float32.
+ * x_max, the softmax probabilities per row at 127 (kn_ops softmax_i8,
+ * then gemm_u8); scores and softmax in float32.
  * scratch: kn_attention_i8_scratch(n_kv, head_dim) bytes, any alignment. */
 void kn_attention_i8(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, const float *q,
 		     size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv,

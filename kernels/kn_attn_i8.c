@@ -8,9 +8,10 @@
  * its "weights" (one scale per key), the second the head's values
  * transposed (one scale per head dimension, over all keys). Queries are
  * quantized per row at the variant's x_max; probabilities, never
- * negative, per row at 127 into gemm_u8 (on AVX2: u8 codes, no sign
- * trick), since with both at 7 bits (avx2-x7) the test clips lost two
- * words and with either at 8 bits none. The scaling by 1 / sqrt(head_dim)
+ * negative, per row at 127 as the softmax computes them (kn_ops
+ * softmax_i8) into gemm_u8 (on AVX2: u8 codes, no sign trick), since with
+ * both at 7 bits (avx2-x7) the test clips lost two words and with either
+ * at 8 bits none. The scaling by 1 / sqrt(head_dim)
  * rides on the query scales; softmax is float32.
  */
 #include <math.h>
@@ -102,10 +103,9 @@ void kn_attention_i8(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, c
 			for (size_t i = 0; i < rows; i++)
 				qs[i] *= scale;
 			i8->gemm(rows, 0, n_kv, qq, kk, qs, &kw, NULL, S, n_kv);
+			/* out_h = P v, P quantized as the softmax computes it */
 			for (size_t i = 0; i < rows; i++)
-				ops->softmax(S + i * n_kv, n_kv);
-			/* out_h = P v */
-			kn_i8_quantize_rows(S, n_kv, rows, n_kv, pq, vk, ps);
+				ops->softmax_i8(S + i * n_kv, n_kv, pq + i * vk, vk, &ps[i]);
 			i8->gemm_u8(rows, 0, head_dim, pq, vk, ps, &vw, NULL, out + i0 * ldo + off,
 				    ldo);
 		}

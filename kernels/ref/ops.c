@@ -167,6 +167,20 @@ static void ref_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_
 		y[i] = i < n ? kn_f32_to_bf16(x[i]) : 0;
 }
 
+static void ref_softmax_i8(float *x, size_t n, int8_t *q, size_t n_pad, float *scale)
+{
+	float max = x[0], sum = 0.0f;
+	for (size_t i = 1; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	for (size_t i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+	for (size_t i = 0; i < n_pad; i++)
+		q[i] = i < n ? (int8_t)nearbyintf(127.0f * x[i]) : 0;
+	*scale = 1.0f / (127.0f * sum);
+}
+
 const struct kn_ops kn__ops_ref = {
 	.isa = KN_ISA_REF,
 	.name = "ref",
@@ -184,5 +198,6 @@ const struct kn_ops kn__ops_ref = {
 	.silu_mul = ref_silu_mul,
 	.logsumexp = ref_logsumexp,
 	.softmax_bf16 = ref_softmax_bf16,
+	.softmax_i8 = ref_softmax_i8,
 	.gemv_t_bf16 = ref_gemv_t_bf16,
 };

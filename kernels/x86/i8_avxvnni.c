@@ -75,12 +75,18 @@ static void kv_gemm(size_t M, size_t n0, size_t n1, const int8_t *restrict xq, s
 		    const float *restrict xs, const struct kn_i8w *w, const float *restrict bias,
 		    float *restrict y, size_t ldy)
 {
-	for (size_t nb = n0 / KN_I8_NB; nb * KN_I8_NB < n1; nb++) {
-		size_t m = 0;
+	/* four column blocks per sweep over the rows, as x86/i8_avx2.c's
+	 * KI_CHUNK (one block per sweep left the wide products at two thirds
+	 * of the rate there) */
+	size_t nb1 = (n1 + KN_I8_NB - 1) / KN_I8_NB;
+	for (size_t c0 = n0 / KN_I8_NB; c0 < nb1; c0 += 4) {
+		size_t c1 = c0 + 4 < nb1 ? c0 + 4 : nb1, m = 0;
 		for (; m + 4 <= M; m += 4)
-			kv_block(4, m, nb, n1, xq, ldq, xs, w, bias, y, ldy);
+			for (size_t nb = c0; nb < c1; nb++)
+				kv_block(4, m, nb, n1, xq, ldq, xs, w, bias, y, ldy);
 		for (; m < M; m++)
-			kv_block(1, m, nb, n1, xq, ldq, xs, w, bias, y, ldy);
+			for (size_t nb = c0; nb < c1; nb++)
+				kv_block(1, m, nb, n1, xq, ldq, xs, w, bias, y, ldy);
 	}
 }
 

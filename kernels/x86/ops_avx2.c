@@ -438,6 +438,39 @@ static void avx2_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size
 		y[i] = i < n ? kn_f32_to_bf16(x[i]) : 0;
 }
 
+static void avx2_softmax_i8(float *x, size_t n, int8_t *q, size_t n_pad, float *scale)
+{
+	float max = avx2_row_max(x, n), sum;
+	__m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+		_mm256_storeu_ps(x + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	sum = hsum8(acc);
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+	/* codes: 127 e rounded to nearest even (MXCSR), packed with the
+	 * in-lane packs undone by one dword permute */
+	const __m256 v127 = _mm256_set1_ps(127.0f);
+	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	for (i = 0; i + 4 * W <= n; i += 4 * W) {
+		__m256i c[4];
+		for (int j = 0; j < 4; j++)
+			c[j] = _mm256_cvtps_epi32(
+				_mm256_mul_ps(_mm256_loadu_ps(x + i + (size_t)j * W), v127));
+		__m256i ab = _mm256_packs_epi32(c[0], c[1]), cd = _mm256_packs_epi32(c[2], c[3]);
+		_mm256_storeu_si256((__m256i *)(q + i),
+				    _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), perm));
+	}
+	for (; i < n_pad; i++)
+		q[i] = i < n ? (int8_t)nearbyintf(127.0f * x[i]) : 0;
+	*scale = 1.0f / (127.0f * sum);
+}
+
 const struct kn_ops kn__ops_avx2 = {
 	.isa = KN_ISA_AVX2,
 	.name = "avx2",
@@ -455,5 +488,6 @@ const struct kn_ops kn__ops_avx2 = {
 	.silu_mul = avx2_silu_mul,
 	.logsumexp = avx2_logsumexp,
 	.softmax_bf16 = avx2_softmax_bf16,
+	.softmax_i8 = avx2_softmax_i8,
 	.gemv_t_bf16 = avx2_gemv_t_bf16,
 };

@@ -190,6 +190,20 @@ static void avx512_softmax(float *x, size_t n)
 		x[i] *= inv;
 }
 
+static void avx512_softmax_i8(float *x, size_t n, int8_t *q, size_t n_pad, float *scale)
+{
+	float sum = avx512_exp_sum(x, n, avx512_row_max(x, n));
+	const __m512 v127 = SET1(127.0f);
+	size_t i = 0;
+	for (; i + W <= n; i += W) /* nearest even (MXCSR), then vpmovdb */
+		_mm_storeu_si128((__m128i *)(q + i),
+				 _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(
+					 _mm512_mul_ps(_mm512_loadu_ps(x + i), v127))));
+	for (; i < n_pad; i++)
+		q[i] = i < n ? (int8_t)nearbyintf(127.0f * x[i]) : 0;
+	*scale = 1.0f / (127.0f * sum);
+}
+
 /* 16 bfloat16 at p (the first nv; the rest 0) widened to float32. */
 static inline __m512 bf16x16(const uint16_t *p, __mmask16 m)
 {
@@ -480,5 +494,6 @@ const struct kn_ops kn__ops_avx512 = {
 	.silu_mul = avx512_silu_mul,
 	.logsumexp = avx512_logsumexp,
 	.softmax_bf16 = avx512_softmax_bf16,
+	.softmax_i8 = avx512_softmax_i8,
 	.gemv_t_bf16 = avx512_gemv_t_bf16,
 };

@@ -14,6 +14,7 @@
  *     compensation must cancel exactly;
  *   - the result is the float product within the quantization error;
  *   - gemm_u8 (never-negative rows) bit for bit with the reference gemm;
+ *   - kn_ops softmax_i8 against the definition in every table;
  *   - kn_attention_i8 against kn_attention within the quantization error.
  */
 #include <stdarg.h>
@@ -303,6 +304,44 @@ static void test_gemm_u8(void **state)
 	check_gemm_u8(5, 70, 1539, 0.75f);
 }
 
+/* kn_ops softmax_i8 of every table on rows of n in [1, 300] scores in
+ * [-10, 10) (every 5th -INFINITY): the exps left in x within 1e-6 of
+ * exp(x - max) in double; each code exactly nearbyintf(127 e), the
+ * largest 127; the padding 0; the scale 1 / (127 sum e) within 1e-6
+ * relative of the double sum of the exps it left. */
+static void test_softmax_i8(void **state)
+{
+	(void)state;
+	float x[300], x0[300];
+	int8_t q[340];
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		for (size_t n = 1; ops && n <= 300; n += n < 40 ? 1 : 37) {
+			double max = -INFINITY, sum = 0.0;
+			for (size_t i = 0; i < n; i++) {
+				x0[i] = x[i] = i % 5 == 3 ? -INFINITY : 10.0f * rng_uniform();
+				max = x[i] > max ? x[i] : max;
+			}
+			memset(q, 0x55, sizeof(q));
+			float s = -1.0f;
+			ops->softmax_i8(x, n, q, n + 33, &s);
+			int top = 0;
+			for (size_t i = 0; i < n; i++) {
+				double e = exp((double)x0[i] - max);
+				if (!(fabs(x[i] - e) <= 1e-6))
+					fail_msg("%s n %zu: e[%zu] %g, want %g", ops->name, n, i, x[i], e);
+				assert_int_equal(q[i], (int8_t)nearbyintf(127.0f * x[i]));
+				top = q[i] > top ? q[i] : top;
+				sum += x[i];
+			}
+			assert_int_equal(top, 127);
+			for (size_t i = n; i < n + 33; i++)
+				assert_int_equal(q[i], 0);
+			assert_true(fabs(s * 127.0 * sum - 1.0) <= 1e-6);
+		}
+	}
+}
+
 /* kn_attention_i8 against kn_attention (float32) under every kn_ops table
  * the CPU runs (the int8 variant follows it: avx2-x7 under AVX2), with
  * q, k, v in [-2, 2): every output within 0.1 of float32's, their mean
@@ -386,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_variants_vs_ref),
 		cmocka_unit_test(test_extreme_codes),
 		cmocka_unit_test(test_gemm_u8),
+		cmocka_unit_test(test_softmax_i8),
 		cmocka_unit_test(test_attention_i8),
 		cmocka_unit_test(test_dispatch),
 	};
