@@ -174,16 +174,13 @@ static float avx2_row_max(const float *x, size_t n)
 	return max;
 }
 
-static void avx2_softmax(float *x, size_t n)
+/* x[i] = e^(x[i] - max) in place; returns their float sum (vector lanes,
+ * then the tail in order). */
+static float avx2_exp_sum(float *x, size_t n, float max)
 {
-	if (n == 0)
-		return;
-	size_t i;
-	float max = avx2_row_max(x, n);
-
-	__m256 vmax = _mm256_set1_ps(max);
-	__m256 acc = _mm256_setzero_ps();
-	for (i = 0; i + W <= n; i += W) {
+	__m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
 		__m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
 		_mm256_storeu_ps(x + i, e);
 		acc = _mm256_add_ps(acc, e);
@@ -193,8 +190,15 @@ static void avx2_softmax(float *x, size_t n)
 		x[i] = expf(x[i] - max);
 		sum += x[i];
 	}
+	return sum;
+}
 
-	float inv = 1.0f / sum;
+static void avx2_softmax(float *x, size_t n)
+{
+	if (n == 0)
+		return;
+	size_t i;
+	float inv = 1.0f / avx2_exp_sum(x, n, avx2_row_max(x, n));
 	__m256 vinv = _mm256_set1_ps(inv);
 	for (i = 0; i + W <= n; i += W)
 		_mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
@@ -440,19 +444,8 @@ static void avx2_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size
 
 static void avx2_softmax_i8(float *x, size_t n, int8_t *q, size_t n_pad, float *scale)
 {
-	float max = avx2_row_max(x, n), sum;
-	__m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
-	size_t i = 0;
-	for (; i + W <= n; i += W) {
-		__m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
-		_mm256_storeu_ps(x + i, e);
-		acc = _mm256_add_ps(acc, e);
-	}
-	sum = hsum8(acc);
-	for (; i < n; i++) {
-		x[i] = expf(x[i] - max);
-		sum += x[i];
-	}
+	float sum = avx2_exp_sum(x, n, avx2_row_max(x, n));
+	size_t i;
 	/* codes: 127 e rounded to nearest even (MXCSR), packed with the
 	 * in-lane packs undone by one dword permute */
 	const __m256 v127 = _mm256_set1_ps(127.0f);
