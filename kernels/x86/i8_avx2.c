@@ -163,9 +163,12 @@ ki_tile_u8(int MR, int8_t off8, size_t groups, const int8_t *xq, size_t ldq, con
 			"add $64, %[w]\n\t"
 			"dec %[g]\n\t"
 			"jnz 1b\n\t"
-			: [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3),
-			  [a4] "+x"(a4), [a5] "+x"(a5), [a6] "+x"(a6), [a7] "+x"(a7),
-			  [x0] "+r"(x0), [x3] "+r"(x3), [w] "+r"(wb), [g] "+r"(g)
+			/* early-clobber (&): an accumulator is written while ones,
+			 * off and ld are still read, so none may share its register
+			 * (GCC did share a zero accumulator with off = 0) */
+			: [a0] "+&x"(a0), [a1] "+&x"(a1), [a2] "+&x"(a2), [a3] "+&x"(a3),
+			  [a4] "+&x"(a4), [a5] "+&x"(a5), [a6] "+&x"(a6), [a7] "+&x"(a7),
+			  [x0] "+&r"(x0), [x3] "+&r"(x3), [w] "+&r"(wb), [g] "+&r"(g)
 			: [ld] "r"(ldq), [ones] "x"(ones), [off] "x"(off)
 			: "xmm8", "xmm9", "xmm12", "xmm13", "xmm14", "cc", "memory");
 		acc[0][0] = a0, acc[0][1] = a1, acc[1][0] = a2, acc[1][1] = a3;

@@ -263,6 +263,20 @@ static void test_extreme_codes(void **state)
 	prob_fini(&p);
 }
 
+/* The encoder's shapes (whisper tiny: 384 wide, 1536 inner), 64 rows as
+ * the engine quantizes them at a time. */
+static void test_encoder_shapes(void **state)
+{
+	(void)state;
+	static const size_t shapes[][3] = { { 64, 1152, 384 }, { 64, 384, 1536 }, { 37, 1536, 384 } };
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct prob p;
+		prob_init(&p, shapes[i][0], shapes[i][1], shapes[i][2], 0.0f);
+		compare_variants(&p);
+		prob_fini(&p);
+	}
+}
+
 /* gemm_u8 of every variant on never-negative rows (codes in [0, 127] by
  * kn_i8_quantize_rows) against the reference gemm, bit for bit, the
  * largest codes included (every x at its row's max: 127 against +-127). */
@@ -424,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_quantizer_hand),
 		cmocka_unit_test(test_variants_vs_ref),
 		cmocka_unit_test(test_extreme_codes),
+		cmocka_unit_test(test_encoder_shapes),
 		cmocka_unit_test(test_gemm_u8),
 		cmocka_unit_test(test_softmax_i8),
 		cmocka_unit_test(test_attention_i8),
