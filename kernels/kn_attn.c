@@ -16,6 +16,7 @@
 #include "kernels/kn_attn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
+#include "kernels/kn_int.h"
 
 /* Row-wise softmax of S[n_q, n_kv]. With the causal mask, row i sees
  * keys 0..q_pos0+i only: softmax over that prefix and 0 after it, which is
@@ -34,10 +35,6 @@ static void kn_attn_softmax_rows(float *S, size_t n_q, size_t n_kv, bool causal,
 		memset(row + n_seen, 0, (n_kv - n_seen) * sizeof(*row));
 	}
 }
-
-/* Query rows per block of kn_attention: 96 x 1500 scores are 576 KB,
- * within a core's L2 beside the panels of the products. */
-#define KN_ATTN_ROWS 96
 
 void kn_attention(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, const float *q,
 		  size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv, float *out,

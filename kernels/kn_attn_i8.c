@@ -11,8 +11,8 @@
  * negative, per row at 127 as the softmax computes them (kn_ops
  * softmax_i8) into gemm_u8 (on AVX2: u8 codes, no sign trick), since with
  * both at 7 bits (avx2-x7) the test clips lost two words and with either
- * at 8 bits none. The scaling by 1 / sqrt(head_dim)
- * rides on the query scales; softmax is float32.
+ * at 8 bits none. The scaling by 1 / sqrt(head_dim) rides on the query
+ * scales; softmax is float32.
  */
 #include <math.h>
 #include <string.h>
@@ -20,8 +20,7 @@
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_i8.h"
-
-#define KN_ATTN_I8_ROWS 96 /* query rows per block, as kn_attention */
+#include "kernels/kn_int.h"
 
 /* Bytes of each part of the scratch, in order, each rounded up to 64. */
 struct kn_ai8_parts {
@@ -36,7 +35,7 @@ static size_t kn_ai8_r64(size_t n)
 static struct kn_ai8_parts kn_ai8_sizes(size_t n_kv, size_t hd)
 {
 	size_t kn = kn_i8_npad(n_kv), kk = kn_i8_kpad(hd);
-	size_t vn = kn_i8_npad(hd), vk = kn_i8_kpad(n_kv), R = KN_ATTN_I8_ROWS;
+	size_t vn = kn_i8_npad(hd), vk = kn_i8_kpad(n_kv), R = KN_ATTN_ROWS;
 	struct kn_ai8_parts s = {
 		.kp = kn_ai8_r64(kn * kk),
 		.kf = kn_ai8_r64(kn * (sizeof(float) + sizeof(int32_t))),
@@ -96,8 +95,8 @@ void kn_attention_i8(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim, c
 			for (size_t c = 0; c < head_dim; c++)
 				stage[c * n_kv + j] = v[j * ldv + off + c];
 		kn_i8_quantize_w(stage, head_dim, n_kv, vp, vsc, vcomp, wq);
-		for (size_t i0 = 0; i0 < n_q; i0 += KN_ATTN_I8_ROWS) {
-			size_t rows = n_q - i0 < KN_ATTN_I8_ROWS ? n_q - i0 : KN_ATTN_I8_ROWS;
+		for (size_t i0 = 0; i0 < n_q; i0 += KN_ATTN_ROWS) {
+			size_t rows = n_q - i0 < KN_ATTN_ROWS ? n_q - i0 : KN_ATTN_ROWS;
 			/* S = q k^T / sqrt(hd), the scale folded into the query's */
 			i8->quantize_rows(q + i0 * ldq + off, ldq, rows, head_dim, qq, kk, qs);
 			for (size_t i = 0; i < rows; i++)

@@ -382,13 +382,29 @@ void eng_par_softcap(struct dev_pool *p, float *x, size_t n, float cap)
 
 /* --- attention and convolution --------------------------------------- */
 
+/* Which kernel an ep_attn runs: kn_attention, kn_attention_bf16 or
+ * kn_attention_i8 (the last two without a mask). */
+enum ep_attn_kind { EP_ATTN_F32, EP_ATTN_BF16, EP_ATTN_I8 };
+
 struct ep_attn {
 	size_t n_q, n_kv, n_heads, hd, ldq, ldk, ldv, ldo, q_pos0;
 	const float *q, *k, *v;
 	float *out, *scratch;
 	bool causal;
+	enum ep_attn_kind kind;
 };
 
+/* Floats of scratch per thread for a's kernel. */
+static size_t ep_attn_per(const struct ep_attn *a)
+{
+	switch (a->kind) {
+	case EP_ATTN_BF16: return eng_par_attention_bf16_scratch(a->n_q, a->n_kv, a->hd);
+	case EP_ATTN_I8: return eng_par_attention_i8_scratch(a->n_q, a->n_kv, a->hd);
+	default: return a->n_q * a->n_kv;
+	}
+}
+
+/* Heads split over threads, each thread with its region of scratch. */
 static void ep_attention(void *arg, int ith, int nth)
 {
 	const struct ep_attn *a = arg;
@@ -396,10 +412,19 @@ static void ep_attention(void *arg, int ith, int nth)
 	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
 	if (h1 <= h0)
 		return;
-	size_t off = (size_t)h0 * a->hd;
-	kn_attention(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq, a->k + off,
-		     a->ldk, a->v + off, a->ldv, a->out + off, a->ldo, a->causal, a->q_pos0,
-		     a->scratch + (size_t)ith * a->n_q * a->n_kv);
+	size_t off = (size_t)h0 * a->hd, nh = (size_t)(h1 - h0);
+	float *scratch = a->scratch + (size_t)ith * ep_attn_per(a);
+	const float *q = a->q + off, *k = a->k + off, *v = a->v + off;
+	float *out = a->out + off;
+	if (a->kind == EP_ATTN_BF16)
+		kn_attention_bf16(a->n_q, a->n_kv, nh, a->hd, q, a->ldq, k, a->ldk, v, a->ldv, out,
+				  a->ldo, scratch);
+	else if (a->kind == EP_ATTN_I8)
+		kn_attention_i8(a->n_q, a->n_kv, nh, a->hd, q, a->ldq, k, a->ldk, v, a->ldv, out,
+				a->ldo, scratch);
+	else
+		kn_attention(a->n_q, a->n_kv, nh, a->hd, q, a->ldq, k, a->ldk, v, a->ldv, out,
+			     a->ldo, a->causal, a->q_pos0, scratch);
 }
 
 void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
@@ -408,7 +433,7 @@ void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_hea
 		       size_t q_pos0, float *scratch)
 {
 	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, q_pos0,
-			     q, k, v, out, scratch, causal };
+			     q, k, v, out, scratch, causal, EP_ATTN_F32 };
 	dev_pool_run(p, ep_attention, &a);
 }
 
@@ -438,20 +463,6 @@ void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t 
 	dev_pool_run(p, ep_attention_kv16, &a);
 }
 
-static void ep_attention_bf16(void *arg, int ith, int nth)
-{
-	const struct ep_attn *a = arg;
-	long h0, h1;
-	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
-	if (h1 <= h0)
-		return;
-	size_t off = (size_t)h0 * a->hd;
-	kn_attention_bf16(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq,
-			  a->k + off, a->ldk, a->v + off, a->ldv, a->out + off, a->ldo,
-			  a->scratch + (size_t)ith * eng_par_attention_bf16_scratch(a->n_q, a->n_kv,
-										     a->hd));
-}
-
 size_t eng_par_attention_bf16_scratch(size_t n_q, size_t n_kv, size_t head_dim)
 {
 	size_t need = kn_attention_bf16_scratch(n_kv, head_dim);
@@ -464,21 +475,8 @@ void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t 
 			    float *scratch)
 {
 	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, 0,
-			     q, k, v, out, scratch, false };
-	dev_pool_run(p, ep_attention_bf16, &a);
-}
-
-static void ep_attention_i8(void *arg, int ith, int nth)
-{
-	const struct ep_attn *a = arg;
-	long h0, h1;
-	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
-	if (h1 <= h0)
-		return;
-	size_t off = (size_t)h0 * a->hd, per = eng_par_attention_i8_scratch(a->n_q, a->n_kv, a->hd);
-	kn_attention_i8(a->n_q, a->n_kv, (size_t)(h1 - h0), a->hd, a->q + off, a->ldq,
-			a->k + off, a->ldk, a->v + off, a->ldv, a->out + off, a->ldo,
-			a->scratch + (size_t)ith * per);
+			     q, k, v, out, scratch, false, EP_ATTN_BF16 };
+	dev_pool_run(p, ep_attention, &a);
 }
 
 size_t eng_par_attention_i8_scratch(size_t n_q, size_t n_kv, size_t head_dim)
@@ -492,8 +490,8 @@ void eng_par_attention_i8(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_
 			  const float *v, size_t ldv, float *out, size_t ldo, float *scratch)
 {
 	struct ep_attn a = { n_q, n_kv, n_heads, head_dim, ldq, ldk, ldv, ldo, 0,
-			     q, k, v, out, scratch, false };
-	dev_pool_run(p, ep_attention_i8, &a);
+			     q, k, v, out, scratch, false, EP_ATTN_I8 };
+	dev_pool_run(p, ep_attention, &a);
 }
 
 /* bfloat16 products: rows split over threads, each converting its rows
