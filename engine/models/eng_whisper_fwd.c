@@ -53,7 +53,7 @@ int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whis
 		per = eng_par_attention_i8_scratch(A, A, hd);
 	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), (size_t)nth * per);
 	e->x = mem_alloc(A * d * sizeof(float));
-	if (w->bf16)
+	if (w->cross_bf16)
 		e->cross_kv16 = mem_alloc((size_t)hp->dec_layers * ew_kv16_layer(hp) *
 					  sizeof(uint16_t));
 	else

@@ -57,10 +57,12 @@ struct eng_whisper {
 	float *dec_pos;                /* [n_text_ctx, d] */
 	struct ew_dec_layer *dec;      /* [dec_layers] */
 	struct ew_norm dec_ln;
-	bool bf16;                     /* encoder attention in bfloat16 (kn_attention_bf16),
-					* and the cross-attention keys and values kept so */
+	bool bf16;                     /* encoder attention in bfloat16 (kn_attention_bf16) */
 	bool i8_attn;                  /* encoder attention on the int8 path
 					* (kn_attention_i8): compute type int8 */
+	bool cross_bf16;               /* the cross-attention keys and values kept in
+					* bfloat16 (kn_kv16_pack): every compute type
+					* but the float32 (exact) one */
 	void **allocs;                 /* every weight array above, for destroy */
 	size_t n_allocs, cap_allocs;
 	size_t weight_bytes;

@@ -513,6 +513,11 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 	}
 	w->bf16 = bf16;
 	w->i8_attn = int8;
+	/* A decode step reads every layer's 1500 cross-attention keys and
+	 * values, more bytes than all the decoder's weights: in bfloat16 it
+	 * reads half (kn_attention_kv16). No systematic WER cost measured for
+	 * int8 (README); int8 keys and values were over the bar. */
+	w->cross_bf16 = bf16 || int8;
 	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8_enc = int8, .bf16 = bf16,
 			    .int8_dec = int8 || ct == ENG_COMPUTE_INT8_BFLOAT16, .err = err,
 			    .errlen = errlen };

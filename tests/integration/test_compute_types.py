@@ -14,17 +14,22 @@ test clips", with the evidence:
   that on them (bench/transcribe-vs-peers on an AVX-512 CPU: 7.37 %
   against its float32's 6.32 %, two words). The bar here: at most one
   word more than float32 on the clips.
-- The 3-minute file made of the WAV clips (test_transcribe.
-  write_long_file, 438 words, each clip heard about 2.5 times) is decoded
-  window after window conditioned on the previous text, and there one
-  early difference changes what the model copies later: faster-whisper's
-  own float32 and int8 differ by 10 points on it (15.7 % against 5.8 %,
-  the same run), and inferd's int8_bfloat16 on an AMX CPU (Sapphire
+- A 3-minute file made of the WAV clips (test_transcribe.
+  write_long_file, about 440 words, each clip heard about 2.5 times) is
+  decoded window after window conditioned on the previous text, and there
+  one early difference changes what the model copies later: faster-
+  whisper's own float32 and int8 differ by 10 points on it (15.7 % against
+  5.8 %, the same run), and inferd's int8_bfloat16 on an AMX CPU (Sapphire
   Rapids class) replaces one sentence of it (11 words) where float32 does
-  not, while on an AVX512-BF16 CPU without AMX it does not. So the long
-  file guards against gross failures (a lost 30-s window is about 70 words,
-  16 points): at most 5 points above float32. Both figures are printed;
-  the note of each stop gives them."""
+  not, while on an AVX512-BF16 CPU without AMX it does not. One file is a
+  lottery: over six shuffled orders of the clips, inferd's int8 made 25
+  to 101 errors per file, and rounding its cross-attention keys and values
+  to binary16 (a relative change of 2e-4) moved one file from 29 errors to
+  88 and another from 101 to 57, the sum of the six barely (11.5 % against
+  12.3 %). So the long files guard against gross failures (a lost 30-s
+  window is about 70 words, 16 points) summed over three of them (name
+  order, and two shuffled orders): at most 5 points above float32's.
+  Both figures are printed; the note of each stop gives them."""
 import json
 import os
 import subprocess
@@ -38,19 +43,25 @@ from test_transcribe import (AUDIO, manifest, normalise, transcribe, word_errors
 MODEL = os.path.join(MODELS, "whisper-tiny.en")
 
 
+LONG_SEEDS = (None, 1, 2)  # write_long_file orders: by name, two shuffled
+
+
 @pytest.fixture(scope="module")
 def audio(tmp_path_factory):
-    """(the clips' paths, the long file's path, its words)."""
+    """(the clips' paths, {long file's basename: (its path, its words)})."""
     clips = [os.path.join(AUDIO, c) for c in sorted(manifest())]
-    long = tmp_path_factory.mktemp("long") / "long.wav"
-    words, _ = write_long_file(long)
-    return clips, str(long), words
+    d, longs = tmp_path_factory.mktemp("long"), {}
+    for seed in LONG_SEEDS:
+        name = "long.wav" if seed is None else f"long-{seed}.wav"
+        words, _ = write_long_file(d / name, seed=seed)
+        longs[name] = (str(d / name), words)
+    return clips, longs
 
 
 def run_all(audio, ct, env=None):
-    """The clips and the long file transcribed in compute type ct."""
-    clips, long, _ = audio
-    return transcribe(clips + [long], "--compute-type", ct, env=env)
+    """The clips and the long files transcribed in compute type ct."""
+    clips, longs = audio
+    return transcribe(clips + [p for p, _ in longs.values()], "--compute-type", ct, env=env)
 
 
 def clip_errors(out):
@@ -74,12 +85,15 @@ LONG_GUARD = 5.0  # points of WER on the long file above float32's (see the top)
 
 def assert_within_bar(exact, fast, audio, what):
     (errs_f, words), (errs_q, _) = clip_errors(exact), clip_errors(fast)
-    truth = audio[2]
-    long_f = 100.0 * word_errors(truth, normalise(exact["long.wav"]["text"])) / len(truth)
-    long_q = 100.0 * word_errors(truth, normalise(fast["long.wav"]["text"])) / len(truth)
+    longs = audio[1]
+    n_long = sum(len(truth) for _, truth in longs.values())
+    per_f = [word_errors(t, normalise(exact[n]["text"])) for n, (_, t) in longs.items()]
+    per_q = [word_errors(t, normalise(fast[n]["text"])) for n, (_, t) in longs.items()]
+    long_f, long_q = 100.0 * sum(per_f) / n_long, 100.0 * sum(per_q) / n_long
     print(f"WER float32 / {what}: clips {100 * errs_f / words:.2f} % / "
-          f"{100 * errs_q / words:.2f} % ({errs_f} / {errs_q} of {words} words), long file "
-          f"{long_f:.2f} % / {long_q:.2f} %")
+          f"{100 * errs_q / words:.2f} % ({errs_f} / {errs_q} of {words} words), long files "
+          f"{long_f:.2f} % / {long_q:.2f} % (errors per file {per_f} / {per_q} of {n_long} "
+          f"words)")
     assert errs_q <= errs_f + 1, (errs_f, errs_q, words)
     assert long_q <= long_f + LONG_GUARD, (long_f, long_q)
 

@@ -5,6 +5,7 @@ make_transcripts.py regenerates them) and the clips' human transcripts
 import csv
 import json
 import os
+import random
 import re
 import subprocess
 import wave
@@ -36,10 +37,11 @@ def transcribe(paths, *args, env=None):
     return {os.path.basename(o["file"]): o for o in out}
 
 
-def write_long_file(path, seconds=180):
+def write_long_file(path, seconds=180, seed=None):
     """The 16 kHz mono WAV test clips, in name order and cyclically, to at
     least `seconds`, written to path; returns (the words of their human
-    transcripts in the same order, the duration in seconds)."""
+    transcripts in the same order, the duration in seconds). seed: each
+    cycle in an order shuffled by random.Random(seed) instead."""
     clips, words = [], []
     for name, row in sorted(manifest().items()):
         if not name.endswith(".wav"):
@@ -49,7 +51,10 @@ def write_long_file(path, seconds=180):
                 continue
             clips.append((w.readframes(w.getnframes()), normalise(row["reference_transcript"])))
     frames, n = [], 0
+    rnd = random.Random(seed) if seed is not None else None
     while n < seconds * 16000:
+        if rnd:
+            rnd.shuffle(clips)
         for data, ref in clips:
             frames.append(data)
             words += ref
