@@ -127,9 +127,15 @@ size_t kn_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim)
 void kn_kv16_pack(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads, size_t head_dim,
 		  uint16_t *cache)
 {
+	kn_kv16_pack_heads(kv, ldkv, n_kv, n_heads, head_dim, 0, n_heads, cache);
+}
+
+void kn_kv16_pack_heads(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads,
+			size_t head_dim, size_t h0, size_t h1, uint16_t *cache)
+{
 	size_t nb = kn_kv16_blocks(n_kv), d = n_heads * head_dim, blk = head_dim * KN_KV16_BLOCK;
 	uint16_t *vals = cache + n_heads * nb * blk;
-	for (size_t h = 0; h < n_heads; h++) {
+	for (size_t h = h0; h < h1; h++) {
 		for (size_t b = 0; b < nb; b++) {
 			uint16_t *dst = cache + (h * nb + b) * blk;
 			size_t j0 = b * KN_KV16_BLOCK;

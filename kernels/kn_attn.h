@@ -60,6 +60,10 @@ size_t kn_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim);
 size_t kn_kv16_scratch(size_t n_kv);
 void kn_kv16_pack(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads, size_t head_dim,
 		  uint16_t *cache);
+/* kn_kv16_pack_heads - kn_kv16_pack of heads [h0, h1) only (the rest of
+ * cache untouched): threads packing disjoint head ranges fill it all. */
+void kn_kv16_pack_heads(const float *kv, size_t ldkv, size_t n_kv, size_t n_heads,
+			size_t head_dim, size_t h0, size_t h1, uint16_t *cache);
 
 /* kn_attention_kv16 - kn_attention without a mask, heads [h0, h1) of
  * n_heads, for a few query rows against such a cache: per head and query

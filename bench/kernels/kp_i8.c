@@ -20,14 +20,17 @@
 struct i8_shape {
 	const char *name;
 	size_t M, N, K;
+	bool u8; /* gemm_u8 on codes in [0, 127] (softmax probabilities) */
 };
 
 static const struct i8_shape i8_shapes[] = {
-	{"qkv   x[1500,384] W[1152,384]^T", 1500, 1152, 384},
-	{"out   x[1500,384] W[384,384]^T", 1500, 384, 384},
-	{"fc1   x[1500,384] W[1536,384]^T", 1500, 1536, 384},
-	{"fc2   x[1500,1536] W[384,1536]^T", 1500, 384, 1536},
-	{"proj  x[1,384] W[51864,384]^T", 1, 51864, 384},
+	{"qkv   x[1500,384] W[1152,384]^T", 1500, 1152, 384, false},
+	{"out   x[1500,384] W[384,384]^T", 1500, 384, 384, false},
+	{"fc1   x[1500,384] W[1536,384]^T", 1500, 1536, 384, false},
+	{"fc2   x[1500,1536] W[384,1536]^T", 1500, 384, 1536, false},
+	{"qk    q[96,64] k[1500,64]^T", 96, 1500, 64, false},
+	{"pv    p[96,1500] v^T[64,1500]^T u8", 96, 64, 1500, true},
+	{"proj  x[1,384] W[51864,384]^T", 1, 51864, 384, false},
 };
 
 enum { KP_I8_SHAPES = sizeof(i8_shapes) / sizeof(i8_shapes[0]) };
@@ -75,6 +78,8 @@ static int i8_alloc(const struct i8_shape *s, struct i8_bufs *b)
 	for (size_t i = 0; i < s->M * s->K; i++) {
 		seed = seed * 1664525u + 1013904223u;
 		b->x[i] = (float)(seed >> 8) / (float)(1u << 23) - 1.0f;
+		if (s->u8 && b->x[i] < 0.0f)
+			b->x[i] = -b->x[i];
 	}
 	for (size_t n = 0; n < s->N; n++)
 		b->ws[n] = 1.0f / 127.0f;
@@ -90,13 +95,15 @@ static double i8_time(const struct kn_i8_ops *ops, const struct i8_shape *s, str
 {
 	size_t kp = kn_i8_kpad(s->K);
 	double best = 1e30, start = kp__now();
-	ops->quantize_rows(b->x, s->K, s->M, s->K, b->xq, kp, b->xs);
+	void (*quantize)(const float *, size_t, size_t, size_t, int8_t *, size_t, float *) =
+		s->u8 ? kn_i8_quantize_rows : ops->quantize_rows;
+	quantize(b->x, s->K, s->M, s->K, b->xq, kp, b->xs);
 	for (int r = 0; r < 4 || (kp__now() - start) * 1e3 < min_ms; r++) {
 		double t0 = kp__now();
 		if (quant)
-			ops->quantize_rows(b->x, s->K, s->M, s->K, b->xq, kp, b->xs);
+			quantize(b->x, s->K, s->M, s->K, b->xq, kp, b->xs);
 		else
-			ops->gemm(s->M, 0, s->N, b->xq, kp, b->xs, &b->w, NULL, b->y, s->N);
+			(s->u8 ? ops->gemm_u8 : ops->gemm)(s->M, 0, s->N, b->xq, kp, b->xs, &b->w, NULL, b->y, s->N);
 		double t = kp__now() - t0;
 		if (r > 0 && t < best) /* the first run warms caches and TLB */
 			best = t;

@@ -455,6 +455,29 @@ static void ep_attention_kv16(void *arg, int ith, int nth)
 				  a->scratch + (size_t)ith * kn_kv16_scratch(a->n_kv));
 }
 
+struct ep_kv16 {
+	const float *kv;
+	size_t ldkv, n_kv, n_heads, hd;
+	uint16_t *cache;
+};
+
+static void ep_kv16_pack(void *arg, int ith, int nth)
+{
+	const struct ep_kv16 *a = arg;
+	long h0, h1;
+	dev_split((long)a->n_heads, ith, nth, 1, &h0, &h1);
+	if (h1 > h0)
+		kn_kv16_pack_heads(a->kv, a->ldkv, a->n_kv, a->n_heads, a->hd, (size_t)h0,
+				   (size_t)h1, a->cache);
+}
+
+void eng_par_kv16_pack(struct dev_pool *p, const float *kv, size_t ldkv, size_t n_kv,
+		       size_t n_heads, size_t head_dim, uint16_t *cache)
+{
+	struct ep_kv16 a = { kv, ldkv, n_kv, n_heads, head_dim, cache };
+	dev_pool_run(p, ep_kv16_pack, &a);
+}
+
 void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
 			    size_t head_dim, const float *q, size_t ldq, const uint16_t *cache,
 			    float *out, size_t ldo, float *scratch)

@@ -118,6 +118,10 @@ void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_hea
 		       const float *v, size_t ldv, float *out, size_t ldo, bool causal,
 		       size_t q_pos0, float *scratch);
 
+/* kn_kv16_pack with heads split over threads. */
+void eng_par_kv16_pack(struct dev_pool *p, const float *kv, size_t ldkv, size_t n_kv,
+		       size_t n_heads, size_t head_dim, uint16_t *cache);
+
 /* kn_attention_kv16 over a kn_kv16_pack cache (no mask) with heads split
  * over threads; scratch holds dev_pool_size(p) * kn_kv16_scratch(n_kv)
  * floats. */

@@ -225,10 +225,11 @@ static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_la
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
 }
 
-static void ew_cross_kv16(const struct eng_whisper_hp *hp, const float *kv, uint16_t *out)
+static void ew_cross_kv16(const struct eng_whisper_hp *hp, struct dev_pool *p, const float *kv,
+			  uint16_t *out)
 {
 	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
-	kn_kv16_pack(kv, 2 * d, (size_t)hp->n_audio_ctx, H, d / H, out);
+	eng_par_kv16_pack(p, kv, 2 * d, (size_t)hp->n_audio_ctx, H, d / H, out);
 }
 
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
@@ -249,7 +250,7 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 		ew_linear_apply(p, &w->dec[i].cross_kv, e->x,
 				e->cross_kv16 ? e->h : e->cross_kv + off, A);
 		if (e->cross_kv16)
-			ew_cross_kv16(hp, e->h, e->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
+			ew_cross_kv16(hp, p, e->h, e->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
 	}
 }
 
@@ -315,7 +316,7 @@ int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
 		for (size_t b = 0; b < n; b++) {
 			size_t off = (size_t)i * A * 2 * d;
 			if (encs[b]->cross_kv16)
-				ew_cross_kv16(hp, U + b * A * 2 * d,
+				ew_cross_kv16(hp, p, U + b * A * 2 * d,
 					      encs[b]->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
 			else
 				memcpy(encs[b]->cross_kv + off, U + b * A * 2 * d,

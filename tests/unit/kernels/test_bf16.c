@@ -25,7 +25,8 @@
  *     float32 summation's bound (terms + 2) 2^-24 sum |terms|;
  *   - kn_bf16_from_f32 / kn_bf16_from_f32_t (plain and transposed) against
  *     kn_f32_to_bf16 per element;
- *   - kn_kv16_pack's layout element by element, and kn_attention_kv16
+ *   - kn_kv16_pack's layout element by element (kn_kv16_pack_heads over
+ *     two head ranges: the same bytes), and kn_attention_kv16
  *     over it against the float32 kn_attention over keys and values that
  *     are exactly those bfloat16 values: within 1e-5.
  * The product checks run for each of the two kernels the CPU has
@@ -424,6 +425,13 @@ static void test_attention_kv16(void **state)
 						assert_int_equal(cache[H * nb * blk + (h * n_kv + j) * hd + c],
 								 kv16[j * ld + d + h * hd + c]);
 				}
+		/* packed in two head ranges, as threads split them: the same cache */
+		size_t len = kn_kv16_len(n_kv, H, hd);
+		uint16_t *split = malloc(len * sizeof(uint16_t));
+		kn_kv16_pack_heads(kv, ld, n_kv, H, hd, 0, H / 2, split);
+		kn_kv16_pack_heads(kv, ld, n_kv, H, hd, H / 2, H, split);
+		assert_memory_equal(split, cache, len * sizeof(uint16_t));
+		free(split);
 		float *want = malloc(n_q * d * sizeof(float)), *got = malloc(n_q * d * sizeof(float));
 		float *scratch = malloc((n_q * n_kv + KN_KV16_BLOCK) * sizeof(float));
 		kn_attention(n_q, n_kv, H, hd, q, d, kv, ld, kv + d, ld, want, d, false, 0, scratch);
