@@ -25,8 +25,8 @@ test clips", with the evidence:
   lottery: over six shuffled orders of the clips, inferd's int8 made 25
   to 101 errors per file, and rounding its cross-attention keys and values
   to binary16 (a relative change of 2e-4) moved one file from 29 errors to
-  88 and another from 101 to 57, the sum of the six barely (11.5 % against
-  12.3 %). So the long files guard against gross failures (a lost 30-s
+  88 and another from 101 to 57, the WER over all six barely (under
+  INFERD_CPU_ISA=avx2: 11.5 % before the rounding, 12.3 % after). So the long files guard against gross failures (a lost 30-s
   window is about 70 words, 16 points) summed over three of them (name
   order, and two shuffled orders): at most 5 points above float32's.
   Both figures are printed; the note of each stop gives them."""
