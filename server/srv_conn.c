@@ -98,7 +98,9 @@ static int srv_on_message_begin(llhttp_t *p)
 
 static int srv_on_url_complete(llhttp_t *p)
 {
-	return srv_head_append(p, "", 1);
+	int rc = srv_head_append(p, "", 1);
+	srv_conn_of(p)->req.url_done = rc == 0;
+	return rc;
 }
 
 static int srv_on_header_field(llhttp_t *p, const char *at, size_t n)
@@ -480,6 +482,14 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 	struct srv_req *req = &conn->req;
 	int status = req->err_status ? req->err_status : 400;
 	req->keep_alive = false;
+	if (!req->path && req->url_done) {
+		/* stopped within the headers: still answer in the shape of the
+		 * protocol the path names (Deepgram's, KServe's, OpenAI's) */
+		srv_req_split_url(req);
+		req->proto = conn->srv->cbs.proto_for_path(req->path);
+		if (!req->request_id[0])
+			srv_req_set_request_id(req);
+	}
 	if (!req->path)
 		req->path = "";
 	if (status == 400 && e != HPE_USER)

@@ -76,6 +76,7 @@ struct srv_req {
 	struct srv_buf body;          /* decoded request body, max_body_bytes */
 	int method;                   /* llhttp_method_t, -1 until the request line parsed */
 	bool in_trailers;             /* headers done: field callbacks now see trailers */
+	bool url_done;                /* the URL is whole (NUL-ended) at head.data */
 	size_t trailer_bytes;         /* counted against max_header_bytes, not stored */
 	const char *path;             /* decoded-as-is path, NUL-terminated */
 	const char *query;            /* after '?', or "" */

@@ -54,8 +54,35 @@ def test_oversized_headers_431(daemon):
         rd = Reader(s)
         r = rd.read_response()
         assert r.status == 431
-        assert "max_header_bytes" in r.json()["error"]["message"]
+        assert "max_header_bytes" in r.json()["error"]  # KServe's shape: the path's
         assert rd.is_closed()
+
+
+def test_errors_within_the_headers_in_the_paths_protocol_shape(daemon):
+    """A request stopped within its headers (a malformed Content-Length,
+    headers over the limit) is answered in the error shape of the protocol
+    its path names, as every later error is: Deepgram's on /v1/listen,
+    OpenAI's on /v1/audio/transcriptions."""
+    cases = [
+        (b"POST /v1/listen HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400),
+        (b"POST /v1/listen HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 8000 + b"\r\n\r\n", 431),
+        (b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+         400),
+    ]
+    for raw, status in cases:
+        with connect(daemon.port) as s:
+            s.sendall(raw)
+            r = Reader(s).read_response()
+            assert r.status == status, raw[:40]
+            body = r.json()
+            if raw.startswith(b"POST /v1/listen"):
+                assert set(body) == {"err_code", "err_msg", "request_id"}, body
+                assert body["request_id"], body
+                msg = body["err_msg"]
+            else:
+                msg = body["error"]["message"]
+            assert ("malformed HTTP request" in msg if status == 400
+                    else "max_header_bytes" in msg), body
 
 
 def test_too_many_header_lines_431(daemon):
