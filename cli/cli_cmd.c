@@ -89,6 +89,20 @@ static int cli_u64(const char *opt, const char *v, uint64_t *out)
 	return 0;
 }
 
+/* Says why option o was not taken (an unknown name, the --name=VALUE
+ * form, or no value after it) before the usage follows; returns 2. */
+static int cli_bad_option(const char *o, bool no_value)
+{
+	if (strchr(o, '='))
+		fprintf(stderr, "inferd: %s: unknown option (the value goes after a space: "
+				"--name VALUE)\n", o);
+	else if (no_value)
+		fprintf(stderr, "inferd: %s: unknown option, or its value is missing\n", o);
+	else
+		fprintf(stderr, "inferd: %s: unknown option\n", o);
+	return 2;
+}
+
 /* Is any argument from argv[2] on --help or -h? */
 static bool cli_wants_help(int argc, char **argv)
 {
@@ -145,7 +159,7 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			continue;
 		}
 		if (!v)
-			return tx_usage(stderr);
+			return cli_bad_option(o, true), tx_usage(stderr);
 		i++;
 		if (!strcmp(o, "--config"))
 			a->config = v;
@@ -169,7 +183,7 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			rc = cli_float(o, v, 0.0, 1.0, &a->params.temperatures[0]);
 			a->params.n_temperatures = 1;
 		} else
-			return tx_usage(stderr);
+			return cli_bad_option(o, false), tx_usage(stderr);
 	}
 	if (rc)
 		return rc;
@@ -410,7 +424,7 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 		else if (!strcmp(o, "--threads"))
 			rc = cli_int(o, v, 1, 1024, &a->threads);
 		else
-			return gen_usage(stderr);
+			return cli_bad_option(o, false), gen_usage(stderr);
 	}
 	if (rc)
 		return rc;

@@ -61,3 +61,21 @@ def test_generate_bad_values_refused(args, needle):
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert needle in r.stderr, r.stderr
     assert r.stdout == ""
+
+
+@pytest.mark.parametrize("cmd,args,needle", [
+    ("transcribe", ["--bogus", JFK], "inferd: --bogus: unknown option"),
+    ("transcribe", ["--compute-type=int8", JFK],
+     "inferd: --compute-type=int8: unknown option (the value goes after a space"),
+    ("transcribe", ["--compute-type"], "inferd: --compute-type: unknown option, or its value "
+                                        "is missing"),
+    ("generate", ["--bogus", "x", "Hello"], "inferd: --bogus: unknown option"),
+])
+def test_unknown_options_named(cmd, args, needle):
+    """An option not taken is named on stderr before the usage, not just
+    the usage (exit status 2)."""
+    r = run(cmd, *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith(needle), r.stderr
+    assert "usage: inferd " + cmd in r.stderr
+    assert r.stdout == ""
