@@ -89,9 +89,10 @@ static int cli_u64(const char *opt, const char *v, uint64_t *out)
 	return 0;
 }
 
-/* Says why option o was not taken (an unknown name, the --name=VALUE
- * form, or no value after it) before the usage follows; returns 2. */
-static int cli_bad_option(const char *o, bool no_value)
+/* Says on stderr why option o was not taken (an unknown name, the
+ * --name=VALUE form, or no value after it), then the command's usage;
+ * returns what usage returns (2). */
+static int cli_bad_option(const char *o, bool no_value, int (*usage)(FILE *))
 {
 	if (strchr(o, '='))
 		fprintf(stderr, "inferd: %s: unknown option (the value goes after a space: "
@@ -100,7 +101,7 @@ static int cli_bad_option(const char *o, bool no_value)
 		fprintf(stderr, "inferd: %s: unknown option, or its value is missing\n", o);
 	else
 		fprintf(stderr, "inferd: %s: unknown option\n", o);
-	return 2;
+	return usage(stderr);
 }
 
 /* Is any argument from argv[2] on --help or -h? */
@@ -159,7 +160,7 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			continue;
 		}
 		if (!v)
-			return cli_bad_option(o, true), tx_usage(stderr);
+			return cli_bad_option(o, true, tx_usage);
 		i++;
 		if (!strcmp(o, "--config"))
 			a->config = v;
@@ -183,7 +184,7 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			rc = cli_float(o, v, 0.0, 1.0, &a->params.temperatures[0]);
 			a->params.n_temperatures = 1;
 		} else
-			return cli_bad_option(o, false), tx_usage(stderr);
+			return cli_bad_option(o, false, tx_usage);
 	}
 	if (rc)
 		return rc;
@@ -424,7 +425,7 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 		else if (!strcmp(o, "--threads"))
 			rc = cli_int(o, v, 1, 1024, &a->threads);
 		else
-			return cli_bad_option(o, false), gen_usage(stderr);
+			return cli_bad_option(o, false, gen_usage);
 	}
 	if (rc)
 		return rc;

@@ -204,11 +204,6 @@ bool kn__set_avx512vnni(bool on);
 /* Up to this many rows times B [K,N] (no trans_b), the SIMD kernels read B
  * in place, one row at a time, instead of packing it (same chains). */
 #define KN__SGEMM_DIRECT_M 4
-
-/* Query rows per block of kn_attention and its bfloat16 and int8 forms:
- * 96 x 1500 scores are 576 KB, within a core's L2 beside the panels of the
- * products. */
-#define KN_ATTN_ROWS 96
 void kn__sgemm_ref(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 		   size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
 		   float *pack);
@@ -218,5 +213,10 @@ void kn__sgemm_avx2(bool trans_b, size_t M, size_t N, size_t K, float alpha, con
 void kn__sgemm_avx512(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 		      size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
 		      float *pack);
+
+/* Query rows per block of kn_attention and its bfloat16 and int8 forms:
+ * 96 x 1500 scores are 576 KB, within a core's L2 beside the panels of the
+ * products. */
+#define KN_ATTN_ROWS 96
 
 #endif /* KN_INT_H */

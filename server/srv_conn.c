@@ -239,14 +239,21 @@ static void srv_req_set_request_id(struct srv_req *req)
 		 (unsigned)srv->request_id_salt, (unsigned long long)++srv->next_request_id);
 }
 
+/* The URL is whole: path and query split, the request id set, and the
+ * protocol (hence the error shape) the path names chosen. */
+static void srv_req_take_url(struct srv_req *req)
+{
+	srv_req_split_url(req);
+	srv_req_set_request_id(req);
+	req->proto = req->conn->srv->cbs.proto_for_path(req->path);
+}
+
 static int srv_on_headers_complete(llhttp_t *p)
 {
 	struct srv_conn *conn = srv_conn_of(p);
 	struct srv_req *req = &conn->req;
 	req->method = llhttp_get_method(p);
-	srv_req_split_url(req);
-	srv_req_set_request_id(req);
-	req->proto = conn->srv->cbs.proto_for_path(req->path);
+	srv_req_take_url(req);
 	req->accept_zstd = srv_accepts_zstd(srv__req_header(req, "Accept-Encoding"));
 	req->coding = srv_coding_parse(srv__req_header(req, "Content-Encoding"));
 	req->in_trailers = true;
@@ -482,14 +489,8 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 	struct srv_req *req = &conn->req;
 	int status = req->err_status ? req->err_status : 400;
 	req->keep_alive = false;
-	if (!req->path && req->url_done) {
-		/* stopped within the headers: still answer in the shape of the
-		 * protocol the path names (Deepgram's, KServe's, OpenAI's) */
-		srv_req_split_url(req);
-		req->proto = conn->srv->cbs.proto_for_path(req->path);
-		if (!req->request_id[0])
-			srv_req_set_request_id(req);
-	}
+	if (!req->path && req->url_done)
+		srv_req_take_url(req); /* stopped within the headers: the path's error shape still */
 	if (!req->path)
 		req->path = "";
 	if (status == 400 && e != HPE_USER)

@@ -97,13 +97,16 @@ static double i8_time(const struct kn_i8_ops *ops, const struct i8_shape *s, str
 	double best = 1e30, start = kp__now();
 	void (*quantize)(const float *, size_t, size_t, size_t, int8_t *, size_t, float *) =
 		s->u8 ? kn_i8_quantize_rows : ops->quantize_rows;
+	void (*gemm)(size_t, size_t, size_t, const int8_t *, size_t, const float *,
+		     const struct kn_i8w *, const float *, float *, size_t) =
+		s->u8 ? ops->gemm_u8 : ops->gemm;
 	quantize(b->x, s->K, s->M, s->K, b->xq, kp, b->xs);
 	for (int r = 0; r < 4 || (kp__now() - start) * 1e3 < min_ms; r++) {
 		double t0 = kp__now();
 		if (quant)
 			quantize(b->x, s->K, s->M, s->K, b->xq, kp, b->xs);
 		else
-			(s->u8 ? ops->gemm_u8 : ops->gemm)(s->M, 0, s->N, b->xq, kp, b->xs, &b->w, NULL, b->y, s->N);
+			gemm(s->M, 0, s->N, b->xq, kp, b->xs, &b->w, NULL, b->y, s->N);
 		double t = kp__now() - t0;
 		if (r > 0 && t < best) /* the first run warms caches and TLB */
 			best = t;
