@@ -92,6 +92,10 @@ struct kn_ops {
 	 * variant's; y aliases neither input. */
 	void (*gemv_t_bf16)(const uint16_t *restrict W, size_t ldw, const float *restrict x,
 			    float *restrict y, size_t n_rows, size_t n);
+	/* gemv_t_bf16 with IEEE binary16 W (kn_half.h's exact widening): a
+	 * decode step's probabilities times an LLM's float16 value cache. */
+	void (*gemv_t_f16)(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			   float *restrict y, size_t n_rows, size_t n);
 };
 
 /* kn_init - detect the CPU and fill the table; force picks an ISA

@@ -149,14 +149,27 @@ static void ref_silu_mul(float *restrict gate, const float *restrict up, size_t 
 		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
-static void ref_gemv_t_bf16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
-			    float *restrict y, size_t n_rows, size_t n)
+/* y[c] = sum_r x[r] * widen(W[r][c]), rows in order. */
+static void ref_gemv_t16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			 float *restrict y, size_t n_rows, size_t n, float (*widen)(uint16_t))
 {
 	for (size_t c = 0; c < n; c++)
 		y[c] = 0.0f;
 	for (size_t r = 0; r < n_rows; r++)
 		for (size_t c = 0; c < n; c++)
-			y[c] += x[r] * kn_bf16_to_f32(W[r * ldw + c]);
+			y[c] += x[r] * widen(W[r * ldw + c]);
+}
+
+static void ref_gemv_t_bf16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			    float *restrict y, size_t n_rows, size_t n)
+{
+	ref_gemv_t16(W, ldw, x, y, n_rows, n, kn_bf16_to_f32);
+}
+
+static void ref_gemv_t_f16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
+			   float *restrict y, size_t n_rows, size_t n)
+{
+	ref_gemv_t16(W, ldw, x, y, n_rows, n, kn_f16_to_f32);
 }
 
 static void ref_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
@@ -200,4 +213,5 @@ const struct kn_ops kn__ops_ref = {
 	.softmax_bf16 = ref_softmax_bf16,
 	.softmax_i8 = ref_softmax_i8,
 	.gemv_t_bf16 = ref_gemv_t_bf16,
+	.gemv_t_f16 = ref_gemv_t_f16,
 };

@@ -392,17 +392,21 @@ static void avx2_silu_mul(float *restrict gate, const float *restrict up, size_t
 		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
-/* 8 bfloat16 at p widened to float32. */
-static inline __m256 bf16x8(const uint16_t *p)
+/* 8 bfloat16 (f16 false) or binary16 (true, F16C's vcvtph2ps) at p
+ * widened to float32. */
+static inline __m256 h16x8(const uint16_t *p, bool f16)
 {
 	__m128i h = _mm_loadu_si128((const __m128i *)p);
+	if (f16)
+		return _mm256_cvtph_ps(h);
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 /* 32 columns per pass in 4 vectors, two rows at a time into two sets of
- * accumulators; the columns past the last multiple of 8 in scalar. */
-static void avx2_gemv_t_bf16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
-			     float *restrict y, size_t n_rows, size_t n)
+ * accumulators; the columns past the last multiple of 8 in scalar.
+ * Inlined into each format's wrapper, f16 a constant there. */
+static inline void avx2_gemv_t16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
+				 float *restrict y, size_t n_rows, size_t n, bool f16)
 {
 	size_t n8 = n / W * W, c0 = 0;
 	for (; c0 < n8; c0 += 4 * W) {
@@ -415,23 +419,36 @@ static void avx2_gemv_t_bf16(const uint16_t *restrict Wt, size_t ldw, const floa
 			const uint16_t *w0 = Wt + r * ldw + c0, *w1 = w0 + ldw;
 			__m256 x0 = _mm256_set1_ps(x[r]), x1 = _mm256_set1_ps(x[r + 1]);
 			for (int v = 0; v < nv; v++) {
-				a[0][v] = _mm256_fmadd_ps(x0, bf16x8(w0 + W * v), a[0][v]);
-				a[1][v] = _mm256_fmadd_ps(x1, bf16x8(w1 + W * v), a[1][v]);
+				a[0][v] = _mm256_fmadd_ps(x0, h16x8(w0 + W * v, f16), a[0][v]);
+				a[1][v] = _mm256_fmadd_ps(x1, h16x8(w1 + W * v, f16), a[1][v]);
 			}
 		}
 		if (r < n_rows)
 			for (int v = 0; v < nv; v++)
 				a[0][v] = _mm256_fmadd_ps(_mm256_set1_ps(x[r]),
-							  bf16x8(Wt + r * ldw + c0 + W * v), a[0][v]);
+							  h16x8(Wt + r * ldw + c0 + W * v, f16), a[0][v]);
 		for (int v = 0; v < nv; v++)
 			_mm256_storeu_ps(y + c0 + W * (size_t)v, _mm256_add_ps(a[0][v], a[1][v]));
 	}
 	for (size_t c = n8; c < n; c++) {
 		float s = 0.0f;
 		for (size_t r = 0; r < n_rows; r++)
-			s += x[r] * kn_bf16_to_f32(Wt[r * ldw + c]);
+			s += x[r] * (f16 ? kn_f16_to_f32(Wt[r * ldw + c])
+					 : kn_bf16_to_f32(Wt[r * ldw + c]));
 		y[c] = s;
 	}
+}
+
+static void avx2_gemv_t_bf16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
+			     float *restrict y, size_t n_rows, size_t n)
+{
+	avx2_gemv_t16(Wt, ldw, x, y, n_rows, n, false);
+}
+
+static void avx2_gemv_t_f16(const uint16_t *restrict Wt, size_t ldw, const float *restrict x,
+			    float *restrict y, size_t n_rows, size_t n)
+{
+	avx2_gemv_t16(Wt, ldw, x, y, n_rows, n, true);
 }
 
 static void avx2_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
@@ -483,4 +500,5 @@ const struct kn_ops kn__ops_avx2 = {
 	.softmax_bf16 = avx2_softmax_bf16,
 	.softmax_i8 = avx2_softmax_i8,
 	.gemv_t_bf16 = avx2_gemv_t_bf16,
+	.gemv_t_f16 = avx2_gemv_t_f16,
 };

@@ -20,9 +20,10 @@
  *     kn_attention: every output
  *     within 2^-6 of the largest |v| (inputs and probabilities carry
  *     bfloat16's 2^-9 relative rounding; softmax weights sum to 1).
- *   - every kn_ops table's gemv_t_bf16 (a float32 row vector times a
- *     bfloat16 matrix) against double sums of the same products, within
- *     float32 summation's bound (terms + 2) 2^-24 sum |terms|;
+ *   - every kn_ops table's gemv_t_bf16 and gemv_t_f16 (a float32 row
+ *     vector times a bfloat16 / binary16 matrix) against double sums of
+ *     the same products, within float32 summation's bound (terms + 2)
+ *     2^-24 sum |terms|;
  *   - kn_bf16_from_f32 / kn_bf16_from_f32_t (plain and transposed) against
  *     kn_f32_to_bf16 per element;
  *   - kn_kv16_pack's layout element by element (kn_kv16_pack_heads over
@@ -34,6 +35,7 @@
  * compute types are refused: tests/integration/test_compute_types.py).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -357,22 +359,36 @@ static void bf16_fill(uint16_t *w, size_t n)
 		w[i] = kn_f32_to_bf16(2.0f * rng_uniform());
 }
 
-static void check_gemv(const struct kn_ops *ops, size_t rows, size_t k)
+/* Random 16-bit values in [-2, 2): binary16 (f16) or bfloat16 bits. */
+static uint16_t half_fill(float v, bool f16)
+{
+	return f16 ? kn_f32_to_f16(v) : kn_f32_to_bf16(v);
+}
+
+static double half_value(uint16_t h, bool f16)
+{
+	return f16 ? (double)kn_f16_to_f32(h) : bf16_value(h);
+}
+
+/* ops's gemv_t_f16 (f16) or gemv_t_bf16 against double sums. */
+static void check_gemv(const struct kn_ops *ops, bool f16, size_t rows, size_t k)
 {
 	size_t ldw = k + 3;
 	uint16_t *w = malloc((rows * ldw + 1) * sizeof(uint16_t));
 	float *x = malloc((rows > k ? rows : k) * sizeof(float) + 4);
 	float *y = malloc((k + 1) * sizeof(float));
-	bf16_fill(w, rows * ldw);
+	for (size_t i = 0; i < rows * ldw; i++)
+		w[i] = half_fill(2.0f * rng_uniform(), f16);
 	for (size_t i = 0; i < (rows > k ? rows : k); i++)
 		x[i] = rng_uniform();
 	y[k] = 12345.0f; /* past the end: left alone */
-	ops->gemv_t_bf16(w, ldw, x, y, rows, k); /* y[c] = sum_r x[r] w[r][c] */
+	/* y[c] = sum_r x[r] w[r][c] */
+	(f16 ? ops->gemv_t_f16 : ops->gemv_t_bf16)(w, ldw, x, y, rows, k);
 	for (size_t c = 0; c < k; c++) {
 		double exact = 0, mag = 0;
 		for (size_t r = 0; r < rows; r++) {
-			exact += x[r] * bf16_value(w[r * ldw + c]);
-			mag += fabs(x[r] * bf16_value(w[r * ldw + c]));
+			exact += x[r] * half_value(w[r * ldw + c], f16);
+			mag += fabs(x[r] * half_value(w[r * ldw + c], f16));
 		}
 		assert_true(fabs(y[c] - exact) <= (double)(rows + 2) * 0x1p-24 * mag + 1e-30);
 	}
@@ -391,7 +407,8 @@ static void test_gemv_bf16(void **state)
 		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
 		for (size_t a = 0; ops && a < sizeof(rows) / sizeof(*rows); a++)
 			for (size_t b = 0; b < sizeof(ks) / sizeof(*ks); b++)
-				check_gemv(ops, rows[a], ks[b]);
+				for (int f16 = 0; f16 < 2; f16++)
+					check_gemv(ops, f16, rows[a], ks[b]);
 	}
 }
 
