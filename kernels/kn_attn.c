@@ -180,8 +180,10 @@ void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 
 /* The arguments of one kn_attention_window call that its blocks share. */
 struct kn_win {
-	const float *q, *k, *v; /* column 0 of head 0 */
+	const float *q, *k, *v; /* column 0 of head 0; k, v NULL when k16, v16 */
 	float *out;		/* likewise */
+	const uint16_t *k16, *v16; /* binary16 keys and values (likewise), or NULL */
+	float *stage;		/* k16: KN_WIN16_CHUNK * head_dim floats */
 	size_t ldq, ldk, ldv, ldo;
 	size_t head_dim;
 	size_t q_pos0; /* absolute position of query row 0 */
@@ -208,6 +210,64 @@ static size_t kn_win_lo(size_t p, size_t window)
 	return window && p + 1 > window ? p + 1 - window : 0;
 }
 
+/* Binary16 keys [j0, j0 + n) of the head at column off, widened into
+ * w->stage as rows of head_dim floats (a chunk of a prefill's span). */
+static const float *kn_win_stage(const struct kn_win *w, const uint16_t *kv, size_t ld,
+				 size_t off, size_t j0, size_t n)
+{
+	const struct kn_ops *ops = kn_ops();
+	for (size_t j = 0; j < n; j++)
+		ops->f16_to_f32(kv + (j0 + j) * ld + off, w->stage + j * w->head_dim, w->head_dim);
+	return w->stage;
+}
+
+/* S [rows, span] = scale q[i0 .. i0 + rows) k[lo .. lo + span)^T. One
+ * query row (a decode step): 8 keys at a time (dot_rows), or the
+ * binary16 keys in place (gemv_f16, then the scale); several: a GEMM,
+ * over binary16 keys a chunk of widened keys at a time. */
+static void kn_win_scores(const struct kn_win *w, size_t off, size_t i0, size_t rows, size_t lo,
+			  size_t span, float *S)
+{
+	const struct kn_ops *ops = kn_ops();
+	const float *q = w->q + i0 * w->ldq + off;
+	if (!w->k16 && rows == 1) {
+		ops->dot_rows(q, w->k + lo * w->ldk + off, w->ldk, span, w->head_dim, w->scale, S);
+	} else if (!w->k16) {
+		kn_gemm(true, rows, span, w->head_dim, w->scale, q, w->ldq, w->k + lo * w->ldk + off,
+			w->ldk, 0.0f, S, span);
+	} else if (rows == 1) {
+		ops->gemv_f16(w->k16 + lo * w->ldk + off, w->ldk, q, S, span, w->head_dim);
+		ops->scale_add(S, w->scale, NULL, span);
+	} else {
+		for (size_t c = 0; c < span; c += KN_WIN16_CHUNK) {
+			size_t n = span - c < KN_WIN16_CHUNK ? span - c : KN_WIN16_CHUNK;
+			const float *kc = kn_win_stage(w, w->k16, w->ldk, off, lo + c, n);
+			kn_gemm(true, rows, n, w->head_dim, w->scale, q, w->ldq, kc, w->head_dim,
+				0.0f, S + c, span);
+		}
+	}
+}
+
+/* out[i0 .. i0 + rows) = S v[lo .. lo + span), as kn_win_scores. */
+static void kn_win_values(const struct kn_win *w, size_t off, size_t i0, size_t rows, size_t lo,
+			  size_t span, const float *S)
+{
+	float *out = w->out + i0 * w->ldo + off;
+	if (!w->v16) {
+		kn_gemm(false, rows, w->head_dim, span, 1.0f, S, span, w->v + lo * w->ldv + off,
+			w->ldv, 0.0f, out, w->ldo);
+	} else if (rows == 1) {
+		kn_ops()->gemv_t_f16(w->v16 + lo * w->ldv + off, w->ldv, S, out, span, w->head_dim);
+	} else {
+		for (size_t c = 0; c < span; c += KN_WIN16_CHUNK) {
+			size_t n = span - c < KN_WIN16_CHUNK ? span - c : KN_WIN16_CHUNK;
+			const float *vc = kn_win_stage(w, w->v16, w->ldv, off, lo + c, n);
+			kn_gemm(false, rows, w->head_dim, n, 1.0f, S + c, span, vc, w->head_dim,
+				c ? 1.0f : 0.0f, out, w->ldo);
+		}
+	}
+}
+
 /* Query rows [i0, i1) of the head at column off: S = scale q k[lo:hi]^T
  * over the keys the block sees (hi = last row's position + 1), then each
  * row's softmax over its own window [kn_win_lo(p) - lo, p + 1 - lo) and
@@ -217,12 +277,7 @@ static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i
 	const struct kn_ops *ops = kn_ops();
 	size_t rows = i1 - i0, lo = kn_win_lo(w->q_pos0 + i0, w->window);
 	size_t span = w->q_pos0 + i1 - lo;
-	if (rows == 1) /* a decode step: 8 keys at a time */
-		ops->dot_rows(w->q + i0 * w->ldq + off, w->k + lo * w->ldk + off, w->ldk, span,
-			      w->head_dim, w->scale, S);
-	else
-		kn_gemm(true, rows, span, w->head_dim, w->scale, w->q + i0 * w->ldq + off, w->ldq,
-			w->k + lo * w->ldk + off, w->ldk, 0.0f, S, span);
+	kn_win_scores(w, off, i0, rows, lo, span, S);
 	for (size_t r = 0; r < rows; r++) {
 		size_t p = w->q_pos0 + i0 + r, a = kn_win_lo(p, w->window) - lo, b = p + 1 - lo;
 		float *row = S + r * span;
@@ -232,8 +287,23 @@ static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i
 		ops->softmax(row + a, b - a);
 		memset(row + b, 0, (span - b) * sizeof(*row));
 	}
-	kn_gemm(false, rows, w->head_dim, span, 1.0f, S, span, w->v + lo * w->ldv + off, w->ldv,
-		0.0f, w->out + i0 * w->ldo + off, w->ldo);
+	kn_win_values(w, off, i0, rows, lo, span, S);
+}
+
+/* The blocks of one call: query rows per GEMM block at least the window,
+ * so that a block's key span (rows + window - 1) wastes at most about
+ * half its scores, and at least KN_WIN_MIN_ROWS so that small windows
+ * still make GEMM-sized calls; no window: one block (every row sees a
+ * prefix, as kn_attention). */
+static void kn_win_run(const struct kn_win *w, size_t n_q, size_t n_heads, float *scratch)
+{
+	size_t block = w->window > KN_WIN_MIN_ROWS ? w->window : KN_WIN_MIN_ROWS;
+	if (w->window == 0)
+		block = n_q;
+	for (size_t h = 0; h < n_heads; h++)
+		for (size_t i0 = 0; i0 < n_q; i0 += block)
+			kn_win_block(w, h * w->head_dim, i0, i0 + block < n_q ? i0 + block : n_q,
+				     scratch);
 }
 
 /* Scratch use: one block's rows times its key span, which is at most
@@ -245,26 +315,24 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
 {
 	assert(q_pos0 + n_q <= n_kv);
 	(void)n_kv;
-	const struct kn_win w = {.q = q,
-				 .k = k,
-				 .v = v,
-				 .out = out,
-				 .ldq = ldq,
-				 .ldk = ldk,
-				 .ldv = ldv,
-				 .ldo = ldo,
-				 .head_dim = head_dim,
-				 .q_pos0 = q_pos0,
-				 .window = window,
-				 .scale = scale,
-				 .softcap = softcap};
-	size_t block = window > KN_WIN_MIN_ROWS ? window : KN_WIN_MIN_ROWS;
-	if (window == 0)
-		block = n_q; /* every row sees a prefix: one block, as kn_attention */
-	for (size_t h = 0; h < n_heads; h++)
-		for (size_t i0 = 0; i0 < n_q; i0 += block)
-			kn_win_block(&w, h * head_dim, i0, i0 + block < n_q ? i0 + block : n_q,
-				     scratch);
+	const struct kn_win w = {.q = q, .k = k, .v = v, .out = out, .ldq = ldq, .ldk = ldk,
+				 .ldv = ldv, .ldo = ldo, .head_dim = head_dim, .q_pos0 = q_pos0,
+				 .window = window, .scale = scale, .softcap = softcap};
+	kn_win_run(&w, n_q, n_heads, scratch);
+}
+
+/* The scores as above, then the widened chunk after them. */
+void kn_attention_window_f16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
+			     const float *q, size_t ldq, const uint16_t *k, size_t ldk,
+			     const uint16_t *v, size_t ldv, float *out, size_t ldo, size_t q_pos0,
+			     size_t window, float scale, float softcap, float *scratch)
+{
+	assert(q_pos0 + n_q <= n_kv);
+	const struct kn_win w = {.q = q, .k16 = k, .v16 = v, .stage = scratch + n_q * n_kv,
+				 .out = out, .ldq = ldq, .ldk = ldk, .ldv = ldv, .ldo = ldo,
+				 .head_dim = head_dim, .q_pos0 = q_pos0, .window = window,
+				 .scale = scale, .softcap = softcap};
+	kn_win_run(&w, n_q, n_heads, scratch);
 }
 
 /* Rotates dims (ia, ib) of each of the n_head heads in one token's row by

@@ -89,6 +89,20 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
 			 const float *v, size_t ldv, float *out, size_t ldo,
 			 size_t q_pos0, size_t window, float scale, float softcap, float *scratch);
 
+/* kn_attention_window_f16 - kn_attention_window over keys and values
+ * stored as IEEE binary16 (an LLM's float16 KV cache, llama.cpp's default
+ * cache type): q, out and every product and sum float32, the cached values
+ * widened exactly (kn_half.h). One query row (a decode step) reads the
+ * binary16 rows in place (kn_ops gemv_f16, gemv_t_f16); several widen
+ * KN_WIN16_CHUNK keys at a time for GEMMs (the values' products summed
+ * chunk by chunk). scratch: n_q * n_kv + KN_WIN16_CHUNK * head_dim floats. */
+#define KN_WIN16_CHUNK 256
+void kn_attention_window_f16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
+			     const float *q, size_t ldq, const uint16_t *k, size_t ldk,
+			     const uint16_t *v, size_t ldv, float *out, size_t ldo,
+			     size_t q_pos0, size_t window, float scale, float softcap,
+			     float *scratch);
+
 /* kn_softcap - x[i] = cap tanh(x[i] / cap) for i < n (cap > 0), in
  * ggml's operations (scale by 1 / cap, tanh, scale by cap): gemma2's
  * soft-capped attention scores and logits. Scalar (tanhf). */

@@ -9,6 +9,7 @@
  * that must survive. Tolerances are stated at each check.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_blas.h"
+#include "kernels/kn_half.h"
 
 #define SENTINEL 12345.0f
 
@@ -199,20 +201,44 @@ static void win_naive(const struct win_case *c, const float *q, size_t ldq, cons
 	free(p);
 }
 
+/* x rounded to binary16 in place; the bits (n of them) returned. */
+static uint16_t *to_f16(float *x, size_t n)
+{
+	uint16_t *h = malloc((n + 1) * sizeof(*h));
+	assert_non_null(h);
+	for (size_t i = 0; i < n; i++) {
+		h[i] = kn_f32_to_f16(x[i]);
+		x[i] = kn_f16_to_f32(h[i]);
+	}
+	return h;
+}
+
 /* Tolerance: max |out - naive| <= 2e-6 (v in [-1, 1]: outputs O(1)); the
  * padding of out keeps its sentinel; scratch is exactly n_q * n_kv NaNs
- * (ASan catches more, the GEMM's beta = 0 must ignore the NaNs). */
-static double win_check(const struct win_case *c)
+ * (ASan catches more, the GEMM's beta = 0 must ignore the NaNs), plus the
+ * widened chunk for kn_attention_window_f16 (f16: keys and values rounded
+ * to binary16 first, the naive sums over those values). */
+static double win_check(const struct win_case *c, bool f16)
 {
 	size_t width = c->n_heads * c->head_dim, e = c->extra;
 	size_t ldq = width + e, ldk = width + 2 * e, ldv = width + 3 * e, ldo = width + e + 1;
 	float *q = rand_new(c->n_q * ldq, -1.0f, 1.0f), *k = rand_new(c->n_kv * ldk, -1.0f, 1.0f);
 	float *v = rand_new(c->n_kv * ldv, -1.0f, 1.0f), *out = fill_new(c->n_q * ldo, SENTINEL);
-	float *scratch = fill_new(c->n_q * c->n_kv, NAN);
+	float *scratch = fill_new(c->n_q * c->n_kv + (f16 ? KN_WIN16_CHUNK * c->head_dim : 0), NAN);
 	double *want = malloc((c->n_q * width + 1) * sizeof(*want)), worst = 0.0;
 	assert_non_null(want);
-	kn_attention_window(c->n_q, c->n_kv, c->n_heads, c->head_dim, q, ldq, k, ldk, v, ldv, out,
-			    ldo, c->q_pos0, c->window, c->scale, c->softcap, scratch);
+	if (f16) {
+		uint16_t *k16 = to_f16(k, c->n_kv * ldk), *v16 = to_f16(v, c->n_kv * ldv);
+		kn_attention_window_f16(c->n_q, c->n_kv, c->n_heads, c->head_dim, q, ldq, k16, ldk,
+					v16, ldv, out, ldo, c->q_pos0, c->window, c->scale,
+					c->softcap, scratch);
+		free(k16);
+		free(v16);
+	} else {
+		kn_attention_window(c->n_q, c->n_kv, c->n_heads, c->head_dim, q, ldq, k, ldk, v,
+				    ldv, out, ldo, c->q_pos0, c->window, c->scale, c->softcap,
+				    scratch);
+	}
 	win_naive(c, q, ldq, k, ldk, v, ldv, want);
 	for (size_t i = 0; i < c->n_q; i++) {
 		for (size_t j = 0; j < width; j++) {
@@ -267,17 +293,19 @@ static void test_attention_window(void **state)
 		if (!kn_ops_for((enum kn_isa)isa))
 			continue;
 		const struct kn_ops *ops = kn_init((enum kn_isa)isa);
-		double worst = 0.0;
-		for (size_t i = 0; i < n_grid + n_more; i++) {
-			struct win_case c = i < n_grid ? win_grid(i) : more[i - n_grid];
-			double e = win_check(&c);
-			if (!(e <= 2e-6))
-				fail_msg("attention_window case %zu (%s): error %g", i, ops->name,
-					 e);
-			worst = e > worst ? e : worst;
+		for (int f16 = 0; f16 < 2; f16++) {
+			double worst = 0.0;
+			for (size_t i = 0; i < n_grid + n_more; i++) {
+				struct win_case c = i < n_grid ? win_grid(i) : more[i - n_grid];
+				double e = win_check(&c, f16);
+				if (!(e <= 2e-6))
+					fail_msg("attention_window%s case %zu (%s): error %g",
+						 f16 ? "_f16" : "", i, ops->name, e);
+				worst = e > worst ? e : worst;
+			}
+			printf("[ kn ] attention_window%-4s %-6s max |err| %.3g (tol 2e-6)\n",
+			       f16 ? "_f16" : "", ops->name, worst);
 		}
-		printf("[ kn ] attention_window %-6s max |err| %.3g (tol 2e-6)\n", ops->name,
-		       worst);
 	}
 	kn_init(KN_ISA_COUNT);
 }
