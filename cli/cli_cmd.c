@@ -228,6 +228,7 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 				spec.name = cm->name;
 				spec.path = cm->path;
 				spec.compute_type = (enum eng_compute_type)cm->compute_type;
+				spec.kv_cache_f16 = cm->kv_cache_f16 != 0;
 			}
 		}
 	}

@@ -96,6 +96,7 @@ static struct eng_model_spec *specs_from_cfg(const struct cfg *cfg)
 			.max_batch_tokens = m->max_batch_tokens,
 			.timeout_ms = m->timeout_ms,
 			.compute_type = (enum eng_compute_type)m->compute_type,
+			.kv_cache_f16 = m->kv_cache_f16 != 0,
 		};
 		reps += m->n_replicas;
 	}

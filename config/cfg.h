@@ -64,6 +64,7 @@ struct cfg_model {
 	int max_batch_tokens;         /* generation: tokens per forward pass; default 512, 16..65536 */
 	int timeout_ms;               /* request deadline (504 past it); default 0 = none, 0..86400000 */
 	enum cfg_compute_type compute_type; /* "compute_type"; default "default" */
+	int kv_cache_f16;             /* generation: "kv_cache_f16", bool; default false (float32) */
 };
 
 struct cfg {

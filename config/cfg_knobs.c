@@ -84,6 +84,11 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .offset = offsetof(struct cfg_model, timeout_ms), .def = ST_SCHED_DEF_TIMEOUT_MS, .min = 0,
 	  .max = CFG_DAY_MS,
 	  .doc = "request deadline, 504 past it; 0 = none; Inferd-Timeout-Ms may shorten it" },
+	{ .path = "kv_cache_f16", .type = &cfg__type_bool,
+	  .offset = offsetof(struct cfg_model, kv_cache_f16), .def = 0,
+	  .doc = "generation: keep the KV cache in float16 (llama.cpp's default cache type): "
+		 "half the memory per sequence and the bytes a decode step reads; "
+		 "false: float32" },
 	{ .path = "compute_type", .type = &cfg__type_compute,
 	  .offset = offsetof(struct cfg_model, compute_type), .def_str = "\"default\"",
 	  .doc = "transcription: \"default\" (the stored type; float folders run float32), "

@@ -86,6 +86,7 @@ struct eng_model_spec {
 	int max_batch_tokens;   /* generation: tokens per forward pass */
 	int timeout_ms;         /* request deadline, ms (0 / default: none) */
 	enum eng_compute_type compute_type; /* 0: DEFAULT */
+	bool kv_cache_f16;      /* generation: binary16 KV caches (eng_llm_kv_create) */
 };
 
 /* eng_create - open and validate every model in specs[0..n_specs).

@@ -28,6 +28,7 @@ struct eng_model {
 	enum eng_format format; /* resolved: GGUF or CT2, never AUTO */
 	enum eng_task task;     /* what requests it serves */
 	enum eng_compute_type compute_type; /* as the spec asked (eng.h) */
+	bool kv_cache_f16;      /* generation: binary16 KV caches (eng.h) */
 	char *arch;             /* general.architecture or the CT2 spec name */
 	int64_t created;        /* Unix seconds when loading finished */
 	uint64_t size_bytes;    /* tensor / variable data bytes */

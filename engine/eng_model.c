@@ -89,6 +89,7 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 		return st_errf(-ST_INVAL, err, errlen, "unknown compute type %d",
 			       (int)spec->compute_type);
 	m->compute_type = spec->compute_type;
+	m->kv_cache_f16 = spec->kv_cache_f16;
 	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
 	if (rc)
 		return rc;

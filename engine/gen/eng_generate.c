@@ -329,7 +329,7 @@ int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
 	if (!rc)
 		rc = eg_prompt(g, err, errlen);
 	if (!rc)
-		rc = eng_llm_kv_create(m->llm, eng_model_context(m), &g->kv);
+		rc = eng_llm_kv_create(m->llm, eng_model_context(m), m->kv_cache_f16, &g->kv);
 	if (rc) {
 		if (err && errlen && !err[0])
 			st_errf(rc, err, errlen, "generation failed (%s)", st_str(rc));

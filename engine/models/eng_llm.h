@@ -70,9 +70,13 @@ void eng_llm_destroy(struct eng_llm *m);
 const struct eng_llm_hp *eng_llm_hp(const struct eng_llm *m);
 const char *eng_llm_arch_name(enum eng_llm_arch a);
 
-/* eng_llm_kv_create - an empty KV cache of n_ctx positions (f32, n_layer x
- * n_ctx x n_head_kv x head_dim floats for K and for V). -ST_NOMEM. */
-int eng_llm_kv_create(const struct eng_llm *m, size_t n_ctx, struct eng_llm_kv **out);
+/* eng_llm_kv_create - an empty KV cache of n_ctx positions: n_layer x
+ * n_ctx x n_head_kv x head_dim values for K and for V, IEEE binary16 when
+ * f16 (llama.cpp's default cache type, half the bytes a decode step reads
+ * at long contexts; attention still computes in float32 on the widened
+ * values: kn_attention_window_f16), else float32. -ST_INVAL (n_ctx 0),
+ * -ST_NOMEM. */
+int eng_llm_kv_create(const struct eng_llm *m, size_t n_ctx, bool f16, struct eng_llm_kv **out);
 void eng_llm_kv_destroy(struct eng_llm_kv *kv);
 size_t eng_llm_kv_len(const struct eng_llm_kv *kv);
 size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);

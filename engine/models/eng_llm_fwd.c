@@ -25,7 +25,7 @@
 
 /* --- KV cache ------------------------------------------------------------ */
 
-int eng_llm_kv_create(const struct eng_llm *m, size_t n_ctx, struct eng_llm_kv **out)
+int eng_llm_kv_create(const struct eng_llm *m, size_t n_ctx, bool f16, struct eng_llm_kv **out)
 {
 	const struct eng_llm_hp *hp = &m->hp;
 	struct eng_llm_kv *kv = mem_calloc(1, sizeof(*kv));
@@ -37,9 +37,17 @@ int eng_llm_kv_create(const struct eng_llm *m, size_t n_ctx, struct eng_llm_kv *
 	kv->n_ctx = n_ctx;
 	kv->row = (size_t)hp->n_head_kv * (size_t)hp->head_dim_k;
 	size_t n = (size_t)hp->n_layer * n_ctx * kv->row;
-	kv->k = mem_alloc(n * sizeof(float));
-	kv->v = mem_alloc(n * sizeof(float));
-	if (!kv->k || !kv->v) {
+	bool ok;
+	if (f16) {
+		kv->k16 = mem_alloc(n * sizeof(uint16_t));
+		kv->v16 = mem_alloc(n * sizeof(uint16_t));
+		ok = kv->k16 && kv->v16;
+	} else {
+		kv->k = mem_alloc(n * sizeof(float));
+		kv->v = mem_alloc(n * sizeof(float));
+		ok = kv->k && kv->v;
+	}
+	if (!ok) {
 		eng_llm_kv_destroy(kv);
 		return -ST_NOMEM;
 	}
@@ -53,6 +61,8 @@ void eng_llm_kv_destroy(struct eng_llm_kv *kv)
 		return;
 	mem_free(kv->k);
 	mem_free(kv->v);
+	mem_free(kv->k16);
+	mem_free(kv->v16);
 	mem_free(kv);
 }
 
@@ -88,7 +98,8 @@ struct eng_llm_scratch {
 	size_t cap_rows, cap_ctx;
 	int nth;
 	float *x, *h, *q, *k, *v, *att, *g, *u, *o;
-	float *scores; /* nth * cap_rows * cap_ctx */
+	float *scores; /* nth * scores_ld: kn_attention_window(_f16)'s scratch per thread */
+	size_t scores_ld; /* cap_rows * cap_ctx, and a chunk of widened binary16 keys */
 	float *tile;   /* (nth * ENG_PAR_QTILE + cap_rows) * kmax: eng_par_qlinear scratch */
 	float *logits; /* EL_OUT_ROWS * n_vocab */
 	float *rope[2];	     /* per row, n_rot floats: kn_rope_angles at rope_base, rope_base_swa */
@@ -141,7 +152,8 @@ int eng_llm_scratch_create(const struct eng_llm *m, size_t rows, size_t n_ctx, i
 	b->g = mem_alloc(rows * ff * sizeof(float));
 	b->u = mem_alloc(rows * ff * sizeof(float));
 	b->o = mem_alloc(rows * d * sizeof(float));
-	b->scores = mem_alloc((size_t)nth * rows * n_ctx * sizeof(float));
+	b->scores_ld = rows * n_ctx + KN_WIN16_CHUNK * (size_t)hp->head_dim_k;
+	b->scores = mem_alloc((size_t)nth * b->scores_ld * sizeof(float));
 	/* eng_par_qlinear's scratch: weight tiles, and x rounded for F16/BF16 */
 	b->tile = mem_alloc(((size_t)nth * ENG_PAR_QTILE + rows) * kmax * sizeof(float));
 	b->logits = mem_alloc((size_t)EL_OUT_ROWS * (size_t)hp->n_vocab * sizeof(float));
@@ -224,18 +236,45 @@ static void el_attn_heads(void *arg, int ith, int nth)
 	const struct eng_llm_scratch *b = t->b;
 	size_t hd = (size_t)hp->head_dim_k, qd = (size_t)hp->n_head * hd;
 	size_t group = (size_t)(hp->n_head / hp->n_head_kv);
-	float *scores = b->scores + (size_t)ith * b->cap_rows * b->cap_ctx;
+	float *scores = b->scores + (size_t)ith * b->scores_ld;
 	long j0, j1;
 	dev_split((long)(b->n_seg * (size_t)hp->n_head), ith, nth, 1, &j0, &j1);
 	for (long j = j0; j < j1; j++) {
 		const struct el_seg *sg = &b->seg[(size_t)j / (size_t)hp->n_head];
 		size_t h = (size_t)j % (size_t)hp->n_head, g = h / group;
 		const struct eng_llm_kv *kv = sg->kv;
-		size_t kvd = kv->row, off = (size_t)t->il * kv->n_ctx * kvd;
-		kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, b->q + sg->r0 * qd + h * hd, qd,
-				    kv->k + off + g * hd, kvd, kv->v + off + g * hd, kvd,
-				    b->att + sg->r0 * qd + h * hd, qd, sg->pos0, t->window,
-				    hp->attn_scale, hp->attn_softcap, scores);
+		size_t kvd = kv->row, off = (size_t)t->il * kv->n_ctx * kvd + g * hd;
+		const float *q = b->q + sg->r0 * qd + h * hd;
+		float *att = b->att + sg->r0 * qd + h * hd;
+		if (kv->k16)
+			kn_attention_window_f16(sg->n, sg->pos0 + sg->n, 1, hd, q, qd, kv->k16 + off,
+						kvd, kv->v16 + off, kvd, att, qd, sg->pos0,
+						t->window, hp->attn_scale, hp->attn_softcap,
+						scores);
+		else
+			kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, q, qd, kv->k + off, kvd,
+					    kv->v + off, kvd, att, qd, sg->pos0, t->window,
+					    hp->attn_scale, hp->attn_softcap, scores);
+	}
+}
+
+/* A sequence's rows of k and v (rows of kvd floats) into layer il of its
+ * cache at its positions: copied, or rounded to binary16 (nearest even,
+ * as ggml's cpy to an F16 cache). */
+static void el_kv_store(const struct el_seg *sg, int il, size_t kvd, const float *k,
+			const float *v)
+{
+	struct eng_llm_kv *kv = sg->kv;
+	size_t off = ((size_t)il * kv->n_ctx + sg->pos0) * kvd, n = sg->n * kvd;
+	const float *ks = k + sg->r0 * kvd, *vs = v + sg->r0 * kvd;
+	if (!kv->k16) {
+		memcpy(kv->k + off, ks, n * sizeof(float));
+		memcpy(kv->v + off, vs, n * sizeof(float));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		kv->k16[off + i] = kn_f32_to_f16(ks[i]);
+		kv->v16[off + i] = kn_f32_to_f16(vs[i]);
 	}
 }
 
@@ -259,12 +298,8 @@ static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
 	const float *cs = b->rope[l->swa ? 1 : 0];
 	kn_rope_apply(b->q, n, qd, (size_t)hp->n_head, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
 	kn_rope_apply(b->k, n, kvd, (size_t)hp->n_head_kv, hd, (size_t)hp->n_rot, cs, hp->rope_neox);
-	for (size_t s = 0; s < b->n_seg; s++) {
-		const struct el_seg *sg = &b->seg[s];
-		size_t off = ((size_t)il * sg->kv->n_ctx + sg->pos0) * kvd;
-		memcpy(sg->kv->k + off, b->k + sg->r0 * kvd, sg->n * kvd * sizeof(float));
-		memcpy(sg->kv->v + off, b->v + sg->r0 * kvd, sg->n * kvd * sizeof(float));
-	}
+	for (size_t s = 0; s < b->n_seg; s++)
+		el_kv_store(&b->seg[s], il, kvd, b->k, b->v);
 	struct el_attn_task t = { hp, b, il, l->swa ? (size_t)hp->n_swa : 0 };
 	dev_pool_run(p, el_attn_heads, &t);
 	el_linear(p, &l->wo, NULL, b->att, b->o, n, b);

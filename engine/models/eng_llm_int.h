@@ -41,7 +41,8 @@ struct eng_llm {
 struct eng_llm_kv {
 	size_t n_ctx, len;
 	size_t row;                        /* floats per position per layer */
-	float *k, *v;                      /* [n_layer][n_ctx][row] */
+	float *k, *v;                      /* [n_layer][n_ctx][row] float32, or NULL */
+	uint16_t *k16, *v16;               /* the same in binary16, or NULL */
 };
 
 #endif /* ENG_LLM_INT_H */

@@ -775,6 +775,7 @@ static void test_help(void **state)
 		"models[].max_num_seqs (integer, default 16, 1..256)",
 		"models[].max_batch_tokens (integer, default 512, 16..65536)",
 		"models[].timeout_ms (integer, default 0, 0..86400000)",
+		"models[].kv_cache_f16 (boolean, default false)",
 		"models[].compute_type (string, default \"default\")",
 		/* the replicas doc names all three forms */
 		"N or {\"count\": N}", "[{\"device\": \"cpu:0-3\", \"threads\": 4}",
@@ -789,7 +790,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 27);
+	assert_int_equal(lines, 2 * 28);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");
