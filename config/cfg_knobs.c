@@ -85,7 +85,7 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .max = CFG_DAY_MS,
 	  .doc = "request deadline, 504 past it; 0 = none; Inferd-Timeout-Ms may shorten it" },
 	{ .path = "kv_cache_f16", .type = &cfg__type_bool,
-	  .offset = offsetof(struct cfg_model, kv_cache_f16), .def = 0,
+	  .offset = offsetof(struct cfg_model, kv_cache_f16), .def = 0, .min = 0, .max = 1,
 	  .doc = "generation: keep the KV cache in float16 (llama.cpp's default cache type): "
 		 "half the memory per sequence and the bytes a decode step reads; "
 		 "false: float32" },

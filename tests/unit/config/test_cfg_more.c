@@ -50,6 +50,31 @@ static void test_compute_type(void **state)
 	assert_string_equal(cfg_compute_type_str(CFG_COMPUTE_COUNT), "unknown");
 }
 
+/* "kv_cache_f16": absent is false; true and false load; anything else
+ * (a number, a string) is refused naming the key. */
+static void test_kv_cache_f16(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load("{" MIN_MODELS "}", &cfg, NULL, 0), 0);
+	assert_int_equal(cfg->models[0].kv_cache_f16, 0);
+	cfg_destroy(cfg);
+	static const char *const vals[] = { "false", "true" };
+	for (int i = 0; i < 2; i++) {
+		char text[160];
+		snprintf(text, sizeof(text),
+			 "{\"models\": [{\"name\": \"m\", \"path\": \"p\", \"kv_cache_f16\": %s}]}",
+			 vals[i]);
+		assert_int_equal(load(text, &cfg, NULL, 0), 0);
+		assert_int_equal(cfg->models[0].kv_cache_f16, i);
+		cfg_destroy(cfg);
+	}
+	assert_int_equal(load("{\"models\": [{\"name\": \"m\", \"path\": \"p\", "
+			      "\"kv_cache_f16\": \"f16\"}]}", &cfg, err, sizeof(err)), -ST_INVAL);
+	assert_string_equal(err, "models[0].kv_cache_f16: expected true or false");
+}
+
 /* limit_value - the loaded value of limits.<key>, via a small name table. */
 static int64_t limit_value(const struct cfg *cfg, const char *key)
 {
@@ -248,17 +273,21 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
 	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
 	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
-	assert_int_equal(json_object_size(mprops), 11);
-	static const char *const mkeys[] = { "name", "path", "format", "replicas", "compute_type" };
-	for (size_t i = 0; i < 5; i++)
+	assert_int_equal(json_object_size(mprops), 12);
+	static const char *const mkeys[] = { "name",	     "path",	     "format",
+					     "replicas", "compute_type", "kv_cache_f16" };
+	for (size_t i = 0; i < 6; i++)
 		assert_non_null(json_object_get(mprops, mkeys[i]));
+	json_t *kvp = json_object_get(mprops, "kv_cache_f16");
+	assert_string_equal(json_string_value(json_object_get(kvp, "type")), "boolean");
+	assert_true(json_is_false(json_object_get(kvp, "default")));
 	check_schema_replicas(json_object_get(mprops, "replicas"));
 	/* Every other model key is a scheduling integer: probe it. */
 	assert_int_equal(load("{" MIN_MODELS "}", &defaults, NULL, 0), 0);
 	size_t n_ints = 0;
 	json_object_foreach(mprops, key, prop) {
 		bool known = false;
-		for (size_t i = 0; i < 5; i++)
+		for (size_t i = 0; i < 6; i++)
 			known = known || strcmp(key, mkeys[i]) == 0;
 		if (known)
 			continue;
@@ -348,6 +377,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schema_agrees),
 		cmocka_unit_test(test_compute_type),
+		cmocka_unit_test(test_kv_cache_f16),
 		cmocka_unit_test(test_array_ceilings),
 		cmocka_unit_test(test_alloc_failures),
 	};
