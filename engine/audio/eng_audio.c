@@ -43,6 +43,8 @@ struct audio_dec {
 	float *mono;	   /* (cap) mono samples at the source rate, mem.h */
 	size_t n, cap;	   /* frames held, capacity */
 	size_t max_frames; /* ceiling from max_seconds */
+	size_t n_bad;	   /* samples that were NaN or infinite */
+	size_t first_bad;  /* frame of the first of them */
 };
 
 static sf_count_t vio_len(void *user)
@@ -266,11 +268,16 @@ static int audio_reserve(struct audio_dec *d, size_t more)
 	return 0;
 }
 
-/* x with NaN -> 0 and magnitudes above AUDIO_MAX_ABS (incl. inf) clamped. */
-static float audio_sane(float x)
+/* x with magnitudes above AUDIO_MAX_ABS clamped (so that the downmix and
+ * the resampler's sums stay finite; the s16 grid clips them to +-1 after);
+ * a NaN or infinity is counted in d (the decode then fails) and taken as 0. */
+static float audio_sane(struct audio_dec *d, float x, size_t frame)
 {
-	if (isnan(x))
+	if (!isfinite(x)) {
+		if (d->n_bad++ == 0)
+			d->first_bad = frame;
 		return 0.0f;
+	}
 	return x > AUDIO_MAX_ABS ? AUDIO_MAX_ABS : x < -AUDIO_MAX_ABS ? -AUDIO_MAX_ABS : x;
 }
 
@@ -283,10 +290,25 @@ static void audio_downmix(struct audio_dec *d, const float *buf, size_t frames)
 		const float *s = buf + f * (size_t)ch;
 		float acc = 0.0f;
 		for (int c = 0; c < ch; c++)
-			acc += audio_sane(s[c]);
+			acc += audio_sane(d, s[c], d->n + f);
 		dst[f] = ch == 1 ? acc : acc / (float)ch;
 	}
 	d->n += frames;
+}
+
+/* Every sample put on the signed 16-bit grid, as faster-whisper's decode
+ * leaves it (PyAV's resampler to "s16", i.e. libswresample's
+ * av_clip_int16(lrintf(x * 32768)), then / 32768.0): rounded to the
+ * nearest 1/32768 (ties to even) and clipped to [-1, 32767/32768]. Integer
+ * 16-bit input at 16 kHz is unchanged; a float sample of 1e6 becomes a
+ * full-scale click instead of the whole log-mel range. */
+static void audio_s16_grid(float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = nearbyintf(x[i] * 32768.0f);
+		v = v > 32767.0f ? 32767.0f : v < -32768.0f ? -32768.0f : v;
+		x[i] = v / 32768.0f;
+	}
 }
 
 /* Read every frame libsndfile yields (stopping quietly at truncation). */
@@ -377,9 +399,17 @@ int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_ra
 		rc = st_errf(-ST_INVAL, err, errlen, "audio has no samples");
 		goto out_close;
 	}
+	if (d.n_bad) {
+		rc = st_errf(-ST_INVAL, err, errlen,
+			     "audio sample at %.3f s is not a finite number (NaN or infinity; %zu "
+			     "such sample%s)", (double)d.first_bad / d.info.samplerate, d.n_bad,
+			     d.n_bad == 1 ? "" : "s");
+		goto out_close;
+	}
 	rc = audio_resample(&d, out, err, errlen);
 	if (rc)
 		goto out_close;
+	audio_s16_grid(out->samples, out->n_samples);
 	if (out->n_samples == 0) { /* e.g. one 48 kHz frame is a third of a 16 kHz sample */
 		eng_audio_fini(out);
 		rc = st_errf(-ST_INVAL, err, errlen, "audio has no samples");

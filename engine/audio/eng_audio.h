@@ -7,11 +7,15 @@
  * Deepgram's query parameters (encoding, sample_rate, channels; see
  * https://developers.deepgram.com/docs/encoding). Any channel count is
  * downmixed to mono as the mean of the channels; any rate is resampled to
- * 16000 Hz with libsoxr at SOXR_HQ (skipped at 16 kHz). Integer PCM comes
- * out scaled to [-1, 1) (libsndfile's normalisation: int16 / 32768); float
- * input is kept as is, except NaN, which becomes 0, and magnitudes beyond
- * 1e6 (infinities included), which are clamped to +-1e6 so that every
- * later sum stays finite.
+ * 16000 Hz with libsoxr at SOXR_HQ (skipped at 16 kHz). Integer PCM is
+ * scaled to [-1, 1) (libsndfile's normalisation: int16 / 32768); float
+ * input is read as is, magnitudes beyond 1e6 clamped there so that every
+ * sum stays finite. A NaN or infinite sample anywhere is an error
+ * (-ST_INVAL). Last, every output sample is put on the signed 16-bit grid
+ * as faster-whisper's decode leaves it (PyAV resampling to "s16":
+ * rounded to a multiple of 1/32768 and clipped to [-1, 32767/32768]), so a
+ * huge float sample is a full-scale click, as there, and 16-bit PCM at
+ * 16 kHz comes out unchanged.
  *
  * Truncated data after a valid header is not an error: libsndfile returns
  * the frames that are present and those are decoded (a WAV whose header
@@ -76,7 +80,8 @@ const char *eng_audio_encoding_name(enum eng_audio_encoding enc);
  *   out:         zeroed on entry; on success owns samples (eng_audio_fini).
  *   err:         errlen bytes for a one-line message on failure (may be NULL).
  * Errors: -ST_INVAL empty input ("empty audio"), a valid header with no
- * frames ("audio has no samples"), or a bad raw descriptor;
+ * frames ("audio has no samples"), a NaN or infinite sample, or a bad raw
+ * descriptor;
  * -ST_UNSUPPORTED bytes that are not audio, a truncated header, an unknown
  * encoding, a rate or channel count outside the limits above;
  * -ST_TOOBIG longer than max_seconds; -ST_NOMEM; -ST_IO a decoder or

@@ -27,6 +27,7 @@
  * answer to them. Errors: {"error": "..."} with 400 (a bad tensor), 404
  * (unknown model), 413, 429, 503, 504.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,11 @@ static int srv_ks_samples(struct srv_ks_req *r, const struct srv_ks_in *t,
 			mem_free(b);
 			return srv_ks_bad(r, "input '%s': element %lld is not a finite number",
 					  t->name, (long long)i);
+		}
+		if (fabs(x) > FLT_MAX) { /* (float)x would be infinite (undefined in C) */
+			mem_free(b);
+			return srv_ks_bad(r, "input '%s': element %lld (%g) overflows FP32",
+					  t->name, (long long)i, x);
 		}
 		float f = (float)x;
 		memcpy(b + i * 4, &f, 4); /* x86-64 and every target here: little-endian */

@@ -172,6 +172,52 @@ def wav_bytes(frames=b"", rate=16000):
     return out.getvalue()
 
 
+def float_wav(samples, rate=16000):
+    """A 32-bit IEEE float WAV (format 3) of the given Python floats."""
+    import struct
+    data = struct.pack("<%df" % len(samples), *samples)
+    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
+    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" +
+            struct.pack("<I", len(data)) + data)
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def jfk_floats():
+    with wave.open(os.path.join(AUDIO, "jfk.wav")) as w:
+        pcm = w.readframes(w.getnframes())
+    import array
+    return [v / 32768.0 for v in array.array("h", pcm)]
+
+
+# --- out-of-range samples (issue 16) -------------------------------------
+
+
+@pytest.mark.parametrize("value", [1e6, 3e38, -3.4e38])
+def test_huge_float_sample_is_a_click(srv, value):
+    """One huge but finite sample in a float WAV: clipped to full scale as
+    faster-whisper's s16 decode clips it (its transcript of these files is
+    jfk's), not a log-mel range that empties the answer."""
+    x = jfk_floats()
+    x[16000] = value
+    r = transcribe(srv.port, data=float_wav(x), response_format="text")
+    assert r.status == 200, r.body
+    assert norm(r.body.decode()) == JFK
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_float_sample_400(srv, value):
+    x = jfk_floats()
+    x[24000] = value
+    assert_openai_error(transcribe(srv.port, data=float_wav(x)), 400,
+                        "audio sample at 1.500 s is not a finite number")
+    assert_deepgram_error(listen(srv.port, float_wav(x)), 400, "not a finite number")
+    import struct
+    raw = struct.pack("<%df" % len(x), *x)
+    assert_deepgram_error(listen(srv.port, raw, "encoding=linear32&sample_rate=16000",
+                                 ctype=None), 400, "not a finite number")
+    assert_serving(srv.port)
+
+
 # --- OpenAI: response formats ------------------------------------------
 
 

@@ -215,6 +215,28 @@ def test_infer_errors_through_the_client(client):
     expect_error(client, 413, lambda: client.infer("whisper-tiny.en", [big]))
 
 
+def test_fp32_samples_out_of_range(client, daemon):
+    """A huge finite sample (1e30) is clipped to full scale, as
+    faster-whisper's s16 decode clips it: the transcript is jfk's, not an
+    empty one. A JSON number past float32's range is a 400 naming it."""
+    with wave.open(JFK) as w:
+        rate = w.getframerate()
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
+    x = pcm.astype(np.float32) / 32768.0
+    x[rate] = 1e30
+    inp = th.InferInput("AUDIO", [len(x)], "FP32")
+    inp.set_data_from_numpy(x, binary_data=True)
+    r = client.infer("whisper-tiny.en", [inp], parameters={"sample_rate": rate})
+    text = r.as_numpy("TRANSCRIPT")[0]
+    text = text.decode() if isinstance(text, bytes) else text
+    assert text == openai_transcript(daemon.port, open(JFK, "rb").read())
+    body = ('{"inputs": [{"name": "AUDIO", "datatype": "FP32", "shape": [4], '
+            '"data": [0.1, 1e39, 0.0, 0.2]}], "parameters": {"sample_rate": 16000}}').encode()
+    r = post(daemon.port, "/v2/models/whisper-tiny.en/infer", body)
+    assert r.status == 400, r.body
+    assert "element 1 (1e+39) overflows FP32" in r.json()["error"], r.body
+
+
 def test_infer_errors_on_the_wire(daemon):
     p = daemon.port
     url = "/v2/models/whisper-tiny.en/infer"

@@ -167,7 +167,8 @@ static uint8_t *make_wav(int tag, int bits, int ch, int rate, const void *pcm, s
 	return w;
 }
 
-/* Stereo 16-bit at 16 kHz: output is the mean of the channels, exactly. */
+/* Stereo 16-bit at 16 kHz: output is the mean of the channels on the s16
+ * grid (a half-step mean rounded to even), exactly. */
 static void test_stereo_downmix(void **state)
 {
 	(void)state;
@@ -185,8 +186,8 @@ static void test_stereo_downmix(void **state)
 	assert_int_equal(a.src_channels, 2);
 	assert_string_equal(a.src_format, "wav/pcm_16");
 	for (int i = 0; i < N; i++) {
-		float want = ((float)pcm[2 * i] / 32768.0f + (float)pcm[2 * i + 1] / 32768.0f) / 2;
-		assert_float_equal(a.samples[i], want, 1e-6);
+		float mean = ((float)pcm[2 * i] / 32768.0f + (float)pcm[2 * i + 1] / 32768.0f) / 2;
+		assert_float_equal(a.samples[i], nearbyintf(mean * 32768.0f) / 32768.0f, 0);
 	}
 	eng_audio_fini(&a);
 	mem_free(w);
@@ -314,13 +315,38 @@ static void test_raw(void **state)
 		assert_true(fabs((double)a.n_samples - 2.0 * N) <= 1);
 		eng_audio_fini(&a);
 	}
-	for (int i = 0; i < N; i++) /* garbage floats: NaN, inf, huge -> finite */
-		f32[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -3e38f;
+	/* floats at 16 kHz land on the s16 grid (faster-whisper's decode):
+	 * nearest multiple of 1/32768, huge ones clipped to full scale */
+	for (int i = 0; i < 2 * N; i++)
+		f32[i] = i % 4 == 0 ? 0.3f : i % 4 == 1 ? 1e6f : i % 4 == 2 ? -3e38f : -0.99999f;
+	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR32, 16000, 1};
+	assert_int_equal(decode(f32, sizeof(f32), &r, &a), 0);
+	assert_int_equal(a.n_samples, 2 * N);
+	for (int i = 0; i < 2 * N; i++) {
+		float want = i % 4 == 0 ? nearbyintf(0.3f * 32768.0f) / 32768.0f
+			     : i % 4 == 1 ? 32767.0f / 32768.0f
+			     : i % 4 == 2 ? -1.0f : -32768.0f / 32768.0f;
+		assert_float_equal(a.samples[i], want, 0);
+	}
+	eng_audio_fini(&a);
+	/* resampled, downmixed huge values: finite and within full scale */
 	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR32, 22050, 2};
 	assert_int_equal(decode(f32, sizeof(f32), &r, &a), 0);
 	for (size_t i = 0; i < a.n_samples; i++)
-		assert_true(isfinite(a.samples[i]));
+		assert_true(a.samples[i] >= -1.0f && a.samples[i] <= 32767.0f / 32768.0f &&
+			    a.samples[i] * 32768.0f == nearbyintf(a.samples[i] * 32768.0f));
 	eng_audio_fini(&a);
+	/* a NaN or an infinity anywhere: refused, naming where */
+	for (int k = 0; k < 2; k++) {
+		f32[2 * N - 3] = k ? INFINITY : NAN;
+		r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR32, 16000, 1};
+		assert_int_equal(decode(f32, sizeof(f32), &r, &a), -ST_INVAL);
+		assert_null(a.samples);
+		char want[128];
+		snprintf(want, sizeof(want), "audio sample at %.3f s is not a finite number (NaN or "
+			 "infinity; 1 such sample)", (2 * N - 3) / 16000.0);
+		assert_string_equal(errbuf, want);
+	}
 	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR16, 0, 1};
 	assert_int_equal(decode(s16, sizeof(s16), &r, &a), -ST_INVAL);
 	r = (struct eng_audio_raw){ENG_AUDIO_ENCODING_LINEAR16, 16000, 0};
