@@ -211,6 +211,8 @@ struct eng_transcript {
 	double duration_s;            /* audio seconds transcribed */
 	char language[16];            /* ISO code used or detected */
 	float language_prob;          /* 1 when given or English-only */
+	int channel;                  /* the source channel (per_channel input), else 0 */
+	struct eng_transcript *next;  /* per_channel: the next channel's (owned), or NULL */
 };
 
 void eng_transcribe_params_init(struct eng_transcribe_params *p);
@@ -225,6 +227,9 @@ struct eng_asr_input {
 	const struct eng_audio_raw *raw; /* how to read headerless data, or NULL */
 	const float *samples;      /* when data is NULL: [n_samples] at 16 kHz */
 	size_t n_samples;
+	bool per_channel;          /* data only: each channel of the audio transcribed on its
+				    * own, in turn (Deepgram's multichannel); the transcript
+				    * is channel 0's, ->next the others' in order */
 };
 
 /* Called exactly once when a submitted transcription ends, on a replica

@@ -182,27 +182,53 @@ static int ea_stop(void *arg)
 	return eng__req_expired(&d->r->base, now);
 }
 
-/* Decode the audio when it came encoded, then transcribe. */
-static int ea_transcribe(struct ea_driver *d)
+/* Decode channel ch of the audio (-1: all of it, downmixed) when it came
+ * encoded, then transcribe it into *t; *n_ch: the source's channels. */
+static int ea_transcribe_one(struct ea_driver *d, int ch, struct eng_transcript **t, int *n_ch)
 {
 	struct eng__asr_req *r = d->r;
 	struct eng_audio audio = { 0 };
 	const float *samples = r->in.samples;
 	size_t n = r->in.n_samples;
+	*n_ch = 1;
 	if (r->in.data) {
-		int rc = eng_audio_decode(r->in.data, r->in.len, r->in.raw, &audio, d->err,
-					  sizeof(d->err));
+		int rc = eng_audio_decode_channel(r->in.data, r->in.len, r->in.raw,
+						  ENG_AUDIO_MAX_SECONDS, ch, &audio, d->err,
+						  sizeof(d->err));
 		if (rc)
 			return rc == -ST_IO ? -ST_INVAL : rc; /* gave up mid-stream: bad input */
 		samples = audio.samples;
 		n = audio.n_samples;
+		*n_ch = audio.src_channels;
 	}
 	int rc = eng__transcribe_run(r->m, d->l->pool, samples, n, &r->p, ea_stop, d, &d->runner,
-				     &d->t, d->err, sizeof(d->err));
+				     t, d->err, sizeof(d->err));
 	if (!rc && r->in.data)
-		d->t->duration_s = audio.duration_s;
-	d->audio_s = rc ? 0 : d->t->duration_s;
+		(*t)->duration_s = audio.duration_s;
+	if (!rc)
+		(*t)->channel = ch < 0 ? 0 : ch;
 	eng_audio_fini(&audio);
+	return rc;
+}
+
+/* The request's transcript: of the audio downmixed, or (per_channel) of
+ * each channel in turn, chained by ->next. */
+static int ea_transcribe(struct ea_driver *d)
+{
+	bool each = d->r->in.per_channel && d->r->in.data;
+	int n_ch = 1, rc = ea_transcribe_one(d, each ? 0 : -1, &d->t, &n_ch);
+	struct eng_transcript **tail = rc ? NULL : &d->t->next;
+	for (int c = 1; !rc && each && c < n_ch; c++) {
+		int unused;
+		rc = ea_transcribe_one(d, c, tail, &unused);
+		if (!rc)
+			tail = &(*tail)->next;
+	}
+	if (rc) {
+		eng_transcript_destroy(d->t);
+		d->t = NULL;
+	}
+	d->audio_s = rc ? 0 : d->t->duration_s * (each ? n_ch : 1);
 	return rc;
 }
 

@@ -624,13 +624,15 @@ int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const 
 
 void eng_transcript_destroy(struct eng_transcript *t)
 {
-	if (!t)
-		return;
-	for (size_t i = 0; i < t->n_segments; i++) {
-		mem_free(t->segments[i].text);
-		mem_free(t->segments[i].tokens);
+	while (t) {
+		struct eng_transcript *next = t->next;
+		for (size_t i = 0; i < t->n_segments; i++) {
+			mem_free(t->segments[i].text);
+			mem_free(t->segments[i].tokens);
+		}
+		mem_free(t->segments);
+		mem_free(t->text);
+		mem_free(t);
+		t = next;
 	}
-	mem_free(t->segments);
-	mem_free(t->text);
-	mem_free(t);
 }

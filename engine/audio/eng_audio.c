@@ -43,6 +43,7 @@ struct audio_dec {
 	float *mono;	   /* (cap) mono samples at the source rate, mem.h */
 	size_t n, cap;	   /* frames held, capacity */
 	size_t max_frames; /* ceiling from max_seconds */
+	int channel;	   /* the one channel kept, or -1: the mean of all */
 	size_t n_bad;	   /* samples that were NaN or infinite */
 	size_t first_bad;  /* frame of the first of them */
 };
@@ -288,10 +289,13 @@ static void audio_downmix(struct audio_dec *d, const float *buf, size_t frames)
 	float *dst = d->mono + d->n;
 	for (size_t f = 0; f < frames; f++) {
 		const float *s = buf + f * (size_t)ch;
-		float acc = 0.0f;
-		for (int c = 0; c < ch; c++)
-			acc += audio_sane(d, s[c], d->n + f);
-		dst[f] = ch == 1 ? acc : acc / (float)ch;
+		float acc = 0.0f, one = 0.0f;
+		for (int c = 0; c < ch; c++) {
+			float v = audio_sane(d, s[c], d->n + f);
+			acc += v;
+			one = c == d->channel ? v : one;
+		}
+		dst[f] = d->channel >= 0 ? one : ch == 1 ? acc : acc / (float)ch;
 	}
 	d->n += frames;
 }
@@ -378,16 +382,26 @@ static int audio_check_args(const void *data, size_t len, double max_seconds, st
 int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_raw *raw,
 			 double max_seconds, struct eng_audio *out, char *err, size_t errlen)
 {
+	return eng_audio_decode_channel(data, len, raw, max_seconds, -1, out, err, errlen);
+}
+
+int eng_audio_decode_channel(const void *data, size_t len, const struct eng_audio_raw *raw,
+			     double max_seconds, int channel, struct eng_audio *out, char *err,
+			     size_t errlen)
+{
 	if (out)
 		memset(out, 0, sizeof(*out));
 	int rc = audio_check_args(data, len, max_seconds, out, err, errlen);
 	if (rc)
 		return rc;
 	struct audio_mem mem = {.data = data, .len = (sf_count_t)len, .pos = 0};
-	struct audio_dec d = {0};
+	struct audio_dec d = {.channel = channel};
 	if (raw && (rc = audio_raw_info(raw, &d.info, err, errlen)) != 0)
 		return rc;
 	rc = audio_open(&d, &mem, err, errlen);
+	if (!rc && channel >= d.info.channels)
+		rc = st_errf(-ST_INVAL, err, errlen, "audio has %d channel%s, no channel %d",
+			     d.info.channels, d.info.channels == 1 ? "" : "s", channel);
 	if (rc)
 		goto out_close;
 	double maxf = floor(max_seconds * d.info.samplerate);

@@ -89,6 +89,14 @@ const char *eng_audio_encoding_name(enum eng_audio_encoding enc);
 int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_raw *raw,
 			 double max_seconds, struct eng_audio *out, char *err, size_t errlen);
 
+/* eng_audio_decode_channel - eng_audio_decode_max keeping channel
+ * `channel` (0-based) alone instead of the mean of all (channel -1: the
+ * mean): Deepgram's multichannel, each channel transcribed on its own.
+ * A channel the audio does not have is -ST_INVAL. */
+int eng_audio_decode_channel(const void *data, size_t len, const struct eng_audio_raw *raw,
+			     double max_seconds, int channel, struct eng_audio *out, char *err,
+			     size_t errlen);
+
 /* eng_audio_decode - eng_audio_decode_max with ENG_AUDIO_MAX_SECONDS. */
 int eng_audio_decode(const void *data, size_t len, const struct eng_audio_raw *raw,
 		     struct eng_audio *out, char *err, size_t errlen);

@@ -21,6 +21,10 @@
  *   encoding     headerless audio: linear16, linear32, mulaw, alaw (need
  *                sample_rate), or flac / ogg-opus (self-describing)
  *   sample_rate, channels   the layout of headerless audio
+ *   multichannel true: each channel transcribed on its own, in turn on one
+ *                replica, one results.channels entry per channel (utterances
+ *                carry their channel); false (default): the channels' mean,
+ *                one entry. batched is not applied with it.
  *   batched      inferd extension, true: batched long-form (audio over 30 s
  *                cut at quiet moments into chunks transcribed together,
  *                no text carried across them; eng_transcribe_params.batched)
@@ -49,7 +53,7 @@
 struct srv_dg_opts {
 	char model[SRV_DG_VALUE_MAX];
 	char language[16];
-	bool punctuate, utterances, batched;
+	bool punctuate, utterances, batched, multichannel;
 	bool has_encoding, has_rate;
 	struct eng_audio_raw raw;
 };
@@ -135,6 +139,8 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 		rc = srv_dg_bool(v, &o->utterances);
 	else if (!strcmp(k, "batched"))
 		rc = srv_dg_bool(v, &o->batched);
+	else if (!strcmp(k, "multichannel"))
+		rc = srv_dg_bool(v, &o->multichannel);
 	else if (!strcmp(k, "encoding")) {
 		rc = eng_audio_encoding_parse(v, &o->raw.encoding) ? -1 : 0;
 		o->has_encoding = true;
@@ -153,7 +159,7 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 /* The query parameters we read; values of the others are not even decoded. */
 static const char *const srv_dg_known[] = {
 	"model", "language", "punctuate", "smart_format", "utterances",
-	"encoding", "sample_rate", "channels", "batched",
+	"encoding", "sample_rate", "channels", "batched", "multichannel",
 };
 
 static bool srv_dg_is_known(const char *key)
@@ -264,7 +270,8 @@ void srv__h_deepgram_listen(struct srv_req *req)
 	job->base.raw = o.raw;
 	job->base.want_sha256 = true;
 	job->base.format = srv_dg_format;
-	job->base.params.batched = o.batched;
+	job->base.per_channel = o.multichannel;
+	job->base.params.batched = o.batched && !o.multichannel;
 	srv__audio_job_set_language(&job->base, o.language, strlen(o.language));
 	job->punctuate = o.punctuate;
 	job->utterances = o.utterances;
@@ -358,22 +365,24 @@ static void srv_dg_uuid(const char *request_id, size_t i, char out[37])
 
 /* One utterance (a segment): words (stolen) and the transcript text. */
 static json_t *srv_dg_utterance(const struct srv_dg_job *job, const struct eng_segment *s,
-				size_t i, json_t *words, const char *text, size_t text_n, double conf)
+				size_t i, int channel, json_t *words, const char *text,
+				size_t text_n, double conf)
 {
 	char id[37];
 	srv_dg_uuid(job->base.request_id, i, id);
 	return json_pack("{s:f,s:f,s:f,s:i,s:o,s:o,s:i,s:s}", "start", s->start_s, "end",
-		s->end_s, "confidence", conf, "channel", 0, "transcript",
+		s->end_s, "confidence", conf, "channel", channel, "transcript",
 		srv__audio_json_str(text, text_n), "words", words, "speaker", 0, "id", id);
 }
 
-/* Walk the segments: words into acc, one utterance each into utts. */
-static int srv_dg_walk(const struct srv_dg_job *job, struct srv_dg_acc *acc, json_t *utts,
-		       char *tmp)
+/* Walk t's segments: words into acc, one utterance each into utts
+ * (numbered from *n_utt on). */
+static int srv_dg_walk(const struct srv_dg_job *job, const struct eng_transcript *t,
+		       struct srv_dg_acc *acc, json_t *utts, size_t *n_utt, char *tmp)
 {
 	int rc = 0;
-	for (size_t i = 0; !rc && i < job->base.t->n_segments; i++) {
-		const struct eng_segment *s = &job->base.t->segments[i];
+	for (size_t i = 0; !rc && i < t->n_segments; i++) {
+		const struct eng_segment *s = &t->segments[i];
 		json_t *uw = utts ? json_array() : NULL;
 		size_t n0 = acc->n_words, t0 = acc->text.len;
 		double c0 = acc->conf_sum;
@@ -384,14 +393,15 @@ static int srv_dg_walk(const struct srv_dg_job *job, struct srv_dg_acc *acc, jso
 		}
 		size_t nw = acc->n_words - n0, skip = t0 && acc->text.len > t0 ? 1 : 0;
 		const char *text = acc->text.data ? acc->text.data + t0 + skip : "";
-		json_t *u = srv_dg_utterance(job, s, i, uw, text, acc->text.len - t0 - skip,
+		json_t *u = srv_dg_utterance(job, s, (*n_utt)++, t->channel, uw, text,
+					     acc->text.len - t0 - skip,
 					     nw ? (acc->conf_sum - c0) / (double)nw : 0);
 		rc = json_array_append_new(utts, u) ? -ST_NOMEM : 0;
 	}
 	return rc;
 }
 
-static json_t *srv_dg_metadata(const struct srv_dg_job *job)
+static json_t *srv_dg_metadata(const struct srv_dg_job *job, size_t n_channels)
 {
 	const char *name = eng_model_name(job->base.model);
 	char hex[65];
@@ -401,43 +411,60 @@ static json_t *srv_dg_metadata(const struct srv_dg_job *job)
 				 INFERD_VERSION, "arch", eng_model_arch(job->base.model));
 	return json_pack("{s:s,s:s,s:s,s:s,s:f,s:i,s:[s],s:o}", "transaction_key", "deprecated",
 		"request_id", job->base.request_id, "sha256", hex, "created", job->created,
-		"duration", job->base.duration_s, "channels", 1, "models", name,
+		"duration", job->base.duration_s, "channels", (int)n_channels, "models", name,
 		"model_info", info);
 }
 
-static int srv_dg_respond(struct srv_dg_job *job, struct srv_dg_acc *acc, json_t *utts)
+/* One channel's entry of results.channels: its transcript and words. */
+static json_t *srv_dg_channel(struct srv_dg_acc *acc)
 {
 	double conf = acc->n_words ? acc->conf_sum / (double)acc->n_words : 0;
 	json_t *alt = json_pack("{s:o,s:f,s:O}", "transcript",
 		srv__audio_json_str(acc->text.data ? acc->text.data : "", acc->text.len),
 		"confidence", conf, "words", acc->words);
-	json_t *results = json_pack("{s:[{s:[o]}]}", "channels", "alternatives", alt);
-	if (results && utts)
-		json_object_set(results, "utterances", utts);
-	return srv__audio_json_out(&job->base, json_pack("{s:o,s:o}", "metadata",
-		srv_dg_metadata(job), "results", results));
+	return json_pack("{s:[o]}", "alternatives", alt);
+}
+
+/* results.channels[c] for channel c of t's chain (one without
+ * multichannel), utterances of every channel into utts. */
+static int srv_dg_channels(struct srv_dg_job *job, json_t *chans, json_t *utts, char *tmp)
+{
+	size_t n_utt = 0;
+	int rc = 0;
+	for (const struct eng_transcript *t = job->base.t; t && !rc; t = t->next) {
+		struct srv_dg_acc acc = { .words = json_array() };
+		srv_buf_init(&acc.text, SRV_AUDIO_OUT_MAX);
+		rc = acc.words ? srv_dg_walk(job, t, &acc, utts, &n_utt, tmp) : -ST_NOMEM;
+		if (!rc && json_array_append_new(chans, srv_dg_channel(&acc)))
+			rc = -ST_NOMEM;
+		json_decref(acc.words);
+		srv_buf_fini(&acc.text);
+	}
+	return rc;
 }
 
 static int srv_dg_format(struct srv_audio_job *base)
 {
 	struct srv_dg_job *job = (struct srv_dg_job *)base;
-	struct srv_dg_acc acc = { .words = json_array() };
 	size_t longest = 0;
-	for (size_t i = 0; i < base->t->n_segments; i++) {
-		size_t n = strlen(base->t->segments[i].text);
-		longest = n > longest ? n : longest;
-	}
-	srv_buf_init(&acc.text, SRV_AUDIO_OUT_MAX);
-	json_t *utts = job->utterances ? json_array() : NULL;
+	for (const struct eng_transcript *t = base->t; t; t = t->next)
+		for (size_t i = 0; i < t->n_segments; i++) {
+			size_t n = strlen(t->segments[i].text);
+			longest = n > longest ? n : longest;
+		}
+	json_t *utts = job->utterances ? json_array() : NULL, *chans = json_array();
 	char *tmp = mem_alloc(longest + 1);
-	int rc = acc.words && tmp && (utts || !job->utterances) ? 0 : -ST_NOMEM;
+	int rc = chans && tmp && (utts || !job->utterances) ? 0 : -ST_NOMEM;
 	if (!rc)
-		rc = srv_dg_walk(job, &acc, utts, tmp);
+		rc = srv_dg_channels(job, chans, utts, tmp);
+	json_t *results = rc ? NULL : json_pack("{s:O}", "channels", chans);
+	if (results && utts)
+		json_object_set(results, "utterances", utts);
 	if (!rc)
-		rc = srv_dg_respond(job, &acc, utts);
+		rc = srv__audio_json_out(base, json_pack("{s:o,s:o}", "metadata",
+			srv_dg_metadata(job, json_array_size(chans)), "results", results));
 	json_decref(utts);
-	json_decref(acc.words);
-	srv_buf_fini(&acc.text);
+	json_decref(chans);
 	mem_free(tmp);
 	return rc;
 }

@@ -180,7 +180,8 @@ void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job)
 			      -ST_NOMEM);
 	} else {
 		struct eng_asr_input in = { .data = job->audio, .len = job->audio_len,
-					    .raw = job->has_raw ? &job->raw : NULL };
+					    .raw = job->has_raw ? &job->raw : NULL,
+					    .per_channel = job->per_channel };
 		rc = srv_audio_submit(req, job, &in, err, sizeof(err));
 	}
 	if (rc) {

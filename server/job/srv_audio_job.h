@@ -44,6 +44,8 @@ struct srv_audio_job {
 	const char *audio;              /* bytes inside conn->req.body, borrowed */
 	size_t audio_len;
 	bool has_raw;                   /* headerless audio described by raw */
+	bool per_channel;               /* each channel transcribed on its own
+					 * (eng_asr_input per_channel; not batched) */
 	struct eng_audio_raw raw;
 	struct eng_transcribe_params params; /* language, prompt and cancel point below */
 	struct eng_req_opts opts;       /* priority, deadline (request headers) */

@@ -535,6 +535,65 @@ def test_deepgram_wav(srv):
     assert "utterances" not in body["results"]
 
 
+def stereo_wav(left, right):
+    """A 16 kHz 16-bit stereo WAV of two mono 16 kHz WAVs' frames, the
+    shorter padded with silence."""
+    import array
+    chans = []
+    for data in (left, right):
+        with wave.open(io.BytesIO(data)) as w:
+            assert w.getframerate() == 16000 and w.getnchannels() == 1
+            chans.append(array.array("h", w.readframes(w.getnframes())))
+    n = max(len(c) for c in chans)
+    both = array.array("h", [0]) * (2 * n)
+    for ch, c in enumerate(chans):
+        both[ch:2 * len(c):2] = c
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(both.tobytes())
+    return out.getvalue()
+
+
+def test_deepgram_multichannel(srv):
+    """multichannel=true: one results.channels entry per channel, each the
+    transcript of that channel alone (as each sent mono), utterances
+    tagged with their channel; without it, one channel (the mean)."""
+    other = clip("sense_and_sensibility_01_austen_64kb-0870.wav")
+    data = stereo_wav(clip("jfk.wav"), other)
+    r = listen(srv.port, data, "multichannel=true&utterances=true")
+    assert r.status == 200, r.body
+    body = r.json()
+    assert body["metadata"]["channels"] == 2
+    chans = body["results"]["channels"]
+    assert len(chans) == 2
+    assert chans[0]["alternatives"][0]["transcript"] == JFK.lower()
+    alone = listen(srv.port, other)
+    assert alone.status == 200, alone.body
+    assert chans[1]["alternatives"][0]["transcript"] == dg_alt(alone.json())["transcript"]
+    assert chans[1]["alternatives"][0]["transcript"]
+    utts = body["results"]["utterances"]
+    assert {u["channel"] for u in utts} == {0, 1}
+    for c in (0, 1):
+        assert " ".join(u["transcript"] for u in utts if u["channel"] == c) == \
+            chans[c]["alternatives"][0]["transcript"]
+    assert len({u["id"] for u in utts}) == len(utts)
+    # multichannel=false (the default): the channels' mean, one result
+    for q in ("", "multichannel=false"):
+        r = listen(srv.port, data, q)
+        assert r.status == 200, r.body
+        assert r.json()["metadata"]["channels"] == 1
+        assert len(r.json()["results"]["channels"]) == 1
+    # mono audio with multichannel=true: one channel
+    r = listen(srv.port, clip("jfk.wav"), "multichannel=true&batched=true")
+    assert r.status == 200, r.body
+    assert [c["alternatives"][0]["transcript"] for c in r.json()["results"]["channels"]] == \
+        [JFK.lower()]
+    assert_deepgram_error(listen(srv.port, data, "multichannel=maybe"), 400, "multichannel")
+
+
 def test_deepgram_default_model_punctuate_utterances(srv):
     r = listen(srv.port, clip("LJ001-0004.flac"), "punctuate=true&utterances=true&diarize=false",
                ctype="audio/flac")

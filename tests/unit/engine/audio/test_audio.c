@@ -190,6 +190,20 @@ static void test_stereo_downmix(void **state)
 		assert_float_equal(a.samples[i], nearbyintf(mean * 32768.0f) / 32768.0f, 0);
 	}
 	eng_audio_fini(&a);
+	/* one channel alone (Deepgram's multichannel), exactly; a channel the
+	 * audio lacks is refused */
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(eng_audio_decode_channel(w, len, NULL, 60, c, &a, errbuf,
+							  sizeof(errbuf)), 0);
+		assert_int_equal(a.n_samples, N);
+		for (int i = 0; i < N; i++)
+			assert_float_equal(a.samples[i], pcm[2 * i + c] / 32768.0f, 0);
+		eng_audio_fini(&a);
+	}
+	assert_int_equal(eng_audio_decode_channel(w, len, NULL, 60, 2, &a, errbuf, sizeof(errbuf)),
+			 -ST_INVAL);
+	assert_string_equal(errbuf, "audio has 2 channels, no channel 2");
+	assert_null(a.samples);
 	mem_free(w);
 }
 
