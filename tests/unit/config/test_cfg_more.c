@@ -23,6 +23,16 @@
 #include "config/cfg.h"
 #include "tests/unit/config/cfg_test.h"
 
+/* One model entry {"name": "m", "path": "p", key: value (JSON text)}
+ * loaded into *cfg; load's status. */
+static int load_model_key(const char *key, const char *value, struct cfg **cfg)
+{
+	char text[200];
+	snprintf(text, sizeof(text), "{\"models\": [{\"name\": \"m\", \"path\": \"p\", \"%s\": %s}]}",
+		 key, value);
+	return load(text, cfg, NULL, 0);
+}
+
 /* "compute_type": absent is "default"; each faster-whisper name loads. */
 static void test_compute_type(void **state)
 {
@@ -34,11 +44,9 @@ static void test_compute_type(void **state)
 	assert_int_equal(cfg->models[0].compute_type, CFG_COMPUTE_DEFAULT);
 	cfg_destroy(cfg);
 	for (int i = 0; i < 6; i++) {
-		char text[160];
-		snprintf(text, sizeof(text),
-			 "{\"models\": [{\"name\": \"m\", \"path\": \"p\", \"compute_type\": \"%s\"}]}",
-			 names[i]);
-		assert_int_equal(load(text, &cfg, NULL, 0), 0);
+		char quoted[32];
+		snprintf(quoted, sizeof(quoted), "\"%s\"", names[i]);
+		assert_int_equal(load_model_key("compute_type", quoted, &cfg), 0);
 		assert_int_equal(cfg->models[0].compute_type, i);
 		assert_string_equal(cfg_compute_type_str(cfg->models[0].compute_type), names[i]);
 		assert_int_equal(cfg_compute_type_parse(names[i]), i);
@@ -50,8 +58,8 @@ static void test_compute_type(void **state)
 	assert_string_equal(cfg_compute_type_str(CFG_COMPUTE_COUNT), "unknown");
 }
 
-/* "kv_cache_f16": absent is false; true and false load; anything else
- * (a number, a string) is refused naming the key. */
+/* "kv_cache_f16": absent is false; true and false load; a string is
+ * refused naming the key. */
 static void test_kv_cache_f16(void **state)
 {
 	(void)state;
@@ -62,11 +70,7 @@ static void test_kv_cache_f16(void **state)
 	cfg_destroy(cfg);
 	static const char *const vals[] = { "false", "true" };
 	for (int i = 0; i < 2; i++) {
-		char text[160];
-		snprintf(text, sizeof(text),
-			 "{\"models\": [{\"name\": \"m\", \"path\": \"p\", \"kv_cache_f16\": %s}]}",
-			 vals[i]);
-		assert_int_equal(load(text, &cfg, NULL, 0), 0);
+		assert_int_equal(load_model_key("kv_cache_f16", vals[i], &cfg), 0);
 		assert_int_equal(cfg->models[0].kv_cache_f16, i);
 		cfg_destroy(cfg);
 	}
