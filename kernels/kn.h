@@ -65,6 +65,13 @@ struct kn_ops {
 	 * llama/qwen). Max abs error vs double <= 1e-5 * (1 + |result|). */
 	void (*gelu_tanh_mul)(float *restrict gate, const float *restrict up, size_t n);
 	void (*silu_mul)(float *restrict gate, const float *restrict up, size_t n);
+	/* gate[i] = g(gate[i]) * up[i] with g read from a table of 65536
+	 * floats indexed by the binary16 bits of x (kn_f32_to_f16, as F16C's
+	 * vcvtps2ph rounds): 0 for x <= -10, x for x >= 10, else table[f16(x)]
+	 * (ggml's CPU GeGLU on its binary16 GELU table, gemma). Bit for bit
+	 * the same in every variant. */
+	void (*geglu_table_mul)(float *restrict gate, const float *restrict up,
+				const float *restrict table, size_t n);
 	/* log(sum exp(x[i])) over one row, max-subtracted, in double after
 	 * the exps (a decode step's log-softmax over the vocabulary): -INFINITY
 	 * when n is 0 or every x[i] is -INFINITY. The SIMD variants take float

@@ -308,17 +308,6 @@ static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
 	el_residual(p, hp, b->x, b->o, n * d);
 }
 
-/* gate[i] = GELU(gate[i]) * up[i] the way ggml's CPU GeGLU computes it:
- * 0 below -10, the identity above 10, else the binary16 table. */
-static void el_geglu_f16(const float *table, float *gate, const float *up, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		float x = gate[i];
-		float gl = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[kn_f32_to_f16(x)];
-		gate[i] = gl * up[i];
-	}
-}
-
 /* The gated activation over n elements, split across the pool when they
  * are many (a batch of rows): element-wise, so the split changes no bit. */
 #define EL_PAR_GLU 16384
@@ -339,8 +328,8 @@ static void el_glu_part(void *arg, int ith, int nth)
 	float *g = a->g + i0;
 	const float *u = a->u + i0;
 	size_t n = (size_t)(i1 - i0);
-	if (a->m->gelu_f16)
-		el_geglu_f16(a->m->gelu_f16, g, u, n);
+	if (a->m->gelu_f16) /* ggml's CPU GeGLU: its binary16 table */
+		kn_ops()->geglu_table_mul(g, u, a->m->gelu_f16, n);
 	else if (a->m->hp.geglu)
 		kn_ops()->gelu_tanh_mul(g, u, n);
 	else

@@ -150,6 +150,16 @@ static void ref_silu_mul(float *restrict gate, const float *restrict up, size_t 
 }
 
 /* y[c] = sum_r x[r] * widen(W[r][c]), rows in order. */
+static void ref_geglu_table_mul(float *restrict gate, const float *restrict up,
+				const float *restrict table, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float x = gate[i];
+		float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[kn_f32_to_f16(x)];
+		gate[i] = g * up[i];
+	}
+}
+
 static void ref_gemv_t16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
 			 float *restrict y, size_t n_rows, size_t n, float (*widen)(uint16_t))
 {
@@ -209,6 +219,7 @@ const struct kn_ops kn__ops_ref = {
 	.rms_norm = ref_rms_norm,
 	.gelu_tanh_mul = ref_gelu_tanh_mul,
 	.silu_mul = ref_silu_mul,
+	.geglu_table_mul = ref_geglu_table_mul,
 	.logsumexp = ref_logsumexp,
 	.softmax_bf16 = ref_softmax_bf16,
 	.softmax_i8 = ref_softmax_i8,

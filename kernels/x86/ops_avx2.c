@@ -392,6 +392,28 @@ static void avx2_silu_mul(float *restrict gate, const float *restrict up, size_t
 		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+/* 8 at a time: vcvtps2ph (round to nearest even) for the indices, one
+ * vgatherdps from the table, the two clamps as blends. */
+static void avx2_geglu_table_mul(float *restrict gate, const float *restrict up,
+				 const float *restrict table, size_t n)
+{
+	const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+	size_t i = 0;
+	for (; i + W <= n; i += W) {
+		__m256 x = _mm256_loadu_ps(gate + i);
+		__m256i idx = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+		__m256 g = _mm256_i32gather_ps(table, idx, 4);
+		g = _mm256_blendv_ps(g, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+		g = _mm256_blendv_ps(g, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LE_OQ));
+		_mm256_storeu_ps(gate + i, _mm256_mul_ps(g, _mm256_loadu_ps(up + i)));
+	}
+	for (; i < n; i++) {
+		float x = gate[i];
+		float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[kn_f32_to_f16(x)];
+		gate[i] = g * up[i];
+	}
+}
+
 /* 8 bfloat16 (f16 false) or binary16 (true, F16C's vcvtph2ps) at p
  * widened to float32. */
 static inline __m256 h16x8(const uint16_t *p, bool f16)
@@ -496,6 +518,7 @@ const struct kn_ops kn__ops_avx2 = {
 	.rms_norm = avx2_rms_norm,
 	.gelu_tanh_mul = avx2_gelu_tanh_mul,
 	.silu_mul = avx2_silu_mul,
+	.geglu_table_mul = avx2_geglu_table_mul,
 	.logsumexp = avx2_logsumexp,
 	.softmax_bf16 = avx2_softmax_bf16,
 	.softmax_i8 = avx2_softmax_i8,

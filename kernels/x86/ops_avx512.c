@@ -498,6 +498,23 @@ static void avx512_gelu_tanh_mul(float *restrict gate, const float *restrict up,
 	}
 }
 
+/* 16 at a time, as the AVX2 variant: vcvtps2ph, vgatherdps, masked
+ * clamps; the tail under a mask. */
+static void avx512_geglu_table_mul(float *restrict gate, const float *restrict up,
+				   const float *restrict table, size_t n)
+{
+	const __m512 lo = SET1(-10.0f), hi = SET1(10.0f);
+	for (size_t i = 0; i < n; i += W) {
+		__mmask16 m = n - i >= W ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 x = _mm512_maskz_loadu_ps(m, gate + i);
+		__m512i idx = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+		__m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, table, 4);
+		g = _mm512_mask_mov_ps(g, _mm512_cmp_ps_mask(x, hi, _CMP_GE_OQ), x);
+		g = _mm512_mask_mov_ps(g, _mm512_cmp_ps_mask(x, lo, _CMP_LE_OQ), _mm512_setzero_ps());
+		_mm512_mask_storeu_ps(gate + i, m, _mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, up + i)));
+	}
+}
+
 static void avx512_silu_mul(float *restrict gate, const float *restrict up, size_t n)
 {
 	size_t i = 0;
@@ -525,6 +542,7 @@ const struct kn_ops kn__ops_avx512 = {
 	.rms_norm = avx512_rms_norm,
 	.gelu_tanh_mul = avx512_gelu_tanh_mul,
 	.silu_mul = avx512_silu_mul,
+	.geglu_table_mul = avx512_geglu_table_mul,
 	.logsumexp = avx512_logsumexp,
 	.softmax_bf16 = avx512_softmax_bf16,
 	.softmax_i8 = avx512_softmax_i8,

@@ -776,6 +776,54 @@ static void test_silu_mul(void **state)
 	for_each_case2("silu_mul", case_silu_mul);
 }
 
+/* geglu_table_mul: every variant bit for bit with the reference, whose
+ * rule is checked at hand-picked points, over a table of distinct values
+ * (table[h] = h - 30000.5, so a wrong index shows), a dense sweep of x
+ * over [-12, 12] and specials (the clamps' edges, NaN, infinities,
+ * subnormals), at lengths that leave every tail. */
+static void test_geglu_table_mul(void **state)
+{
+	(void)state;
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	static const float special[] = {-10.0f, 10.0f, -9.999f, 9.999f, 0.0f, -0.0f,
+					1e-30f, -1e-41f, 65504.0f, 1e30f, -1e30f};
+	size_t ns = sizeof(special) / sizeof(special[0]), nd = 24 * 512, n = nd + ns + 3;
+	float *table = malloc(65536 * sizeof(float)), *x = malloc(n * sizeof(float));
+	float *up = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
+	float *got = malloc(n * sizeof(float));
+	assert_true(table && x && up && want && got);
+	for (size_t h = 0; h < 65536; h++)
+		table[h] = (float)h - 30000.5f;
+	memcpy(x, special, sizeof(special));
+	for (size_t i = 0; i < nd; i++)
+		x[ns + i] = -12.0f + (float)i / 512.0f;
+	x[n - 3] = NAN;
+	x[n - 2] = INFINITY;
+	x[n - 1] = -INFINITY;
+	fill(up, n, -2.0f, 2.0f);
+	memcpy(want, x, n * sizeof(float));
+	ref->geglu_table_mul(want, up, table, n);
+	/* the rule, by hand: clamps, and the table at x's binary16 bits */
+	assert_true(want[0] == 0.0f && want[1] == 10.0f * up[1]);
+	assert_true(want[2] == table[kn_f32_to_f16(-9.999f)] * up[2]);
+	assert_true(want[n - 2] == INFINITY * up[n - 2] && want[n - 1] == 0.0f);
+	assert_true(want[ns + 13 * 512] == table[0x3c00] * up[ns + 13 * 512]); /* x = 1 */
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		for (size_t len = n; ops && len + 20 > n; len -= 7) {
+			memcpy(got, x, n * sizeof(float));
+			ops->geglu_table_mul(got, up, table, len);
+			assert_memory_equal(got, want, len * sizeof(float));
+			assert_memory_equal(got + len, x + len, (n - len) * sizeof(float));
+		}
+	}
+	free(table);
+	free(x);
+	free(up);
+	free(want);
+	free(got);
+}
+
 /* ---- each SIMD variant against the reference, directly ----------------- */
 
 /* n = 1500 random inputs through ref and the variant; max |variant - ref|,
@@ -986,6 +1034,7 @@ int main(void)
 		cmocka_unit_test(test_vs_ref),	       cmocka_unit_test(test_gemv_f16),
 		cmocka_unit_test(test_rms_norm),       cmocka_unit_test(test_gelu_tanh_mul),
 		cmocka_unit_test(test_silu_mul),
+		cmocka_unit_test(test_geglu_table_mul),
 	};
 	const struct CMUnitTest bench[] = { cmocka_unit_test(test_bench) };
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
