@@ -72,6 +72,10 @@ struct kn_ops {
 	 * the same in every variant. */
 	void (*geglu_table_mul)(float *restrict gate, const float *restrict up,
 				const float *restrict table, size_t n);
+	/* The first index of the largest of x[0..n) (n >= 1), as the scan
+	 * "best = i if x[i] > x[best]" from best = 0 finds it: a NaN is never
+	 * taken, except x[0], which then stays (greedy sampling over logits). */
+	size_t (*argmax)(const float *x, size_t n);
 	/* log(sum exp(x[i])) over one row, max-subtracted, in double after
 	 * the exps (a decode step's log-softmax over the vocabulary): -INFINITY
 	 * when n is 0 or every x[i] is -INFINITY. The SIMD variants take float

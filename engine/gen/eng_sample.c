@@ -8,6 +8,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "kernels/kn.h"
 
 int eng_sampler_init(struct eng_sampler *s, const struct eng_sample_params *p, int n_vocab,
 		     uint64_t seed)
@@ -66,11 +67,7 @@ void eng_sampler_penalize(const struct eng_sampler *s, float *logits, const int3
 
 static int32_t es_argmax(const float *x, int n)
 {
-	int32_t best = 0;
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[best])
-			best = i;
-	return best;
+	return (int32_t)kn_ops()->argmax(x, (size_t)n);
 }
 
 static int es_cand_desc(const void *a, const void *b)

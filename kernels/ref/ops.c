@@ -160,6 +160,15 @@ static void ref_geglu_table_mul(float *restrict gate, const float *restrict up,
 	}
 }
 
+static size_t ref_argmax(const float *x, size_t n)
+{
+	size_t best = 0;
+	for (size_t i = 1; i < n; i++)
+		if (x[i] > x[best])
+			best = i;
+	return best;
+}
+
 static void ref_gemv_t16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
 			 float *restrict y, size_t n_rows, size_t n, float (*widen)(uint16_t))
 {
@@ -220,6 +229,7 @@ const struct kn_ops kn__ops_ref = {
 	.gelu_tanh_mul = ref_gelu_tanh_mul,
 	.silu_mul = ref_silu_mul,
 	.geglu_table_mul = ref_geglu_table_mul,
+	.argmax = ref_argmax,
 	.logsumexp = ref_logsumexp,
 	.softmax_bf16 = ref_softmax_bf16,
 	.softmax_i8 = ref_softmax_i8,

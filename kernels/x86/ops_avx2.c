@@ -414,6 +414,41 @@ static void avx2_geglu_table_mul(float *restrict gate, const float *restrict up,
 	}
 }
 
+/* Per lane the first index of its largest (strictly greater replaces, so
+ * a NaN never does; a lane starting on a NaN starts at -inf), then the
+ * lanes: the largest, the lowest index among equals (lane 0 starts on
+ * x[0], so it wins every tie at -inf). x[0] NaN: 0, as the scan. */
+static size_t avx2_argmax(const float *x, size_t n)
+{
+	if (n < 2 * W || isnan(x[0]))
+		return kn__ops_ref.argmax(x, n);
+	__m256 best = _mm256_loadu_ps(x); /* NaN lanes start at -inf, so later values count */
+	best = _mm256_blendv_ps(best, _mm256_set1_ps(-INFINITY), _mm256_cmp_ps(best, best, _CMP_UNORD_Q));
+	__m256i bi = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), idx = bi;
+	const __m256i step = _mm256_set1_epi32(W);
+	size_t i = W;
+	for (; i + W <= n; i += W) {
+		idx = _mm256_add_epi32(idx, step);
+		__m256 v = _mm256_loadu_ps(x + i);
+		__m256 gt = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
+		best = _mm256_blendv_ps(best, v, gt);
+		bi = _mm256_blendv_epi8(bi, idx, _mm256_castps_si256(gt));
+	}
+	float bv[W];
+	int32_t bx[W];
+	_mm256_storeu_ps(bv, best);
+	_mm256_storeu_si256((__m256i *)bx, bi);
+	size_t r = 0; /* lane 0 holds x[0] or better: never NaN */
+	for (int l = 1; l < W; l++)
+		if (bv[l] > bv[r] || (bv[l] == bv[r] && (size_t)bx[l] < (size_t)bx[r]))
+			r = (size_t)l;
+	size_t arg = (size_t)bx[r];
+	for (; i < n; i++)
+		if (x[i] > x[arg])
+			arg = i;
+	return arg;
+}
+
 /* 8 bfloat16 (f16 false) or binary16 (true, F16C's vcvtph2ps) at p
  * widened to float32. */
 static inline __m256 h16x8(const uint16_t *p, bool f16)
@@ -519,6 +554,7 @@ const struct kn_ops kn__ops_avx2 = {
 	.gelu_tanh_mul = avx2_gelu_tanh_mul,
 	.silu_mul = avx2_silu_mul,
 	.geglu_table_mul = avx2_geglu_table_mul,
+	.argmax = avx2_argmax,
 	.logsumexp = avx2_logsumexp,
 	.softmax_bf16 = avx2_softmax_bf16,
 	.softmax_i8 = avx2_softmax_i8,

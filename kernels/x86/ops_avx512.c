@@ -515,6 +515,38 @@ static void avx512_geglu_table_mul(float *restrict gate, const float *restrict u
 	}
 }
 
+/* As the AVX2 variant, 16 lanes. */
+static size_t avx512_argmax(const float *x, size_t n)
+{
+	if (n < 2 * W || isnan(x[0]))
+		return kn__ops_ref.argmax(x, n);
+	__m512 best = _mm512_loadu_ps(x); /* NaN lanes start at -inf, so later values count */
+	best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(best, best, _CMP_UNORD_Q), SET1(-INFINITY));
+	__m512i bi = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), idx = bi;
+	const __m512i step = _mm512_set1_epi32(W);
+	size_t i = W;
+	for (; i + W <= n; i += W) {
+		idx = _mm512_add_epi32(idx, step);
+		__m512 v = _mm512_loadu_ps(x + i);
+		__mmask16 gt = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+		best = _mm512_mask_mov_ps(best, gt, v);
+		bi = _mm512_mask_mov_epi32(bi, gt, idx);
+	}
+	float bv[W];
+	int32_t bx[W];
+	_mm512_storeu_ps(bv, best);
+	_mm512_storeu_si512(bx, bi);
+	size_t r = 0; /* lane 0 holds x[0] or better: never NaN */
+	for (int l = 1; l < W; l++)
+		if (bv[l] > bv[r] || (bv[l] == bv[r] && (size_t)bx[l] < (size_t)bx[r]))
+			r = (size_t)l;
+	size_t arg = (size_t)bx[r];
+	for (; i < n; i++)
+		if (x[i] > x[arg])
+			arg = i;
+	return arg;
+}
+
 static void avx512_silu_mul(float *restrict gate, const float *restrict up, size_t n)
 {
 	size_t i = 0;
@@ -543,6 +575,7 @@ const struct kn_ops kn__ops_avx512 = {
 	.gelu_tanh_mul = avx512_gelu_tanh_mul,
 	.silu_mul = avx512_silu_mul,
 	.geglu_table_mul = avx512_geglu_table_mul,
+	.argmax = avx512_argmax,
 	.logsumexp = avx512_logsumexp,
 	.softmax_bf16 = avx512_softmax_bf16,
 	.softmax_i8 = avx512_softmax_i8,

@@ -824,6 +824,52 @@ static void test_geglu_table_mul(void **state)
 	free(got);
 }
 
+/* argmax: every variant equals the reference scan (checked by hand on
+ * small cases) on random rows of many lengths, with ties (values on a
+ * coarse grid), NaNs at lane starts and elsewhere, infinities, and a NaN
+ * first element (the scan keeps index 0). */
+static void test_argmax(void **state)
+{
+	(void)state;
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	static const float tie[] = {1.0f, 3.0f, 2.0f, 3.0f};
+	assert_int_equal(ref->argmax(tie, 4), 1);
+	static const float nan0[] = {NAN, 5.0f, 7.0f};
+	assert_int_equal(ref->argmax(nan0, 3), 0);
+	static const float nan1[] = {-1.0f, NAN, 7.0f, NAN};
+	assert_int_equal(ref->argmax(nan1, 4), 2);
+	static const size_t lens[] = {1, 2, 7, 15, 16, 17, 31, 32, 33, 47, 100, 1000, 262144};
+	size_t nmax = 262144;
+	float *x = malloc(nmax * sizeof(float));
+	assert_non_null(x);
+	for (int variant = 0; variant < 6; variant++)
+		for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+			size_t n = lens[li];
+			fill(x, n, -8.0f, 8.0f);
+			for (size_t i = 0; variant >= 1 && i < n; i++)
+				x[i] = floorf(x[i]); /* many ties */
+			for (size_t i = 1; variant == 2 && i < n; i++)
+				if (i < 16 || i % 13 == 5)
+					x[i] = NAN; /* every lane's start but x[0]'s, and more */
+			for (size_t i = 0; variant == 3 && i < n; i++)
+				x[i] = i % 3 ? -INFINITY : NAN;
+			if (variant == 3)
+				x[0] = -INFINITY;
+			if (variant == 4)
+				x[0] = NAN;
+			if (variant == 5 && n > 20)
+				x[n - 1] = INFINITY;
+			size_t want = ref->argmax(x, n);
+			for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+				const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+				if (ops && ops->argmax(x, n) != want)
+					fail_msg("argmax %s variant %d n %zu: %zu, the scan %zu",
+						 ops->name, variant, n, ops->argmax(x, n), want);
+			}
+		}
+	free(x);
+}
+
 /* ---- each SIMD variant against the reference, directly ----------------- */
 
 /* n = 1500 random inputs through ref and the variant; max |variant - ref|,
@@ -1035,6 +1081,7 @@ int main(void)
 		cmocka_unit_test(test_rms_norm),       cmocka_unit_test(test_gelu_tanh_mul),
 		cmocka_unit_test(test_silu_mul),
 		cmocka_unit_test(test_geglu_table_mul),
+		cmocka_unit_test(test_argmax),
 	};
 	const struct CMUnitTest bench[] = { cmocka_unit_test(test_bench) };
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
