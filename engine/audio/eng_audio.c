@@ -300,19 +300,19 @@ static void audio_downmix(struct audio_dec *d, const float *buf, size_t frames)
 	d->n += frames;
 }
 
-/* Every sample put on the signed 16-bit grid, as faster-whisper's decode
- * leaves it (PyAV's resampler to "s16", i.e. libswresample's
- * av_clip_int16(lrintf(x * 32768)), then / 32768.0): rounded to the
- * nearest 1/32768 (ties to even) and clipped to [-1, 32767/32768]. Integer
- * 16-bit input at 16 kHz is unchanged; a float sample of 1e6 becomes a
- * full-scale click instead of the whole log-mel range. */
-static void audio_s16_grid(float *x, size_t n)
+/* Every sample clipped to the signed 16-bit range, [-1, 32767/32768], as
+ * faster-whisper's decode clips it (PyAV's resampler to "s16", i.e.
+ * libswresample's av_clip_int16(lrintf(x * 32768)), then / 32768.0): a
+ * float sample of 1e6 becomes a full-scale click instead of the whole
+ * log-mel range. Samples inside the range are kept as they are (not
+ * rounded to 16 bits: the resampler is not faster-whisper's anyway, and
+ * the rounding alone moved the int8 compute types' transcripts of the
+ * resampled clips by words). */
+static void audio_s16_clip(float *x, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		float v = nearbyintf(x[i] * 32768.0f);
-		v = v > 32767.0f ? 32767.0f : v < -32768.0f ? -32768.0f : v;
-		x[i] = v / 32768.0f;
-	}
+	const float hi = 32767.0f / 32768.0f;
+	for (size_t i = 0; i < n; i++)
+		x[i] = x[i] > hi ? hi : x[i] < -1.0f ? -1.0f : x[i];
 }
 
 /* Read every frame libsndfile yields (stopping quietly at truncation). */
@@ -423,7 +423,7 @@ int eng_audio_decode_channel(const void *data, size_t len, const struct eng_audi
 	rc = audio_resample(&d, out, err, errlen);
 	if (rc)
 		goto out_close;
-	audio_s16_grid(out->samples, out->n_samples);
+	audio_s16_clip(out->samples, out->n_samples);
 	if (out->n_samples == 0) { /* e.g. one 48 kHz frame is a third of a 16 kHz sample */
 		eng_audio_fini(out);
 		rc = st_errf(-ST_INVAL, err, errlen, "audio has no samples");

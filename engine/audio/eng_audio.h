@@ -11,11 +11,10 @@
  * scaled to [-1, 1) (libsndfile's normalisation: int16 / 32768); float
  * input is read as is, magnitudes beyond 1e6 clamped there so that every
  * sum stays finite. A NaN or infinite sample anywhere is an error
- * (-ST_INVAL). Last, every output sample is put on the signed 16-bit grid
- * as faster-whisper's decode leaves it (PyAV resampling to "s16":
- * rounded to a multiple of 1/32768 and clipped to [-1, 32767/32768]), so a
- * huge float sample is a full-scale click, as there, and 16-bit PCM at
- * 16 kHz comes out unchanged.
+ * (-ST_INVAL). Last, every output sample is clipped to the signed 16-bit
+ * range [-1, 32767/32768], as faster-whisper's decode (PyAV resampling to
+ * "s16") clips it, so a huge float sample is a full-scale click, as
+ * there; samples inside the range are unchanged.
  *
  * Truncated data after a valid header is not an error: libsndfile returns
  * the frames that are present and those are decoded (a WAV whose header
