@@ -134,12 +134,12 @@ static int serve(const char *config_path, const char *listen)
 	fprintf(stderr, "inferd: kernels %s\n", kern);
 	for (size_t i = 0; i < eng_model_count(eng); i++) {
 		const struct eng_model *m = eng_model_at(eng, i);
-		const char *ct = eng_model_compute_type(m);
-		fprintf(stderr, "inferd: model '%s' loaded (%s, %s, %s, %.1f MB%s%s)\n",
+		const char *ct = eng_model_compute_type(m), *kv = eng_model_kv_cache(m);
+		fprintf(stderr, "inferd: model '%s' loaded (%s, %s, %s, %.1f MB%s%s%s%s)\n",
 			eng_model_name(m), eng_task_str(eng_model_task(m)),
 			eng_format_str(eng_model_format(m)), eng_model_arch(m),
 			(double)eng_model_size_bytes(m) / 1e6, ct ? ", compute type " : "",
-			ct ? ct : "");
+			ct ? ct : "", kv ? ", KV cache " : "", kv ? kv : "");
 	}
 	srv_set_engine(srv, eng);
 	rc = srv_run(srv);

@@ -131,6 +131,9 @@ uint64_t eng_model_size_bytes(const struct eng_model *m);
  * ("float32", "int8", "bfloat16", "int8_bfloat16"); NULL for a GGUF model
  * (its tensors' own types). Static string. */
 const char *eng_model_compute_type(const struct eng_model *m);
+/* eng_model_kv_cache - "float16" or "float32", the type of a generation
+ * model's KV caches (kv_cache_f16); NULL for transcription models. */
+const char *eng_model_kv_cache(const struct eng_model *m);
 
 /* Short names for enums: "transcription"/"generation", "gguf"/"ct2"/"auto". */
 const char *eng_task_str(enum eng_task t);
@@ -217,6 +220,8 @@ struct eng_transcript {
 
 void eng_transcribe_params_init(struct eng_transcribe_params *p);
 
+#define ENG_ASR_MAX_CHANNELS 16 /* per_channel: channels transcribed one by one, at most */
+
 /* The audio of a submitted transcription: either encoded bytes (a file,
  * or headerless samples described by raw), decoded on the replica with
  * eng_audio_decode, or samples already decoded (16 kHz mono float).
@@ -229,7 +234,8 @@ struct eng_asr_input {
 	size_t n_samples;
 	bool per_channel;          /* data only: each channel of the audio transcribed on its
 				    * own, in turn (Deepgram's multichannel); the transcript
-				    * is channel 0's, ->next the others' in order */
+				    * is channel 0's, ->next the others' in order; audio with
+				    * more than ENG_ASR_MAX_CHANNELS channels is -ST_INVAL */
 };
 
 /* Called exactly once when a submitted transcription ends, on a replica

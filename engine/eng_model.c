@@ -53,6 +53,10 @@ static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 
 static int load_ct2(struct eng_model *m, char *err, size_t errlen)
 {
+	if (m->kv_cache_f16)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "%s: kv_cache_f16 applies to GGUF generation models only (a Whisper "
+			       "decoder keeps its cache in its compute type)", m->path);
 	int rc = eng_ct2_open(m->path, &m->ct2, err, errlen);
 	if (rc)
 		return rc;
@@ -209,6 +213,13 @@ uint64_t eng_model_size_bytes(const struct eng_model *m) { return m->size_bytes;
 const char *eng_model_compute_type(const struct eng_model *m)
 {
 	return m->whisper ? eng_whisper_compute_type(m->whisper) : NULL;
+}
+
+const char *eng_model_kv_cache(const struct eng_model *m)
+{
+	if (m->task != ENG_TASK_GENERATION)
+		return NULL;
+	return m->kv_cache_f16 ? "float16" : "float32";
 }
 
 const char *eng_task_str(enum eng_task t)

@@ -200,6 +200,12 @@ static int ea_transcribe_one(struct ea_driver *d, int ch, struct eng_transcript 
 		samples = audio.samples;
 		n = audio.n_samples;
 		*n_ch = audio.src_channels;
+		if (ch >= 0 && *n_ch > ENG_ASR_MAX_CHANNELS) { /* each one a full pass */
+			eng_audio_fini(&audio);
+			return st_errf(-ST_INVAL, d->err, sizeof(d->err),
+				       "multichannel: the audio has %d channels; at most %d are "
+				       "transcribed one by one", *n_ch, ENG_ASR_MAX_CHANNELS);
+		}
 	}
 	int rc = eng__transcribe_run(r->m, d->l->pool, samples, n, &r->p, ea_stop, d, &d->runner,
 				     t, d->err, sizeof(d->err));

@@ -22,7 +22,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 
-#define AUDIO_BLOCK_SAMPLES 65536      /* interleaved samples read per sf_readf_float */
+#define AUDIO_BLOCK_SAMPLES 65536      /* interleaved samples read per sf_readf_double */
 #define AUDIO_INIT_FRAMES   65536      /* first mono capacity when the length is unknown */
 #define AUDIO_HINT_CAP	    (1u << 24) /* never trust a header for more than this up front */
 #define AUDIO_MAX_ABS                                                                              \
@@ -239,7 +239,7 @@ static int audio_open(struct audio_dec *d, struct audio_mem *mem, char *err, siz
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
 			       "unrecognised or unsupported audio format: %s", sf_strerror(NULL));
 	if (d->info.samplerate < ENG_AUDIO_MIN_RATE || d->info.samplerate > ENG_AUDIO_MAX_RATE ||
-	    d->info.channels < 1 || d->info.channels > AUDIO_BLOCK_SAMPLES)
+	    d->info.channels < 1 || d->info.channels > ENG_AUDIO_MAX_CHANNELS)
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
 			       "unsupported audio: %d Hz, %d channels", d->info.samplerate,
 			       d->info.channels);
@@ -272,23 +272,23 @@ static int audio_reserve(struct audio_dec *d, size_t more)
 /* x with magnitudes above AUDIO_MAX_ABS clamped (so that the downmix and
  * the resampler's sums stay finite; the s16 grid clips them to +-1 after);
  * a NaN or infinity is counted in d (the decode then fails) and taken as 0. */
-static float audio_sane(struct audio_dec *d, float x, size_t frame)
+static float audio_sane(struct audio_dec *d, double x, size_t frame)
 {
 	if (!isfinite(x)) {
 		if (d->n_bad++ == 0)
 			d->first_bad = frame;
 		return 0.0f;
 	}
-	return x > AUDIO_MAX_ABS ? AUDIO_MAX_ABS : x < -AUDIO_MAX_ABS ? -AUDIO_MAX_ABS : x;
+	return (float)(x > AUDIO_MAX_ABS ? AUDIO_MAX_ABS : x < -AUDIO_MAX_ABS ? -AUDIO_MAX_ABS : x);
 }
 
 /* Mean of each frame's channels appended to d->mono (sanitised). */
-static void audio_downmix(struct audio_dec *d, const float *buf, size_t frames)
+static void audio_downmix(struct audio_dec *d, const double *buf, size_t frames)
 {
 	int ch = d->info.channels;
 	float *dst = d->mono + d->n;
 	for (size_t f = 0; f < frames; f++) {
-		const float *s = buf + f * (size_t)ch;
+		const double *s = buf + f * (size_t)ch;
 		float acc = 0.0f, one = 0.0f;
 		for (int c = 0; c < ch; c++) {
 			float v = audio_sane(d, s[c], d->n + f);
@@ -319,12 +319,13 @@ static void audio_s16_clip(float *x, size_t n)
 static int audio_read_all(struct audio_dec *d, char *err, size_t errlen)
 {
 	size_t block = AUDIO_BLOCK_SAMPLES / (size_t)d->info.channels;
-	float *buf = mem_alloc(sizeof(*buf) * AUDIO_BLOCK_SAMPLES);
+	double *buf = mem_alloc(sizeof(*buf) * AUDIO_BLOCK_SAMPLES); /* doubles: a 64-bit
+					* float file's samples past float's range stay finite */
 	if (!buf)
 		return -ST_NOMEM;
 	int rc = 0;
 	for (;;) {
-		sf_count_t got = sf_readf_float(d->sf, buf, (sf_count_t)block);
+		sf_count_t got = sf_readf_double(d->sf, buf, (sf_count_t)block);
 		if (got <= 0)
 			break;
 		rc = audio_reserve(d, (size_t)got);

@@ -23,8 +23,10 @@
  *   sample_rate, channels   the layout of headerless audio
  *   multichannel true: each channel transcribed on its own, in turn on one
  *                replica, one results.channels entry per channel (utterances
- *                carry their channel); false (default): the channels' mean,
- *                one entry. batched is not applied with it.
+ *                carry their channel), at most ENG_ASR_MAX_CHANNELS (16)
+ *                channels (each is a full pass; more is a 400); false
+ *                (default): the channels' mean, one entry. batched is not
+ *                applied with it.
  *   batched      inferd extension, true: batched long-form (audio over 30 s
  *                cut at quiet moments into chunks transcribed together,
  *                no text carried across them; eng_transcribe_params.batched)

@@ -330,17 +330,19 @@ static int srv_ks_samples(struct srv_ks_req *r, const struct srv_ks_in *t,
 	for (json_int_t i = 0; i < n; i++) {
 		json_t *v = json_array_get(d, (size_t)i);
 		double x = json_number_value(v);
-		if (!json_is_number(v) || !isfinite(x)) {
+		if (!json_is_number(v)) {
 			mem_free(b);
-			return srv_ks_bad(r, "input '%s': element %lld is not a finite number",
-					  t->name, (long long)i);
+			return srv_ks_bad(r, "input '%s': element %lld is not a number", t->name,
+					  (long long)i);
 		}
-		if (fabs(x) > FLT_MAX) { /* (float)x would be infinite (undefined in C) */
+		/* from FLT_MAX + half its last step up, a float32 rounds to infinity
+		 * (and (float)x is undefined in C); just below, to FLT_MAX */
+		if (!(fabs(x) < 0x1.ffffffp+127)) {
 			mem_free(b);
-			return srv_ks_bad(r, "input '%s': element %lld (%g) overflows FP32",
+			return srv_ks_bad(r, "input '%s': element %lld (%.9g) overflows FP32",
 					  t->name, (long long)i, x);
 		}
-		float f = (float)x;
+		float f = fabs(x) <= FLT_MAX ? (float)x : x > 0 ? FLT_MAX : -FLT_MAX;
 		memcpy(b + i * 4, &f, 4); /* x86-64 and every target here: little-endian */
 	}
 	job->owned_audio = b;

@@ -592,6 +592,23 @@ def test_deepgram_multichannel(srv):
     assert [c["alternatives"][0]["transcript"] for c in r.json()["results"]["channels"]] == \
         [JFK.lower()]
     assert_deepgram_error(listen(srv.port, data, "multichannel=maybe"), 400, "multichannel")
+    # each channel costs a full pass: more than 16 are refused with
+    # multichannel; more than 256 in any container, as raw audio's limit
+    many = io.BytesIO()
+    with wave.open(many, "wb") as w:
+        w.setnchannels(17)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\0" * 17 * 160)
+    assert_deepgram_error(listen(srv.port, many.getvalue(), "multichannel=true"), 400,
+                          "the audio has 17 channels; at most 16")
+    assert listen(srv.port, many.getvalue()).status == 200
+    huge = bytearray(wav_bytes(b"\0\0" * 300 * 16))
+    huge[22:24] = (300).to_bytes(2, "little")  # channels
+    huge[28:32] = (16000 * 600).to_bytes(4, "little")  # byte rate
+    huge[32:34] = (600).to_bytes(2, "little")  # block align
+    assert_deepgram_error(listen(srv.port, bytes(huge), "multichannel=true"), 415, "300 channels")
+    assert_serving(srv.port)
 
 
 def test_deepgram_default_model_punctuate_utterances(srv):

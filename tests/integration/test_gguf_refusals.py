@@ -73,3 +73,15 @@ def test_embedding_with_fewer_rows_than_tokens_refused(tmp_path):
     r = subprocess.run([BIN, "generate", "--model", TINY, "--max-tokens", "1", "hi"],
                        capture_output=True, text=True, errors="replace", timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_kv_cache_f16_is_for_gguf_models_only(tmp_path):
+    """kv_cache_f16 on a CTranslate2 Whisper model is refused at load,
+    naming the key (as compute_type int8 on a GGUF model is)."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text('{"listen": "127.0.0.1:0", "grpc_listen": "", "models": [{"name": "w", '
+                   '"path": "%s", "kv_cache_f16": true}]}'
+                   % os.path.join(ROOT, "models", "whisper-tiny.en"))
+    r = subprocess.run([BIN, "--config", str(cfg)], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0, r.stderr
+    assert "kv_cache_f16 applies to GGUF generation models only" in r.stderr, r.stderr

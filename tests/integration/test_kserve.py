@@ -235,6 +235,14 @@ def test_fp32_samples_out_of_range(client, daemon):
     r = post(daemon.port, "/v2/models/whisper-tiny.en/infer", body)
     assert r.status == 400, r.body
     assert "element 1 (1e+39) overflows FP32" in r.json()["error"], r.body
+    # float32's largest value as numpy prints it is in range; null is no number
+    ok = body.replace(b"1e39", b"3.4028235e38") + b""
+    ok = ok.replace(b'"shape": [4]', b'"shape": [1600]').replace(
+        b"0.2]", b"0.2" + b", 0.0" * 1596 + b"]")
+    r = post(daemon.port, "/v2/models/whisper-tiny.en/infer", ok)
+    assert r.status == 200, r.body
+    r = post(daemon.port, "/v2/models/whisper-tiny.en/infer", body.replace(b"1e39", b"null"))
+    assert r.status == 400 and "element 1 is not a number" in r.json()["error"], r.body
 
 
 def test_infer_errors_on_the_wire(daemon):

@@ -207,6 +207,38 @@ static void test_stereo_downmix(void **state)
 }
 
 /* 8-bit unsigned, 24-bit, 32-bit int and float WAVs, 16 kHz mono. */
+static void test_pcm_widths(void **state);
+
+/* A 64-bit float WAV with samples past float32's range (1e39, -1e300):
+ * read as doubles, so they are huge but finite, clipped to full scale;
+ * only a real NaN or infinity is refused. */
+static void test_float64_out_of_range(void **state)
+{
+	(void)state;
+	enum { N = 1600 };
+	double x[N];
+	for (int i = 0; i < N; i++)
+		x[i] = 0.25 * sin(0.02 * i);
+	x[100] = 1e39;
+	x[200] = -1e300;
+	size_t len = 0;
+	uint8_t *w = make_wav(3, 64, 1, 16000, x, sizeof(x), &len);
+	struct eng_audio a;
+	assert_int_equal(decode(w, len, NULL, &a), 0);
+	assert_int_equal(a.n_samples, N);
+	assert_float_equal(a.samples[100], 32767.0f / 32768.0f, 0);
+	assert_float_equal(a.samples[200], -1.0f, 0);
+	assert_float_equal(a.samples[300], (float)x[300], 0);
+	eng_audio_fini(&a);
+	mem_free(w);
+	x[300] = INFINITY;
+	w = make_wav(3, 64, 1, 16000, x, sizeof(x), &len);
+	assert_int_equal(decode(w, len, NULL, &a), -ST_INVAL);
+	assert_string_equal(errbuf, "audio sample at 0.019 s is not a finite number (NaN or "
+				    "infinity; 1 such sample)");
+	mem_free(w);
+}
+
 static void test_pcm_widths(void **state)
 {
 	(void)state;
@@ -560,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_clips),
 		cmocka_unit_test(test_stereo_downmix),
 		cmocka_unit_test(test_pcm_widths),
+		cmocka_unit_test(test_float64_out_of_range),
 		cmocka_unit_test(test_ogg),
 		cmocka_unit_test(test_raw),
 		cmocka_unit_test(test_raw_flac),
