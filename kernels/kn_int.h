@@ -20,6 +20,24 @@ extern const struct kn_ops kn__ops_ref;	   /* ref/ops.c, any CPU */
 extern const struct kn_ops kn__ops_avx2;   /* x86/ops_avx2.c, AVX2+FMA+F16C */
 extern const struct kn_ops kn__ops_avx512; /* x86/ops_avx512.c, AVX-512F/BW/VL */
 
+/* kn__argmax_finish - the SIMD argmax's last steps (kn.h argmax): of
+ * `lanes` lanes' maxima bv and their first indices bx (lane 0 never NaN),
+ * the largest, the lowest index among equals; then the scan continued over
+ * x[i..n) from it. */
+static inline size_t kn__argmax_finish(const float *bv, const int32_t *bx, int lanes,
+				       const float *x, size_t i, size_t n)
+{
+	int r = 0;
+	for (int l = 1; l < lanes; l++)
+		if (bv[l] > bv[r] || (bv[l] == bv[r] && bx[l] < bx[r]))
+			r = l;
+	size_t arg = (size_t)bx[r];
+	for (; i < n; i++)
+		if (x[i] > x[arg])
+			arg = i;
+	return arg;
+}
+
 /* The geometry of every ggml type (kn_quant.c), indexed by ggml type;
  * kn_qtype_get hands it out. */
 extern const struct kn_qtype_info kn__qtypes[KN_Q_MAX];

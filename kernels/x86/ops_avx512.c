@@ -536,15 +536,7 @@ static size_t avx512_argmax(const float *x, size_t n)
 	int32_t bx[W];
 	_mm512_storeu_ps(bv, best);
 	_mm512_storeu_si512(bx, bi);
-	size_t r = 0; /* lane 0 holds x[0] or better: never NaN */
-	for (int l = 1; l < W; l++)
-		if (bv[l] > bv[r] || (bv[l] == bv[r] && (size_t)bx[l] < (size_t)bx[r]))
-			r = (size_t)l;
-	size_t arg = (size_t)bx[r];
-	for (; i < n; i++)
-		if (x[i] > x[arg])
-			arg = i;
-	return arg;
+	return kn__argmax_finish(bv, bx, W, x, i, n);
 }
 
 static void avx512_silu_mul(float *restrict gate, const float *restrict up, size_t n)
