@@ -270,7 +270,7 @@ static int audio_reserve(struct audio_dec *d, size_t more)
 }
 
 /* x with magnitudes above AUDIO_MAX_ABS clamped (so that the downmix and
- * the resampler's sums stay finite; the s16 grid clips them to +-1 after);
+ * the resampler's sums stay finite; audio_s16_clip clips them to +-1 after);
  * a NaN or infinity is counted in d (the decode then fails) and taken as 0. */
 static float audio_sane(struct audio_dec *d, double x, size_t frame)
 {

@@ -119,13 +119,10 @@ static double ewg_uniform(struct ewg *g)
 	return (double)((g->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
+/* The first index of the largest (kn_ops argmax: the scan's answer). */
 static int32_t ewg_argmax(const float *x, int n)
 {
-	int32_t best = 0;
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[best])
-			best = i;
-	return best;
+	return (int32_t)kn_ops()->argmax(x, (size_t)n);
 }
 
 /* Sample from softmax(logprobs / T) (CTranslate2's RandomSampler, top-k 0). */
