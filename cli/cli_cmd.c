@@ -3,7 +3,7 @@
  *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
  *                     [--timestamps | --json] [--beam-size N] [--language L]
  *                     [--prompt TEXT] [--temperature T]
- *                     [--compute-type T] [--batched] FILE...
+ *                     [--compute-type T] [--batched] [--word-timestamps] FILE...
  *   inferd generate   (gen_usage below)
  * transcribe prints each file's transcript on stdout and a timing line per
  * file on stderr (audio seconds, wall seconds, real-time factor): what
@@ -129,7 +129,8 @@ static int tx_usage(FILE *to)
 	fprintf(to, "usage: inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
 		    "                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 		    "                         [--prompt TEXT] [--temperature T]\n"
-		    "                         [--compute-type T] [--batched] FILE...\n"
+		    "                         [--compute-type T] [--batched] [--word-timestamps]\n"
+		    "                         FILE...\n"
 		    "Transcribes each FILE without a server: the text on stdout (--timestamps:\n"
 		    "segments with times; --json: one JSON object per file with segments and\n"
 		    "tokens) and a timing line per file on stderr. --model: a model name from\n"
@@ -137,7 +138,9 @@ static int tx_usage(FILE *to)
 		    "--compute-type: default, float32, int8, int8_float32, bfloat16 or\n"
 		    "int8_bfloat16; --batched: long audio cut into chunks transcribed together;\n"
 		    "--temperature 0..1 (absent: the fallback list 0, 0.2, ..., 1.0);\n"
-		    "--beam-size 1..16 (default 1, greedy); --threads: default every core.\n");
+		    "--beam-size 1..16 (default 1, greedy); --threads: default every core;\n"
+		    "--word-timestamps: each word's start, end and probability (--json: a\n"
+		    "\"words\" list per segment; --timestamps: a line per word).\n");
 	return to == stdout ? CLI_HELP : 2;
 }
 
@@ -155,8 +158,8 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			*(o[2] == 't' ? &a->timestamps : &a->json) = true;
 			continue;
 		}
-		if (!strcmp(o, "--batched")) {
-			a->params.batched = true;
+		if (!strcmp(o, "--batched") || !strcmp(o, "--word-timestamps")) {
+			*(o[2] == 'b' ? &a->params.batched : &a->params.word_timestamps) = true;
 			continue;
 		}
 		if (!v)
@@ -270,7 +273,8 @@ static double tx_now(void)
 }
 
 /* {"file", "duration", "language", "text", "segments": [{"start", "end",
- * "text", "tokens", "avg_logprob", "no_speech_prob", "temperature"}]} */
+ * "text", "tokens", "avg_logprob", "no_speech_prob", "temperature"
+ * [, "words": [{"word", "start", "end", "probability"}]]}]} */
 static void tx_print_json(const char *path, const struct eng_transcript *t)
 {
 	json_t *segs = json_array();
@@ -279,10 +283,18 @@ static void tx_print_json(const char *path, const struct eng_transcript *t)
 		json_t *tok = json_array();
 		for (size_t k = 0; k < s->n_tokens; k++)
 			json_array_append_new(tok, json_integer(s->tokens[k]));
-		json_array_append_new(segs, json_pack("{s:f,s:f,s:s,s:o,s:f,s:f,s:f}", "start",
-			s->start_s, "end", s->end_s, "text", s->text, "tokens", tok, "avg_logprob",
-			s->avg_logprob, "no_speech_prob", (double)s->no_speech_prob, "temperature",
-			(double)s->temperature));
+		json_t *seg = json_pack("{s:f,s:f,s:s,s:o,s:f,s:f,s:f}", "start", s->start_s, "end",
+					s->end_s, "text", s->text, "tokens", tok, "avg_logprob",
+					s->avg_logprob, "no_speech_prob", (double)s->no_speech_prob,
+					"temperature", (double)s->temperature);
+		json_t *words = s->words ? json_array() : NULL;
+		for (size_t k = 0; words && k < s->n_words; k++)
+			json_array_append_new(words, json_pack("{s:s,s:f,s:f,s:f}", "word",
+				s->words[k].word, "start", s->words[k].start_s, "end", s->words[k].end_s,
+				"probability", (double)s->words[k].probability));
+		if (seg && words)
+			json_object_set_new(seg, "words", words);
+		json_array_append_new(segs, seg);
 	}
 	json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:o}", "file", path, "duration", t->duration_s,
 			      "language", t->language, "text", t->text, "segments", segs);
@@ -304,9 +316,13 @@ static void tx_print(const struct tx_args *a, const char *path, const struct eng
 		return;
 	}
 	printf("# %s\n", path);
-	for (size_t i = 0; i < t->n_segments; i++)
-		printf("[%8.2f -> %8.2f]%s\n", t->segments[i].start_s, t->segments[i].end_s,
-		       t->segments[i].text);
+	for (size_t i = 0; i < t->n_segments; i++) {
+		const struct eng_segment *s = &t->segments[i];
+		printf("[%8.2f -> %8.2f]%s\n", s->start_s, s->end_s, s->text);
+		for (size_t k = 0; k < s->n_words; k++)
+			printf("    [%8.2f -> %8.2f] %.3f%s\n", s->words[k].start_s, s->words[k].end_s,
+			       (double)s->words[k].probability, s->words[k].word);
+	}
 }
 
 static int tx_one(const struct tx_args *a, const struct eng_model *m, const char *path)

@@ -194,6 +194,20 @@ struct eng_transcribe_params {
 	 * steps batched (faster-whisper's BatchedInferencePipeline). Decoded
 	 * samples only (eng_transcribe, eng_asr_input.samples). */
 	bool batched;
+	/* Word-level timestamps (default false): each segment's words with
+	 * their times from the cross-attention alignment (faster-whisper's
+	 * word_timestamps=True, its default punctuation merging). As there,
+	 * a window whose last segment is unfinished is resumed at its last
+	 * word's end rather than its last timestamp. */
+	bool word_timestamps;
+};
+
+/* One word of a segment (word_timestamps; times in seconds from the audio
+ * start). */
+struct eng_word {
+	char *word;          /* UTF-8 with its leading space, punctuation merged, owned */
+	double start_s, end_s;
+	float probability;   /* mean probability of its tokens */
 };
 
 /* One segment of a transcript (times in seconds from the audio start). */
@@ -205,6 +219,8 @@ struct eng_segment {
 	size_t n_tokens;
 	double avg_logprob, compression_ratio;
 	float no_speech_prob, temperature;
+	struct eng_word *words; /* word_timestamps: [n_words], else NULL */
+	size_t n_words;
 };
 
 struct eng_transcript {

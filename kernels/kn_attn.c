@@ -178,6 +178,32 @@ void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 	}
 }
 
+void kn_attention_scores(size_t n_q, size_t n_cols, size_t head_dim, const float *q,
+			 size_t ldq, const float *k, size_t ldk, float *out, size_t ldo)
+{
+	kn_gemm(true, n_q, n_cols, head_dim, 1.0f / sqrtf((float)head_dim), q, ldq, k, ldk, 0.0f,
+		out, ldo);
+}
+
+void kn_attention_scores_kv16(size_t n_q, size_t n_kv, size_t n_cols,
+			      size_t head_dim, size_t h, const float *q, size_t ldq,
+			      const uint16_t *cache, float *out, size_t ldo)
+{
+	const struct kn_ops *ops = kn_ops();
+	size_t nb = kn_kv16_blocks(n_kv), blk = head_dim * KN_KV16_BLOCK;
+	const uint16_t *keys = cache + h * nb * blk;
+	assert(n_cols <= n_kv);
+	for (size_t i = 0; i < n_q; i++) {
+		const float *qi = q + i * ldq + h * head_dim;
+		for (size_t j0 = 0; j0 < n_cols; j0 += KN_KV16_BLOCK) {
+			size_t n = n_cols - j0 < KN_KV16_BLOCK ? n_cols - j0 : KN_KV16_BLOCK;
+			ops->gemv_t_bf16(keys + (j0 / KN_KV16_BLOCK) * blk, KN_KV16_BLOCK, qi,
+					 out + i * ldo + j0, head_dim, n);
+		}
+		ops->scale_add(out + i * ldo, 1.0f / sqrtf((float)head_dim), NULL, n_cols);
+	}
+}
+
 /* The arguments of one kn_attention_window call that its blocks share. */
 struct kn_win {
 	const float *q, *k, *v; /* column 0 of head 0; k, v NULL when k16, v16 */

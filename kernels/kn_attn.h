@@ -75,6 +75,22 @@ void kn_attention_kv16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 		       size_t h1, const float *q, size_t ldq, const uint16_t *cache, float *out,
 		       size_t ldo, float *scratch);
 
+/* kn_attention_scores - one head's scores before the softmax, out[i][j] =
+ * q_i k_j^T / sqrt(head_dim) for key j < n_cols: the numbers kn_attention
+ * turns into probabilities (Whisper's word alignment reads them from its
+ * cross-attention heads, as CTranslate2's align() does). q, k: column 0
+ * of the head, strides ldq, ldk; out [n_q, n_cols], stride ldo. */
+void kn_attention_scores(size_t n_q, size_t n_cols, size_t head_dim, const float *q,
+			 size_t ldq, const float *k, size_t ldk, float *out, size_t ldo);
+
+/* kn_attention_scores_kv16 - kn_attention_scores of head h against a
+ * kn_kv16_pack cache of n_kv keys (keys j < n_cols <= n_kv), the products
+ * kn_attention_kv16 computes. q: query rows (head h at column h *
+ * head_dim), stride ldq. */
+void kn_attention_scores_kv16(size_t n_q, size_t n_kv, size_t n_cols,
+			      size_t head_dim, size_t h, const float *q, size_t ldq,
+			      const uint16_t *cache, float *out, size_t ldo);
+
 /* kn_attention_window - kn_attention where causal query row i (absolute
  * position q_pos0 + i) sees only keys in [q_pos0 + i + 1 - window,
  * q_pos0 + i] (sliding-window attention as llama.cpp's

@@ -112,8 +112,14 @@ static int ec_join(struct ec_job *j, struct eng_transcript **out)
 			g->id = (int)t->n_segments;
 			g->start_s += off;
 			g->end_s += off;
+			for (size_t k = 0; k < g->n_words; k++) {
+				g->words[k].start_s += off;
+				g->words[k].end_s += off;
+			}
 			p->segments[s].text = NULL;
 			p->segments[s].tokens = NULL;
+			p->segments[s].words = NULL;
+			p->segments[s].n_words = 0;
 		}
 		size_t l = strlen(p->text);
 		if (l && at)

@@ -73,6 +73,41 @@ int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const 
 			const struct eng_whisper_runner *run, struct eng_transcript **out,
 			char *err, size_t errlen);
 
+/* A segment of a window as _split_segments_by_timestamps cuts it, before
+ * it is emitted (eng_asr_transcribe.c). */
+struct eng__asr_cut {
+	double start, end;      /* seconds from the audio start */
+	const int32_t *tokens;  /* the window's result, borrowed */
+	size_t n_tokens;
+	struct eng_word *words; /* word timestamps: new (eng__asr_cut_fini), or NULL */
+	size_t n_words;
+};
+
+/* What word timing needs of a window (borrowed). */
+struct eng__asr_words_in {
+	const struct eng_whisper *w;
+	const struct eng_whisper_tok *tok;
+	const struct eng_whisper_enc *e; /* the window's encoder output */
+	const int32_t *sot;              /* the SOT sequence [n_sot] */
+	size_t n_sot;
+	size_t seek;                     /* the window's first mel frame */
+	size_t n_frames;                 /* its mel frames (segment_size) */
+	double last_speech;              /* seconds: the previous window's last word end */
+};
+
+/* eng__asr_words - word timestamps of a window's cuts (eng_asr_words.c;
+ * faster-whisper's add_word_timestamps): each cut's words (text with its
+ * leading space, start/end in seconds rounded to 10 ms, probability) into
+ * cuts[i].words, and cuts[i].start/end moved to its words as there. The
+ * alignment pass runs on the calling thread. Cuts without text get no
+ * words; a window with no frames to align or a model without alignment
+ * heads gives none. Returns 0 or -ST_NOMEM (cuts may then hold words:
+ * eng__asr_cut_fini). */
+int eng__asr_words(const struct eng__asr_words_in *in, struct eng__asr_cut *cuts, size_t n_cuts);
+
+/* eng__asr_cut_fini - free c's words. */
+void eng__asr_cut_fini(struct eng__asr_cut *c);
+
 /* eng__asr_loop - a transcription replica's work item (dev_work_fn). */
 void eng__asr_loop(void *arg, struct dev_pool *pool);
 

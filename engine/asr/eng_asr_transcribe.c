@@ -5,8 +5,8 @@
  * transcribe, generate_segments, generate_with_fallback, get_prompt,
  * _split_segments_by_timestamps), the reference the project's outputs are
  * compared with; openai/whisper transcribe.py has the same structure.
- * Word timestamps, VAD, clip_timestamps, prefixes and hotwords are not
- * implemented.
+ * Word timestamps are eng_asr_words.c's. VAD, clip_timestamps, prefixes,
+ * hotwords and hallucination_silence_threshold are not implemented.
  */
 #include <math.h>
 #include <stdio.h>
@@ -124,6 +124,7 @@ struct et {
 	size_t prompt_reset_since;
 	struct eng_transcript *out;
 	size_t segs_cap;
+	double last_speech;    /* word timestamps: the last word's end so far (s) */
 };
 
 /* zlib ratio of the UTF-8 text, as faster-whisper's get_compression_ratio. */
@@ -303,16 +304,15 @@ static int et_generate(struct et *t, const int32_t *prompt, size_t n_prompt,
 	return 0;
 }
 
-/* Append a segment (tokens copied) unless it is empty or has no text. */
-static int et_emit(struct et *t, double start, double end, const int32_t *tok, size_t n,
-		   const struct et_decoded *d)
+/* Append cut c as a segment (tokens copied, words taken) unless it is
+ * empty or has no text. */
+static int et_emit(struct et *t, struct eng__asr_cut *c, const struct et_decoded *d)
 {
 	/* Timestamp tokens may point past the audio (the window is padded to
 	 * 30 s); a segment never does. */
 	double dur = t->out->duration_s;
-	start = start < dur ? start : dur;
-	end = end < dur ? end : dur;
-	char *text = eng_whisper_tok_text(t->tok, tok, n);
+	double start = c->start < dur ? c->start : dur, end = c->end < dur ? c->end : dur;
+	char *text = eng_whisper_tok_text(t->tok, c->tokens, c->n_tokens);
 	if (!text)
 		return -ST_NOMEM;
 	char *stripped = et_strip_dup(text);
@@ -333,49 +333,81 @@ static int et_emit(struct et *t, double start, double end, const int32_t *tok, s
 		o->segments = s;
 		t->segs_cap = cap;
 	}
+	size_t n = c->n_tokens;
 	int32_t *copy = mem_alloc((n + 1) * sizeof(*copy));
-	if (!copy || et_tokens_push(&t->all, tok, n)) {
+	if (!copy || et_tokens_push(&t->all, c->tokens, n)) {
 		mem_free(copy);
 		mem_free(text);
 		return -ST_NOMEM;
 	}
-	memcpy(copy, tok, n * sizeof(*tok));
+	memcpy(copy, c->tokens, n * sizeof(*copy));
 	o->segments[o->n_segments] = (struct eng_segment){
 		.id = (int)o->n_segments + 1, .start_s = start, .end_s = end, .text = text,
 		.tokens = copy, .n_tokens = n, .avg_logprob = d->r.avg_logprob,
 		.compression_ratio = d->compression_ratio, .no_speech_prob = d->r.no_speech_prob,
-		.temperature = d->temperature,
+		.temperature = d->temperature, .words = c->words, .n_words = c->n_words,
 	};
+	c->words = NULL;
+	c->n_words = 0;
 	o->n_segments++;
 	return 0;
 }
 
+/* A window's cuts. */
+struct et_cuts {
+	struct eng__asr_cut *v;
+	size_t n, cap;
+};
+
+static int et_cut(struct et_cuts *c, double start, double end, const int32_t *tok, size_t n)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 8;
+		struct eng__asr_cut *v = mem_realloc(c->v, cap * sizeof(*v));
+		if (!v)
+			return -ST_NOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct eng__asr_cut){ .start = start, .end = end, .tokens = tok,
+					      .n_tokens = n };
+	return 0;
+}
+
+static void et_cuts_fini(struct et_cuts *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		eng__asr_cut_fini(&c->v[i]);
+	mem_free(c->v);
+}
+
 /* _split_segments_by_timestamps: cut the window's tokens at consecutive
- * timestamp pairs; returns the next seek (in mel frames). */
+ * timestamp pairs into cuts; the next seek (in mel frames) into
+ * *next_seek, and whether the tokens end on a single timestamp. */
 static int et_split(struct et *t, const struct et_decoded *d, size_t seek, size_t segment_size,
-		    size_t *next_seek)
+		    struct et_cuts *cuts, size_t *next_seek, bool *single_end)
 {
 	const int32_t *tk = d->r.tokens;
 	size_t n = d->r.n_tokens;
 	int32_t tb = t->tok->ts_begin;
 	double offset = (double)seek * ET_FRAME_S;
-	bool single_end = n >= 2 && tk[n - 2] < tb && tk[n - 1] >= tb;
 	size_t last = 0;
 	bool any_pair = false;
 	int rc = 0;
+	*single_end = n >= 2 && tk[n - 2] < tb && tk[n - 1] >= tb;
 	for (size_t i = 1; i < n && !rc; i++) {
 		if (!(tk[i] >= tb && tk[i - 1] >= tb))
 			continue;
 		any_pair = true;
-		rc = et_emit(t, offset + (tk[last] - tb) * ET_TIME_PRECISION,
-			     offset + (tk[i - 1] - tb) * ET_TIME_PRECISION, tk + last, i - last, d);
+		rc = et_cut(cuts, offset + (tk[last] - tb) * ET_TIME_PRECISION,
+			    offset + (tk[i - 1] - tb) * ET_TIME_PRECISION, tk + last, i - last);
 		last = i;
 	}
 	if (rc)
 		return rc;
-	if (any_pair && single_end) {
-		rc = et_emit(t, offset + (tk[last] - tb) * ET_TIME_PRECISION,
-			     offset + (tk[n - 1] - tb) * ET_TIME_PRECISION, tk + last, n - last, d);
+	if (any_pair && *single_end) {
+		rc = et_cut(cuts, offset + (tk[last] - tb) * ET_TIME_PRECISION,
+			    offset + (tk[n - 1] - tb) * ET_TIME_PRECISION, tk + last, n - last);
 		*next_seek = seek + segment_size; /* nothing spoken after the last timestamp */
 	} else if (any_pair) {
 		/* ignore the unfinished segment; seek to the last timestamp */
@@ -388,10 +420,35 @@ static int et_split(struct et *t, const struct et_decoded *d, size_t seek, size_
 					duration = (tk[i] - tb) * ET_TIME_PRECISION;
 				break;
 			}
-		rc = et_emit(t, offset, offset + duration, tk, n, d);
+		rc = et_cut(cuts, offset, offset + duration, tk, n);
 		*next_seek = seek + segment_size;
 	}
 	return rc;
+}
+
+/* Word timestamps of the window's cuts, then (get_end) the last word's end
+ * resumes the window unless it ended on a single timestamp. */
+static int et_words(struct et *t, struct et_cuts *cuts, size_t seek, size_t segment_size,
+		    bool single_end, size_t *next)
+{
+	struct eng__asr_words_in in = {
+		.w = t->m->whisper, .tok = t->tok, .e = t->enc, .sot = t->sot_seq,
+		.n_sot = t->n_sot_seq, .seek = seek, .n_frames = segment_size,
+		.last_speech = t->last_speech,
+	};
+	int rc = eng__asr_words(&in, cuts->v, cuts->n);
+	if (rc || cuts->n == 0)
+		return rc;
+	double end = cuts->v[cuts->n - 1].end;
+	for (size_t i = cuts->n, found = 0; i-- > 0 && !found;)
+		if (cuts->v[i].n_words) {
+			end = cuts->v[i].words[cuts->v[i].n_words - 1].end_s;
+			found = 1;
+		}
+	if (!single_end && end > (double)seek * ET_FRAME_S)
+		*next = (size_t)nearbyint(end / ET_FRAME_S);
+	t->last_speech = end;
+	return 0;
 }
 
 /* One 30-second window starting at mel frame *seek. */
@@ -411,8 +468,15 @@ static int et_window(struct et *t, size_t *seek, struct et_tokens *prompt)
 	bool skip = d.r.no_speech_prob > p->no_speech_threshold &&
 		    !(d.r.avg_logprob > p->log_prob_threshold);
 	size_t next = *seek + segment_size;
+	struct et_cuts cuts = { 0 };
+	bool single_end = false;
 	if (!skip)
-		rc = et_split(t, &d, *seek, segment_size, &next);
+		rc = et_split(t, &d, *seek, segment_size, &cuts, &next, &single_end);
+	if (!skip && !rc && p->word_timestamps)
+		rc = et_words(t, &cuts, *seek, segment_size, single_end, &next);
+	for (size_t i = 0; !rc && i < cuts.n; i++)
+		rc = et_emit(t, &cuts.v[i], &d);
+	et_cuts_fini(&cuts);
 	if (!rc && (!p->condition_on_previous_text || d.temperature > 0.5f))
 		t->prompt_reset_since = t->all.n; /* prompt_reset_on_temperature 0.5 */
 	/* Always move forward, even on a window whose timestamps say 0. */
@@ -627,8 +691,12 @@ void eng_transcript_destroy(struct eng_transcript *t)
 	while (t) {
 		struct eng_transcript *next = t->next;
 		for (size_t i = 0; i < t->n_segments; i++) {
-			mem_free(t->segments[i].text);
-			mem_free(t->segments[i].tokens);
+			struct eng_segment *g = &t->segments[i];
+			for (size_t k = 0; k < g->n_words; k++)
+				mem_free(g->words[k].word);
+			mem_free(g->words);
+			mem_free(g->text);
+			mem_free(g->tokens);
 		}
 		mem_free(t->segments);
 		mem_free(t->text);

@@ -126,6 +126,28 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 		       struct eng_whisper_kv *kv, struct dev_pool *p, const int32_t *tokens,
 		       size_t n, float *logits, float *logits_at, size_t at_index);
 
+/* eng_whisper_align_pass - the decoder over tokens [n] (n <= n_text_ctx)
+ * from an empty cache, all rows at once, for word alignment (CTranslate2's
+ * WhisperReplica::align: sot sequence, <|notimestamps|>, text, eot):
+ *   scores: [n_heads][n][n_cols] out, the cross-attention scores before
+ *           the softmax (q k^T / sqrt(head_dim)) of heads[k] = {layer,
+ *           head} over encoder positions j < n_cols;
+ *   probs:  [n_probs] out, probs[i] = P(tokens[r0 + i + 1] | row r0 + i)
+ *           under the softmax over the first n_text logits (the text
+ *           tokens: ids below <|endoftext|>); 0 for a token outside them.
+ *           Needs r0 + n_probs < n.
+ * Runs on pool p (NULL: this thread). Returns 0, -ST_TOOBIG (n over the
+ * context), -ST_INVAL (a head, token or bound out of range), -ST_NOMEM. */
+int eng_whisper_align_pass(const struct eng_whisper *w, const struct eng_whisper_enc *e,
+			   struct dev_pool *p, const int32_t *tokens, size_t n,
+			   const int (*heads)[2], size_t n_heads, size_t n_cols, size_t r0,
+			   size_t n_probs, int32_t n_text, float *scores, float *probs);
+
+/* eng_whisper_align_heads - the cross-attention heads that follow the
+ * word timing, {decoder layer, head} pairs from the model's config.json
+ * "alignment_heads" (borrowed; *n 0 when the model has none). */
+const int (*eng_whisper_align_heads(const struct eng_whisper *w, size_t *n))[2];
+
 /* One sequence's part of a batched decoder pass: a decode step (n = 1) or
  * a short prompt (n <= ENG_WHISPER_STEP_MAX, the rows eng_whisper_decode
  * computes with the binary16 weights). */

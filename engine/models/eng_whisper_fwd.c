@@ -4,6 +4,7 @@
  * (AudioEncoder, TextDecoder, ResidualAttentionBlock): pre-norm residual
  * blocks, x + attn(ln(x)), x + mlp(ln(x)).
  */
+#include <math.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -386,9 +387,39 @@ static void ew_dec_scratch_free(struct ew_dec_scratch *s)
 	mem_free(s->scores);
 }
 
+/* What an alignment pass keeps of the cross-attention: the scores before
+ * the softmax of heads[k] (layer, head), keys j < n_cols, into scores
+ * [n_heads][n][n_cols]. */
+struct ew_capture {
+	const int (*heads)[2];
+	size_t n_heads, n_cols;
+	float *scores;
+};
+
+static void ew_capture_scores(const struct eng_whisper_hp *hp, const struct eng_whisper_enc *e,
+			      int li, const float *q, size_t n, const struct ew_capture *c)
+{
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, hd = d / H;
+	size_t A = (size_t)hp->n_audio_ctx;
+	for (size_t k = 0; k < c->n_heads; k++) {
+		if (c->heads[k][0] != li)
+			continue;
+		size_t h = (size_t)c->heads[k][1];
+		float *out = c->scores + k * n * c->n_cols;
+		if (e->cross_kv16)
+			kn_attention_scores_kv16(n, A, c->n_cols, hd, h, q, d,
+						 e->cross_kv16 + (size_t)li * ew_kv16_layer(hp), out,
+						 c->n_cols);
+		else
+			kn_attention_scores(n, c->n_cols, hd, q + h * hd, d,
+					    e->cross_kv + (size_t)li * A * 2 * d + h * hd, 2 * d, out,
+					    c->n_cols);
+	}
+}
+
 static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct eng_whisper_enc *e,
 			     struct eng_whisper_kv *kv, struct dev_pool *p,
-			     struct ew_dec_scratch *s, size_t n)
+			     struct ew_dec_scratch *s, size_t n, const struct ew_capture *cap)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
 	const struct ew_dec_layer *l = &w->dec[li];
@@ -409,6 +440,8 @@ static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct e
 	/* cross-attention over the encoder output */
 	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, n, d);
 	ew_linear_apply(p, &l->cross_q, s->t, s->qkv, n);
+	if (cap)
+		ew_capture_scores(hp, e, li, s->qkv, n, cap);
 	ew_cross_attention(p, hp, e, li, s->qkv, s->t, n, s->scores);
 	ew_linear_apply(p, &l->cross_out, s->t, s->h, n);
 	eng_par_add(p, s->x, s->h, n * d);
@@ -430,6 +463,80 @@ static void ew_logits(const struct eng_whisper *w, struct dev_pool *p, const flo
 		eng_par_linear(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
 }
 
+/* logits[rows, n_vocab] = ln(x) . tok_emb^T for rows rows of x; tmp
+ * [rows, d]. */
+static void ew_logits_rows(const struct eng_whisper *w, struct dev_pool *p, const float *x,
+			   size_t rows, float *tmp, float *logits)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t d = (size_t)hp->d_model;
+	for (size_t r = 0; r < rows; r++)
+		kn_ops()->layer_norm(x + r * d, w->dec_ln.gamma, w->dec_ln.beta, tmp + r * d, d,
+				     EW_LN_EPS);
+	if (w->tok_emb_i8.packed)
+		eng_par_linear_i8(p, rows, tmp, &w->tok_emb_i8, NULL, logits);
+	else if (w->tok_emb16)
+		eng_par_linear_f16(p, rows, (size_t)hp->n_vocab, d, tmp, w->tok_emb16, NULL, logits);
+	else
+		eng_par_linear(p, rows, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
+}
+
+#define EW_ALIGN_ROWS 16 /* logits rows per product in an alignment pass */
+
+int eng_whisper_align_pass(const struct eng_whisper *w, const struct eng_whisper_enc *e,
+			   struct dev_pool *p, const int32_t *tokens, size_t n,
+			   const int (*heads)[2], size_t n_heads, size_t n_cols, size_t r0,
+			   size_t n_probs, int32_t n_text, float *scores, float *probs)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t d = (size_t)hp->d_model, V = (size_t)hp->n_vocab;
+	if (n == 0 || n > (size_t)hp->n_text_ctx)
+		return -ST_TOOBIG;
+	if (n_cols == 0 || n_cols > (size_t)hp->n_audio_ctx || (n_probs && r0 + n_probs >= n) ||
+	    n_text < 1 || (size_t)n_text > V)
+		return -ST_INVAL;
+	for (size_t k = 0; k < n_heads; k++)
+		if (heads[k][0] < 0 || heads[k][0] >= hp->dec_layers || heads[k][1] < 0 ||
+		    heads[k][1] >= hp->n_heads)
+			return -ST_INVAL;
+	for (size_t i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+			return -ST_INVAL;
+	struct eng_whisper_kv *kv = NULL;
+	struct ew_dec_scratch s = { 0 };
+	float *logits = mem_alloc(EW_ALIGN_ROWS * V * sizeof(float));
+	float *tmp = mem_alloc(EW_ALIGN_ROWS * d * sizeof(float));
+	int rc = logits && tmp ? eng_whisper_kv_create(w, &kv) : -ST_NOMEM;
+	if (!rc)
+		rc = ew_dec_scratch_alloc(hp, n, dev_pool_size(p), &s);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(s.x + i * d, w->tok_emb + (size_t)tokens[i] * d, d * sizeof(float));
+		kn_ops()->add(s.x + i * d, w->dec_pos + i * d, d);
+	}
+	struct ew_capture cap = { heads, n_heads, n_cols, scores };
+	for (int li = 0; li < hp->dec_layers; li++)
+		ew_decoder_layer(w, li, e, kv, p, &s, n, &cap);
+	/* P(tokens[r + 1] | row r), the softmax over the text tokens only */
+	for (size_t i0 = 0; i0 < n_probs; i0 += EW_ALIGN_ROWS) {
+		size_t rows = n_probs - i0 < EW_ALIGN_ROWS ? n_probs - i0 : EW_ALIGN_ROWS;
+		ew_logits_rows(w, p, s.x + (r0 + i0) * d, rows, tmp, logits);
+		for (size_t r = 0; r < rows; r++) {
+			const float *l = logits + r * V;
+			int32_t next = tokens[r0 + i0 + r + 1];
+			double lse = kn_ops()->logsumexp(l, (size_t)n_text);
+			probs[i0 + r] = next < n_text ? (float)exp((double)l[next] - lse) : 0.0f;
+		}
+	}
+out:
+	ew_dec_scratch_free(&s);
+	eng_whisper_kv_destroy(kv);
+	mem_free(logits);
+	mem_free(tmp);
+	return rc;
+}
+
 int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc *e,
 		       struct eng_whisper_kv *kv, struct dev_pool *p, const int32_t *tokens,
 		       size_t n, float *logits, float *logits_at, size_t at_index)
@@ -449,7 +556,7 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 		kn_ops()->add(s.x + i * d, w->dec_pos + (kv->len + i) * d, d);
 	}
 	for (int li = 0; li < hp->dec_layers; li++)
-		ew_decoder_layer(w, li, e, kv, p, &s, n);
+		ew_decoder_layer(w, li, e, kv, p, &s, n, NULL);
 	kv->len += n;
 	ew_logits(w, p, s.x + (n - 1) * d, s.t, logits);
 	if (logits_at && at_index < n)

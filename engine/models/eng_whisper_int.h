@@ -63,6 +63,8 @@ struct eng_whisper {
 	bool cross_bf16;               /* the cross-attention keys and values kept in
 					* bfloat16 (kn_kv16_pack): every compute type
 					* but the float32 (exact) one */
+	int (*align_heads)[2];         /* config.json alignment_heads {layer, head} */
+	size_t n_align_heads;
 	void **allocs;                 /* every weight array above, for destroy */
 	size_t n_allocs, cap_allocs;
 	size_t weight_bytes;

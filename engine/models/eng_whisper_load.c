@@ -485,6 +485,42 @@ int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *
 	return eng_whisper_load_ct(ct2, ENG_COMPUTE_DEFAULT, out, err, errlen);
 }
 
+/* config.json "alignment_heads": [[layer, head], ...] (CTranslate2's
+ * converter writes the list openai/whisper ships for each model); absent
+ * is no heads, a pair out of the model's range is -ST_CORRUPT. */
+static int ew_load_align_heads(struct eng_whisper *w, const struct eng_ct2 *ct2, char *err,
+			       size_t errlen)
+{
+	const json_t *cfg = eng_ct2_config(ct2);
+	const json_t *a = cfg ? json_object_get(cfg, "alignment_heads") : NULL;
+	if (!a || json_is_null(a))
+		return 0;
+	size_t n = json_is_array(a) ? json_array_size(a) : 0;
+	if (!json_is_array(a) || n > (size_t)w->hp.dec_layers * (size_t)w->hp.n_heads)
+		return st_errf(-ST_CORRUPT, err, errlen,
+			       "config.json alignment_heads: expected at most one [layer, head] pair "
+			       "per decoder head");
+	w->align_heads = n ? ew_track(w, n * sizeof(*w->align_heads)) : NULL;
+	if (n && !w->align_heads)
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const json_t *pr = json_array_get(a, i);
+		json_int_t l = json_integer_value(json_array_get(pr, 0));
+		json_int_t h = json_integer_value(json_array_get(pr, 1));
+		if (json_array_size(pr) != 2 || !json_is_integer(json_array_get(pr, 0)) ||
+		    !json_is_integer(json_array_get(pr, 1)) || l < 0 || l >= w->hp.dec_layers ||
+		    h < 0 || h >= w->hp.n_heads)
+			return st_errf(-ST_CORRUPT, err, errlen,
+				       "config.json alignment_heads[%zu]: expected [layer < %d, head < "
+				       "%d]",
+				       i, w->hp.dec_layers, w->hp.n_heads);
+		w->align_heads[i][0] = (int)l;
+		w->align_heads[i][1] = (int)h;
+	}
+	w->n_align_heads = n;
+	return 0;
+}
+
 int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 			struct eng_whisper **out, char *err, size_t errlen)
 {
@@ -522,6 +558,8 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 			    .int8_dec = int8 || ct == ENG_COMPUTE_INT8_BFLOAT16, .err = err,
 			    .errlen = errlen };
 	ew_load_all(&ld);
+	if (!ld.rc)
+		ld.rc = ew_load_align_heads(w, ct2, err, errlen);
 	if (ld.rc) {
 		eng_whisper_destroy(w);
 		return ld.rc;
@@ -550,6 +588,12 @@ const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w)
 size_t eng_whisper_weight_bytes(const struct eng_whisper *w)
 {
 	return w->weight_bytes;
+}
+
+const int (*eng_whisper_align_heads(const struct eng_whisper *w, size_t *n))[2]
+{
+	*n = w->n_align_heads;
+	return (const int (*)[2])w->align_heads;
 }
 
 const char *eng_whisper_compute_type(const struct eng_whisper *w)

@@ -29,7 +29,9 @@
  *   - kn_kv16_pack's layout element by element (kn_kv16_pack_heads over
  *     two head ranges: the same bytes), and kn_attention_kv16
  *     over it against the float32 kn_attention over keys and values that
- *     are exactly those bfloat16 values: within 1e-5.
+ *     are exactly those bfloat16 values: within 1e-5; and each head's
+ *     scores before the softmax (kn_attention_scores_kv16 and
+ *     kn_attention_scores, the word alignment's) against double sums.
  * The product checks run for each of the two kernels the CPU has
  * (kn__bf16_use); a CPU with neither runs none (kn_bf16_ok false, and the
  * compute types are refused: tests/integration/test_compute_types.py).
@@ -457,6 +459,34 @@ static void test_attention_kv16(void **state)
 		kn_attention_kv16(n_q, n_kv, H, hd, H / 2, H, q, d, cache, got, d, scratch);
 		for (size_t i = 0; i < n_q * d; i++)
 			assert_true(fabsf(got[i] - want[i]) <= 1e-5f);
+		/* each head's scores before the softmax, over every key and over
+		 * all but the last (a part of a block): the float32 products, and
+		 * q k^T / sqrt(hd) in double */
+		float *s16 = malloc(n_q * n_kv * sizeof(float)), *s32 = malloc(n_q * n_kv * sizeof(float));
+		for (size_t h = 0; h < H; h++)
+			for (size_t cols = n_kv; cols + 1 >= n_kv && cols; cols--) {
+				kn_attention_scores_kv16(n_q, n_kv, cols, hd, h, q, d, cache, s16, cols);
+				kn_attention_scores(n_q, cols, hd, q + h * hd, d, kv + h * hd, ld, s32,
+						    cols);
+				for (size_t i = 0; i < n_q; i++)
+					for (size_t j = 0; j < cols; j++) {
+						double s = 0, mag = 0;
+						for (size_t c = 0; c < hd; c++) {
+							double t = (double)q[i * d + h * hd + c] *
+								   kv[j * ld + h * hd + c];
+							s += t;
+							mag += fabs(t);
+						}
+						/* float32 summation's bound, and the scaling */
+						double tol = ((double)hd + 3) * 0x1p-24 * mag /
+							     sqrt((double)hd);
+						s /= sqrt((double)hd);
+						assert_true(fabs(s16[i * cols + j] - s) <= tol);
+						assert_true(fabs(s32[i * cols + j] - s) <= tol);
+					}
+			}
+		free(s16);
+		free(s32);
 		free(q);
 		free(kv);
 		free(kv16);
