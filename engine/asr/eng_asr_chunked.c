@@ -113,8 +113,8 @@ static int ec_join(struct ec_job *j, struct eng_transcript **out)
 			g->start_s += off;
 			g->end_s += off;
 			for (size_t k = 0; k < g->n_words; k++) {
-				g->words[k].start_s += off;
-				g->words[k].end_s += off;
+				g->words[k].start_s = eng__asr_round2(g->words[k].start_s + off);
+				g->words[k].end_s = eng__asr_round2(g->words[k].end_s + off);
 			}
 			p->segments[s].text = NULL;
 			p->segments[s].tokens = NULL;

@@ -105,6 +105,11 @@ struct eng__asr_words_in {
  * eng__asr_cut_fini). */
 int eng__asr_words(const struct eng__asr_words_in *in, struct eng__asr_cut *cuts, size_t n_cuts);
 
+/* eng__asr_round2 - Python's round(x, 2), as word times are rounded: the
+ * two-decimal value nearest x's exact binary value, ties to even (glibc's
+ * printf rounds so). */
+double eng__asr_round2(double x);
+
 /* eng__asr_cut_fini - free c's words. */
 void eng__asr_cut_fini(struct eng__asr_cut *c);
 

@@ -462,9 +462,7 @@ static int ew_merge_punctuation(struct ew_words *a)
 	return rc;
 }
 
-/* Python's round(x, 2): the decimal nearest the double's exact value,
- * ties to even (glibc's printf rounds that way). */
-static double ew_round2(double x)
+double eng__asr_round2(double x)
 {
 	char b[64];
 	snprintf(b, sizeof(b), "%.2f", x);
@@ -491,8 +489,8 @@ static int ew_cut_words(struct eng__asr_cut *c, const struct ew_words *a, size_t
 		w->word = mem_strdup(a->v[k].text);
 		if (!w->word)
 			return -ST_NOMEM;
-		w->start_s = ew_round2(offset + a->v[k].start);
-		w->end_s = ew_round2(offset + a->v[k].end);
+		w->start_s = eng__asr_round2(offset + a->v[k].start);
+		w->end_s = eng__asr_round2(offset + a->v[k].end);
 		w->probability = a->v[k].prob;
 		c->n_words++;
 	}

@@ -31,10 +31,13 @@
  *                cut at quiet moments into chunks transcribed together,
  *                no text carried across them; eng_transcribe_params.batched)
  *
- * Word timing is segment-level: Whisper gives each segment a start and an
- * end, and each word of a segment gets an equal share of that span, in
- * order. A word's confidence is exp(avg_logprob) of its segment, clamped to
- * [0, 1]; an alternative's or utterance's is the mean over its words.
+ * Words carry the engine's word timestamps (eng_transcribe_params.
+ * word_timestamps, always on here: the cross-attention alignment that
+ * faster-whisper's word_timestamps=True computes); a word's confidence is
+ * its probability (the mean of its tokens'); an alternative's or
+ * utterance's is the mean over its words. A model without alignment heads
+ * falls back to segment-level timing (each word an equal share of its
+ * segment's span, confidence exp(avg_logprob)).
  */
 #include <ctype.h>
 #include <math.h>
@@ -274,6 +277,7 @@ void srv__h_deepgram_listen(struct srv_req *req)
 	job->base.format = srv_dg_format;
 	job->base.per_channel = o.multichannel;
 	job->base.params.batched = o.batched && !o.multichannel;
+	job->base.params.word_timestamps = true;
 	srv__audio_job_set_language(&job->base, o.language, strlen(o.language));
 	job->punctuate = o.punctuate;
 	job->utterances = o.utterances;
@@ -310,43 +314,66 @@ struct srv_dg_acc {
 	size_t n_words;
 };
 
-/* Append a segment's words to acc (and to utt_words when not NULL). */
+/* Append one word, text p[0, wn) (tmp: its plain form's buffer), to acc
+ * (and to utt_words when not NULL); punctuation alone is not a word. */
+static int srv_dg_word(const struct srv_dg_job *job, const char *p, size_t wn, double start,
+		       double end, double conf, struct srv_dg_acc *acc, json_t *utt_words,
+		       char *tmp)
+{
+	size_t pn = srv_dg_plain(p, wn, tmp);
+	if (pn == 0)
+		return 0;
+	json_t *w = json_pack("{s:o,s:f,s:f,s:f}", "word", srv__audio_json_str(tmp, pn), "start",
+			      start, "end", end, "confidence", conf);
+	if (w && job->punctuate)
+		json_object_set_new(w, "punctuated_word", srv__audio_json_str(p, wn));
+	if (!w)
+		return -ST_NOMEM;
+	int rc = 0;
+	if (utt_words && json_array_append(utt_words, w))
+		rc = -ST_NOMEM;
+	if (json_array_append_new(acc->words, w)) /* steals w either way */
+		rc = -ST_NOMEM;
+	if (!rc)
+		rc = srv_buf_printf(&acc->text, "%s%.*s", acc->text.len ? " " : "",
+				    (int)(job->punctuate ? wn : pn), job->punctuate ? p : tmp);
+	acc->conf_sum += conf;
+	acc->n_words++;
+	return rc;
+}
+
+/* Append a segment's words to acc (and to utt_words when not NULL): the
+ * engine's word timestamps, or (a model without alignment heads) the
+ * segment's words with equal shares of its span and exp(avg_logprob). */
 static int srv_dg_segment_words(const struct srv_dg_job *job, const struct eng_segment *s,
 				struct srv_dg_acc *acc, json_t *utt_words, char *tmp)
 {
+	int rc = 0;
+	if (s->words) {
+		for (size_t i = 0; i < s->n_words && !rc; i++) {
+			const struct eng_word *w = &s->words[i];
+			const char *p = w->word + strspn(w->word, " \t\r\n");
+			size_t wn = strlen(p);
+			while (wn && strchr(" \t\r\n", p[wn - 1]))
+				wn--;
+			rc = srv_dg_word(job, p, wn, w->start_s, w->end_s,
+					 fmin(1.0, fmax(0.0, (double)w->probability)), acc, utt_words,
+					 tmp);
+		}
+		return rc;
+	}
 	const char *p = s->text;
 	size_t n_words = 0;
 	for (const char *q = p; *(q += strspn(q, " \t\r\n")); q += strcspn(q, " \t\r\n"))
 		n_words++;
 	double conf = fmin(1.0, fmax(0.0, exp(s->avg_logprob)));
 	double span = (s->end_s - s->start_s) / (double)(n_words ? n_words : 1);
-	int rc = 0;
 	for (size_t i = 0; i < n_words && !rc; i++) {
 		p += strspn(p, " \t\r\n");
-		size_t wn = strcspn(p, " \t\r\n"), pn = srv_dg_plain(p, wn, tmp);
-		const char *shown = job->punctuate ? p : tmp;
-		size_t shown_n = job->punctuate ? wn : pn;
-		json_t *w = pn == 0 ? NULL : json_pack("{s:o,s:f,s:f,s:f}", "word",
-			srv__audio_json_str(tmp, pn), "start", s->start_s + span * (double)i,
-			"end", s->start_s + span * (double)(i + 1), "confidence", conf);
-		if (w && job->punctuate)
-			json_object_set_new(w, "punctuated_word", srv__audio_json_str(p, wn));
+		size_t wn = strcspn(p, " \t\r\n");
+		rc = srv_dg_word(job, p, wn, s->start_s + span * (double)i,
+				 s->start_s + span * (double)(i + 1), conf, acc, utt_words, tmp);
 		p += wn;
-		if (pn == 0)
-			continue; /* punctuation alone is not a word */
-		if (!w) {
-			rc = -ST_NOMEM;
-			break;
-		}
-		if (utt_words && json_array_append(utt_words, w))
-			rc = -ST_NOMEM;
-		if (json_array_append_new(acc->words, w)) /* steals w either way */
-			rc = -ST_NOMEM;
-		if (!rc)
-			rc = srv_buf_printf(&acc->text, "%s%.*s", acc->text.len ? " " : "",
-					    (int)shown_n, shown);
-		acc->conf_sum += conf;
-		acc->n_words++;
 	}
 	return rc;
 }

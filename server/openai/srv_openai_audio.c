@@ -15,7 +15,15 @@
  *                             automatically increase the temperature");
  *                             t > 0: t only
  *   response_format           json (default), text, srt, verbose_json, vtt
- *   timestamp_granularities[] segment; word -> 400 (no word timing yet)
+ *   timestamp_granularities[] word and/or segment (the field repeated), with
+ *                             verbose_json only (another format: 400); the
+ *                             name without "[]" is read too. word: top-level
+ *                             "words" [{"word","start","end","probability"}]
+ *                             (word text without its leading space, as
+ *                             OpenAI's; probability an inferd extension),
+ *                             from the engine's word timestamps; "segments"
+ *                             only when segment is asked for too (or
+ *                             nothing is: segment is the default)
  *   stream                    false; true -> 400 (no streaming yet)
  *   beam_size                 inferd extension, 1..16 (default 1, greedy)
  *   batched                   inferd extension, true or false (default; any
@@ -27,7 +35,8 @@
  * chunking_strategy) that a client may send to any server.
  *
  * Response shapes and types follow OpenAI's: json {"text","usage"} and
- * verbose_json {"task","language","duration","text","segments","usage"}
+ * verbose_json {"task","language","duration","text","segments","words",
+ * "usage"}
  * as application/json; text, srt and vtt as text/plain; charset=utf-8.
  * verbose_json's segment "seek" is the segment start in 10 ms frames (the
  * engine does not report the 30-second window a segment came from).
@@ -85,7 +94,14 @@ struct srv_oa_form {
 	float temperature;  /* < 0: absent */
 	int beam_size;      /* 0: absent */
 	bool batched;
+	bool gran_word, gran_segment; /* timestamp_granularities[] given */
 	enum srv_oa_format format;
+};
+
+/* A transcription job with what verbose_json shows. */
+struct srv_oa_job {
+	struct srv_audio_job base; /* first: srv__audio_job_new's */
+	bool words, segments;
 };
 
 /* --- fields ------------------------------------------------------------ */
@@ -186,13 +202,12 @@ static int srv_oa_f_format(struct srv_oa_form *f, const struct srv_mp_part *p, c
 static int srv_oa_f_granularity(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
 				size_t n)
 {
-	(void)f;
 	if (srv_mp_str_eq(p->data, "segment"))
-		return 0;
+		return f->gran_segment = true, 0;
 	if (srv_mp_str_eq(p->data, "word"))
-		return snprintf(err, n, "word timestamps are not available yet (use 'segment')"),
-		       -ST_INVAL;
-	return snprintf(err, n, "'timestamp_granularities[]' must be 'segment'"), -ST_INVAL;
+		return f->gran_word = true, 0;
+	return snprintf(err, n, "'timestamp_granularities[]' must be 'word' or 'segment'"),
+	       -ST_INVAL;
 }
 
 static int srv_oa_f_stream(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
@@ -247,13 +262,22 @@ static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
 		rc = (snprintf(err, errlen, "the 'file' field is required"), -ST_INVAL);
 	if (!rc && !f->model.p)
 		rc = (snprintf(err, errlen, "the 'model' field is required"), -ST_INVAL);
+	if (!rc && (f->gran_word || f->gran_segment) && f->format != SRV_OA_FORMAT_VERBOSE_JSON)
+		rc = (snprintf(err, errlen,
+			       "'timestamp_granularities[]' needs response_format=verbose_json "
+			       "(the only format with timestamps per word or segment)"),
+		      -ST_INVAL);
 	return rc;
 }
 
 /* Fill the job from the form; 0 or -ST_INVAL / -ST_NOMEM with err set. */
-static int srv_oa_job_fill(struct srv_audio_job *job, const struct srv_oa_form *f, char *err,
+static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f, char *err,
 			   size_t errlen)
 {
+	struct srv_audio_job *job = &oj->base;
+	oj->words = f->gran_word;
+	oj->segments = f->gran_segment || !f->gran_word;
+	job->params.word_timestamps = f->gran_word;
 	job->audio = f->file->data.p;
 	job->audio_len = f->file->data.n;
 	job->format = srv_oa_formats[f->format].fn;
@@ -285,12 +309,13 @@ void srv__h_openai_transcriptions(struct srv_req *req)
 	const struct eng_model *m = NULL;
 	if (!rc)
 		m = srv__audio_model(req, f.model.p, f.model.n);
-	struct srv_audio_job *job = m ? srv__audio_job_new(req, sizeof(*job)) : NULL;
+	struct srv_oa_job *oj = m ? (struct srv_oa_job *)srv__audio_job_new(req, sizeof(*oj)) : NULL;
+	struct srv_audio_job *job = oj ? &oj->base : NULL;
 	if (m && !job)
 		rc = (snprintf(err, sizeof(err), "out of memory"), -ST_NOMEM);
 	if (job) {
 		job->model = m;
-		rc = srv_oa_job_fill(job, &f, err, sizeof(err));
+		rc = srv_oa_job_fill(oj, &f, err, sizeof(err));
 	}
 	mem_free(parts);
 	if (rc) {
@@ -389,8 +414,28 @@ static json_t *srv_oa_segment(const struct eng_segment *s, size_t i)
 		(double)s->no_speech_prob);
 }
 
+/* Every segment's words: {"word" (no leading space), "start", "end",
+ * "probability"}. */
+static json_t *srv_oa_words(const struct eng_transcript *t)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < t->n_segments; i++)
+		for (size_t k = 0; a && k < t->segments[i].n_words; k++) {
+			const struct eng_word *w = &t->segments[i].words[k];
+			const char *p = w->word + strspn(w->word, " ");
+			if (json_array_append_new(a, json_pack("{s:o,s:f,s:f,s:f}", "word",
+				srv__audio_json_str(p, strlen(p)), "start", w->start_s, "end",
+				w->end_s, "probability", (double)w->probability))) {
+				json_decref(a);
+				a = NULL;
+			}
+		}
+	return a;
+}
+
 static int srv_oa_verbose(struct srv_audio_job *job)
 {
+	const struct srv_oa_job *oj = (const struct srv_oa_job *)job;
 	const struct eng_transcript *t = job->t;
 	json_t *segs = json_array();
 	for (size_t i = 0; segs && i < t->n_segments; i++)
@@ -398,8 +443,14 @@ static int srv_oa_verbose(struct srv_audio_job *job)
 			json_decref(segs);
 			segs = NULL;
 		}
-	return srv__audio_json_out(job, json_pack("{s:s,s:s,s:f,s:o,s:o,s:o}", "task", "transcribe",
-		"language", srv__audio_language_name(t->language), "duration", job->duration_s,
-		"text", srv__audio_json_str(t->text, strlen(t->text)), "segments", segs,
-		"usage", srv_oa_usage(job)));
+	json_t *o = json_pack("{s:s,s:s,s:f,s:o,s:o}", "task", "transcribe", "language",
+		srv__audio_language_name(t->language), "duration", job->duration_s, "text",
+		srv__audio_json_str(t->text, strlen(t->text)), "usage", srv_oa_usage(job));
+	if (!o || (oj->words && json_object_set_new(o, "words", srv_oa_words(t))))
+		return json_decref(segs), json_decref(o), -ST_NOMEM;
+	if (!oj->segments)
+		json_decref(segs);
+	else if (json_object_set_new(o, "segments", segs))
+		return json_decref(o), -ST_NOMEM;
+	return srv__audio_json_out(job, o);
 }
