@@ -8,6 +8,14 @@
  * previous window's last 64 samples prepended and an LSTM state carried
  * from window to window, exactly as faster-whisper feeds its ONNX model.
  *
+ * Weights: the wheel's safetensors hold other values than its ONNX/JIT
+ * files (the "v6" network), and faster-whisper 1.2.1's own
+ * assets/silero_vad_v6.onnx differs from both: same architecture and
+ * logic, other numbers, so spans from the wheel's safetensors are not
+ * faster-whisper's. Loaded with faster-whisper's weights converted
+ * (tests/reference/vad_fw_safetensors.py), this code gives its
+ * probabilities within 3e-6 and its speech spans exactly.
+ *
  * Thread: a loaded struct eng_vad is immutable; any number of threads may
  * call eng_vad_probs / eng_vad_speech on it at once (each call owns its
  * state and scratch). Not wired into requests yet.
@@ -62,8 +70,7 @@ size_t eng_vad_n_windows(size_t n_samples);
  * (caller-owned). The input is prepared as faster-whisper's
  * SileroVADModel.__call__ does (zero padding; the last window's final 64
  * samples zeroed; the 64-sample context of the previous window, zeros for
- * the first). Errors: -ST_NOMEM (scratch), -ST_TOOBIG (n over 2^31
- * windows' worth). */
+ * the first). Errors: -ST_NOMEM (about 1.3 MB of scratch per call). */
 int eng_vad_probs(const struct eng_vad *vad, const float *samples, size_t n, float *probs);
 
 /* eng_vad_spans_from_probs - faster-whisper's get_speech_timestamps on

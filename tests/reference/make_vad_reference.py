@@ -34,6 +34,11 @@ x[i] = ((s >> 33) % 19661 - 9830) / 32768 (int16-valued), with
 s = s * 6364136223846793005 + 1442695040888963407 (mod 2^64), s0 = 1,
 advanced before each sample; test_vad.c builds the same two signals.
 Writes tests/reference/vad/reference.json.
+
+    python tests/reference/make_vad_reference.py WHEEL --faster-whisper-model OUT
+instead takes the probabilities from faster-whisper's own model and writes
+OUT (not committed): with that model's weights converted to safetensors
+(tests/reference/vad_fw_safetensors.py) test_vad can be run against it.
 """
 import json
 import struct
@@ -189,8 +194,9 @@ def main():
                      + faster_whisper.__version__ + " get_speech_timestamps",
            "split_options": SPLIT, "collect_max_s": COLLECT_MAX_S,
            "clips": []}
+    fw_mode = len(sys.argv) > 2 and sys.argv[2] == "--faster-whisper-model"
     for name, audio in inputs:
-        p = run_probs(sess, audio)
+        p = fw_own_probs(audio) if fw_mode else run_probs(sess, audio)
         d_own = float(np.abs(run_probs(own, audio) - p).max())
         d_fw = float(np.abs(fw_own_probs(audio) - p).max())
         ts_fw = timestamps(audio, fw_own_probs(audio))
@@ -211,7 +217,11 @@ def main():
         ref["clips"].append(clip)
         print(name, clip["speech"], "fw-v6:", ts_fw, "diff", d_own, d_fw,
               "margin", margin, file=sys.stderr)
-    with open("tests/reference/vad/reference.json", "w") as f:
+    if fw_mode:
+        ref["source"] = ("faster-whisper " + faster_whisper.__version__ +
+                         ": its assets/silero_vad_v6.onnx and get_speech_timestamps")
+    out = sys.argv[3] if fw_mode else "tests/reference/vad/reference.json"
+    with open(out, "w") as f:
         json.dump(ref, f, indent=1)
         f.write("\n")
 
