@@ -28,6 +28,10 @@ second option set that exercises max_speech_duration_s splitting), and
 for the second set's spans collect_chunks (max_duration 5 s) and
 SpeechTimestampsMap.get_original_time at a few times.
 
+Synthetic: probability sequences (runs of speech and silence, jittered,
+rounded to 1e-6) with their get_speech_timestamps under SYN_OPTIONS, to
+exercise the splitting and padding branches that real clips rarely reach.
+
 Clips: 16 kHz 16-bit mono WAVs from tests/data/audio (samples int16/32768,
 as libsndfile reads them), 20 s of digital silence and NOISE(n): 5 s of
 x[i] = ((s >> 33) % 19661 - 9830) / 32768 (int16-valued), with
@@ -183,6 +187,46 @@ SPLIT = {"max_speech_duration_s": 3.0, "min_silence_duration_ms": 100,
          "min_speech_duration_ms": 250, "speech_pad_ms": 30}
 
 
+SYN_OPTIONS = [
+    {},
+    {"max_speech_duration_s": 1.0, "min_silence_duration_ms": 100},
+    {"max_speech_duration_s": 2.5, "min_silence_duration_ms": 500,
+     "min_speech_duration_ms": 250, "speech_pad_ms": 30},
+    {"max_speech_duration_s": 1.5, "min_silence_duration_ms": 0,
+     "speech_pad_ms": 0, "threshold": 0.3, "neg_threshold": 0.2},
+    {"min_silence_duration_ms": 300, "speech_pad_ms": 200,
+     "min_speech_duration_ms": 500},
+]
+
+
+def synthetic(rng, n_windows):
+    """Probabilities in runs of speech and silence with jitter around the
+    thresholds, rounded to 1e-6 (so both sides read the same float32), and
+    an input length with that many windows."""
+    p, speech = [], rng.random() < 0.5
+    while len(p) < n_windows:
+        run = int(rng.integers(1, 60))
+        centre = 0.8 if speech else 0.15
+        p += list(np.clip(centre + rng.normal(0, 0.25, run), 0, 1))
+        speech = not speech
+    probs = np.array([round(float(x), 6) for x in p[:n_windows]], np.float32)
+    n = (n_windows - 1) * WIN + int(rng.integers(0, WIN))
+    return probs, n
+
+
+def synthetic_cases():
+    rng = np.random.default_rng(7)
+    out = []
+    for nw in (200, 300, 400):
+        probs, n = synthetic(rng, nw)
+        audio = np.zeros(n, np.float32)
+        cases = [{"options": o, "speech": timestamps(audio, probs, **o)}
+                 for o in SYN_OPTIONS]
+        out.append({"n_samples": n, "probs": [float(x) for x in probs],
+                    "cases": cases})
+    return out
+
+
 def main():
     sess, own = sessions(sys.argv[1])
     inputs = [(c, read_wav("tests/data/audio/" + c)) for c in CLIPS]
@@ -217,13 +261,24 @@ def main():
         ref["clips"].append(clip)
         print(name, clip["speech"], "fw-v6:", ts_fw, "diff", d_own, d_fw,
               "margin", margin, file=sys.stderr)
+    ref["synthetic"] = synthetic_cases()
     if fw_mode:
         ref["source"] = ("faster-whisper " + faster_whisper.__version__ +
                          ": its assets/silero_vad_v6.onnx and get_speech_timestamps")
     out = sys.argv[3] if fw_mode else "tests/reference/vad/reference.json"
     with open(out, "w") as f:
-        json.dump(ref, f, indent=1)
-        f.write("\n")
+        # one clip or sequence per line: small, and diffs stay readable
+        f.write("{\n")
+        keys = list(ref)
+        for i, k in enumerate(keys):
+            v = ref[k]
+            end = ",\n" if i < len(keys) - 1 else "\n"
+            if isinstance(v, list):
+                rows = ",\n  ".join(json.dumps(x, separators=(",", ":")) for x in v)
+                f.write(f" {json.dumps(k)}: [\n  {rows}\n ]{end}")
+            else:
+                f.write(f" {json.dumps(k)}: {json.dumps(v)}{end}")
+        f.write("}\n")
 
 
 if __name__ == "__main__":

@@ -168,16 +168,26 @@ static void test_probs(void **state)
 	assert_true(n_checked >= 2);
 }
 
+/* p = the defaults, overridden by the VadOptions fields o names. */
 static void params_from(const json_t *o, struct eng_vad_params *p)
 {
 	eng_vad_params_init(p);
-	if (!o)
-		return;
-	p->max_speech_duration_s = json_number_value(json_object_get(o, "max_speech_duration_s"));
-	p->min_silence_duration_ms =
-		json_number_value(json_object_get(o, "min_silence_duration_ms"));
-	p->min_speech_duration_ms = json_number_value(json_object_get(o, "min_speech_duration_ms"));
-	p->speech_pad_ms = json_number_value(json_object_get(o, "speech_pad_ms"));
+	const struct {
+		const char *key;
+		double *field;
+	} f[] = {
+		{"threshold", &p->threshold},
+		{"neg_threshold", &p->neg_threshold},
+		{"min_speech_duration_ms", &p->min_speech_duration_ms},
+		{"max_speech_duration_s", &p->max_speech_duration_s},
+		{"min_silence_duration_ms", &p->min_silence_duration_ms},
+		{"speech_pad_ms", &p->speech_pad_ms},
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		json_t *v = json_object_get(o, f[i].key);
+		if (v)
+			*f[i].field = json_number_value(v);
+	}
 }
 
 static void check_spans(const json_t *want, const struct eng_vad_span *v, size_t n)
@@ -252,6 +262,40 @@ static void test_speech(void **state)
 		mem_free(v);
 		mem_free(x);
 	}
+}
+
+/* get_speech_timestamps on the synthetic probability sequences, under
+ * option sets that reach the max_speech_duration_s and padding branches. */
+static void test_synthetic(void **state)
+{
+	(void)state;
+	size_t i, k, n_cases = 0;
+	json_t *seq, *c;
+	json_array_foreach(json_object_get(ref, "synthetic"), i, seq)
+	{
+		json_t *jp = json_object_get(seq, "probs");
+		size_t nw = json_array_size(jp);
+		size_t n = (size_t)json_integer_value(json_object_get(seq, "n_samples"));
+		assert_int_equal(eng_vad_n_windows(n), nw);
+		float *probs = mem_alloc(nw * sizeof(*probs));
+		assert_non_null(probs);
+		for (size_t w = 0; w < nw; w++)
+			probs[w] = (float)json_number_value(json_array_get(jp, w));
+		json_array_foreach(json_object_get(seq, "cases"), k, c)
+		{
+			struct eng_vad_params p;
+			struct eng_vad_span *v;
+			size_t ns;
+			params_from(json_object_get(c, "options"), &p);
+			assert_int_equal(eng_vad_spans_from_probs(probs, nw, n, &p, &v, &ns), 0);
+			check_spans(json_object_get(c, "speech"), v, ns);
+			mem_free(v);
+			n_cases++;
+		}
+		mem_free(probs);
+	}
+	printf("synthetic: %zu option sets x sequences, spans as faster-whisper\n", n_cases);
+	assert_true(n_cases >= 10);
 }
 
 /* collect_chunks' corner cases: no spans -> one empty chunk; a first span
@@ -469,8 +513,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probs),	      cmocka_unit_test(test_speech),
-		cmocka_unit_test(test_collect_edges), cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_load_refuses),  cmocka_unit_test(test_threads_speed),
+		cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_collect_edges),
+		cmocka_unit_test(test_hostile),	      cmocka_unit_test(test_load_refuses),
+		cmocka_unit_test(test_threads_speed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
