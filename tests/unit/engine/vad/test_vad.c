@@ -424,6 +424,51 @@ static void test_hostile(void **state)
 			 -ST_CORRUPT); /* duplicate key */
 }
 
+/* The real file truncated at every length through its header, and with
+ * 1-4 random bytes of its header changed (a fixed LCG): each parse either
+ * succeeds or refuses; the sanitizer builds catch any stray read. */
+static void test_mutations(void **state)
+{
+	(void)state;
+	char path[1024];
+	const char *models = getenv("INFERD_MODELS");
+	snprintf(path, sizeof(path), "%s/silero-vad/silero_vad_16k.safetensors",
+		 models ? models : "models");
+	size_t len = 0;
+	uint8_t *b = read_file(path, &len);
+	assert_non_null(b);
+	uint64_t hl;
+	memcpy(&hl, b, 8);
+	assert_true(hl + 8 < len);
+	struct eng_st *st;
+	int n_ok = 0;
+	for (size_t cut = 0; cut <= hl + 8 + 64; cut++) {
+		if (eng_st_open_buffer(b, cut, "cut", &st, NULL, 0) == 0)
+			n_ok++;
+		eng_st_destroy(st);
+	}
+	assert_int_equal(n_ok, 0); /* every tensor's data lies past the header */
+	uint8_t *m = mem_alloc(len);
+	assert_non_null(m);
+	uint64_t s = 42;
+	for (int it = 0; it < 4000; it++) {
+		memcpy(m, b, len);
+		for (int k = 0; k < 1 + it % 4; k++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			m[(s >> 33) % (hl + 8)] = (uint8_t)(s >> 20);
+		}
+		if (eng_st_open_buffer(m, len, "mut", &st, NULL, 0) == 0)
+			for (size_t i = 0; i < eng_st_n_tensors(st); i++) {
+				const struct eng_st_tensor *t = eng_st_tensor(st, i);
+				assert_true(t->data >= m + 8 + hl);
+				assert_true(t->data + t->size_bytes <= m + len);
+			}
+		eng_st_destroy(st);
+	}
+	mem_free(m);
+	mem_free(b);
+}
+
 /* A valid safetensors file that is not the VAD is refused by eng_vad_load. */
 static void test_load_refuses(void **state)
 {
@@ -512,10 +557,16 @@ static void test_threads_speed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_probs),	      cmocka_unit_test(test_speech),
-		cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_collect_edges),
-		cmocka_unit_test(test_hostile),	      cmocka_unit_test(test_load_refuses),
+		/* clang-format off */
+		cmocka_unit_test(test_probs),
+		cmocka_unit_test(test_speech),
+		cmocka_unit_test(test_synthetic),
+		cmocka_unit_test(test_collect_edges),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_mutations),
+		cmocka_unit_test(test_load_refuses),
 		cmocka_unit_test(test_threads_speed),
+		/* clang-format on */
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
