@@ -137,6 +137,16 @@ def tokens_of(t):
     return [x for s in t["segments"] for x in s["tokens"]]
 
 
+def write_jfk_x4(path):
+    """jfk.wav's frames four times over (44 s), as a WAV at path (as
+    tests/reference/make_transcripts.py's jfk_x4 writes it)."""
+    with wave.open(os.path.join(AUDIO, "jfk.wav")) as w:
+        params, frames = w.getparams(), w.readframes(w.getnframes())
+    with wave.open(path, "wb") as o:
+        o.setparams(params)
+        o.writeframes(frames * 4)
+
+
 def test_jfk_four_times_over_as_faster_whisper(tmp_path):
     """jfk.wav four times over (44 s; issue 16 saw "... can do for you for
     you ask what ..." at the 29 s seam). Greedy at temperature 0 with the
@@ -149,12 +159,8 @@ def test_jfk_four_times_over_as_faster_whisper(tmp_path):
     condition_on_previous_text=False, the repeat included. (faster-whisper's
     default runs differ from run to run there: its samples at T > 0 are
     random, and some pass.)"""
-    with wave.open(os.path.join(AUDIO, "jfk.wav")) as w:
-        params, frames = w.getparams(), w.readframes(w.getnframes())
     path = str(tmp_path / "jfk_x4.wav")
-    with wave.open(path, "wb") as o:
-        o.setparams(params)
-        o.writeframes(frames * 4)
+    write_jfk_x4(path)
     with open(REF) as f:
         ref = json.load(f)["jfk_x4"]
     t0 = transcribe([path], "--temperature", "0")["jfk_x4.wav"]

@@ -9,15 +9,13 @@ together on one replica equal those of the same requests one at a time
 import json
 import os
 import threading
-import wave
 
 import pytest
 
-from conftest import Daemon, make_config
-from test_audio_endpoints import (MODEL, assert_openai_error, assert_serving, check_clean_exit,
-                                  clip, listen, openai_client, transcribe)
-from test_batched_http import batch_sizes
-from test_transcribe import AUDIO, ROOT, tokens_of
+from test_audio_endpoints import (MODEL, assert_openai_error, assert_serving, clip, listen,
+                                  openai_client, transcribe, wav_bytes)
+from test_batched_http import batch_sizes, srv  # noqa: F401 (srv: a daemon for 16 MB bodies)
+from test_transcribe import AUDIO, ROOT, tokens_of, write_jfk_x4
 from test_transcribe import transcribe as cli_transcribe
 
 REF = os.path.join(ROOT, "tests", "reference", "transcripts", "faster_whisper_words.json")
@@ -54,12 +52,8 @@ def test_cli_words_match_faster_whisper(reference, tmp_path):
     with word timestamps the second window resumes at the first's last word
     (2998 frames) instead of its last timestamp."""
     ref = reference["clips"]
-    with wave.open(os.path.join(AUDIO, "jfk.wav")) as w:
-        params, frames = w.getparams(), w.readframes(w.getnframes())
     x4 = str(tmp_path / "jfk_x4.wav")
-    with wave.open(x4, "wb") as o:
-        o.setparams(params)
-        o.writeframes(frames * 4)
+    write_jfk_x4(x4)
     ours = cli_transcribe([os.path.join(AUDIO, c) for c in sorted(ref)] + [x4],
                           "--word-timestamps")
     same = [c for c in ref if tokens_of(ours[c]) == tokens_of(ref[c])]
@@ -78,12 +72,6 @@ def test_words_off_by_default(tmp_path):
     assert all("words" not in s for s in t["segments"])
 
 
-@pytest.fixture(scope="module")
-def srv():
-    d = Daemon(make_config(limits={"max_body_bytes": 16 << 20, "body_timeout_ms": 60000,
-                                   "idle_timeout_ms": 60000}))
-    yield d
-    check_clean_exit(d)
 
 
 def test_openai_client_words(srv, reference):
@@ -168,3 +156,16 @@ def test_batched_requests_have_the_same_words(srv):
     grew = {b: c - before.get(b, 0) for b, c in after.items() if c > before.get(b, 0)}
     assert any(b >= 2 for b in grew), (before, after)
     assert together == alone
+
+
+@pytest.mark.parametrize("frames", [b"\x10\x00", b"\x10\x00" * 16, b"\x10\x00" * 480,
+                                    b"\x00\x00" * 16000])
+def test_words_of_next_to_nothing(srv, frames):
+    """One sample, 1 ms, 30 ms (three mel frames: one encoder position) and a second
+    of silence: a transcript (maybe with no words), not an error."""
+    r = transcribe(srv.port, wav_bytes(frames), filename="short.wav", temperature="0",
+                   response_format="verbose_json", **{"timestamp_granularities[]": "word"})
+    assert r.status == 200, r.body
+    body = r.json()
+    assert body["words"] == [] or all(w["start"] <= w["end"] for w in body["words"])
+    assert_serving(srv.port)
