@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Write the small seed files for fuzz_gguf and fuzz_ct2 (standard library only).
+"""Write the small seed files for fuzz_gguf, fuzz_ct2 and fuzz_safetensors
+(standard library only).
 
 Run from anywhere:  python3 tests/fuzz/make-seeds.py
 The unit tests (tests/unit/engine/format/test_gguf.c, test_ct2.c) also open these
 files and check the values written here, so keep the two in step.
 
-Formats followed: the GGUF specification (ggml docs/gguf.md) and
-CTranslate2's model.bin layout (python/ctranslate2/specs/model_spec.py).
+Formats followed: the GGUF specification (ggml docs/gguf.md),
+CTranslate2's model.bin layout (python/ctranslate2/specs/model_spec.py) and
+the safetensors format (huggingface/safetensors README: an 8-byte
+little-endian header length, a JSON header of {name: {dtype, shape,
+data_offsets}} and "__metadata__", then the data).
 """
+import json
 import os
 import struct
 
@@ -108,12 +113,45 @@ def ct2_v3():
     return ct2(3, v, [])
 
 
+def safetensors(tensors, metadata=None):
+    """tensors: [(name, dtype, shape, raw bytes)] laid out in order."""
+    header, data = {}, b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def safetensors_types():
+    return safetensors([
+        ("w", "F32", [2, 2], struct.pack("<4f", 1, 2, 3, 4)),
+        ("h", "F16", [3], struct.pack("<3H", 0x3C00, 0x4000, 0xC000)),
+        ("b", "BF16", [1], struct.pack("<H", 0x3F80)),
+        ("i", "I64", [], struct.pack("<q", -5)),
+        ("e", "U8", [0], b""),
+    ], {"format": "pt"})
+
+
+def safetensors_vad_shaped():
+    """Silero VAD's tensor names (silero_vad_16k.safetensors) at tiny shapes."""
+    names = ["stft_conv.weight", "conv1.weight", "conv1.bias", "lstm_cell.weight_ih",
+             "lstm_cell.bias_hh", "final_conv.weight"]
+    return safetensors([(n, "F32", [1, 2], struct.pack("<2f", 0.5, -0.5)) for n in names])
+
+
 def main():
     files = {
         "gguf/all-types-v3.gguf": gguf_all_types(3),
         "gguf/all-types-v2.gguf": gguf_all_types(2),
         "ct2/all-types-v6.bin": ct2_all_types(),
         "ct2/item-size-v3.bin": ct2_v3(),
+        "safetensors/types.safetensors": safetensors_types(),
+        "safetensors/vad-shaped.safetensors": safetensors_vad_shaped(),
     }
     for rel, data in files.items():
         path = os.path.join(HERE, "corpus", rel)
