@@ -7,7 +7,6 @@
  * references to other files or URLs), so request bytes reach no file.
  */
 #include <errno.h>
-#include <libavutil/opt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
