@@ -23,8 +23,9 @@ ARG BAKE_MODELS=0
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc libc6-dev meson ninja-build pkg-config \
-      libuv1-dev libjansson-dev libopenblas-dev libzstd-dev libsndfile1-dev \
-      libsoxr-dev libhwloc-dev node-llhttp zlib1g-dev \
+      libuv1-dev libjansson-dev libopenblas-dev libzstd-dev \
+      libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
+      libhwloc-dev node-llhttp zlib1g-dev \
       libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nettle-dev \
  && if [ "$BAKE_MODELS" = 1 ]; then \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -52,7 +53,8 @@ RUN --mount=type=secret,id=pip_cert \
 FROM ${BASE_IMAGE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libuv1 libjansson4 libopenblas0-pthread libzstd1 libsndfile1 libsoxr0 \
+      libuv1 libjansson4 libopenblas0-pthread libzstd1 \
+      libavformat59 libavcodec59 libswresample4 libavutil57 \
       libhwloc15 zlib1g libnghttp2-14 libprotobuf-c1 libnettle8 curl \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /nonexistent \

@@ -48,7 +48,7 @@ struct ib_audio {
 	char *path;
 	unsigned char *data;
 	size_t len;
-	double seconds; /* from libsndfile */
+	double seconds; /* from libavformat */
 	const char *ctype;
 };
 

@@ -15,7 +15,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
-#include <sndfile.h>
+#include <libavformat/avformat.h>
+#include <libavutil/log.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -172,6 +173,29 @@ out_close:
 	return rc;
 }
 
+/* Seconds of audio in the file at path, as libavformat states them (the
+ * first audio stream's duration, else the container's), or -1. */
+static double ib_audio_seconds(const char *path)
+{
+	AVFormatContext *fmt = NULL;
+	double s = -1.0;
+	av_log_set_level(AV_LOG_ERROR);
+	if (avformat_open_input(&fmt, path, NULL, NULL) < 0)
+		return -1.0;
+	if (avformat_find_stream_info(fmt, NULL) < 0)
+		goto out_close;
+	for (unsigned i = 0; i < fmt->nb_streams && s < 0; i++) {
+		const AVStream *st = fmt->streams[i];
+		if (st->codecpar->codec_type == AVMEDIA_TYPE_AUDIO && st->duration > 0)
+			s = (double)st->duration * av_q2d(st->time_base);
+	}
+	if (s < 0 && fmt->duration > 0)
+		s = (double)fmt->duration / AV_TIME_BASE;
+out_close:
+	avformat_close_input(&fmt);
+	return s;
+}
+
 static int ib_audio_load(struct ib_audio *a, const char *path)
 {
 	memset(a, 0, sizeof(*a));
@@ -181,18 +205,12 @@ static int ib_audio_load(struct ib_audio *a, const char *path)
 		fprintf(stderr, "inferd-bench: cannot read %s: %s\n", path, why);
 		return -1;
 	}
-	SF_INFO info = {0};
-	SNDFILE *sf = sf_open(path, SFM_READ, &info);
-	if (!sf || info.samplerate <= 0) {
-		fprintf(stderr, "inferd-bench: %s: not audio libsndfile can read (%s)\n", path,
-			sf_strerror(sf));
-		if (sf)
-			sf_close(sf);
+	a->seconds = ib_audio_seconds(path);
+	if (!(a->seconds > 0.0)) {
+		fprintf(stderr, "inferd-bench: %s: not audio FFmpeg can read\n", path);
 		free(a->data);
 		return -1;
 	}
-	a->seconds = (double)info.frames / info.samplerate;
-	sf_close(sf);
 	a->path = strdup(path);
 	return a->path ? 0 : -1;
 }

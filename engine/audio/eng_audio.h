@@ -1,28 +1,32 @@
 /* eng_audio.h - decode request audio to 16 kHz mono float32 for Whisper.
  *
- * Containers and codecs are read from memory by libsndfile
- * (sf_open_virtual): WAV/RF64/W64 PCM 8/16/24/32-bit and float, FLAC, Ogg
- * Vorbis and Opus, MP3 (libsndfile >= 1.1 with mpg123), AIFF, AU, CAF and
- * the rest libsndfile knows. Headerless PCM is described by the caller with
- * Deepgram's query parameters (encoding, sample_rate, channels; see
- * https://developers.deepgram.com/docs/encoding). Any channel count is
- * downmixed to mono as the mean of the channels; any rate is resampled to
- * 16000 Hz with libsoxr at SOXR_HQ (skipped at 16 kHz). Integer PCM is
- * scaled to [-1, 1) (libsndfile's normalisation: int16 / 32768); float
- * input is read as is, magnitudes beyond 1e6 clamped there so that every
- * sum stays finite. A NaN or infinite sample anywhere is an error
- * (-ST_INVAL). Last, every output sample is clipped to the signed 16-bit
- * range [-1, 32767/32768], as faster-whisper's decode (PyAV resampling to
- * "s16") clips it, so a huge float sample is a full-scale click, as
- * there; samples inside the range are unchanged.
+ * FFmpeg's libraries (libavformat, libavcodec, libswresample) read the
+ * bytes from memory, the way faster-whisper 1.2.1 decodes
+ * (faster_whisper/audio.py through PyAV): the first audio stream of the
+ * container is decoded and resampled by libswresample to signed 16-bit
+ * mono at 16000 Hz (default options; the downmix is swresample's matrix
+ * for a mono layout: stereo is the mean of the two channels), then each
+ * sample is int16 / 32768. So the output is on the s16 grid, clipped to
+ * [-1, 32767/32768], and equal to faster-whisper's for the same bytes.
+ * Containers: WAV/W64/RF64 (PCM 8..32-bit, float32/64, extensible,
+ * mu-law, A-law, ...), FLAC, MP3, Ogg Vorbis/Opus, WebM/Matroska
+ * (MediaRecorder files without duration or cues too), MP4/M4A/AAC, AIFF,
+ * CAF, AU and a few more audio containers (no playlists, no video-only
+ * files; a container cannot open other files or URLs). Headerless PCM is
+ * described by the caller with Deepgram's query parameters (encoding,
+ * sample_rate, channels; see https://developers.deepgram.com/docs/encoding)
+ * and decoded by FFmpeg's PCM decoders. Float input is checked before
+ * resampling: a NaN or infinite sample anywhere is an error (-ST_INVAL);
+ * magnitudes beyond 32 are clamped there (full scale at s16 either way).
  *
- * Truncated data after a valid header is not an error: libsndfile returns
- * the frames that are present and those are decoded (a WAV whose header
- * claims more data than the body holds yields the shorter audio). A
- * truncated or unrecognisable header is -ST_UNSUPPORTED.
+ * Truncated or corrupt data after a valid header is not an error: the
+ * frames decoded before it are the audio (a WAV whose header claims more
+ * data than the body holds yields the shorter audio). A truncated or
+ * unrecognisable header is -ST_UNSUPPORTED.
  *
- * Thread: any; no shared state. Memory: libsndfile and libsoxr allocate
- * internally through malloc; everything returned goes through mem.h.
+ * Thread: any (FFmpeg's logging is silenced process-wide on first use).
+ * Memory: FFmpeg allocates internally through av_malloc; everything
+ * returned goes through mem.h.
  */
 #ifndef ENG_AUDIO_H
 #define ENG_AUDIO_H
@@ -33,7 +37,7 @@
 #define ENG_AUDIO_MAX_SECONDS  7200   /* default decoded-length ceiling (2 h, 460 MB) */
 #define ENG_AUDIO_MIN_RATE     1000   /* Hz, lowest source rate accepted */
 #define ENG_AUDIO_MAX_RATE     384000 /* Hz, highest source rate accepted */
-#define ENG_AUDIO_MAX_CHANNELS 256    /* highest raw channel count accepted */
+#define ENG_AUDIO_MAX_CHANNELS 64     /* highest channel count accepted (libswresample's) */
 
 /* Headerless encodings, named as Deepgram's `encoding` parameter. */
 enum eng_audio_encoding {
@@ -62,7 +66,9 @@ struct eng_audio {
 	double duration_s;   /* source frames / source rate, seconds */
 	int src_rate;	     /* Hz of the input */
 	int src_channels;    /* channels of the input before downmix */
-	char src_format[32]; /* "wav/pcm_16", "flac/pcm_16", "mp3", "raw/linear16", ... */
+	char src_format[32]; /* "<container>/<codec>" in FFmpeg's names ("wav/pcm_s16le",
+			      * "ogg/opus", "matroska/opus", "mov/aac"), one name when
+			      * they agree ("mp3", "flac"), or "raw/linear16", ... */
 };
 
 /* eng_audio_encoding_parse - Deepgram `encoding` name -> enum. Other
@@ -83,8 +89,9 @@ const char *eng_audio_encoding_name(enum eng_audio_encoding enc);
  * descriptor;
  * -ST_UNSUPPORTED bytes that are not audio, a truncated header, an unknown
  * encoding, a rate or channel count outside the limits above;
- * -ST_TOOBIG longer than max_seconds; -ST_NOMEM; -ST_IO a decoder or
- * resampler failure mid-stream. On error *out holds nothing to free. */
+ * -ST_TOOBIG longer than max_seconds (refused before decoding when the
+ * container states its duration, else when the decoded frames pass it);
+ * -ST_NOMEM; -ST_IO a resampler failure. On error *out holds nothing to free. */
 int eng_audio_decode_max(const void *data, size_t len, const struct eng_audio_raw *raw,
 			 double max_seconds, struct eng_audio *out, char *err, size_t errlen);
 

@@ -4,7 +4,7 @@
  * "Authorization: Token KEY".
  *
  * Body: audio/..., video/..., application/octet-stream or no Content-Type go to
- * the audio decoder (libsndfile detects the container); application/json
+ * the audio decoder (libavformat detects the container); application/json
  * ({"url": ...}, Deepgram's remote-audio form) is refused with 400, as this
  * server fetches no URLs; any other type is 415.
  *

@@ -1,7 +1,8 @@
 /* fuzz_audio.c - libFuzzer target for the audio decoder (engine/audio/eng_audio.h).
- * Each input is decoded twice: as a container (raw NULL: libsndfile's
- * format detection, every codec it has) and, minus its first byte, as
- * headerless PCM whose encoding, rate and channel count that byte picks.
+ * Each input is decoded twice: as a container (raw NULL: libavformat's
+ * detection over the allowed audio demuxers, then FFmpeg's decoders) and,
+ * minus its first byte, as headerless PCM whose encoding, rate and channel
+ * count that byte picks.
  * A successful decode must yield finite samples, all touched. The ceiling
  * is 600 s to keep memory per input bounded. Seeds: corpus/audio.
  */

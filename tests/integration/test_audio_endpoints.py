@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import re
 import signal
 import wave
@@ -350,6 +351,42 @@ def test_other_containers_and_rates(srv, name, max_wer):
     assert wer(ref["reference_transcript"], body["text"]) <= max_wer, body["text"]
 
 
+# tests/data/make-containers.sh: jfk.wav in the containers clients send
+# (a browser's MediaRecorder WebM without duration or cues, Ogg Opus and
+# Vorbis, AAC in M4A, MP3 behind an ID3 tag), each sent to both APIs.
+CONTAINERS = ["jfk.webm", "jfk.opus", "jfk.ogg", "jfk.m4a", "jfk-id3.mp3"]
+
+
+@pytest.mark.parametrize("name", CONTAINERS)
+def test_browser_and_lossy_containers(srv, name):
+    data = clip(os.path.join("containers", name))
+    r = transcribe(srv.port, data, filename=name, response_format="verbose_json")
+    assert r.status == 200, r.body
+    assert r.json()["duration"] == pytest.approx(11.0, abs=0.1)
+    assert wer(JFK, r.json()["text"]) <= 0.1, r.json()["text"]
+    r = listen(srv.port, data, ctype="application/octet-stream")
+    assert r.status == 200, r.body
+    assert wer(JFK, dg_alt(r.json())["transcript"]) <= 0.1
+
+
+@pytest.mark.parametrize("name", CONTAINERS + ["jfk-1s-51.mkv", "jfk-1s-ext24.wav"])
+def test_damaged_containers_400_or_415(srv, name):
+    """The first 64 bytes (a cut header), random bytes after the first
+    kilobyte, and the first half: a 400 or 415 with a message, or (half a
+    file) the audio that is there; never a 500."""
+    data = clip(os.path.join("containers", name))
+    rnd = random.Random(name)
+    damaged = bytearray(data)
+    for i in range(1024, len(damaged)):
+        damaged[i] = rnd.randrange(256)
+    for body in (data[:64], bytes(damaged), data[:len(data) // 2]):
+        r = transcribe(srv.port, body, filename=name)
+        assert r.status in (200, 400, 415), (r.status, r.body)
+        if r.status != 200:
+            assert r.json()["error"]["message"], r.body
+    assert_serving(srv.port)
+
+
 # --- OpenAI: the official client ----------------------------------------
 
 
@@ -592,7 +629,7 @@ def test_deepgram_multichannel(srv):
         [JFK.lower()]
     assert_deepgram_error(listen(srv.port, data, "multichannel=maybe"), 400, "multichannel")
     # each channel costs a full pass: more than 16 are refused with
-    # multichannel; more than 256 in any container, as raw audio's limit
+    # multichannel; more than 64 in any container (libswresample's limit)
     many = io.BytesIO()
     with wave.open(many, "wb") as w:
         w.setnchannels(17)

@@ -882,7 +882,7 @@ def test_mixed_workload_against_daemon(tmp_path):
     assert (s["tokens_per_s"] > 0) == ("openai-chat" in window), (s, window)
     if "openai-chat" in window:
         assert s["ttft_s"]["p50"] > 0 and s["itl_s"]["p50"] > 0, s
-    # audio seconds (read with libsndfile) are the files' known durations
+    # audio seconds (read with libavformat) are the files' known durations
     with open(os.path.join(AUDIO, "manifest.tsv")) as f:
         durations = {row["file"]: float(row["duration_s"])
                      for row in csv.DictReader(f, delimiter="\t")}

@@ -102,34 +102,40 @@ def test_jfk_identical_to_faster_whisper(ours, reference):
     assert " ".join(ours["jfk.wav"]["text"].split()) == " ".join(reference["jfk.wav"]["text"].split())
 
 
-def test_token_sequences_match_on_most_clips(ours, reference):
-    same = [c for c in reference
-            if [t for s in ours[c]["segments"] for t in s["tokens"]]
-            == [t for s in reference[c]["segments"] for t in s["tokens"]]]
-    assert len(same) >= 0.8 * len(reference), (same, len(reference))
+def test_token_sequences_match_on_every_clip(ours, reference):
+    """Greedy tokens identical to faster-whisper's on every clip: the audio
+    is decoded as faster-whisper decodes it (FFmpeg, libswresample; the
+    samples are the same, tests/reference/audio/decoded.tsv), so the 8 kHz
+    and 22.05 kHz clips are too (with libsoxr, LDC93S1 at 8 kHz was not)."""
+    differ = [c for c in reference
+              if [t for s in ours[c]["segments"] for t in s["tokens"]]
+              != [t for s in reference[c]["segments"] for t in s["tokens"]]]
+    assert not differ, (differ, len(reference))
 
 
 def test_beam_search_matches_faster_whisper():
-    """beam_size 5 against faster-whisper's beam search on every clip."""
+    """beam_size 5 against faster-whisper's beam search: the same tokens on
+    every clip."""
     with open(REF) as f:
         ref = json.load(f)["clips_beam5"]
     ours = transcribe([os.path.join(AUDIO, c) for c in sorted(ref)], "--beam-size", "5")
-    same = [c for c in ref
-            if [t for s in ours[c]["segments"] for t in s["tokens"]]
-            == [t for s in ref[c]["segments"] for t in s["tokens"]]]
-    assert len(same) >= 0.8 * len(ref), (same, len(ref))
+    differ = [c for c in ref
+              if [t for s in ours[c]["segments"] for t in s["tokens"]]
+              != [t for s in ref[c]["segments"] for t in s["tokens"]]]
+    assert not differ, (differ, len(ref))
 
 
 def test_initial_prompt_matches_faster_whisper():
-    """The prompt goes in as <|startofprev|> text before the SOT sequence."""
+    """The prompt goes in as <|startofprev|> text before the SOT sequence:
+    faster-whisper's tokens on every clip."""
     with open(REF) as f:
         full = json.load(f)
     ref = full["clips_prompt"]
     ours = transcribe([os.path.join(AUDIO, c) for c in sorted(ref)], "--prompt", full["prompt"])
-    same = [c for c in ref
-            if [t for s in ours[c]["segments"] for t in s["tokens"]]
-            == [t for s in ref[c]["segments"] for t in s["tokens"]]]
-    assert len(same) >= 0.8 * len(ref), (same, len(ref))
+    differ = [c for c in ref
+              if [t for s in ours[c]["segments"] for t in s["tokens"]]
+              != [t for s in ref[c]["segments"] for t in s["tokens"]]]
+    assert not differ, (differ, len(ref))
     assert " ".join(ours["jfk.wav"]["text"].split()) == " ".join(ref["jfk.wav"]["text"].split())
 
 
