@@ -33,32 +33,31 @@ def words_of(t):
 
 
 def check_words(ours, ref, who):
-    """Same words; start and end within 20 ms for at least 95 % of them;
-    probabilities within 0.01 (the reference's are float32 means)."""
+    """Same words; start and end within 20 ms for at least 95 % of them
+    (the issue's bar; all of them on this machine); probabilities within
+    1e-3 (float32 means of float32 softmaxes, here and there)."""
     a, b = words_of(ours), words_of(ref)
     assert [w["word"] for w in a] == [w["word"] for w in b], who
     close = sum(abs(x["start"] - y["start"]) <= TOL and abs(x["end"] - y["end"]) <= TOL
                 for x, y in zip(a, b))
     assert close >= 0.95 * len(b), (who, close, len(b))
     for x, y in zip(a, b):
-        assert abs(x["probability"] - y["probability"]) <= 0.01, (who, x, y)
+        assert abs(x["probability"] - y["probability"]) <= 1e-3, (who, x, y)
         assert x["start"] <= x["end"], (who, x)
 
 
 def test_cli_words_match_faster_whisper(reference, tmp_path):
-    """Every clip whose greedy tokens are faster-whisper's (the others
-    differ only in resampling: tests/integration/test_transcribe.py) has
-    faster-whisper's words and times; so has jfk.wav four times over, where
-    with word timestamps the second window resumes at the first's last word
-    (2998 frames) instead of its last timestamp."""
+    """Every clip has faster-whisper's greedy tokens, words and times; so
+    has jfk.wav four times over, where with word timestamps the second
+    window resumes at the first's last word (2998 frames) instead of its
+    last timestamp."""
     ref = reference["clips"]
     x4 = str(tmp_path / "jfk_x4.wav")
     write_jfk_x4(x4)
     ours = cli_transcribe([os.path.join(AUDIO, c) for c in sorted(ref)] + [x4],
                           "--word-timestamps")
-    same = [c for c in ref if tokens_of(ours[c]) == tokens_of(ref[c])]
-    assert len(same) >= 0.8 * len(ref), same
-    for c in same:
+    for c in ref:
+        assert tokens_of(ours[c]) == tokens_of(ref[c]), c
         check_words(ours[c], ref[c], c)
         for a, b in zip(ours[c]["segments"], ref[c]["segments"]):
             # segment bounds move to their words' as faster-whisper moves them
