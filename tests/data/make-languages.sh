@@ -28,7 +28,7 @@ say() {
 	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >> "$manifest"
 }
 say en.wav en en-us 175 "The weather is nice today, so we are going for a walk in the park."
-say de.wav de de 175 "Das Wetter ist heute schön, also gehen wir im Park spazieren."
+say de.wav de de 140 "Ich trinke jeden Morgen eine Tasse Kaffee."
 say fr.wav fr fr-fr 150 "Bonjour, je m'appelle Marie et j'habite à Paris depuis dix ans."
 say es.wav es es 175 "Hoy hace buen tiempo, así que vamos a pasear por el parque."
 say it.wav it it 150 "Buongiorno, mi chiamo Marco e abito a Roma da dieci anni."

@@ -14,6 +14,13 @@ condition_on_previous_text, suppress_blank, suppress_tokens=[-1]), which
 are the options tests/integration/test_languages.py gives inferd.
 "forced": a clip transcribed with a language it is not in (language=
 given, so no detection; language_probability 1).
+Each result also has the window's avg_logprob and compression_ratio and
+"t0_kept": whether faster-whisper's default temperature fallback (0, 0.2,
+..., 1.0; compression_ratio_threshold 2.4, log_prob_threshold -1.0) would
+keep this temperature-0 result. Only those are comparable over HTTP,
+where OpenAI's temperature 0 means "fall back as needed" and a fallback
+samples (a generator faster-whisper and inferd do not share); the CLI's
+--temperature 0 compares every result.
 compute_type float32, the precision inferd computes a float16 folder in.
 Needs: pip install faster-whisper==1.2.1.
 
@@ -30,15 +37,22 @@ from faster_whisper import WhisperModel
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIPS = os.path.join(ROOT, "tests", "data", "languages")
 OUT = os.path.join(ROOT, "tests", "reference", "language", "faster_whisper.json")
-FORCED = (("de.wav", "en"), ("es.wav", "it"))
+FORCED = (("de.wav", "en"), ("es.wav", "it"), ("it.wav", "es"), ("en.wav", "de"))
 
 
 def run(model, path, **kw):
     segments, info = model.transcribe(path, beam_size=1, temperature=0, vad_filter=False, **kw)
+    segments = list(segments)
     segs = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text,
              "tokens": s.tokens} for s in segments]
+    # one window per clip: its segments share these measurements
+    lp = min(s.avg_logprob for s in segments)
+    cr = max(s.compression_ratio for s in segments)
+    silence = all(s.no_speech_prob > 0.6 for s in segments) and lp < -1.0
     return info, {"language": info.language, "segments": segs,
-                  "text": "".join(s["text"] for s in segs).strip()}
+                  "text": "".join(s["text"] for s in segs).strip(),
+                  "avg_logprob": lp, "compression_ratio": cr,
+                  "t0_kept": bool((cr <= 2.4 and lp >= -1.0) or silence)}
 
 
 def main():
@@ -60,12 +74,12 @@ def main():
             "language_probability": info.language_probability,
             "top": [[code, p] for code, p in info.all_language_probs[:5]],
             "transcribe": tr, "translate": tl}
-        print(clip, info.language, round(info.language_probability, 4), tr["text"], "|",
-              tl["text"], file=sys.stderr)
+        print(clip, info.language, round(info.language_probability, 4), tr["t0_kept"],
+              tr["text"], "|", tl["t0_kept"], tl["text"], file=sys.stderr)
     for clip, lang in FORCED:
         _, tr = run(model, os.path.join(CLIPS, clip), language=lang)
         out["forced"][clip] = tr
-        print(clip, "as", lang, tr["text"], file=sys.stderr)
+        print(clip, "as", lang, tr["t0_kept"], tr["text"], file=sys.stderr)
     with open(OUT, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")
