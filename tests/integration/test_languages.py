@@ -22,8 +22,10 @@ English-only tiny.en a 400 that says so, and tiny.en's own answers
 (English, probability 1) are what they were.
 
 The daemon serves whisper-tiny.en and whisper-base (scripts/fetch-models
-fetches both). About 40 windows of 3-4 s clips on the base model, none
-sampled: about a minute on two busy cores in the release build."""
+fetches both). About 25 greedy windows of 3-4 s clips on the base model,
+none sampled: measured 64 s of CPU time in the release build (100 s of wall
+time on a busy 2-core machine) and 4.4 minutes of CPU time in the
+AddressSanitizer build (7.3 minutes of wall time there)."""
 import csv
 import json
 import os
@@ -150,13 +152,16 @@ def test_cli_forced_language(base_path):
 # --- HTTP ---------------------------------------------------------------
 
 
-def kept(mode):
-    """The clips whose temperature-0 result (mode: transcribe, translate)
-    faster-whisper's fallback keeps."""
-    return [n for n, r in reference()["clips"].items() if r[mode]["t0_kept"]]
+def kept(mode, names=None):
+    """The clips (of names, default all) whose temperature-0 result (mode:
+    transcribe, translate) faster-whisper's fallback keeps."""
+    return [n for n, r in reference()["clips"].items()
+            if r[mode]["t0_kept"] and (names is None or n in names)]
 
 
-@pytest.mark.parametrize("name", kept("transcribe"))
+# The CLI above compares every clip; over HTTP (the same engine path) a few
+# suffice, which keeps the AddressSanitizer build's run short.
+@pytest.mark.parametrize("name", kept("transcribe", ("de.wav", "it.wav")))
 def test_detected_language_and_probability(srv, name):
     ref = reference()["clips"][name]
     r = dg(srv.port, clip(name), f"model={BASE}&detect_language=true&punctuate=true")
@@ -168,7 +173,7 @@ def test_detected_language_and_probability(srv, name):
     assert words(ch["alternatives"][0]["transcript"]) == words(ref["transcribe"]["text"])
 
 
-@pytest.mark.parametrize("name", kept("transcribe"))
+@pytest.mark.parametrize("name", kept("transcribe", ("es.wav", "it.wav")))
 def test_transcription_tokens(srv, name):
     ref = reference()["clips"][name]
     r = audio_post(srv.port, "transcriptions", name, response_format="verbose_json",
@@ -181,7 +186,7 @@ def test_transcription_tokens(srv, name):
     assert body["text"] == ref["transcribe"]["text"]
 
 
-@pytest.mark.parametrize("name", kept("translate"))
+@pytest.mark.parametrize("name", kept("translate", ("de.wav", "es.wav")))
 def test_translation_tokens_openai_client(srv, name):
     ref = reference()["clips"][name]["translate"]
     with open(os.path.join(CLIPS, name), "rb") as f:
