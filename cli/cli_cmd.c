@@ -2,6 +2,7 @@
  *   inferd inspect MODEL                      metadata and tensor table
  *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
  *                     [--timestamps | --json] [--beam-size N] [--language L]
+ *                     [--task transcribe|translate]
  *                     [--prompt TEXT] [--temperature T]
  *                     [--compute-type T] [--batched] [--word-timestamps] FILE...
  *   inferd generate   (gen_usage below)
@@ -130,7 +131,7 @@ static int tx_usage(FILE *to)
 		    "                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 		    "                         [--prompt TEXT] [--temperature T]\n"
 		    "                         [--compute-type T] [--batched] [--word-timestamps]\n"
-		    "                         FILE...\n"
+		    "                         [--task transcribe|translate] FILE...\n"
 		    "Transcribes each FILE without a server: the text on stdout (--timestamps:\n"
 		    "segments with times; --json: one JSON object per file with segments and\n"
 		    "tokens) and a timing line per file on stderr. --model: a model name from\n"
@@ -139,8 +140,11 @@ static int tx_usage(FILE *to)
 		    "int8_bfloat16; --batched: long audio cut into chunks transcribed together;\n"
 		    "--temperature 0..1 (absent: the fallback list 0, 0.2, ..., 1.0);\n"
 		    "--beam-size 1..16 (default 1, greedy); --threads: default every core;\n"
-		    "--word-timestamps: each word's start, end and probability (--json: a\n"
-		    "\"words\" list per segment; --timestamps: a line per word).\n");
+		    "--language: an ISO 639-1 code (absent: detected on a multilingual model);\n"
+		    "--task translate: English text from speech in another language\n"
+		    "(multilingual models); --word-timestamps: each word's start, end and\n"
+		    "probability (--json: a \"words\" list per segment; --timestamps: a\n"
+		    "line per word).\n");
 	return to == stdout ? CLI_HELP : 2;
 }
 
@@ -181,6 +185,8 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 			}
 		} else if (!strcmp(o, "--language"))
 			a->params.language = v;
+		else if (!strcmp(o, "--task"))
+			a->params.task = v; /* checked by the engine */
 		else if (!strcmp(o, "--prompt"))
 			a->params.prompt = v;
 		else if (!strcmp(o, "--temperature")) {
@@ -272,9 +278,10 @@ static double tx_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* {"file", "duration", "language", "text", "segments": [{"start", "end",
- * "text", "tokens", "avg_logprob", "no_speech_prob", "temperature"
- * [, "words": [{"word", "start", "end", "probability"}]]}]} */
+/* {"file", "duration", "language", "language_probability", "text",
+ * "segments": [{"start", "end", "text", "tokens", "avg_logprob",
+ * "no_speech_prob", "temperature" [, "words": [{"word", "start", "end",
+ * "probability"}]]}]} */
 static void tx_print_json(const char *path, const struct eng_transcript *t)
 {
 	json_t *segs = json_array();
@@ -296,8 +303,9 @@ static void tx_print_json(const char *path, const struct eng_transcript *t)
 			json_object_set_new(seg, "words", words);
 		json_array_append_new(segs, seg);
 	}
-	json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:o}", "file", path, "duration", t->duration_s,
-			      "language", t->language, "text", t->text, "segments", segs);
+	json_t *o = json_pack("{s:s,s:f,s:s,s:f,s:s,s:o}", "file", path, "duration", t->duration_s,
+			      "language", t->language, "language_probability",
+			      (double)t->language_prob, "text", t->text, "segments", segs);
 	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	if (text)
 		printf("%s\n", text);

@@ -39,7 +39,7 @@ static void usage(FILE *out)
 		"       inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
 		"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 		"                         [--prompt TEXT] [--temperature T] [--compute-type T]\n"
-		"                         [--batched] FILE...\n"
+		"                         [--batched] [--task transcribe|translate] FILE...\n"
 		"       inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
 		"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
 		"                       [--top-k K] [--seed S] [--threads N] PROMPT\n"

@@ -174,7 +174,8 @@ struct eng_req_opts {
  * except beam_size 1 (greedy). Strings are borrowed during the call. */
 struct eng_transcribe_params {
 	const char *language;      /* ISO 639-1 code; NULL: detect (multilingual) or "en" */
-	const char *task;          /* "transcribe" (default) or "translate" */
+	const char *task;          /* "transcribe" (default) or "translate": English text,
+				    * multilingual models only (else -ST_INVAL) */
 	const char *prompt;        /* initial prompt (previous text), or NULL */
 	float temperatures[8];     /* tried in order while the fallback tests fail */
 	int n_temperatures;        /* default 6: 0.0, 0.2, ..., 1.0 */

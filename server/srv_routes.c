@@ -73,6 +73,8 @@ static const struct srv_route srv_routes[] = {
 	{ "/v1/models/{name}", HTTP_GET, SRV_PROTO_OPENAI, false, srv_h_openai_model },
 	{ "/v1/audio/transcriptions", HTTP_POST, SRV_PROTO_OPENAI, false,
 	  srv__h_openai_transcriptions }, /* srv_openai_audio.c */
+	{ "/v1/audio/translations", HTTP_POST, SRV_PROTO_OPENAI, false,
+	  srv__h_openai_translations },
 	{ "/v1/completions", HTTP_POST, SRV_PROTO_OPENAI, false,
 	  srv__h_openai_completions }, /* srv_openai_gen.c */
 	{ "/v1/chat/completions", HTTP_POST, SRV_PROTO_OPENAI, false,

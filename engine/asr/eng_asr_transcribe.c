@@ -486,8 +486,12 @@ static int et_window(struct et *t, size_t *seek, struct et_tokens *prompt)
 }
 
 /* Language detection (multilingual models): the most likely language
- * token after <|startoftranscript|> on the first window (CTranslate2's
- * detect_language, faster-whisper's language_detection_segments=1). */
+ * token after <|startoftranscript|> on the first window, *prob its softmax
+ * over the language tokens' logits alone (CTranslate2's detect_language,
+ * faster-whisper's language_detection_segments=1). The window is every
+ * frame of the spectrogram up to 3000, the one the 160 padding samples
+ * add included: faster-whisper's detect_language takes features[...,
+ * :3000] where its decoding windows stop at content_frames. */
 static int et_detect_language(struct et *t, int32_t *lang, float *prob)
 {
 	const struct eng_whisper_tok *tok = t->tok;
@@ -498,7 +502,7 @@ static int et_detect_language(struct et *t, int32_t *lang, float *prob)
 		mem_free(logits);
 		return rc;
 	}
-	size_t n = t->content_frames < ENG_WHISPER_N_FRAMES ? t->content_frames : ENG_WHISPER_N_FRAMES;
+	size_t n = t->n_frames < ENG_WHISPER_N_FRAMES ? t->n_frames : ENG_WHISPER_N_FRAMES;
 	et_encode(t, 0, n);
 	rc = t->run ? t->run->decode(t->run->ctx, t->enc, kv, &tok->sot, 1, logits, NULL, 0)
 		    : eng_whisper_decode(t->m->whisper, t->enc, kv, t->pool, &tok->sot, 1, logits,
@@ -573,6 +577,12 @@ static int et_check_params(const struct eng_model *m, const struct eng_transcrib
 	if (p->task && strcmp(p->task, "transcribe") && strcmp(p->task, "translate"))
 		return st_errf(-ST_INVAL, err, errlen,
 			       "task: expected \"transcribe\" or \"translate\"");
+	/* An English-only model has no <|translate|> in its SOT sequence:
+	 * faster-whisper would quietly transcribe instead. */
+	if (p->task && !strcmp(p->task, "translate") && !m->wtok->multilingual)
+		return st_errf(-ST_INVAL, err, errlen,
+			       "translation needs a multilingual model: '%s' is English-only",
+			       m->name);
 	return 0;
 }
 

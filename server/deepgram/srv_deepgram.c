@@ -12,7 +12,14 @@
  * intelligence options would be):
  *   model        a transcription model's name; default the first one
  *   language     BCP-47 tag; its primary subtag goes to Whisper ("en-US" ->
- *                "en"); "multi" detects
+ *                "en"; one Whisper does not know: 400); "multi" detects;
+ *                absent: "en", Deepgram's default (an English-only model
+ *                is English whatever the tag)
+ *   detect_language  true: the language is detected (on the first 30 s of
+ *                each channel, whatever language says) and each
+ *                results.channels entry carries detected_language (the
+ *                ISO 639-1 code) and language_confidence (Whisper's
+ *                probability of that language token), as Deepgram's do
  *   punctuate    true: transcript and punctuated_word keep the model's
  *                casing and punctuation; false (default): lowercase words
  *                without punctuation, as Deepgram gives; smart_format=true
@@ -59,6 +66,7 @@ struct srv_dg_opts {
 	char model[SRV_DG_VALUE_MAX];
 	char language[16];
 	bool punctuate, utterances, batched, multichannel;
+	bool detect_language, has_language;
 	bool has_encoding, has_rate;
 	struct eng_audio_raw raw;
 };
@@ -67,6 +75,7 @@ struct srv_dg_opts {
 struct srv_dg_job {
 	struct srv_audio_job base; /* first: a srv_dg_job * is a srv_audio_job * */
 	bool punctuate, utterances;
+	bool detect_language;      /* report each channel's detected language */
 	char created[40];          /* ISO-8601 UTC, ms */
 };
 
@@ -137,6 +146,9 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 			rc = -1;
 		else
 			snprintf(o->language, sizeof(o->language), "%.*s", (int)len, v);
+		o->has_language = true;
+	} else if (!strcmp(k, "detect_language")) {
+		rc = srv_dg_bool(v, &o->detect_language);
 	} else if (!strcmp(k, "punctuate") || !strcmp(k, "smart_format")) {
 		rc = srv_dg_bool(v, &b);
 		o->punctuate |= !rc && b;
@@ -164,7 +176,7 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 /* The query parameters we read; values of the others are not even decoded. */
 static const char *const srv_dg_known[] = {
 	"model", "language", "punctuate", "smart_format", "utterances",
-	"encoding", "sample_rate", "channels", "batched", "multichannel",
+	"encoding", "sample_rate", "channels", "batched", "multichannel", "detect_language",
 };
 
 static bool srv_dg_is_known(const char *key)
@@ -199,6 +211,10 @@ static int srv_dg_query_read(const char *q, struct srv_dg_opts *o, char *err, si
 				eng_audio_encoding_name(o->raw.encoding)), -ST_INVAL;
 	if (o->has_encoding && !o->has_rate)
 		o->raw.sample_rate = ENG_AUDIO_RATE; /* unused: the stream's own rate wins */
+	if (o->detect_language)
+		o->language[0] = '\0'; /* "": detect */
+	else if (!o->has_language)
+		snprintf(o->language, sizeof(o->language), "en");
 	return 0;
 }
 
@@ -281,6 +297,7 @@ void srv__h_deepgram_listen(struct srv_req *req)
 	srv__audio_job_set_language(&job->base, o.language, strlen(o.language));
 	job->punctuate = o.punctuate;
 	job->utterances = o.utterances;
+	job->detect_language = o.detect_language;
 	srv_dg_created(job->created);
 	srv__audio_job_queue(req, &job->base);
 }
@@ -444,14 +461,19 @@ static json_t *srv_dg_metadata(const struct srv_dg_job *job, size_t n_channels)
 		"model_info", info);
 }
 
-/* One channel's entry of results.channels: its transcript and words. */
-static json_t *srv_dg_channel(struct srv_dg_acc *acc)
+/* One channel's entry of results.channels: its transcript and words,
+ * and with detect_language t's language and its probability. */
+static json_t *srv_dg_channel(const struct srv_dg_job *job, const struct eng_transcript *t,
+			      struct srv_dg_acc *acc)
 {
 	double conf = acc->n_words ? acc->conf_sum / (double)acc->n_words : 0;
 	json_t *alt = json_pack("{s:o,s:f,s:O}", "transcript",
 		srv__audio_json_str(acc->text.data ? acc->text.data : "", acc->text.len),
 		"confidence", conf, "words", acc->words);
-	return json_pack("{s:[o]}", "alternatives", alt);
+	if (!job->detect_language)
+		return json_pack("{s:[o]}", "alternatives", alt);
+	return json_pack("{s:[o],s:s,s:f}", "alternatives", alt, "detected_language",
+			 t->language, "language_confidence", (double)t->language_prob);
 }
 
 /* results.channels[c] for channel c of t's chain (one without
@@ -464,7 +486,7 @@ static int srv_dg_channels(struct srv_dg_job *job, json_t *chans, json_t *utts, 
 		struct srv_dg_acc acc = { .words = json_array() };
 		srv_buf_init(&acc.text, SRV_AUDIO_OUT_MAX);
 		rc = acc.words ? srv_dg_walk(job, t, &acc, utts, &n_utt, tmp) : -ST_NOMEM;
-		if (!rc && json_array_append_new(chans, srv_dg_channel(&acc)))
+		if (!rc && json_array_append_new(chans, srv_dg_channel(job, t, &acc)))
 			rc = -ST_NOMEM;
 		json_decref(acc.words);
 		srv_buf_fini(&acc.text);

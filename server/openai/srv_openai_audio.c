@@ -1,13 +1,20 @@
-/* srv_openai_audio.c - POST /v1/audio/transcriptions, OpenAI's API
- * (https://platform.openai.com/docs/api-reference/audio/createTranscription):
- * a multipart/form-data body with the fields below, one of five response
- * formats.
+/* srv_openai_audio.c - POST /v1/audio/transcriptions and POST
+ * /v1/audio/translations, OpenAI's API
+ * (https://platform.openai.com/docs/api-reference/audio/createTranscription,
+ * .../createTranslation): a multipart/form-data body with the fields
+ * below, one of five response formats. A translation is Whisper's
+ * task=translate: English text from speech in any language the model
+ * knows (multilingual models; an English-only one answers 400); OpenAI's
+ * translation form has no language field, here it is read as on the
+ * transcription route (the spoken language: no detection).
  *
  *   file                      required, a file part (with filename=)
  *   model                     required, a transcription model's name
  *                             (unknown: 404 model_not_found; a generation
  *                             model: 400)
- *   language                  ISO 639-1 code
+ *   language                  ISO 639-1 code (unknown: 400); absent:
+ *                             detected on a multilingual model (English-only
+ *                             models: en)
  *   prompt                    initial prompt
  *   temperature               one float in [0, 1]; 0 or absent: Whisper's
  *                             fallback list 0, 0.2, ..., 1.0 (OpenAI: "the
@@ -38,6 +45,12 @@
  * verbose_json {"task","language","duration","text","segments","words",
  * "usage"}
  * as application/json; text, srt and vtt as text/plain; charset=utf-8.
+ * verbose_json's "language" is the language's English name in lower case
+ * as OpenAI writes it ("german"; Whisper's own table, tokenizer.py
+ * LANGUAGES), not the ISO code faster-whisper-server and speaches put
+ * there: the transcription's spoken language (given or detected) and a
+ * translation's "english", "the language of the output translation
+ * (always english)" in OpenAI's reference.
  * verbose_json's segment "seek" is the segment start in 10 ms frames (the
  * engine does not report the 30-second window a segment came from).
  */
@@ -95,6 +108,7 @@ struct srv_oa_form {
 	int beam_size;      /* 0: absent */
 	bool batched;
 	bool gran_word, gran_segment; /* timestamp_granularities[] given */
+	bool translate;     /* /v1/audio/translations */
 	enum srv_oa_format format;
 };
 
@@ -288,6 +302,8 @@ static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f, c
 	if (f->beam_size)
 		job->params.beam_size = f->beam_size;
 	job->params.batched = f->batched;
+	if (f->translate)
+		job->params.task = "translate";
 	int rc = srv__audio_job_set_language(job, f->language.p, f->language.n);
 	if (!rc && f->prompt.p && f->prompt.n)
 		rc = srv__audio_job_set_prompt(job, f->prompt.p, f->prompt.n);
@@ -296,7 +312,8 @@ static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f, c
 	return rc;
 }
 
-void srv__h_openai_transcriptions(struct srv_req *req)
+/* Either route: read the form, pick the model, queue the job. */
+static void srv_oa_handle(struct srv_req *req, bool translate)
 {
 	char err[256] = "";
 	struct srv_oa_form f;
@@ -306,6 +323,7 @@ void srv__h_openai_transcriptions(struct srv_req *req)
 		return;
 	}
 	int rc = srv_oa_form_read(req, parts, &f, err, sizeof(err));
+	f.translate = translate;
 	const struct eng_model *m = NULL;
 	if (!rc)
 		m = srv__audio_model(req, f.model.p, f.model.n);
@@ -325,6 +343,16 @@ void srv__h_openai_transcriptions(struct srv_req *req)
 	}
 	if (job)
 		srv__audio_job_queue(req, job);
+}
+
+void srv__h_openai_transcriptions(struct srv_req *req)
+{
+	srv_oa_handle(req, false);
+}
+
+void srv__h_openai_translations(struct srv_req *req)
+{
+	srv_oa_handle(req, true);
 }
 
 /* --- response formats (worker thread) ---------------------------------- */
@@ -443,9 +471,12 @@ static int srv_oa_verbose(struct srv_audio_job *job)
 			json_decref(segs);
 			segs = NULL;
 		}
-	json_t *o = json_pack("{s:s,s:s,s:f,s:o,s:o}", "task", "transcribe", "language",
-		srv__audio_language_name(t->language), "duration", job->duration_s, "text",
-		srv__audio_json_str(t->text, strlen(t->text)), "usage", srv_oa_usage(job));
+	bool translate = job->params.task && !strcmp(job->params.task, "translate");
+	json_t *o = json_pack("{s:s,s:s,s:f,s:o,s:o}", "task",
+		translate ? "translate" : "transcribe", "language",
+		translate ? "english" : srv__audio_language_name(t->language), "duration",
+		job->duration_s, "text", srv__audio_json_str(t->text, strlen(t->text)), "usage",
+		srv_oa_usage(job));
 	if (!o || (oj->words && json_object_set_new(o, "words", srv_oa_words(t))))
 		return json_decref(segs), json_decref(o), -ST_NOMEM;
 	if (!oj->segments)

@@ -284,8 +284,9 @@ def test_overload_every_request_answered(one):
     print(f"{n} requests in {wall:.1f} s: " + ", ".join(
         f"{s} x{list(map(str, statuses)).count(s)}" for s in sorted(set(map(str, statuses)))))
     assert all(s in (200, 429) for s in statuses), statuses
-    # at least the queue (2) and one running; arrivals race the admissions
-    assert statuses.count(200) >= 3 and statuses.count(429) >= 1
+    # at least the queue's 2: on a busy machine all 40 can arrive before the
+    # replica takes one from the queue (seen in a run beside three builds)
+    assert statuses.count(200) >= 2 and statuses.count(429) >= 1
     for r in results:
         if r.status == 429:
             assert r.header("Retry-After") == "1"

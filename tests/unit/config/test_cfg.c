@@ -40,24 +40,29 @@ static void test_default_json(void **state)
 	assert_int_equal(cfg->listen_port, 8080);
 	assert_int_equal(cfg->n_api_keys, 0);
 	assert_int_equal(cfg->access_log, 1);
-	assert_int_equal(cfg->n_models, 3);
+	assert_int_equal(cfg->n_models, 4);
 	assert_string_equal(cfg->models[0].name, "whisper-tiny.en");
 	assert_string_equal(cfg->models[0].path, "models/whisper-tiny.en");
 	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_CT2);
 	expect_count(&cfg->models[0], 1);
 	expect_sched_defaults(&cfg->models[0]);
-	assert_string_equal(cfg->models[1].name, "gemma-3-270m");
-	assert_string_equal(cfg->models[1].path,
-			    "models/gemma-3-270m-q4_k_m.gguf");
-	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_GGUF);
+	assert_string_equal(cfg->models[1].name, "whisper-base");
+	assert_string_equal(cfg->models[1].path, "models/whisper-base");
+	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_CT2);
 	expect_count(&cfg->models[1], 1);
 	expect_sched_defaults(&cfg->models[1]);
-	assert_string_equal(cfg->models[2].name, "smollm2-135m-instruct");
+	assert_string_equal(cfg->models[2].name, "gemma-3-270m");
 	assert_string_equal(cfg->models[2].path,
-			    "models/smollm2-135m-instruct-q4_1.gguf");
+			    "models/gemma-3-270m-q4_k_m.gguf");
 	assert_int_equal(cfg->models[2].format, CFG_MODEL_FORMAT_GGUF);
 	expect_count(&cfg->models[2], 1);
 	expect_sched_defaults(&cfg->models[2]);
+	assert_string_equal(cfg->models[3].name, "smollm2-135m-instruct");
+	assert_string_equal(cfg->models[3].path,
+			    "models/smollm2-135m-instruct-q4_1.gguf");
+	assert_int_equal(cfg->models[3].format, CFG_MODEL_FORMAT_GGUF);
+	expect_count(&cfg->models[3], 1);
+	expect_sched_defaults(&cfg->models[3]);
 	cfg_destroy(cfg);
 }
 
