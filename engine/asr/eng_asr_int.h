@@ -93,6 +93,8 @@ struct eng__asr_words_in {
 	size_t seek;                     /* the window's first mel frame */
 	size_t n_frames;                 /* its mel frames (segment_size) */
 	double last_speech;              /* seconds: the previous window's last word end */
+	const char *language;            /* ISO code of the transcript ("ja": words are
+					  * characters), or NULL */
 };
 
 /* eng__asr_words - word timestamps of a window's cuts (eng_asr_words.c;

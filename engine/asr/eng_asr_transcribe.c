@@ -434,7 +434,7 @@ static int et_words(struct et *t, struct et_cuts *cuts, size_t seek, size_t segm
 	struct eng__asr_words_in in = {
 		.w = t->m->whisper, .tok = t->tok, .e = t->enc, .sot = t->sot_seq,
 		.n_sot = t->n_sot_seq, .seek = seek, .n_frames = segment_size,
-		.last_speech = t->last_speech,
+		.last_speech = t->last_speech, .language = t->out->language,
 	};
 	int rc = eng__asr_words(&in, cuts->v, cuts->n);
 	if (rc || cuts->n == 0)

@@ -11,8 +11,8 @@
  * from, and CTranslate2 4.x (src/models/whisper.cc WhisperReplica::align
  * and compute_alignments, src/dtw.cc negative_dtw, ops/median_filter):
  * the same steps as openai/whisper timing.py. Languages written without
- * spaces (zh, ja, th, lo, my, yue) split at every character there; here
- * every language splits at spaces (the multilingual path is not wired).
+ * spaces (zh, ja, th, lo, my, yue) split at every whole character, the
+ * others at spaces.
  */
 #include <math.h>
 #include <stdio.h>
@@ -341,7 +341,12 @@ static int ew_align(const struct eng__asr_words_in *in, const int32_t *text, siz
 	const struct eng_whisper_hp *hp = eng_whisper_hp(in->w);
 	if (C == 0 || n_heads == 0 || N > (size_t)hp->n_text_ctx)
 		return 0;
-	int rc = ew_split_words(in->tok, text, n, out);
+	static const char *const unspaced[] = { "zh", "ja", "th", "lo", "my", "yue" };
+	bool by_char = false;
+	for (size_t i = 0; in->language && i < sizeof(unspaced) / sizeof(*unspaced); i++)
+		by_char |= !strcmp(in->language, unspaced[i]);
+	int rc = by_char ? ew_split_unicode(in->tok, text, n, out)
+			 : ew_split_words(in->tok, text, n, out);
 	if (rc || out->n <= 1) {
 		ew_words_fini(out);
 		return rc;

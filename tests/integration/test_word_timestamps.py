@@ -15,7 +15,7 @@ import pytest
 from test_audio_endpoints import (MODEL, assert_openai_error, assert_serving, clip, listen,
                                   openai_client, transcribe, wav_bytes)
 from test_batched_http import batch_sizes, srv  # noqa: F401 (srv: a daemon for 16 MB bodies)
-from test_transcribe import AUDIO, ROOT, tokens_of, write_jfk_x4
+from test_transcribe import AUDIO, MODELS, ROOT, tokens_of, write_jfk_x4
 from test_transcribe import transcribe as cli_transcribe
 
 REF = os.path.join(ROOT, "tests", "reference", "transcripts", "faster_whisper_words.json")
@@ -168,3 +168,15 @@ def test_words_of_next_to_nothing(srv, frames):
     body = r.json()
     assert body["words"] == [] or all(w["start"] <= w["end"] for w in body["words"])
     assert_serving(srv.port)
+
+
+def test_words_in_other_languages(reference):
+    """Whisper base on the espeak-ng clips (German, French, ...): the
+    language faster-whisper detects, its tokens and its words."""
+    ref = reference["languages"]
+    langs = os.path.join(ROOT, "tests", "data", "languages")
+    ours = cli_transcribe([os.path.join(langs, c) for c in sorted(ref)], "--word-timestamps",
+                          "--model", os.path.join(MODELS, "whisper-base"))
+    for c in ref:
+        assert tokens_of(ours[c]) == tokens_of(ref[c]), c
+        check_words(ours[c], ref[c], c)

@@ -3,7 +3,9 @@
 word-level timestamps faster-whisper (the reference implementation, PyPI)
 gives for every clip in tests/data/audio, and for jfk.wav four times over
 (long-form: with word timestamps a window whose last segment is unfinished
-resumes at its last word's end), on the CTranslate2 model inferd serves.
+resumes at its last word's end), on the CTranslate2 model inferd serves;
+and under "languages" the espeak-ng clips of tests/data/languages on the
+multilingual Whisper base (the language detected, words split at spaces).
 
 Options are the ones tests/integration/test_word_timestamps.py gives
 inferd: greedy (beam_size=1), temperature=0, vad_filter=False,
@@ -51,6 +53,11 @@ def main():
     for clip in clips:
         out["clips"][clip] = words_of(model, os.path.join(AUDIO, clip))
         print(clip, out["clips"][clip]["text"], file=sys.stderr)
+    base = WhisperModel(os.path.join(ROOT, "models", "whisper-base"), device="cpu",
+                        compute_type="float32", cpu_threads=2)
+    langs = os.path.join(ROOT, "tests", "data", "languages")
+    out["languages"] = {c: words_of(base, os.path.join(langs, c))
+                        for c in sorted(os.listdir(langs)) if c.endswith(".wav")}
     x4 = os.path.join(os.environ.get("TMPDIR", "/tmp"), "inferd-jfk-x4.wav")
     jfk_x4(x4)
     out["jfk_x4"] = words_of(model, x4)
