@@ -12,8 +12,15 @@
  *                       / [1, N]: mono samples, with a sample_rate
  *                       parameter (on the input or the request), JSON or
  *                       binary;
+ *                       Request parameters (inferd's, as Triton models
+ *                       take their own): language (an ISO 639-1 code;
+ *                       absent: detected on a multilingual model), task
+ *                       ("transcribe" or "translate"), word_timestamps
+ *                       (bool);
  *                  out: TRANSCRIPT, BYTES [1]: the text; SEGMENTS, BYTES
- *                       [1]: a JSON array of {id, start, end, text}.
+ *                       [1]: a JSON array of {id, start, end, text} (with
+ *                       word_timestamps, each also "words": [{word, start,
+ *                       end, probability}]).
  *   generation     in:  TEXT_INPUT, BYTES [1] (JSON string or binary);
  *                       request parameters max_tokens, temperature, top_p,
  *                       top_k, min_p, seed, stop, repetition_penalty;
@@ -254,14 +261,48 @@ static json_t *srv_ks_segments(const struct eng_transcript *t)
 	for (size_t i = 0; a && i < t->n_segments; i++) {
 		const struct eng_segment *s = &t->segments[i];
 		json_t *text = srv__audio_json_str(s->text, strlen(s->text));
-		if (json_array_append_new(a, json_pack("{s:I,s:f,s:f,s:o}", "id", (json_int_t)i,
-						       "start", s->start_s, "end", s->end_s,
-						       "text", text))) {
+		json_t *seg = json_pack("{s:I,s:f,s:f,s:o}", "id", (json_int_t)i, "start",
+					s->start_s, "end", s->end_s, "text", text);
+		json_t *words = seg && s->words ? json_array() : NULL;
+		for (size_t k = 0; words && k < s->n_words; k++) {
+			const struct eng_word *w = &s->words[k];
+			if (json_array_append_new(words, json_pack("{s:o,s:f,s:f,s:f}", "word",
+				srv__audio_json_str(w->word, strlen(w->word)), "start", w->start_s,
+				"end", w->end_s, "probability", (double)w->probability))) {
+				json_decref(words);
+				words = NULL;
+			}
+		}
+		if (!seg || (s->words && (!words || json_object_set_new(seg, "words", words))) ||
+		    json_array_append_new(a, seg)) {
 			json_decref(a);
 			return NULL;
 		}
 	}
 	return a;
+}
+
+/* The transcription's request parameters: language, task,
+ * word_timestamps. 0 or a 400 (srv_ks_bad). */
+static int srv_ks_asr_params(struct srv_ks_req *r, struct srv_audio_job *job)
+{
+	json_t *lang = json_object_get(r->params, "language");
+	json_t *task = json_object_get(r->params, "task");
+	json_t *words = json_object_get(r->params, "word_timestamps");
+	if (lang && (!json_is_string(lang) ||
+		     srv__audio_job_set_language(job, json_string_value(lang),
+						 json_string_length(lang))))
+		return srv_ks_bad(r, "parameter 'language' must be an ISO 639-1 code such as 'en'");
+	if (task && (!json_is_string(task) || (strcmp(json_string_value(task), "transcribe") &&
+					       strcmp(json_string_value(task), "translate"))))
+		return srv_ks_bad(r, "parameter 'task' must be \"transcribe\" or \"translate\"");
+	if (task)
+		job->params.task = strcmp(json_string_value(task), "translate") ? "transcribe"
+										  : "translate";
+	if (words && !json_is_boolean(words))
+		return srv_ks_bad(r, "parameter 'word_timestamps' must be true or false");
+	job->params.word_timestamps = words && json_is_true(words);
+	return 0;
 }
 
 static int srv_ks_asr_format(struct srv_audio_job *base)
@@ -377,6 +418,8 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 		job = (struct srv_ks_asr_job *)srv__audio_job_new(req, sizeof(*job));
 		rc = job ? 0 : -ST_NOMEM;
 	}
+	if (!rc)
+		rc = srv_ks_asr_params(r, &job->base);
 	if (!rc && !strcmp(t->datatype, "FP32")) {
 		int rate = 0;
 		rc = srv_ks_sample_rate(r, t, &rate);
