@@ -3,7 +3,8 @@
  *   inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]
  *                     [--timestamps | --json] [--beam-size N] [--language L]
  *                     [--prompt TEXT] [--temperature T]
- *                     [--compute-type T] [--batched] [--word-timestamps] FILE...
+ *                     [--compute-type T] [--batched] [--word-timestamps]
+ *                     [--vad-filter | --no-vad-filter] FILE...
  *   inferd generate   (gen_usage below)
  * transcribe prints each file's transcript on stdout and a timing line per
  * file on stderr (audio seconds, wall seconds, real-time factor): what
@@ -130,7 +131,7 @@ static int tx_usage(FILE *to)
 		    "                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 		    "                         [--prompt TEXT] [--temperature T]\n"
 		    "                         [--compute-type T] [--batched] [--word-timestamps]\n"
-		    "                         FILE...\n"
+		    "                         [--vad-filter | --no-vad-filter] FILE...\n"
 		    "Transcribes each FILE without a server: the text on stdout (--timestamps:\n"
 		    "segments with times; --json: one JSON object per file with segments and\n"
 		    "tokens) and a timing line per file on stderr. --model: a model name from\n"
@@ -140,8 +141,25 @@ static int tx_usage(FILE *to)
 		    "--temperature 0..1 (absent: the fallback list 0, 0.2, ..., 1.0);\n"
 		    "--beam-size 1..16 (default 1, greedy); --threads: default every core;\n"
 		    "--word-timestamps: each word's start, end and probability (--json: a\n"
-		    "\"words\" list per segment; --timestamps: a line per word).\n");
+		    "\"words\" list per segment; --timestamps: a line per word);\n"
+		    "--vad-filter / --no-vad-filter: transcribe only the speech Silero VAD finds\n"
+		    "(silence skipped, times those of the file) or all of it; absent: the\n"
+		    "config entry's vad_filter (else off).\n");
 	return to == stdout ? CLI_HELP : 2;
+}
+
+/* An option without a value: set in a, true; else false. */
+static bool tx_flag(const char *o, struct tx_args *a)
+{
+	if (!strcmp(o, "--timestamps") || !strcmp(o, "--json"))
+		*(o[2] == 't' ? &a->timestamps : &a->json) = true;
+	else if (!strcmp(o, "--batched") || !strcmp(o, "--word-timestamps"))
+		*(o[2] == 'b' ? &a->params.batched : &a->params.word_timestamps) = true;
+	else if (!strcmp(o, "--vad-filter") || !strcmp(o, "--no-vad-filter"))
+		a->params.vad_filter = o[2] == 'v' ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
+	else
+		return false;
+	return true;
 }
 
 /* 0, CLI_HELP (usage printed on stdout) or 2 (a usage error, said on stderr). */
@@ -154,14 +172,8 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 	int i = 2, rc = 0;
 	for (; i < argc && !rc && !strncmp(argv[i], "--", 2); i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(o, "--timestamps") || !strcmp(o, "--json")) {
-			*(o[2] == 't' ? &a->timestamps : &a->json) = true;
+		if (tx_flag(o, a))
 			continue;
-		}
-		if (!strcmp(o, "--batched") || !strcmp(o, "--word-timestamps")) {
-			*(o[2] == 'b' ? &a->params.batched : &a->params.word_timestamps) = true;
-			continue;
-		}
 		if (!v)
 			return cli_bad_option(o, true, tx_usage);
 		i++;
@@ -219,7 +231,8 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 	 * computing (0: all) */
 	struct eng_replica_spec rep = { .device = "cpu", .threads = threads > 0 ? threads : 0 };
 	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = &rep,
-				       .n_replicas = 1 };
+				       .n_replicas = 1, .vad_model = CFG_VAD_MODEL_DEFAULT,
+				       .vad_model_optional = true };
 	int rc = 0;
 	if (!model || stat(model, &st) != 0) {
 		if ((rc = cfg_load_file(config, &cfg, err, errlen)) != 0)
@@ -232,6 +245,11 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 				spec.path = cm->path;
 				spec.compute_type = (enum eng_compute_type)cm->compute_type;
 				spec.kv_cache_f16 = cm->kv_cache_f16 != 0;
+				spec.vad_filter = cm->vad_filter != 0;
+				if (cm->vad_model) {
+					spec.vad_model = cm->vad_model;
+					spec.vad_model_optional = false;
+				}
 			}
 		}
 	}
