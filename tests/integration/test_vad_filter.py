@@ -341,3 +341,24 @@ def test_clips_match_faster_whisper_with_vad(reference):
         assert e <= 2, (c, reference["clips"][c]["text"], out[c]["text"])
         same += e == 0
     assert same >= 0.8 * len(clips), same
+
+
+def test_grpc_vad_filter_parameter():
+    """The gRPC KServe route reads vad_filter as a bool_param."""
+    np = pytest.importorskip("numpy")
+    tg = pytest.importorskip("tritonclient.grpc")
+    from test_grpc import free_port, status_of
+    port = free_port()
+    d = Daemon(audio_config(models=[whisper_entry()], grpc_listen="127.0.0.1:%d" % port))
+    try:
+        c = tg.InferenceServerClient("127.0.0.1:%d" % port)
+        x = tg.InferInput("AUDIO", [60 * RATE], "FP32")
+        x.set_data_from_numpy(np.zeros(60 * RATE, dtype=np.float32))
+        r = c.infer("whisper-tiny.en", [x], parameters={"sample_rate": RATE, "vad_filter": True})
+        assert r.as_numpy("TRANSCRIPT")[0] in (b"", "")
+        code, msg = status_of(lambda: c.infer("whisper-tiny.en", [x], parameters={
+            "sample_rate": RATE, "vad_filter": "yes"}))
+        assert code == "StatusCode.INVALID_ARGUMENT" and "vad_filter" in msg, msg
+        c.close()
+    finally:
+        check_clean_exit(d)
