@@ -362,3 +362,33 @@ def test_grpc_vad_filter_parameter():
         c.close()
     finally:
         check_clean_exit(d)
+
+
+def test_deepgram_multichannel_each_channel_filtered(srv):
+    """multichannel=true: each channel is VAD-filtered on its own; the
+    silent one is empty, the other keeps its words on the file's timeline."""
+    jfk = array.array("h", pcm("jfk.wav"))
+    pre = [0] * (5 * RATE)
+    left = array.array("h", pre + list(jfk))
+    right = array.array("h", [0] * len(left))
+    both = array.array("h", [v for pair in zip(left, right) for v in pair])
+    out = io_wav(both.tobytes(), channels=2)
+    r = listen(srv.port, out, "multichannel=true&vad_filter=true")
+    assert r.status == 200, r.body
+    ch = r.json()["results"]["channels"]
+    assert len(ch) == 2
+    a0, a1 = ch[0]["alternatives"][0], ch[1]["alternatives"][0]
+    assert normalise(a0["transcript"]) == normalise(JFK)
+    assert a0["words"][0]["start"] == pytest.approx(5.0, abs=0.15)
+    assert a1["transcript"] == "" and a1["words"] == []
+
+
+def io_wav(frames, channels=1):
+    import io
+    b = io.BytesIO()
+    with wave.open(b, "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(frames)
+    return b.getvalue()
