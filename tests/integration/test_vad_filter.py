@@ -392,3 +392,16 @@ def io_wav(frames, channels=1):
         w.setframerate(RATE)
         w.writeframes(frames)
     return b.getvalue()
+
+
+def test_batched_long_form_filters_each_chunk(srv):
+    """batched=true on 35 s of silence + jfk.wav (two chunks cut by energy):
+    each chunk is VAD-filtered, the silent stretch gives nothing and jfk's
+    words keep the file's times."""
+    data = io_wav(silence(35) + pcm("jfk.wav"))
+    v = verbose_words(srv.port, data, vad_filter="true", batched="true")
+    assert normalise(v["text"]) == normalise(JFK), v["text"]
+    assert v["duration"] == pytest.approx(46.0, abs=0.01)
+    assert v["words"][0]["start"] == pytest.approx(35.0, abs=0.15), v["words"][0]
+    assert v["segments"][0]["start"] == pytest.approx(35.0, abs=0.15), v["segments"][0]
+    assert v["words"][-1]["end"] == pytest.approx(45.5, abs=0.3), v["words"][-1]
