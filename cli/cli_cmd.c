@@ -4,7 +4,8 @@
  *                     [--timestamps | --json] [--beam-size N] [--language L]
  *                     [--task transcribe|translate]
  *                     [--prompt TEXT] [--temperature T]
- *                     [--compute-type T] [--batched] [--word-timestamps] FILE...
+ *                     [--compute-type T] [--batched] [--word-timestamps]
+ *                     [--vad-filter | --no-vad-filter] FILE...
  *   inferd generate   (gen_usage below)
  * transcribe prints each file's transcript on stdout and a timing line per
  * file on stderr (audio seconds, wall seconds, real-time factor): what
@@ -131,7 +132,8 @@ static int tx_usage(FILE *to)
 		    "                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 		    "                         [--prompt TEXT] [--temperature T]\n"
 		    "                         [--compute-type T] [--batched] [--word-timestamps]\n"
-		    "                         [--task transcribe|translate] FILE...\n"
+		    "                         [--task transcribe|translate]\n"
+		    "                         [--vad-filter | --no-vad-filter] FILE...\n"
 		    "Transcribes each FILE without a server: the text on stdout (--timestamps:\n"
 		    "segments with times; --json: one JSON object per file with segments and\n"
 		    "tokens) and a timing line per file on stderr. --model: a model name from\n"
@@ -144,8 +146,24 @@ static int tx_usage(FILE *to)
 		    "--task translate: English text from speech in another language\n"
 		    "(multilingual models); --word-timestamps: each word's start, end and\n"
 		    "probability (--json: a \"words\" list per segment; --timestamps: a\n"
-		    "line per word).\n");
+		    "line per word); --vad-filter / --no-vad-filter: transcribe only the\n"
+		    "speech Silero VAD finds (silence skipped, times those of the file) or\n"
+		    "all of it; absent: the config entry's vad_filter (else off).\n");
 	return to == stdout ? CLI_HELP : 2;
+}
+
+/* An option without a value: set in a, true; else false. */
+static bool tx_flag(const char *o, struct tx_args *a)
+{
+	if (!strcmp(o, "--timestamps") || !strcmp(o, "--json"))
+		*(o[2] == 't' ? &a->timestamps : &a->json) = true;
+	else if (!strcmp(o, "--batched") || !strcmp(o, "--word-timestamps"))
+		*(o[2] == 'b' ? &a->params.batched : &a->params.word_timestamps) = true;
+	else if (!strcmp(o, "--vad-filter") || !strcmp(o, "--no-vad-filter"))
+		a->params.vad_filter = o[2] == 'v' ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
+	else
+		return false;
+	return true;
 }
 
 /* 0, CLI_HELP (usage printed on stdout) or 2 (a usage error, said on stderr). */
@@ -158,14 +176,8 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 	int i = 2, rc = 0;
 	for (; i < argc && !rc && !strncmp(argv[i], "--", 2); i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(o, "--timestamps") || !strcmp(o, "--json")) {
-			*(o[2] == 't' ? &a->timestamps : &a->json) = true;
+		if (tx_flag(o, a))
 			continue;
-		}
-		if (!strcmp(o, "--batched") || !strcmp(o, "--word-timestamps")) {
-			*(o[2] == 'b' ? &a->params.batched : &a->params.word_timestamps) = true;
-			continue;
-		}
 		if (!v)
 			return cli_bad_option(o, true, tx_usage);
 		i++;
@@ -225,7 +237,8 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 	 * computing (0: all) */
 	struct eng_replica_spec rep = { .device = "cpu", .threads = threads > 0 ? threads : 0 };
 	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = &rep,
-				       .n_replicas = 1 };
+				       .n_replicas = 1, .vad_model = CFG_VAD_MODEL_DEFAULT,
+				       .vad_model_optional = true };
 	int rc = 0;
 	if (!model || stat(model, &st) != 0) {
 		if ((rc = cfg_load_file(config, &cfg, err, errlen)) != 0)
@@ -238,6 +251,11 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 				spec.path = cm->path;
 				spec.compute_type = (enum eng_compute_type)cm->compute_type;
 				spec.kv_cache_f16 = cm->kv_cache_f16 != 0;
+				spec.vad_filter = cm->vad_filter != 0;
+				if (cm->vad_model) {
+					spec.vad_model = cm->vad_model;
+					spec.vad_model_optional = false;
+				}
 			}
 		}
 	}

@@ -39,7 +39,8 @@ static void usage(FILE *out)
 		"       inferd transcribe [--config FILE] [--model NAME|PATH] [--threads N]\n"
 		"                         [--timestamps | --json] [--beam-size N] [--language L]\n"
 		"                         [--prompt TEXT] [--temperature T] [--compute-type T]\n"
-		"                         [--batched] [--task transcribe|translate] FILE...\n"
+		"                         [--batched] [--word-timestamps] [--vad-filter]\n"
+		"                         [--task transcribe|translate] FILE...\n"
 		"       inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
 		"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
 		"                       [--top-k K] [--seed S] [--threads N] PROMPT\n"
@@ -97,6 +98,9 @@ static struct eng_model_spec *specs_from_cfg(const struct cfg *cfg)
 			.timeout_ms = m->timeout_ms,
 			.compute_type = (enum eng_compute_type)m->compute_type,
 			.kv_cache_f16 = m->kv_cache_f16 != 0,
+			.vad_model = m->vad_model ? m->vad_model : CFG_VAD_MODEL_DEFAULT,
+			.vad_model_optional = !m->vad_model,
+			.vad_filter = m->vad_filter != 0,
 		};
 		reps += m->n_replicas;
 	}

@@ -182,6 +182,7 @@ void cfg_destroy(struct cfg *cfg)
 		struct cfg_model *m = &cfg->models[i];
 		mem_free(m->name);
 		mem_free(m->path);
+		mem_free(m->vad_model);
 		for (size_t j = 0; j < m->n_replicas; j++)
 			mem_free(m->replicas[j].device);
 		mem_free(m->replicas);

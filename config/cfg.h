@@ -65,7 +65,15 @@ struct cfg_model {
 	int timeout_ms;               /* request deadline (504 past it); default 0 = none, 0..86400000 */
 	enum cfg_compute_type compute_type; /* "compute_type"; default "default" */
 	int kv_cache_f16;             /* generation: "kv_cache_f16", bool; default false (float32) */
+	int vad_filter;               /* transcription: "vad_filter", bool; requests' default */
+	char *vad_model;              /* transcription: "vad_model", Silero VAD's safetensors;
+				       * NULL when absent: CFG_VAD_MODEL_DEFAULT if it exists */
 };
+
+/* The Silero VAD weights a transcription model uses when its "vad_model"
+ * is absent, relative to the working directory (scripts/fetch-models puts
+ * them there); a missing file then only means no VAD. */
+#define CFG_VAD_MODEL_DEFAULT "models/silero-vad/silero_vad_16k.safetensors"
 
 struct cfg {
 	char *listen_host;         /* "listen": "HOST:PORT", "[v6]:PORT"; default 127.0.0.1:8080.

@@ -15,7 +15,7 @@ static void cfg_help_rows(FILE *out, const struct cfg_knob *tab, size_t n,
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct cfg_knob *k = &tab[i];
-		char path[CFG_PATH_LEN], def[48] = "";
+		char path[CFG_PATH_LEN], def[96] = "";
 		cfg__join(path, sizeof(path), parent, k->path);
 		if (k->required)
 			snprintf(def, sizeof(def), ", required");

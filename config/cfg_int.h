@@ -110,6 +110,7 @@ extern const struct cfg_type cfg__type_int_opt;     /* int, absent: def, no rang
 extern const struct cfg_type cfg__type_int64;       /* int64_t */
 extern const struct cfg_type cfg__type_bool;        /* bool */
 extern const struct cfg_type cfg__type_str;         /* new string, min..max bytes */
+extern const struct cfg_type cfg__type_str_opt;     /* the same, absent: NULL */
 extern const struct cfg_type cfg__type_name;        /* a model name [A-Za-z0-9._-] */
 extern const struct cfg_type cfg__type_format;      /* enum cfg_model_format */
 extern const struct cfg_type cfg__type_compute;     /* enum cfg_compute_type */

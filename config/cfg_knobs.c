@@ -89,6 +89,15 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .doc = "generation: keep the KV cache in float16 (llama.cpp's default cache type): "
 		 "half the memory per sequence and the bytes a decode step reads; "
 		 "false: float32" },
+	{ .path = "vad_filter", .type = &cfg__type_bool,
+	  .offset = offsetof(struct cfg_model, vad_filter), .def = 0, .min = 0, .max = 1,
+	  .doc = "transcription: requests' default for vad_filter (Silero VAD: only speech "
+		 "is transcribed, silence skipped, times mapped back); needs the VAD loaded" },
+	{ .path = "vad_model", .type = &cfg__type_str_opt,
+	  .offset = offsetof(struct cfg_model, vad_model), .min = 1, .max = PATH_MAX,
+	  .def_str = "\"" CFG_VAD_MODEL_DEFAULT "\" when it exists",
+	  .doc = "transcription: Silero VAD's silero_vad_16k.safetensors, relative to the "
+		 "working directory; given, it must load" },
 	{ .path = "compute_type", .type = &cfg__type_compute,
 	  .offset = offsetof(struct cfg_model, compute_type), .def_str = "\"default\"",
 	  .doc = "transcription: \"default\" (the stored type; float folders run float32), "

@@ -206,6 +206,20 @@ const struct cfg_type cfg__type_str = {
 	"string", CFG_SHOW_TEXT, " bytes", NULL, cfg_str_read,
 	cfg_required_finish,
 };
+/* An optional string: absent stays NULL (the user of the field picks). */
+static int cfg_str_opt_finish(struct cfg_ctx *ctx, const struct cfg_knob *k, void *base,
+			      const char *parent)
+{
+	(void)ctx;
+	(void)k;
+	(void)base;
+	(void)parent;
+	return 0;
+}
+
+const struct cfg_type cfg__type_str_opt = {
+	"string", CFG_SHOW_TEXT, " bytes", NULL, cfg_str_read, cfg_str_opt_finish,
+};
 const struct cfg_type cfg__type_name = {
 	"string", CFG_SHOW_TEXT, " bytes", NULL, cfg_name_read,
 	cfg_required_finish,

@@ -87,6 +87,18 @@ struct eng_model_spec {
 	int timeout_ms;         /* request deadline, ms (0 / default: none) */
 	enum eng_compute_type compute_type; /* 0: DEFAULT */
 	bool kv_cache_f16;      /* generation: binary16 KV caches (eng_llm_kv_create) */
+	/* transcription: Silero VAD (engine/vad/eng_vad.h). vad_model is its
+	 * silero_vad_16k.safetensors (NULL: none), loaded once per model and
+	 * shared by its replicas; vad_filter is the model's default for
+	 * requests that leave eng_transcribe_params.vad_filter DEFAULT, and
+	 * needs the VAD to load. With vad_model_optional a vad_model that
+	 * cannot be loaded is no error when vad_filter is false: the model
+	 * serves without VAD and requests asking for it are refused with the
+	 * reason (the config's default path, which may be absent). Ignored for
+	 * GGUF models; vad_filter on one is refused. */
+	const char *vad_model;
+	bool vad_model_optional;
+	bool vad_filter;
 };
 
 /* eng_create - open and validate every model in specs[0..n_specs).
@@ -131,6 +143,10 @@ uint64_t eng_model_size_bytes(const struct eng_model *m);
  * ("float32", "int8", "bfloat16", "int8_bfloat16"); NULL for a GGUF model
  * (its tensors' own types). Static string. */
 const char *eng_model_compute_type(const struct eng_model *m);
+/* eng_model_vad_filter - a transcription model's vad_filter default (the
+ * spec's); eng_model_has_vad - whether its VAD is loaded. */
+bool eng_model_vad_filter(const struct eng_model *m);
+bool eng_model_has_vad(const struct eng_model *m);
 /* eng_model_kv_cache - "float16" or "float32", the type of a generation
  * model's KV caches (kv_cache_f16); NULL for transcription models. */
 const char *eng_model_kv_cache(const struct eng_model *m);
@@ -169,6 +185,15 @@ struct eng_req_opts {
 
 #include "engine/audio/eng_audio.h" /* eng_audio_decode: bytes -> 16 kHz mono float */
 
+/* vad_filter of one transcription: the model's default (eng_model_spec.
+ * vad_filter), or forced off or on. */
+enum eng_vad_filter {
+	ENG_VAD_FILTER_DEFAULT = 0,
+	ENG_VAD_FILTER_OFF,
+	ENG_VAD_FILTER_ON,
+	ENG_VAD_FILTER_COUNT
+};
+
 /* Options of one transcription; eng_transcribe_params_init sets the
  * defaults of faster-whisper's WhisperModel.transcribe (the reference),
  * except beam_size 1 (greedy). Strings are borrowed during the call. */
@@ -201,6 +226,16 @@ struct eng_transcribe_params {
 	 * a window whose last segment is unfinished is resumed at its last
 	 * word's end rather than its last timestamp. */
 	bool word_timestamps;
+	/* Voice activity detection (faster-whisper 1.2.1's vad_filter=True with
+	 * its default VadOptions: threshold 0.5, min speech 0 ms, min silence
+	 * 2000 ms, 400 ms padding): the model's Silero VAD finds the speech
+	 * spans on the replica, only their audio (concatenated) is
+	 * transcribed, and segment and word times are mapped back to the
+	 * original audio (restore_speech_timestamps). Audio without speech
+	 * gives an empty transcript (its duration still the audio's). ON with
+	 * a model that has no VAD loaded is -ST_INVAL. With batched, each
+	 * chunk is filtered on its own (the cuts stay energy's). */
+	enum eng_vad_filter vad_filter;
 };
 
 /* One word of a segment (word_timestamps; times in seconds from the audio

@@ -17,6 +17,7 @@ struct eng_ct2;
 struct eng_whisper;
 struct eng_whisper_tok;
 struct kn_mel;
+struct eng_vad;
 struct eng_llm;
 struct eng_tok;
 struct eng_sched;
@@ -39,6 +40,9 @@ struct eng_model {
 	struct eng_whisper *whisper;      /* float32 weights, shared read-only */
 	struct eng_whisper_tok *wtok;     /* tokenizer facts */
 	struct kn_mel *mel;               /* log-mel filterbank for hp.n_mels */
+	struct eng_vad *vad;              /* Silero VAD (vad_model), or NULL */
+	char *vad_err;                    /* why vad is NULL (new), or NULL */
+	bool vad_filter;                  /* requests' default (eng_model_spec) */
 	/* generation models (eng_generate.c) */
 	struct eng_llm *llm;              /* weight views into the GGUF map */
 	struct eng_tok *tok;              /* the GGUF vocabulary's tokenizer */
@@ -54,6 +58,14 @@ struct eng {
  * (eng_asr_transcribe.c). eng__whisper_model_fini undoes it (NULL-safe). */
 int eng__whisper_model_load(struct eng_model *m, char *err, size_t errlen);
 void eng__whisper_model_fini(struct eng_model *m);
+
+/* eng__asr_vad_load - the Silero VAD of a loaded Whisper model m from
+ * spec->vad_model (eng_asr_vad.c); a failure is an error when spec asks
+ * for vad_filter or does not mark the file optional, else kept in
+ * m->vad_err. eng__asr_vad_fini undoes it (NULL-safe fields). */
+int eng__asr_vad_load(struct eng_model *m, const struct eng_model_spec *spec, char *err,
+		      size_t errlen);
+void eng__asr_vad_fini(struct eng_model *m);
 
 /* eng__llm_model_load - after the GGUF reader opened m->gguf: the model's
  * architecture and weight views, and its tokenizer (eng_generate.c).

@@ -97,7 +97,13 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
 	if (rc)
 		return rc;
+	if (m->format == ENG_FORMAT_GGUF && spec->vad_filter)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "%s: vad_filter applies to Whisper transcription models only",
+			       m->path);
 	rc = m->format == ENG_FORMAT_GGUF ? load_gguf(m, err, errlen) : load_ct2(m, err, errlen);
+	if (!rc && m->task == ENG_TASK_TRANSCRIPTION)
+		rc = eng__asr_vad_load(m, spec, err, errlen);
 	m->created = (int64_t)time(NULL);
 	if (!rc)
 		rc = eng__sched_create(m, spec,
@@ -111,6 +117,7 @@ static void model_fini(struct eng_model *m)
 	eng__sched_destroy(m->sched); /* no replica touches the weights after this */
 	m->sched = NULL;
 	eng__whisper_model_fini(m);
+	eng__asr_vad_fini(m);
 	eng__llm_model_fini(m);
 	eng_gguf_close(m->gguf);
 	eng_ct2_close(m->ct2);
@@ -213,6 +220,16 @@ uint64_t eng_model_size_bytes(const struct eng_model *m) { return m->size_bytes;
 const char *eng_model_compute_type(const struct eng_model *m)
 {
 	return m->whisper ? eng_whisper_compute_type(m->whisper) : NULL;
+}
+
+bool eng_model_vad_filter(const struct eng_model *m)
+{
+	return m->vad_filter;
+}
+
+bool eng_model_has_vad(const struct eng_model *m)
+{
+	return m->vad != NULL;
 }
 
 const char *eng_model_kv_cache(const struct eng_model *m)

@@ -5,6 +5,7 @@
 #ifndef ENG_ASR_INT_H
 #define ENG_ASR_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "engine/eng.h"
@@ -61,17 +62,38 @@ int eng__transcribe_check(const struct eng_model *m, const struct eng_transcribe
 			  char *err, size_t errlen);
 
 /* eng__transcribe_run - the whole transcription of samples [n] on the
+ * calling (replica) thread: with vad_filter (eng__asr_vad_is_on) the
+ * speech spans' audio through eng__transcribe_plain and the times mapped
+ * back (eng_asr_vad.c), else eng__transcribe_plain. Arguments and errors
+ * as eng__transcribe_plain's. */
+int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
+			size_t n_samples, const struct eng_transcribe_params *p,
+			int (*stop)(void *arg), void *stop_arg,
+			const struct eng_whisper_runner *run, struct eng_transcript **out,
+			char *err, size_t errlen);
+
+/* eng__asr_vad_is_on - whether p filters with the VAD: ON, or DEFAULT on
+ * a model whose default is on. */
+bool eng__asr_vad_is_on(const struct eng_model *m, const struct eng_transcribe_params *p);
+
+/* eng__asr_vad_check - (eng_transcribe_submit, after eng__transcribe_check)
+ * p->vad_filter is a known value, and ON only on a
+ * model with a VAD loaded: 0 or -ST_INVAL with err. */
+int eng__asr_vad_check(const struct eng_model *m, const struct eng_transcribe_params *p,
+		       char *err, size_t errlen);
+
+/* eng__transcribe_plain - the whole transcription of samples [n] on the
  * calling (replica) thread with its compute team pool (NULL: alone).
  * p checked already. Before every window and every decoder pass it stops
  * on p->cancel (-ST_CANCELED) or when stop(stop_arg) returns non-zero (that
  * status: the deadline, shutdown). Encoder and decoder passes go through
  * run when it is not NULL (a batcher; pool then only sizes the encoder
  * scratch). On success *out is new. Errors: -ST_NOMEM, others with err. */
-int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
-			size_t n_samples, const struct eng_transcribe_params *p,
-			int (*stop)(void *arg), void *stop_arg,
-			const struct eng_whisper_runner *run, struct eng_transcript **out,
-			char *err, size_t errlen);
+int eng__transcribe_plain(const struct eng_model *m, struct dev_pool *pool,
+			  const float *samples, size_t n_samples,
+			  const struct eng_transcribe_params *p, int (*stop)(void *arg),
+			  void *stop_arg, const struct eng_whisper_runner *run,
+			  struct eng_transcript **out, char *err, size_t errlen);
 
 /* A segment of a window as _split_segments_by_timestamps cuts it, before
  * it is emitted (eng_asr_transcribe.c). */

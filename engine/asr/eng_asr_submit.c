@@ -16,6 +16,8 @@ int eng_transcribe_submit(const struct eng_model *m, const struct eng_asr_input 
 			  eng_transcribe_done_fn done, void *ud, char *err, size_t errlen)
 {
 	int rc = eng__transcribe_check(m, p, err, errlen);
+	if (!rc)
+		rc = eng__asr_vad_check(m, p, err, errlen);
 	if (rc)
 		return rc;
 	if (!in || (!in->data && !in->samples))

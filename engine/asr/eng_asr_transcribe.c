@@ -5,8 +5,9 @@
  * transcribe, generate_segments, generate_with_fallback, get_prompt,
  * _split_segments_by_timestamps), the reference the project's outputs are
  * compared with; openai/whisper transcribe.py has the same structure.
- * Word timestamps are eng_asr_words.c's. VAD, clip_timestamps, prefixes,
- * hotwords and hallucination_silence_threshold are not implemented.
+ * Word timestamps are eng_asr_words.c's, vad_filter eng_asr_vad.c's.
+ * clip_timestamps, prefixes, hotwords and hallucination_silence_threshold
+ * are not implemented.
  */
 #include <math.h>
 #include <stdio.h>
@@ -662,11 +663,11 @@ int eng__transcribe_check(const struct eng_model *m, const struct eng_transcribe
 	return et_check_params(m, p, err, errlen);
 }
 
-int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
-			size_t n_samples, const struct eng_transcribe_params *p,
-			int (*stop)(void *arg), void *stop_arg,
-			const struct eng_whisper_runner *run, struct eng_transcript **out,
-			char *err, size_t errlen)
+int eng__transcribe_plain(const struct eng_model *m, struct dev_pool *pool,
+			  const float *samples, size_t n_samples,
+			  const struct eng_transcribe_params *p, int (*stop)(void *arg),
+			  void *stop_arg, const struct eng_whisper_runner *run,
+			  struct eng_transcript **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	int rc = 0;

@@ -18,7 +18,8 @@
  *
  * Thread: a loaded struct eng_vad is immutable; any number of threads may
  * call eng_vad_probs / eng_vad_speech on it at once (each call owns its
- * state and scratch). Not wired into requests yet.
+ * state and scratch). Transcription's vad_filter (engine/asr/eng_asr_vad.c)
+ * is its user.
  */
 #ifndef ENG_VAD_H
 #define ENG_VAD_H
@@ -127,6 +128,12 @@ int eng_vad_map_init(struct eng_vad_map *m, const struct eng_vad_span *spans, si
  * time in the original audio, seconds rounded to 2 decimals as Python's
  * round does; chunk_index < 0 picks it as get_chunk_index does. */
 double eng_vad_map_time(const struct eng_vad_map *m, double time_s, long chunk_index, int is_end);
+
+/* eng_vad_map_chunk - get_chunk_index(time_s, is_end): the span a time
+ * in the concatenated speech (seconds) falls in, clamped to the last; -1
+ * for an empty map. restore_speech_timestamps maps both ends of a word
+ * through the span of its middle. */
+long eng_vad_map_chunk(const struct eng_vad_map *m, double time_s, int is_end);
 
 /* eng_vad_map_fini - free *m's arrays; a zeroed map is a no-op. */
 void eng_vad_map_fini(struct eng_vad_map *m);

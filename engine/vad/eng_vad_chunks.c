@@ -111,6 +111,11 @@ static size_t ev_chunk_index(const struct eng_vad_map *m, double time_s, int is_
 	return lo < m->n - 1 ? lo : m->n - 1;
 }
 
+long eng_vad_map_chunk(const struct eng_vad_map *m, double time_s, int is_end)
+{
+	return m->n ? (long)ev_chunk_index(m, time_s, is_end) : -1;
+}
+
 double eng_vad_map_time(const struct eng_vad_map *m, double time_s, long chunk_index, int is_end)
 {
 	if (m->n == 0 || (chunk_index >= 0 && (size_t)chunk_index >= m->n))

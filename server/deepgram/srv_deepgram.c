@@ -37,6 +37,11 @@
  *   batched      inferd extension, true: batched long-form (audio over 30 s
  *                cut at quiet moments into chunks transcribed together,
  *                no text carried across them; eng_transcribe_params.batched)
+ *   vad_filter   inferd extension (Deepgram has no such parameter), true or
+ *                false: faster-whisper's vad_filter, only the speech Silero
+ *                VAD finds is transcribed, word times stay the file's;
+ *                absent: the model's config default. true on a model
+ *                without a VAD loaded: 400
  *
  * Words carry the engine's word timestamps (eng_transcribe_params.
  * word_timestamps, always on here: the cross-attention alignment that
@@ -68,6 +73,7 @@ struct srv_dg_opts {
 	bool punctuate, utterances, batched, multichannel;
 	bool detect_language, has_language;
 	bool has_encoding, has_rate;
+	enum eng_vad_filter vad_filter; /* DEFAULT: not in the query */
 	struct eng_audio_raw raw;
 };
 
@@ -137,7 +143,7 @@ static int srv_dg_int(const char *v, long lo, long hi, int *out)
 static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, char *err, size_t n)
 {
 	int rc = 0;
-	bool b;
+	bool b = false;
 	if (!strcmp(k, "model"))
 		snprintf(o->model, sizeof(o->model), "%s", v);
 	else if (!strcmp(k, "language")) {
@@ -158,6 +164,10 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 		rc = srv_dg_bool(v, &o->batched);
 	else if (!strcmp(k, "multichannel"))
 		rc = srv_dg_bool(v, &o->multichannel);
+	else if (!strcmp(k, "vad_filter")) {
+		rc = srv_dg_bool(v, &b);
+		o->vad_filter = b ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
+	}
 	else if (!strcmp(k, "encoding")) {
 		rc = eng_audio_encoding_parse(v, &o->raw.encoding) ? -1 : 0;
 		o->has_encoding = true;
@@ -177,6 +187,7 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 static const char *const srv_dg_known[] = {
 	"model", "language", "punctuate", "smart_format", "utterances",
 	"encoding", "sample_rate", "channels", "batched", "multichannel", "detect_language",
+	"vad_filter",
 };
 
 static bool srv_dg_is_known(const char *key)
@@ -294,6 +305,7 @@ void srv__h_deepgram_listen(struct srv_req *req)
 	job->base.per_channel = o.multichannel;
 	job->base.params.batched = o.batched && !o.multichannel;
 	job->base.params.word_timestamps = true;
+	job->base.params.vad_filter = o.vad_filter;
 	srv__audio_job_set_language(&job->base, o.language, strlen(o.language));
 	job->punctuate = o.punctuate;
 	job->utterances = o.utterances;

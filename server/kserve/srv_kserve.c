@@ -16,7 +16,8 @@
  *                       take their own): language (an ISO 639-1 code;
  *                       absent: detected on a multilingual model), task
  *                       ("transcribe" or "translate"), word_timestamps
- *                       (bool);
+ *                       (bool), vad_filter (bool): as the OpenAI
+ *                       fields;
  *                  out: TRANSCRIPT, BYTES [1]: the text; SEGMENTS, BYTES
  *                       [1]: a JSON array of {id, start, end, text} (with
  *                       word_timestamps, each also "words": [{word, start,
@@ -413,6 +414,9 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 		   : srv_ks_bad(r, "the model '%s' takes one input, AUDIO", eng_model_name(m));
 	if (!rc && r->n_in != 1)
 		rc = srv_ks_bad(r, "the model '%s' takes one input, AUDIO", eng_model_name(m));
+	json_t *vad = json_object_get(r->params, "vad_filter");
+	if (!rc && vad && !json_is_boolean(vad))
+		rc = srv_ks_bad(r, "parameter vad_filter must be true or false");
 	struct srv_ks_asr_job *job = NULL;
 	if (!rc) {
 		job = (struct srv_ks_asr_job *)srv__audio_job_new(req, sizeof(*job));
@@ -445,6 +449,9 @@ static void srv_ks_transcribe(struct srv_req *req, struct srv_ks_req *r,
 	}
 	for (int i = 0; i < 2; i++)
 		job->want[i] = srv_ks_want(r, srv__ks_tensors(m)->outputs[i], &job->binary[i]);
+	if (vad)
+		job->base.params.vad_filter = json_is_true(vad) ? ENG_VAD_FILTER_ON
+							       : ENG_VAD_FILTER_OFF;
 	snprintf(job->id, sizeof(job->id), "%s",
 		 json_string_value(json_object_get(r->root, "id")) ?: "");
 	job->base.model = m;

@@ -8,7 +8,8 @@
  * (bytes_contents / fp32_contents) or in raw_input_contents[i] for the
  * i-th input (BYTES raw: each element a 4-byte little-endian length and
  * its bytes; FP32 raw: little-endian floats). Outputs go back as
- * raw_output_contents, as Triton answers. Parameters: sample_rate (FP32
+ * raw_output_contents, as Triton answers. Parameters: vad_filter (bool,
+ * transcription, an inferd extension as over REST), sample_rate (FP32
  * AUDIO), max_tokens, temperature, top_p, top_k, min_p, seed,
  * repetition_penalty (generation). Status codes: INVALID_ARGUMENT (a bad
  * tensor or parameter), NOT_FOUND (model or version), RESOURCE_EXHAUSTED
@@ -496,6 +497,26 @@ static bool srv_grpc_param(Inference__ModelInferRequest *r,
 	return false;
 }
 
+/* The request's vad_filter parameter (an inferd extension) into *out:
+ * 0 (absent: DEFAULT, or a bool_param), or -ST_INVAL with err. */
+static int srv_grpc_vad(Inference__ModelInferRequest *r, enum eng_vad_filter *out, char *err,
+			size_t errlen)
+{
+	*out = ENG_VAD_FILTER_DEFAULT;
+	for (size_t i = 0; i < r->n_parameters; i++) {
+		const char *k = r->parameters[i]->key;
+		Inference__InferParameter *v = r->parameters[i]->value;
+		if (!k || strcmp(k, "vad_filter"))
+			continue;
+		if (!v || v->parameter_choice_case !=
+				  INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM)
+			return snprintf(err, errlen, "parameter vad_filter must be true or false"),
+			       -ST_INVAL;
+		*out = v->bool_param ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
+	}
+	return 0;
+}
+
 /* Elements of t: -1 when a dimension is < 1 or the product passes
  * SRV_GRPC_MAX_SAMPLES (checked while multiplying: no overflow). */
 static int64_t srv_grpc_elements(const Inference__ModelInferRequest__InferInputTensor *t)
@@ -685,6 +706,8 @@ int srv__grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_job *jo
 			  : srv_grpc_one_bytes(r, 0, &p, &n, err, errlen);
 		eng_transcribe_params_init(&job->tparams);
 		job->tparams.cancel = &job->cancel;
+		if (!rc)
+			rc = srv_grpc_vad(r, &job->tparams.vad_filter, err, errlen);
 		struct eng_asr_input in = { .data = p, .len = n, .raw = fp32 ? &job->raw : NULL };
 		if (!rc)
 			rc = eng_transcribe_submit(job->model, &in, &job->tparams, &opts, asr_done,

@@ -38,6 +38,12 @@
  *                             batched long-form (audio over 30 s cut at
  *                             quiet moments into chunks transcribed
  *                             together, no text carried across them)
+ *   vad_filter                inferd extension, true or false (read as
+ *                             batched): faster-whisper's vad_filter, only
+ *                             the speech Silero VAD finds is transcribed,
+ *                             times stay the file's; absent: the model's
+ *                             config default (models[].vad_filter). true
+ *                             on a model without a VAD loaded: 400
  * Other fields are ignored, as OpenAI's SDKs add fields over time (include[],
  * chunking_strategy) that a client may send to any server.
  *
@@ -107,6 +113,7 @@ struct srv_oa_form {
 	float temperature;  /* < 0: absent */
 	int beam_size;      /* 0: absent */
 	bool batched;
+	enum eng_vad_filter vad_filter; /* DEFAULT: absent */
 	bool gran_word, gran_segment; /* timestamp_granularities[] given */
 	bool translate;     /* /v1/audio/translations */
 	enum srv_oa_format format;
@@ -188,17 +195,37 @@ static int srv_oa_f_beam_size(struct srv_oa_form *f, const struct srv_mp_part *p
 	return 0;
 }
 
-static int srv_oa_f_batched(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
-			    size_t n)
+/* A boolean field: true or false in any case, or 1 / 0; 1, 0 or -1. */
+static int srv_oa_bool(const struct srv_mp_part *p)
 {
 	char buf[8];
 	if (srv_oa_value(p, buf, sizeof(buf))) {
 		if (!strcasecmp(buf, "true") || !strcmp(buf, "1"))
-			return f->batched = true, 0;
+			return 1;
 		if (!strcasecmp(buf, "false") || !strcmp(buf, "0"))
-			return f->batched = false, 0;
+			return 0;
 	}
-	return snprintf(err, n, "'batched' must be true or false"), -ST_INVAL;
+	return -1;
+}
+
+static int srv_oa_f_batched(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+			    size_t n)
+{
+	int b = srv_oa_bool(p);
+	if (b < 0)
+		return snprintf(err, n, "'batched' must be true or false"), -ST_INVAL;
+	f->batched = b;
+	return 0;
+}
+
+static int srv_oa_f_vad_filter(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
+			       size_t n)
+{
+	int b = srv_oa_bool(p);
+	if (b < 0)
+		return snprintf(err, n, "'vad_filter' must be true or false"), -ST_INVAL;
+	f->vad_filter = b ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
+	return 0;
 }
 
 static int srv_oa_f_format(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
@@ -248,6 +275,7 @@ static const struct {
 	{ "stream", srv_oa_f_stream },
 	{ "beam_size", srv_oa_f_beam_size },
 	{ "batched", srv_oa_f_batched },
+	{ "vad_filter", srv_oa_f_vad_filter },
 };
 
 /* Parse the body's parts into f; on error err holds the 400 message. */
@@ -304,6 +332,7 @@ static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f, c
 	job->params.batched = f->batched;
 	if (f->translate)
 		job->params.task = "translate";
+	job->params.vad_filter = f->vad_filter;
 	int rc = srv__audio_job_set_language(job, f->language.p, f->language.n);
 	if (!rc && f->prompt.p && f->prompt.n)
 		rc = srv__audio_job_set_prompt(job, f->prompt.p, f->prompt.n);

@@ -782,6 +782,9 @@ static void test_help(void **state)
 		"models[].timeout_ms (integer, default 0, 0..86400000)",
 		"models[].kv_cache_f16 (boolean, default false)",
 		"models[].compute_type (string, default \"default\")",
+		"models[].vad_filter (boolean, default false)",
+		"models[].vad_model (string, default \"models/silero-vad/silero_vad_16k.safetensors\" "
+		"when it exists, 1..4096 bytes)",
 		/* the replicas doc names all three forms */
 		"N or {\"count\": N}", "[{\"device\": \"cpu:0-3\", \"threads\": 4}",
 		"models given the same cores share them",
@@ -795,7 +798,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 28);
+	assert_int_equal(lines, 2 * 30);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");

@@ -277,10 +277,11 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
 	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
 	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
-	assert_int_equal(json_object_size(mprops), 12);
+	assert_int_equal(json_object_size(mprops), 14);
 	static const char *const mkeys[] = { "name",	     "path",	     "format",
-					     "replicas", "compute_type", "kv_cache_f16" };
-	for (size_t i = 0; i < 6; i++)
+					     "replicas", "compute_type", "kv_cache_f16",
+					     "vad_filter", "vad_model" };
+	for (size_t i = 0; i < 8; i++)
 		assert_non_null(json_object_get(mprops, mkeys[i]));
 	json_t *kvp = json_object_get(mprops, "kv_cache_f16");
 	assert_string_equal(json_string_value(json_object_get(kvp, "type")), "boolean");
@@ -291,7 +292,7 @@ static void test_schema_agrees(void **state)
 	size_t n_ints = 0;
 	json_object_foreach(mprops, key, prop) {
 		bool known = false;
-		for (size_t i = 0; i < 6; i++)
+		for (size_t i = 0; i < 8; i++)
 			known = known || strcmp(key, mkeys[i]) == 0;
 		if (known)
 			continue;

@@ -232,8 +232,16 @@ static void check_map(const json_t *want, const struct eng_vad_span *v, size_t n
 			    json_number_value(json_array_get(row, 1)));
 		assert_true(eng_vad_map_time(&m, t, -1, 1) ==
 			    json_number_value(json_array_get(row, 2)));
+		/* get_chunk_index picked first, as restore_speech_timestamps does */
+		for (int e = 0; e < 2; e++) {
+			long c = eng_vad_map_chunk(&m, t, e);
+			assert_true(c >= 0 && (size_t)c < n);
+			assert_true(eng_vad_map_time(&m, t, c, e) == eng_vad_map_time(&m, t, -1, e));
+		}
 	}
 	eng_vad_map_fini(&m);
+	struct eng_vad_map empty = { 0 };
+	assert_int_equal(eng_vad_map_chunk(&empty, 1.0, 0), -1);
 }
 
 static void test_speech(void **state)
