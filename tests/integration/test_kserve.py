@@ -102,6 +102,20 @@ def test_transcription_infer_audio_bytes(client, daemon, binary_out):
     assert r.get_response()["id"] == "req-7"
 
 
+def test_transcription_word_timestamps(client):
+    """parameters {"word_timestamps": true}: SEGMENTS carry their words,
+    which spell out each segment's text."""
+    inp = th.InferInput("AUDIO", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([open(JFK, "rb").read()], dtype=np.object_))
+    r = client.infer("whisper-tiny.en", [inp], parameters={"word_timestamps": True})
+    segs = json.loads(r.as_numpy("SEGMENTS")[0])
+    assert [w["word"] for w in segs[0]["words"]][:3] == [" And", " so", " my"]
+    for s in segs:
+        assert "".join(w["word"] for w in s["words"]) == s["text"], s
+    plain = client.infer("whisper-tiny.en", [inp])
+    assert all("words" not in s for s in json.loads(plain.as_numpy("SEGMENTS")[0]))
+
+
 def test_transcription_infer_only_requested_output(client):
     inp = th.InferInput("AUDIO", [1], "BYTES")
     inp.set_data_from_numpy(np.array([open(JFK, "rb").read()], dtype=np.object_))
@@ -208,6 +222,14 @@ def test_infer_errors_through_the_client(client):
     x = th.InferInput("AUDIO", [16000], "FP32")
     x.set_data_from_numpy(np.zeros(16000, dtype=np.float32))
     assert "sample_rate" in expect_error(client, 400, lambda: client.infer("whisper-tiny.en", [x]))
+    # the transcription's parameters: language, task, word_timestamps
+    for params, needle in (({"language": "zz"}, "language"), ({"language": 7}, "language"),
+                           ({"task": "summarize"}, "task"), ({"task": "translate"}, "multilingual"),
+                           ({"word_timestamps": "yes"}, "word_timestamps")):
+        wav = th.InferInput("AUDIO", [1], "BYTES")
+        wav.set_data_from_numpy(np.array([open(JFK, "rb").read()], dtype=np.object_))
+        assert needle in expect_error(client, 400, lambda: client.infer(
+            "whisper-tiny.en", [wav], parameters=params)), params
     # bytes that are no audio format: 415, in KServe's shape
     assert "audio" in expect_error(client, 415, lambda: client.infer("whisper-tiny.en", [audio])).lower()
     big = th.InferInput("AUDIO", [1], "BYTES")

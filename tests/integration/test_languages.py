@@ -280,3 +280,26 @@ def test_english_only_model_unchanged(srv):
                    response_format="verbose_json")
     assert r.status == 200, r.body
     assert r.json()["language"] == "english" and r.json()["task"] == "transcribe"
+
+
+@pytest.mark.parametrize("name", kept("translate", ("de.wav",)))
+def test_tritonclient_translation_with_words(srv, name):
+    """KServe through the unmodified tritonclient: task=translate and
+    word_timestamps as request parameters; the translation is faster-
+    whisper's and the words spell out each segment's text."""
+    th = pytest.importorskip("tritonclient.http")
+    np = pytest.importorskip("numpy")
+    ref = reference()["clips"][name]["translate"]
+    c = th.InferenceServerClient(f"127.0.0.1:{srv.port}")
+    inp = th.InferInput("AUDIO", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([clip(name)], dtype=np.object_), binary_data=True)
+    r = c.infer(BASE, [inp], parameters={"task": "translate", "word_timestamps": True},
+                headers={"Authorization": f"Bearer {API_KEY}"})
+    text = r.as_numpy("TRANSCRIPT")[0]
+    assert (text.decode() if isinstance(text, bytes) else text) == ref["text"]
+    segs = r.as_numpy("SEGMENTS")[0]
+    segs = json.loads(segs.decode() if isinstance(segs, bytes) else segs)
+    for s in segs:
+        assert s["words"] and "".join(w["word"] for w in s["words"]) == s["text"], s
+        assert all(s["start"] <= w["start"] <= w["end"] for w in s["words"]), s
+    c.close()

@@ -7,13 +7,13 @@ vad_filter (inferd extensions), the KServe request parameter, `inferd
 transcribe --vad-filter`; per model: the config's models[].vad_filter.
 faster-whisper's own outputs with vad_filter=True are in
 tests/reference/transcripts/faster_whisper_vad.json
-(tests/reference/make_vad_transcripts.py, which writes the same made
-inputs as made_inputs() here)."""
+(tests/reference/make_vad_transcripts.py, on the made inputs of
+tests/reference/vad_inputs.py that the tests here use too)."""
 import array
 import json
 import os
-import random
 import subprocess
+import sys
 import wave
 
 import pytest
@@ -26,38 +26,11 @@ from test_transcribe import manifest, normalise, transcribe as cli_transcribe, w
 
 VAD_MODEL = os.path.join(MODELS, "silero-vad", "silero_vad_16k.safetensors")
 REF = os.path.join(ROOT, "tests", "reference", "transcripts", "faster_whisper_vad.json")
-RATE = 16000
-SECOND_CLIP = "sense_and_sensibility_01_austen_64kb-0870.wav"
+sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
+from vad_inputs import RATE, SECOND_CLIP, made_inputs, pcm, silence  # noqa: E402
 
 
-# --- inputs (the same recipe as tests/reference/make_vad_transcripts.py) ---
-
-
-def pcm(name):
-    with wave.open(os.path.join(AUDIO, name)) as w:
-        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (RATE, 1, 2), name
-        return w.readframes(w.getnframes())
-
-
-def silence(seconds):
-    return b"\0\0" * int(seconds * RATE)
-
-
-def noise(seconds, seed=7, sigma=0.05):
-    rnd = random.Random(seed)
-    v = [max(-32768, min(32767, round(rnd.gauss(0.0, sigma) * 32768)))
-         for _ in range(int(seconds * RATE))]
-    return array.array("h", v).tobytes()
-
-
-def made_inputs():
-    jfk = pcm("jfk.wav")
-    return {
-        "silence-20s": silence(20), "silence-30s": silence(30), "silence-60s": silence(60),
-        "noise-30s": noise(30),
-        "jfk-after-10s-silence": silence(10) + jfk,
-        "speech-silence-speech": jfk + silence(10) + pcm(SECOND_CLIP),
-    }
+# --- inputs: tests/reference/vad_inputs.py, shared with the reference script ---
 
 
 NON_SPEECH = ("silence-20s", "silence-30s", "silence-60s", "noise-30s")

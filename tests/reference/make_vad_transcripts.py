@@ -21,11 +21,9 @@ Needs: pip install faster-whisper==1.2.1.
 
     ~/.cache/inferd/bench-venv/bin/python tests/reference/make_vad_transcripts.py [MODEL_DIR]
 """
-import array
 import csv
 import json
 import os
-import random
 import sys
 import tempfile
 import wave
@@ -33,40 +31,9 @@ import wave
 import faster_whisper
 from faster_whisper import WhisperModel
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-AUDIO = os.path.join(ROOT, "tests", "data", "audio")
+from vad_inputs import AUDIO, RATE, ROOT, made_inputs
+
 OUT = os.path.join(ROOT, "tests", "reference", "transcripts", "faster_whisper_vad.json")
-RATE = 16000
-SECOND_CLIP = "sense_and_sensibility_01_austen_64kb-0870.wav"
-
-
-def pcm(name):
-    """The 16-bit mono 16 kHz frames of a test clip."""
-    with wave.open(os.path.join(AUDIO, name)) as w:
-        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (RATE, 1, 2), name
-        return w.readframes(w.getnframes())
-
-
-def silence(seconds):
-    return b"\0\0" * int(seconds * RATE)
-
-
-def noise(seconds, seed=7, sigma=0.05):
-    rnd = random.Random(seed)
-    v = [max(-32768, min(32767, round(rnd.gauss(0.0, sigma) * 32768)))
-         for _ in range(int(seconds * RATE))]
-    return array.array("h", v).tobytes()
-
-
-def made_inputs():
-    """{name: 16-bit frames} of the made inputs (the test builds the same)."""
-    jfk = pcm("jfk.wav")
-    return {
-        "silence-20s": silence(20), "silence-30s": silence(30), "silence-60s": silence(60),
-        "noise-30s": noise(30),
-        "jfk-after-10s-silence": silence(10) + jfk,
-        "speech-silence-speech": jfk + silence(10) + pcm(SECOND_CLIP),
-    }
 
 
 def write_wav(path, frames):
