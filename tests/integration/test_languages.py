@@ -247,6 +247,17 @@ def test_deepgram_client_detect_language(srv):
     ch = resp.results.channels[0]
     assert ch.detected_language == "es"
     assert abs(ch.language_confidence - ref["language_probability"]) <= PROB_TOL
+    # the words with their own times: faster-whisper's word timestamps
+    # (tests/reference/transcripts/faster_whisper_words.json)
+    with open(os.path.join(ROOT, "tests", "reference", "transcripts",
+                           "faster_whisper_words.json")) as f:
+        fw = json.load(f)["languages"]["es.wav"]
+    want = [w for seg in fw["segments"] for w in seg["words"]]
+    got = ch.alternatives[0].words
+    assert [w.punctuated_word for w in got] == [w["word"].strip() for w in want]
+    for a, b in zip(got, want):
+        assert abs(a.start - b["start"]) <= 0.02 + 1e-9 and abs(a.end - b["end"]) <= 0.02 + 1e-9
+        assert abs(a.confidence - b["probability"]) <= 1e-3
 
 
 # --- errors and the English-only model ---------------------------------
