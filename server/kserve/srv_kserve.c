@@ -256,33 +256,6 @@ struct srv_ks_asr_job {
 };
 
 
-static json_t *srv_ks_segments(const struct eng_transcript *t)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < t->n_segments; i++) {
-		const struct eng_segment *s = &t->segments[i];
-		json_t *text = srv__audio_json_str(s->text, strlen(s->text));
-		json_t *seg = json_pack("{s:I,s:f,s:f,s:o}", "id", (json_int_t)i, "start",
-					s->start_s, "end", s->end_s, "text", text);
-		json_t *words = seg && s->words ? json_array() : NULL;
-		for (size_t k = 0; words && k < s->n_words; k++) {
-			const struct eng_word *w = &s->words[k];
-			if (json_array_append_new(words, json_pack("{s:o,s:f,s:f,s:f}", "word",
-				srv__audio_json_str(w->word, strlen(w->word)), "start", w->start_s,
-				"end", w->end_s, "probability", (double)w->probability))) {
-				json_decref(words);
-				words = NULL;
-			}
-		}
-		if (!seg || (s->words && (!words || json_object_set_new(seg, "words", words))) ||
-		    json_array_append_new(a, seg)) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
 /* The transcription's request parameters: language, task,
  * word_timestamps. 0 or a 400 (srv_ks_bad). */
 static int srv_ks_asr_params(struct srv_ks_req *r, struct srv_audio_job *job)
@@ -318,7 +291,7 @@ static int srv_ks_asr_format(struct srv_audio_job *base)
 		rc = srv__ks_output(outputs, &bin, "TRANSCRIPT", t->text, strlen(t->text),
 				   job->binary[0]);
 	if (!rc && job->want[1]) {
-		json_t *segs = srv_ks_segments(t);
+		json_t *segs = srv__ks_segments(t);
 		char *s = segs ? json_dumps(segs, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
 		json_decref(segs);
 		rc = s ? srv__ks_output(outputs, &bin, "SEGMENTS", s, strlen(s), job->binary[1])

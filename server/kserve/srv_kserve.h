@@ -36,6 +36,12 @@ void srv__ks_platform(const struct eng_model *m, char *buf, size_t n);
 int srv__ks_output(json_t *outputs, struct srv_buf *bin, const char *name, const char *s,
 		   size_t n, bool binary);
 
+/* srv__ks_segments - the SEGMENTS tensor's JSON array of t's segments,
+ * [{"id", "start", "end", "text"[, "words": [{"word", "start", "end",
+ * "probability"}]]}] (words when the transcription had word_timestamps);
+ * new, NULL when out of memory. REST and gRPC answer with the same. */
+json_t *srv__ks_segments(const struct eng_transcript *t);
+
 /* srv__ks_response - {"model_name", "model_version": "1", "id" (when id is
  * not empty), "outputs"} around outputs (stolen); new, NULL when out of
  * memory. */

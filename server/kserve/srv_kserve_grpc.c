@@ -357,14 +357,10 @@ int srv__grpc_raw_bytes(ProtobufCBinaryData *raw, const char *s, size_t n)
 	return 0;
 }
 
-/* The segments as JSON text (new, jansson's allocator). */
+/* The segments as JSON text (new, jansson's allocator): REST's SEGMENTS. */
 static char *srv_grpc_segments(const struct eng_transcript *t)
 {
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < t->n_segments; i++)
-		json_array_append_new(a, json_pack("{s:I,s:f,s:f,s:s}", "id", (json_int_t)i, "start",
-						   t->segments[i].start_s, "end",
-						   t->segments[i].end_s, "text", t->segments[i].text));
+	json_t *a = srv__ks_segments(t);
 	char *s = a ? json_dumps(a, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
 	json_decref(a);
 	return s;
@@ -497,22 +493,56 @@ static bool srv_grpc_param(Inference__ModelInferRequest *r,
 	return false;
 }
 
-/* The request's vad_filter parameter (an inferd extension) into *out:
- * 0 (absent: DEFAULT, or a bool_param), or -ST_INVAL with err. */
-static int srv_grpc_vad(Inference__ModelInferRequest *r, enum eng_vad_filter *out, char *err,
-			size_t errlen)
+/* A bool_param's value into *out; false (not a bool) otherwise. */
+static bool srv_grpc_bool(const Inference__InferParameter *v, bool *out)
 {
-	*out = ENG_VAD_FILTER_DEFAULT;
+	if (!v || v->parameter_choice_case != INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM)
+		return false;
+	*out = v->bool_param;
+	return true;
+}
+
+/* The transcription's request parameters, as REST reads them (inferd's
+ * extensions): vad_filter and word_timestamps (bool_param), language and
+ * task (string_param; borrowed from r, which the job keeps). 0 or
+ * -ST_INVAL with err. */
+static int srv_grpc_asr_params(Inference__ModelInferRequest *r, struct eng_transcribe_params *p,
+			       char *err, size_t errlen)
+{
+	p->vad_filter = ENG_VAD_FILTER_DEFAULT;
 	for (size_t i = 0; i < r->n_parameters; i++) {
 		const char *k = r->parameters[i]->key;
-		Inference__InferParameter *v = r->parameters[i]->value;
-		if (!k || strcmp(k, "vad_filter"))
+		const Inference__InferParameter *v = r->parameters[i]->value;
+		bool str = v && v->parameter_choice_case ==
+				       INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM &&
+			   v->string_param;
+		bool b;
+		if (!k)
 			continue;
-		if (!v || v->parameter_choice_case !=
-				  INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM)
-			return snprintf(err, errlen, "parameter vad_filter must be true or false"),
-			       -ST_INVAL;
-		*out = v->bool_param ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
+		if (!strcmp(k, "vad_filter")) {
+			if (!srv_grpc_bool(v, &b))
+				return snprintf(err, errlen, "parameter vad_filter must be true or false"),
+				       -ST_INVAL;
+			p->vad_filter = b ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
+		} else if (!strcmp(k, "word_timestamps")) {
+			if (!srv_grpc_bool(v, &p->word_timestamps))
+				return snprintf(err, errlen,
+						"parameter word_timestamps must be true or false"),
+				       -ST_INVAL;
+		} else if (!strcmp(k, "language")) {
+			if (!str || !v->string_param[0] || strlen(v->string_param) >= 16)
+				return snprintf(err, errlen, "parameter language must be an ISO 639-1 "
+							     "code such as 'en'"),
+				       -ST_INVAL;
+			p->language = v->string_param;
+		} else if (!strcmp(k, "task")) {
+			if (!str || (strcmp(v->string_param, "transcribe") &&
+				     strcmp(v->string_param, "translate")))
+				return snprintf(err, errlen, "parameter task must be \"transcribe\" or "
+							     "\"translate\""),
+				       -ST_INVAL;
+			p->task = v->string_param;
+		}
 	}
 	return 0;
 }
@@ -707,7 +737,7 @@ int srv__grpc_infer_submit_cb(struct srv_grpc_stream *s, struct srv_grpc_job *jo
 		eng_transcribe_params_init(&job->tparams);
 		job->tparams.cancel = &job->cancel;
 		if (!rc)
-			rc = srv_grpc_vad(r, &job->tparams.vad_filter, err, errlen);
+			rc = srv_grpc_asr_params(r, &job->tparams, err, errlen);
 		struct eng_asr_input in = { .data = p, .len = n, .raw = fp32 ? &job->raw : NULL };
 		if (!rc)
 			rc = eng_transcribe_submit(job->model, &in, &job->tparams, &opts, asr_done,

@@ -5,6 +5,7 @@
  * object (srv_kserve.h). Any thread: they only build buffers.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "common/st.h"
 #include "server/job/srv_audio_job.h"
@@ -70,4 +71,31 @@ json_t *srv__ks_response(const char *model, const char *id, json_t *outputs)
 		o = NULL;
 	}
 	return o;
+}
+
+json_t *srv__ks_segments(const struct eng_transcript *t)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < t->n_segments; i++) {
+		const struct eng_segment *s = &t->segments[i];
+		json_t *text = srv__audio_json_str(s->text, strlen(s->text));
+		json_t *seg = json_pack("{s:I,s:f,s:f,s:o}", "id", (json_int_t)i, "start",
+					s->start_s, "end", s->end_s, "text", text);
+		json_t *words = seg && s->words ? json_array() : NULL;
+		for (size_t k = 0; words && k < s->n_words; k++) {
+			const struct eng_word *w = &s->words[k];
+			if (json_array_append_new(words, json_pack("{s:o,s:f,s:f,s:f}", "word",
+				srv__audio_json_str(w->word, strlen(w->word)), "start", w->start_s,
+				"end", w->end_s, "probability", (double)w->probability))) {
+				json_decref(words);
+				words = NULL;
+			}
+		}
+		if (!seg || (s->words && (!words || json_object_set_new(seg, "words", words))) ||
+		    json_array_append_new(a, seg)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
 }

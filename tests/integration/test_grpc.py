@@ -110,6 +110,26 @@ def test_generation_matches_rest_infer(client, daemon):
     assert out == rest.json()["outputs"][0]["data"][0] and out.strip()
 
 
+def test_transcription_parameters(client, daemon):
+    """word_timestamps, language and task as REST reads them: SEGMENTS with
+    the words REST gives; bad values and translation on the English-only
+    model are INVALID_ARGUMENT."""
+    data = open(JFK, "rb").read()
+    inp = tg.InferInput("AUDIO", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([data], dtype=np.object_))
+    r = client.infer("whisper-tiny.en", [inp], parameters={"word_timestamps": True,
+                                                           "language": "en"})
+    segs = json.loads(text_of(r.as_numpy("SEGMENTS")[0]))
+    assert [w["word"] for w in segs[0]["words"]][:3] == [" And", " so", " my"]
+    for seg in segs:
+        assert "".join(w["word"] for w in seg["words"]) == seg["text"], seg
+    for params, needle in (({"word_timestamps": "yes"}, "word_timestamps"),
+                           ({"language": 7}, "language"), ({"language": "zz"}, "language"),
+                           ({"task": "summarize"}, "task"), ({"task": "translate"}, "multilingual")):
+        code, msg = status_of(lambda: client.infer("whisper-tiny.en", [inp], parameters=params))
+        assert code == "StatusCode.INVALID_ARGUMENT" and needle in msg, (params, msg)
+
+
 def test_error_status_codes(client):
     text = tg.InferInput("TEXT_INPUT", [1], "BYTES")
     text.set_data_from_numpy(np.array(["hi"], dtype=np.object_))
