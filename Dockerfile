@@ -46,7 +46,7 @@ RUN --mount=type=secret,id=pip_cert \
       if [ -s /run/secrets/pip_cert ]; then export PIP_CERT=/run/secrets/pip_cert; fi; \
       XDG_CACHE_HOME=/tmp/cache scripts/fetch-models \
       && cp -rL models/whisper-tiny.en models/gemma-3-270m-q4_k_m.gguf \
-           models/smollm2-135m-instruct-q4_1.gguf /out/models/ \
+           models/smollm2-135m-instruct-q4_1.gguf models/silero-vad /out/models/ \
       && rm -rf /tmp/cache; \
     fi
 

@@ -237,8 +237,7 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 	 * computing (0: all) */
 	struct eng_replica_spec rep = { .device = "cpu", .threads = threads > 0 ? threads : 0 };
 	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = &rep,
-				       .n_replicas = 1, .vad_model = CFG_VAD_MODEL_DEFAULT,
-				       .vad_model_optional = true };
+				       .n_replicas = 1, .vad_model_optional = true };
 	int rc = 0;
 	if (!model || stat(model, &st) != 0) {
 		if ((rc = cfg_load_file(config, &cfg, err, errlen)) != 0)

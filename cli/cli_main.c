@@ -98,7 +98,7 @@ static struct eng_model_spec *specs_from_cfg(const struct cfg *cfg)
 			.timeout_ms = m->timeout_ms,
 			.compute_type = (enum eng_compute_type)m->compute_type,
 			.kv_cache_f16 = m->kv_cache_f16 != 0,
-			.vad_model = m->vad_model ? m->vad_model : CFG_VAD_MODEL_DEFAULT,
+			.vad_model = m->vad_model, /* NULL: beside the model (optional) */
 			.vad_model_optional = !m->vad_model,
 			.vad_filter = m->vad_filter != 0,
 		};

@@ -67,13 +67,14 @@ struct cfg_model {
 	int kv_cache_f16;             /* generation: "kv_cache_f16", bool; default false (float32) */
 	int vad_filter;               /* transcription: "vad_filter", bool; requests' default */
 	char *vad_model;              /* transcription: "vad_model", Silero VAD's safetensors;
-				       * NULL when absent: CFG_VAD_MODEL_DEFAULT if it exists */
+				       * NULL when absent: the default beside the model */
 };
 
-/* The Silero VAD weights a transcription model uses when its "vad_model"
- * is absent, relative to the working directory (scripts/fetch-models puts
- * them there); a missing file then only means no VAD. */
-#define CFG_VAD_MODEL_DEFAULT "models/silero-vad/silero_vad_16k.safetensors"
+/* Where a transcription model's "vad_model" is looked for when absent: in
+ * the folder holding the model (engine/eng.h ENG_VAD_MODEL_BESIDE;
+ * scripts/fetch-models puts it in models/); a missing file then only
+ * means no VAD. */
+#define CFG_VAD_MODEL_DEFAULT "silero-vad/silero_vad_16k.safetensors beside the model"
 
 struct cfg {
 	char *listen_host;         /* "listen": "HOST:PORT", "[v6]:PORT"; default 127.0.0.1:8080.

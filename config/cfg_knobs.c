@@ -95,7 +95,7 @@ static const struct cfg_knob cfg_model_knobs[] = {
 		 "is transcribed, silence skipped, times mapped back); needs the VAD loaded" },
 	{ .path = "vad_model", .type = &cfg__type_str_opt,
 	  .offset = offsetof(struct cfg_model, vad_model), .min = 1, .max = PATH_MAX,
-	  .def_str = "\"" CFG_VAD_MODEL_DEFAULT "\" when it exists",
+	  .def_str = CFG_VAD_MODEL_DEFAULT " when it exists",
 	  .doc = "transcription: Silero VAD's silero_vad_16k.safetensors, relative to the "
 		 "working directory; given, it must load" },
 	{ .path = "compute_type", .type = &cfg__type_compute,

@@ -88,7 +88,9 @@ struct eng_model_spec {
 	enum eng_compute_type compute_type; /* 0: DEFAULT */
 	bool kv_cache_f16;      /* generation: binary16 KV caches (eng_llm_kv_create) */
 	/* transcription: Silero VAD (engine/vad/eng_vad.h). vad_model is its
-	 * silero_vad_16k.safetensors (NULL: none), loaded once per model and
+	 * silero_vad_16k.safetensors (NULL: none; NULL with vad_model_optional:
+	 * ENG_VAD_MODEL_BESIDE next to the model, i.e. in the folder holding
+	 * path, as scripts/fetch-models lays out models/), loaded once per model and
 	 * shared by its replicas; vad_filter is the model's default for
 	 * requests that leave eng_transcribe_params.vad_filter DEFAULT, and
 	 * needs the VAD to load. With vad_model_optional a vad_model that
@@ -100,6 +102,10 @@ struct eng_model_spec {
 	bool vad_model_optional;
 	bool vad_filter;
 };
+
+/* The Silero VAD weights a transcription model uses by default, relative
+ * to the folder holding the model (models/ for models/whisper-tiny.en). */
+#define ENG_VAD_MODEL_BESIDE "silero-vad/silero_vad_16k.safetensors"
 
 /* eng_create - open and validate every model in specs[0..n_specs).
  * Runs on the main thread before the server accepts connections (blocking

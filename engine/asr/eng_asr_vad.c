@@ -29,9 +29,21 @@
 int eng__asr_vad_load(struct eng_model *m, const struct eng_model_spec *spec, char *err,
 		      size_t errlen)
 {
-	char msg[512];
+	char msg[512], beside[4096];
+	const char *path = spec->vad_model;
 	m->vad_filter = spec->vad_filter;
-	if (!spec->vad_model || !spec->vad_model[0]) {
+	if (!path && spec->vad_model_optional) {
+		/* the folder holding the model (trailing slashes dropped) */
+		size_t n = strlen(spec->path);
+		while (n > 1 && spec->path[n - 1] == '/')
+			n--;
+		while (n > 0 && spec->path[n - 1] != '/')
+			n--;
+		if (snprintf(beside, sizeof(beside), "%.*s%s", (int)n, spec->path,
+			     ENG_VAD_MODEL_BESIDE) < (int)sizeof(beside))
+			path = beside;
+	}
+	if (!path || !path[0]) {
 		m->vad_err = mem_strdup("no vad_model configured");
 		if (spec->vad_filter)
 			return st_errf(-ST_INVAL, err, errlen,
@@ -39,7 +51,7 @@ int eng__asr_vad_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 				       "silero_vad_16k.safetensors)", m->path);
 		return m->vad_err ? 0 : st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	}
-	int rc = eng_vad_load(spec->vad_model, &m->vad, msg, sizeof(msg));
+	int rc = eng_vad_load(path, &m->vad, msg, sizeof(msg));
 	if (!rc)
 		return 0;
 	if (spec->vad_filter || !spec->vad_model_optional || rc == -ST_NOMEM)

@@ -252,8 +252,11 @@ def test_no_vad_model_refuses_requests_and_config(tmp_path):
     model left at the default path when it is absent serves, and a request
     asking for the VAD gets the reason (the CLI says it too)."""
     missing = str(tmp_path / "nowhere.safetensors")
-    r = subprocess.run([os.path.abspath(BIN), "transcribe", "--model",
-                        os.path.abspath(os.path.join(MODELS, "whisper-tiny.en")),
+    # the model in a folder without silero-vad/ beside it (the default place)
+    (tmp_path / "m").mkdir()
+    alone = tmp_path / "m" / "whisper-tiny.en"
+    alone.symlink_to(os.path.abspath(os.path.join(MODELS, "whisper-tiny.en")))
+    r = subprocess.run([os.path.abspath(BIN), "transcribe", "--model", str(alone),
                         "--vad-filter", os.path.abspath(os.path.join(AUDIO, "jfk.wav"))],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode != 0 and "no VAD loaded" in r.stderr, r.stderr

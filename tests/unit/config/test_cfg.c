@@ -783,8 +783,8 @@ static void test_help(void **state)
 		"models[].kv_cache_f16 (boolean, default false)",
 		"models[].compute_type (string, default \"default\")",
 		"models[].vad_filter (boolean, default false)",
-		"models[].vad_model (string, default \"models/silero-vad/silero_vad_16k.safetensors\" "
-		"when it exists, 1..4096 bytes)",
+		"models[].vad_model (string, default silero-vad/silero_vad_16k.safetensors beside the "
+		"model when it exists, 1..4096 bytes)",
 		/* the replicas doc names all three forms */
 		"N or {\"count\": N}", "[{\"device\": \"cpu:0-3\", \"threads\": 4}",
 		"models given the same cores share them",
