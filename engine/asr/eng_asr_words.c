@@ -79,6 +79,23 @@ static bool ew_in(const char *s, const char *chars)
 	return strstr(chars, s) != NULL;
 }
 
+/* Python's `s.strip() in chars` (ASCII white space stripped; a stripped
+ * text of 64 bytes or more is in no punctuation set here). */
+static bool ew_stripped_in(const char *s, const char *chars)
+{
+	const char *e = s + strlen(s);
+	char b[64];
+	while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+		s++;
+	while (e > s && (e[-1] == ' ' || (e[-1] >= '\t' && e[-1] <= '\r')))
+		e--;
+	if ((size_t)(e - s) >= sizeof(b))
+		return false;
+	memcpy(b, s, (size_t)(e - s));
+	b[e - s] = '\0';
+	return ew_in(b, chars);
+}
+
 /* Characters (code points) of well-formed UTF-8 s[0, n). */
 static size_t ew_cp_count(const char *s, size_t n)
 {
@@ -164,18 +181,7 @@ static int ew_split_words(const struct eng_whisper_tok *tok, const int32_t *text
 	for (size_t i = 0; i < sub.n && !rc; i++) {
 		struct ew_word *s = &sub.v[i];
 		bool special = s->t0 >= n; /* the end-of-text piece alone */
-		const char *a = s->text, *b = s->text + strlen(s->text);
-		while (*a == ' ' || (*a >= '\t' && *a <= '\r'))
-			a++;
-		while (b > a && (b[-1] == ' ' || (b[-1] >= '\t' && b[-1] <= '\r')))
-			b--;
-		char stripped[64];
-		bool punct = false;
-		if ((size_t)(b - a) < sizeof(stripped)) {
-			memcpy(stripped, a, (size_t)(b - a));
-			stripped[b - a] = '\0';
-			punct = ew_in(stripped, EW_PUNCTUATION);
-		}
+		bool punct = ew_stripped_in(s->text, EW_PUNCTUATION);
 		if (special || s->text[0] == ' ' || punct || out->n == 0) {
 			rc = ew_words_push(out, s->text, s->t0, s->nt);
 			s->text = NULL;
@@ -439,19 +445,7 @@ static int ew_merge_punctuation(struct ew_words *a)
 {
 	int rc = 0;
 	for (long i = (long)a->n - 2, j = (long)a->n - 1; i >= 0 && !rc; i--) {
-		const char *p = a->v[i].text, *e = p + strlen(p);
-		char stripped[64];
-		while (*p == ' ' || (*p >= '\t' && *p <= '\r'))
-			p++;
-		while (e > p && (e[-1] == ' ' || (e[-1] >= '\t' && e[-1] <= '\r')))
-			e--;
-		bool in = (size_t)(e - p) < sizeof(stripped);
-		if (in) {
-			memcpy(stripped, p, (size_t)(e - p));
-			stripped[e - p] = '\0';
-			in = ew_in(stripped, EW_PREPEND);
-		}
-		if (a->v[i].text[0] == ' ' && in)
+		if (a->v[i].text[0] == ' ' && ew_stripped_in(a->v[i].text, EW_PREPEND))
 			rc = ew_merge(a, (size_t)i, (size_t)j, true);
 		else
 			j = i;
