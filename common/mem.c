@@ -11,6 +11,9 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 static atomic_long mem_budget = -1; /* < 0: never fail */
 
@@ -70,6 +73,24 @@ char *mem_strndup(const char *s, size_t n)
 char *mem_strdup(const char *s)
 {
 	return mem_strndup(s, strlen(s));
+}
+
+#define MEM_HUGE ((size_t)2 << 20)
+
+void *mem_alloc_huge(size_t size_bytes)
+{
+	if (size_bytes < MEM_HUGE)
+		return mem_alloc(size_bytes);
+	if (mem_should_fail())
+		return NULL;
+	size_t n = (size_bytes + MEM_HUGE - 1) & ~(MEM_HUGE - 1);
+	void *p = NULL;
+	if (posix_memalign(&p, MEM_HUGE, n))
+		return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+	(void)madvise(p, n, MADV_HUGEPAGE); /* advice only: refused is fine */
+#endif
+	return p;
 }
 
 void mem_free(void *p)

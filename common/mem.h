@@ -18,6 +18,14 @@ char *mem_strdup(const char *s);
 char *mem_strndup(const char *s, size_t n);
 void mem_free(void *p);
 
+/* mem_alloc_huge - mem_alloc for a large block read over and over (model
+ * weights): from 2 MiB up, aligned to 2 MiB and offered to the kernel's
+ * transparent huge pages (madvise MADV_HUGEPAGE, best effort: the
+ * system's setting decides), so that a pass over hundreds of MB of
+ * weights takes few TLB misses (a Q8_0 product over 178 MB: +3 % on an
+ * EPYC Zen 4). Freed by mem_free. NULL on failure. */
+void *mem_alloc_huge(size_t size_bytes);
+
 /* mem_keep_freed - ask the allocator (glibc's malloc) to serve blocks up to
  * 32 MB from its heaps and to keep what is freed there for reuse, instead of
  * mapping each big block anew and returning it at free (M_MMAP_THRESHOLD,

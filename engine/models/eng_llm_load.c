@@ -449,7 +449,7 @@ static void el_pack(struct el_ld *ld, struct el_mat *m)
 	const struct kn_qpack *pk = m->data ? kn_qpack_get(m->q->type) : NULL;
 	if (ld->rc || !pk || (size_t)m->n_rows % pk->rows)
 		return;
-	m->packed = mem_alloc((size_t)m->n_rows * m->row_bytes);
+	m->packed = mem_alloc_huge((size_t)m->n_rows * m->row_bytes);
 	if (!m->packed) {
 		el_fail(ld, -ST_NOMEM, "%s", "out of memory");
 		return;

@@ -29,8 +29,10 @@
  *
  * Loop order, several x rows: a group's blocks are taken QA_TB at a time;
  * each tile is unpacked once (Q5_0's fifth bits spread, nibbles split,
- * Q8_0's signs split off) into a stack buffer that stays in L1, then every
- * x row runs over it, its accumulators kept in y between tiles. One x row
+ * Q8_0's signs split off) into a stack buffer that stays in L1, then the
+ * x rows run over it (Q8_0's and Q4_1's two at a time: each unpacked
+ * chunk is loaded once for both), their accumulators kept in y between
+ * tiles. One x row
  * (a decode step's gemv, memory-bound): each block is unpacked in
  * registers and met at once, with no buffer to write and read back.
  */
@@ -137,35 +139,53 @@ QA_INLINE __m256i qa_x4(const uint8_t *xc, int c)
 	return _mm256_set1_epi32(v);
 }
 
-/* The exact integer dot of one half (8 rows) of a block with x's codes
- * xc (32 int8), in int32 lanes, less `off` times x's code sum xsum. */
-QA_INLINE __m256i qa_isum(const struct qa_bh *t, const uint8_t *xc, int32_t xsum,
-			  enum qa_kind kind)
+/* The exact integer dots of one half (8 rows) of a block with two x rows'
+ * codes xa and xb (32 int8 each), in int32 lanes, less `off` times each
+ * row's code sum: every unpacked chunk is read once for both rows (the
+ * loads, not the multiplies, bound one row at a time). One row: xb = xa. */
+QA_INLINE void qa_isum2(const struct qa_bh *t, const uint8_t *xa, const uint8_t *xb,
+			int32_t sum_a, int32_t sum_b, enum qa_kind kind, __m256i *ra, __m256i *rb)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	if (kind == QA_Q8_0) {
-		__m256i s = _mm256_setzero_si256();
+		__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
 		for (int c = 0; c < 8; c++) {
-			__m256i p = _mm256_maddubs_epi16(t->u[c],
-							 _mm256_sign_epi8(qa_x4(xc, c), t->s[c]));
-			s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+			__m256i u = t->u[c], s = t->s[c];
+			__m256i pa = _mm256_maddubs_epi16(u, _mm256_sign_epi8(qa_x4(xa, c), s));
+			__m256i pb = _mm256_maddubs_epi16(u, _mm256_sign_epi8(qa_x4(xb, c), s));
+			a = _mm256_add_epi32(a, _mm256_madd_epi16(pa, ones));
+			b = _mm256_add_epi32(b, _mm256_madd_epi16(pb, ones));
 		}
-		return s;
+		*ra = a;
+		*rb = b;
+		return;
 	}
 	if (kind == QA_Q4_1) {
-		__m256i p = _mm256_maddubs_epi16(t->u[0], qa_x4(xc, 0));
-		for (int c = 1; c < 8; c++)
-			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(t->u[c], qa_x4(xc, c)));
-		return _mm256_madd_epi16(p, ones);
+		__m256i pa = _mm256_maddubs_epi16(t->u[0], qa_x4(xa, 0));
+		__m256i pb = _mm256_maddubs_epi16(t->u[0], qa_x4(xb, 0));
+		for (int c = 1; c < 8; c++) {
+			pa = _mm256_add_epi16(pa, _mm256_maddubs_epi16(t->u[c], qa_x4(xa, c)));
+			pb = _mm256_add_epi16(pb, _mm256_maddubs_epi16(t->u[c], qa_x4(xb, c)));
+		}
+		*ra = _mm256_madd_epi16(pa, ones);
+		*rb = _mm256_madd_epi16(pb, ones);
+		return;
 	}
-	__m256i lo = _mm256_maddubs_epi16(t->u[0], qa_x4(xc, 0));
-	__m256i hi = _mm256_maddubs_epi16(t->u[4], qa_x4(xc, 4));
+	__m256i la = _mm256_maddubs_epi16(t->u[0], qa_x4(xa, 0));
+	__m256i ha = _mm256_maddubs_epi16(t->u[4], qa_x4(xa, 4));
+	__m256i lb = _mm256_maddubs_epi16(t->u[0], qa_x4(xb, 0));
+	__m256i hb = _mm256_maddubs_epi16(t->u[4], qa_x4(xb, 4));
 	for (int c = 1; c < 4; c++) {
-		lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(t->u[c], qa_x4(xc, c)));
-		hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(t->u[c + 4], qa_x4(xc, c + 4)));
+		__m256i ul = t->u[c], uh = t->u[c + 4];
+		la = _mm256_add_epi16(la, _mm256_maddubs_epi16(ul, qa_x4(xa, c)));
+		ha = _mm256_add_epi16(ha, _mm256_maddubs_epi16(uh, qa_x4(xa, c + 4)));
+		lb = _mm256_add_epi16(lb, _mm256_maddubs_epi16(ul, qa_x4(xb, c)));
+		hb = _mm256_add_epi16(hb, _mm256_maddubs_epi16(uh, qa_x4(xb, c + 4)));
 	}
-	__m256i s = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), _mm256_madd_epi16(lo, ones));
-	return _mm256_add_epi32(s, _mm256_madd_epi16(hi, ones));
+	__m256i sa = _mm256_add_epi32(_mm256_set1_epi32(sum_a * -16), _mm256_madd_epi16(la, ones));
+	__m256i sb = _mm256_add_epi32(_mm256_set1_epi32(sum_b * -16), _mm256_madd_epi16(lb, ones));
+	*ra = _mm256_add_epi32(sa, _mm256_madd_epi16(ha, ones));
+	*rb = _mm256_add_epi32(sb, _mm256_madd_epi16(hb, ones));
 }
 
 QA_INLINE void qa_unpack(const uint8_t *o, int h, struct qa_bh *t, enum qa_kind kind)
@@ -184,20 +204,50 @@ QA_INLINE void qa_prefetch(const uint8_t *o, size_t bb)
 		_mm_prefetch((const char *)o + QA_PF + l, _MM_HINT_T0);
 }
 
-/* acc (8 rows) += block b of x row xj (nb blocks) against the half t:
- * the reference's operations, in its order. */
-QA_INLINE __m256 qa_block(const struct qa_bh *t, const uint8_t *xj, size_t b, size_t nb,
-			  enum qa_kind kind, __m256 acc)
+/* Block b's x scale d_x and code sum (Q4_1: its s, a float's bits) of x
+ * row xj (nb blocks). */
+QA_INLINE void qa_xmeta(const uint8_t *xj, size_t b, size_t nb, float *xd, int32_t *xsum)
 {
-	float xd;
-	int32_t xsum; /* x's code sum; Q4_1: its s (a float) */
-	memcpy(&xd, xj + nb * KN__QK + 4 * b, 4);
-	memcpy(&xsum, xj + nb * (KN__QK + 4) + 4 * b, 4);
-	__m256i s = qa_isum(t, xj + b * KN__QK, xsum, kind);
+	memcpy(xd, xj + nb * KN__QK + 4 * b, 4);
+	memcpy(xsum, xj + nb * (KN__QK + 4) + 4 * b, 4);
+}
+
+/* acc (8 rows) += the block's integer dots s with d_w d_x (and Q4_1's m_w
+ * times x's s): the reference's operations, in its order. */
+QA_INLINE __m256 qa_fin(const struct qa_bh *t, __m256i s, float xd, int32_t xsum,
+			enum qa_kind kind, __m256 acc)
+{
 	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(t->d, _mm256_set1_ps(xd)), acc);
 	if (kind == QA_Q4_1)
 		acc = _mm256_fmadd_ps(t->m, _mm256_castsi256_ps(_mm256_set1_epi32(xsum)), acc);
 	return acc;
+}
+
+/* acc_a, acc_b (8 rows each) += block b of x rows xa, xb (nb blocks)
+ * against the half t. One row: xb = xa (the compiler folds the copy). */
+QA_INLINE void qa_block2(const struct qa_bh *t, const uint8_t *xa, const uint8_t *xb, size_t b,
+			 size_t nb, enum qa_kind kind, __m256 *acc_a, __m256 *acc_b)
+{
+	float da, db;
+	int32_t sa, sb;
+	qa_xmeta(xa, b, nb, &da, &sa);
+	qa_xmeta(xb, b, nb, &db, &sb);
+	__m256i ia, ib;
+	qa_isum2(t, xa + b * KN__QK, xb + b * KN__QK, sa, sb, kind, &ia, &ib);
+	*acc_a = qa_fin(t, ia, da, sa, kind, *acc_a);
+	*acc_b = qa_fin(t, ib, db, sb, kind, *acc_b);
+}
+
+QA_INLINE __m256 qa_block(const struct qa_bh *t, const uint8_t *xj, size_t b, size_t nb,
+			  enum qa_kind kind, __m256 acc)
+{
+	float xd;
+	int32_t xsum;
+	qa_xmeta(xj, b, nb, &xd, &xsum);
+	__m256i s, unused;
+	qa_isum2(t, xj + b * KN__QK, xj + b * KN__QK, xsum, xsum, kind, &s, &unused);
+	(void)unused;
+	return qa_fin(t, s, xd, xsum, kind, acc);
 }
 
 /* The 16 rows of the group at gw (blocks of bb bytes) against one x
@@ -221,8 +271,8 @@ QA_INLINE void qa_group1(const uint8_t *gw, size_t bb, enum qa_kind kind, const 
 
 /* The same against n_x x partner rows (row j at xq + j * xs; its results
  * at y + j * ldy): QA_TB blocks unpacked at a time into a buffer that
- * stays in L1, then met by every x row, whose accumulators wait in y
- * between tiles. */
+ * stays in L1, then met by the x rows two at a time (each unpacked chunk
+ * loaded once for both), whose accumulators wait in y between tiles. */
 QA_INLINE void qa_group(const uint8_t *gw, size_t bb, enum qa_kind kind, const uint8_t *xq,
 			size_t xs, size_t n_x, float *y, size_t ldy, size_t nb)
 {
@@ -235,22 +285,34 @@ QA_INLINE void qa_group(const uint8_t *gw, size_t bb, enum qa_kind kind, const u
 			for (int h = 0; h < 2; h++)
 				qa_unpack(o, h, &t[b][h], kind);
 		}
-		for (size_t j = 0; j < n_x; j++) {
+		size_t j = 0;
+		/* pairs: Q8_0 +8 %, Q4_1 +11 %, Q5_0 -4 % (its four int16 sums per
+		 * row run short of registers): 16 x rows, one core of an EPYC
+		 * Zen 4 at AVX2 */
+		for (; kind != QA_Q5_0 && j + 2 <= n_x; j += 2) {
+			const uint8_t *xa = xq + j * xs, *xb = xa + xs;
+			float *ya = y + j * ldy, *yb = ya + ldy;
+			__m256 a0 = b0 ? _mm256_loadu_ps(ya) : _mm256_setzero_ps();
+			__m256 a1 = b0 ? _mm256_loadu_ps(ya + 8) : _mm256_setzero_ps();
+			__m256 c0 = b0 ? _mm256_loadu_ps(yb) : _mm256_setzero_ps();
+			__m256 c1 = b0 ? _mm256_loadu_ps(yb + 8) : _mm256_setzero_ps();
+			for (int b = 0; b < tb; b++) {
+				qa_block2(&t[b][0], xa, xb, b0 + (size_t)b, nb, kind, &a0, &c0);
+				qa_block2(&t[b][1], xa, xb, b0 + (size_t)b, nb, kind, &a1, &c1);
+			}
+			_mm256_storeu_ps(ya, a0);
+			_mm256_storeu_ps(ya + 8, a1);
+			_mm256_storeu_ps(yb, c0);
+			_mm256_storeu_ps(yb + 8, c1);
+		}
+		for (; j < n_x; j++) {
 			const uint8_t *xj = xq + j * xs;
 			float *yj = y + j * ldy;
 			__m256 acc0 = b0 ? _mm256_loadu_ps(yj) : _mm256_setzero_ps();
 			__m256 acc1 = b0 ? _mm256_loadu_ps(yj + 8) : _mm256_setzero_ps();
-			if (tb == QA_TB) {
-#pragma GCC unroll 4
-				for (int b = 0; b < QA_TB; b++) {
-					acc0 = qa_block(&t[b][0], xj, b0 + (size_t)b, nb, kind, acc0);
-					acc1 = qa_block(&t[b][1], xj, b0 + (size_t)b, nb, kind, acc1);
-				}
-			} else {
-				for (int b = 0; b < tb; b++) {
-					acc0 = qa_block(&t[b][0], xj, b0 + (size_t)b, nb, kind, acc0);
-					acc1 = qa_block(&t[b][1], xj, b0 + (size_t)b, nb, kind, acc1);
-				}
+			for (int b = 0; b < tb; b++) {
+				acc0 = qa_block(&t[b][0], xj, b0 + (size_t)b, nb, kind, acc0);
+				acc1 = qa_block(&t[b][1], xj, b0 + (size_t)b, nb, kind, acc1);
 			}
 			_mm256_storeu_ps(yj, acc0);
 			_mm256_storeu_ps(yj + 8, acc1);

@@ -83,6 +83,26 @@ static void test_st_now_ms(void **state)
 	assert_true(b - a >= 1.5 && b - a < 10000.0);
 }
 
+/* mem_alloc_huge: 2 MiB-aligned from 2 MiB up (the huge page size the
+ * advice is for), writable to its end, counted by the fault injection. */
+static void test_mem_alloc_huge(void **state)
+{
+	(void)state;
+	size_t n = (5u << 20) + 123;
+	unsigned char *p = mem_alloc_huge(n), *q = mem_alloc_huge(100);
+	assert_non_null(p);
+	assert_non_null(q);
+	assert_int_equal((uintptr_t)p % (2u << 20), 0);
+	memset(p, 0xab, n);
+	assert_int_equal(p[n - 1], 0xab);
+	mem_free(p);
+	mem_free(q);
+	mem_fail_after(0);
+	assert_null(mem_alloc_huge(n));
+	assert_null(mem_alloc_huge(100));
+	mem_fail_after(-1);
+}
+
 static void test_mem_fail_after(void **state)
 {
 	(void)state;
@@ -112,6 +132,7 @@ int main(void)
 		cmocka_unit_test(test_st_verrf_prefix),
 		cmocka_unit_test(test_st_now_ms),
 		cmocka_unit_test(test_mem_fail_after),
+		cmocka_unit_test(test_mem_alloc_huge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
