@@ -181,6 +181,20 @@ static void el_linear(struct dev_pool *p, const struct el_mat *w, const float *b
 			bias, y, b->tile);
 }
 
+/* The products of up to ENG_PAR_QMULTI_MAX matrices over the same x (n
+ * rows), x quantized once (eng_par_qlinear_multi). */
+static void el_linear_n(struct dev_pool *p, const struct el_mat *const *w,
+			const float *const *bias, float *const *y, size_t n_mats, const float *x,
+			size_t n, struct eng_llm_scratch *b)
+{
+	struct eng_par_qmat m[ENG_PAR_QMULTI_MAX];
+	for (size_t i = 0; i < n_mats; i++)
+		m[i] = (struct eng_par_qmat){ w[i]->data, w[i]->row_bytes, (size_t)w[i]->n_rows,
+					      w[i]->q,	  bias[i],	  y[i],
+					      NULL };
+	eng_par_qlinear_multi(p, n, (size_t)w[0]->n_cols, x, m, n_mats, b->tile);
+}
+
 /* y[r] = rms_norm(x[r]) * w for rows of width d (w NULL: no weight). */
 static void el_rms_rows(const float *x, const float *w, float *y, size_t rows, size_t d, float eps)
 {
@@ -286,9 +300,10 @@ static void el_attention(const struct eng_llm *m, int il, struct dev_pool *p,
 	size_t d = (size_t)hp->n_embd, hd = (size_t)hp->head_dim_k;
 	size_t qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
 	const float *in = el_pre_norm(b->x, l->attn_norm, b->h, n, d, hp->rms_eps);
-	el_linear(p, &l->wq, l->bq, in, b->q, n, b);
-	el_linear(p, &l->wk, l->bk, in, b->k, n, b);
-	el_linear(p, &l->wv, l->bv, in, b->v, n, b);
+	const struct el_mat *qkv[3] = { &l->wq, &l->wk, &l->wv };
+	const float *qkv_b[3] = { l->bq, l->bk, l->bv };
+	float *qkv_y[3] = { b->q, b->k, b->v };
+	el_linear_n(p, qkv, qkv_b, qkv_y, 3, in, n, b);
 	/* per head, or (olmo2) over each row's whole q / k */
 	size_t qw = hp->qk_norm_full ? qd : hd, kw = hp->qk_norm_full ? kvd : hd;
 	if (l->q_norm)
@@ -343,8 +358,10 @@ static void el_ffn(const struct eng_llm *m, int il, struct dev_pool *p,
 	const struct el_layer *l = &m->layers[il];
 	size_t d = (size_t)hp->n_embd, ff = (size_t)hp->n_ff;
 	const float *in = el_pre_norm(b->x, l->ffn_norm, b->h, n, d, hp->rms_eps);
-	el_linear(p, &l->w_gate, NULL, in, b->g, n, b);
-	el_linear(p, &l->w_up, NULL, in, b->u, n, b);
+	const struct el_mat *gu[2] = { &l->w_gate, &l->w_up };
+	const float *gu_b[2] = { NULL, NULL };
+	float *gu_y[2] = { b->g, b->u };
+	el_linear_n(p, gu, gu_b, gu_y, 2, in, n, b);
 	struct el_glu g = { m, b->g, b->u, n * ff };
 	dev_pool_run(n * ff >= EL_PAR_GLU ? p : NULL, el_glu_part, &g);
 	el_linear(p, &l->w_down, NULL, b->g, b->o, n, b);
@@ -365,6 +382,26 @@ static void el_embed(const struct eng_llm *m, size_t n, struct eng_llm_scratch *
 	}
 }
 
+/* The lm head over the k normed rows in b->h, into dst[0..k): without
+ * caps each tile of logits goes to its row's buffer while it is in cache
+ * (eng_par_qmat yrows), else through b->logits, capped there. */
+static void el_lm_head(const struct eng_llm *m, struct dev_pool *p, struct eng_llm_scratch *b,
+		       float *const *dst, size_t k)
+{
+	const struct eng_llm_hp *hp = &m->hp;
+	size_t nv = (size_t)hp->n_vocab;
+	bool caps = hp->logit_scale != 1.0f || hp->final_softcap > 0.0f;
+	const struct el_mat *w = &m->output;
+	struct eng_par_qmat o = { w->data, w->row_bytes, nv, w->q, m->output_b, b->logits,
+				  caps ? NULL : dst };
+	eng_par_qlinear_multi(p, k, (size_t)hp->n_embd, b->h, &o, 1, b->tile);
+	if (!caps)
+		return;
+	el_logit_caps(p, hp, b->logits, k * nv);
+	for (size_t i = 0; i < k; i++)
+		memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
+}
+
 /* The final norm and the lm head for the rows the sequences want, up to
  * EL_OUT_ROWS rows per pass over the output matrix. */
 static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_llm_scratch *b,
@@ -383,20 +420,13 @@ static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_ll
 			kn_ops()->rms_norm(b->x + r * d, m->output_norm, b->h + k * d, d, hp->rms_eps);
 			dst[k++] = seqs[s].logits + (seqs[s].all_logits ? j * nv : 0);
 			if (k == EL_OUT_ROWS) {
-				el_linear(p, &m->output, m->output_b, b->h, b->logits, k, b);
-				el_logit_caps(p, hp, b->logits, k * nv);
-				for (size_t i = 0; i < k; i++)
-					memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
+				el_lm_head(m, p, b, dst, k);
 				k = 0;
 			}
 		}
 	}
-	if (k) {
-		el_linear(p, &m->output, m->output_b, b->h, b->logits, k, b);
-		el_logit_caps(p, hp, b->logits, k * nv);
-		for (size_t i = 0; i < k; i++)
-			memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
-	}
+	if (k)
+		el_lm_head(m, p, b, dst, k);
 }
 
 /* --- the pass -------------------------------------------------------------- */

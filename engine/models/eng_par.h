@@ -59,6 +59,31 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch);
 
+/* One matrix of eng_par_qlinear_multi: W [N, K] in q's block type (as
+ * eng_par_qlinear takes it), bias b or NULL, results y [M, N]; yrows NULL,
+ * or M row pointers that also get each row of y (N floats each). */
+struct eng_par_qmat {
+	const void *W;
+	size_t row_bytes, N;
+	const struct kn_qops *q;
+	const float *b;
+	float *y;
+	float *const *yrows;
+};
+
+#define ENG_PAR_QMULTI_MAX 4
+
+/* eng_par_qlinear for n matrices over the same x [M, K] (a layer's q, k
+ * and v; gate and up), with the same results: where every matrix takes
+ * the integer path, each N is a multiple of 16 and scratch holds the
+ * quantized rows of them all, x is quantized once per partner format and
+ * one run of the pool takes all the matrices' columns laid end to end;
+ * otherwise eng_par_qlinear one matrix after the other. yrows get their
+ * rows tile by tile, while the tile is in cache (the lm head's logits
+ * into each sequence's buffer). scratch: as eng_par_qlinear's. */
+void eng_par_qlinear_multi(struct dev_pool *p, size_t M, size_t K, const float *x,
+			   const struct eng_par_qmat *mats, size_t n, float *scratch);
+
 struct kn_i8w;
 
 /* Widest input eng_par_linear_i8 takes (its threads quantize rows into a

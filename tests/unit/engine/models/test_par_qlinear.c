@@ -127,9 +127,86 @@ static void test_qlinear(void **state)
 	}
 }
 
+/* eng_par_qlinear_multi: matrices of mixed types and layouts over the
+ * same x give each what eng_par_qlinear gives it alone (checked above
+ * against the kernels), bit for bit, and yrows the same rows; the fused
+ * path (every N a multiple of 16) and the fallback (an N of 24). */
+static void run_multi(struct dev_pool *pool, size_t M, size_t K, const size_t *Ns, int with_yrows)
+{
+	const int types[3] = { KN_Q_Q8_0, KN_Q_Q5_0, KN_Q_Q4_K };
+	struct eng_par_qmat m[3];
+	float *want[3], *rows[3][40];
+	uint8_t *wts[3];
+	float *x = malloc(M * K * sizeof(float));
+	size_t n_scratch = (size_t)dev_pool_size(pool) * ENG_PAR_QTILE * K;
+	float *scratch = malloc(n_scratch * sizeof(float));
+	assert_true(x && scratch && M <= 40);
+	for (size_t i = 0; i < M * K; i++)
+		x[i] = rng_uniform(-2.0f, 2.0f);
+	for (int i = 0; i < 3; i++) {
+		/* packed where the CPU has the layout (and N fits its groups) */
+		const struct kn_qpack *pk = Ns[i] % 16 ? NULL : kn_qpack_get(types[i]);
+		const struct kn_qops *q = pk ? pk->ops : kn_qops_get(types[i]);
+		size_t rb = kn_qtype_row_bytes(types[i], K);
+		size_t nb = K / kn_qtype_get(types[i])->block_elems;
+		uint8_t *w = malloc(Ns[i] * rb);
+		wts[i] = malloc(Ns[i] * rb);
+		want[i] = malloc(M * Ns[i] * sizeof(float));
+		float *y = malloc(M * Ns[i] * sizeof(float)), *b = malloc(Ns[i] * sizeof(float));
+		assert_true(w && wts[i] && want[i] && y && b);
+		fill_blocks(w, types[i], Ns[i] * nb, 0);
+		if (pk)
+			pk->pack(w, rb, Ns[i], K, wts[i]);
+		else
+			memcpy(wts[i], w, Ns[i] * rb);
+		free(w);
+		for (size_t r = 0; r < Ns[i]; r++)
+			b[r] = rng_uniform(-1.0f, 1.0f);
+		for (size_t r = 0; r < M; r++) {
+			rows[i][r] = malloc(Ns[i] * sizeof(float));
+			assert_non_null(rows[i][r]);
+		}
+		m[i] = (struct eng_par_qmat){ wts[i], rb, Ns[i], q, i == 1 ? b : NULL, y,
+					      with_yrows ? rows[i] : NULL };
+		eng_par_qlinear(pool, M, Ns[i], K, x, wts[i], rb, q, m[i].b, want[i], scratch);
+	}
+	eng_par_qlinear_multi(pool, M, K, x, m, 3, scratch);
+	for (int i = 0; i < 3; i++) {
+		assert_memory_equal(m[i].y, want[i], M * Ns[i] * sizeof(float));
+		for (size_t r = 0; with_yrows && r < M; r++)
+			assert_memory_equal(rows[i][r], want[i] + r * Ns[i], Ns[i] * sizeof(float));
+		for (size_t r = 0; r < M; r++)
+			free(rows[i][r]);
+		free((void *)m[i].b);
+		free(m[i].y);
+		free(want[i]);
+		free(wts[i]);
+	}
+	free(x);
+	free(scratch);
+}
+
+static void test_qlinear_multi(void **state)
+{
+	(void)state;
+	static const size_t fused[3] = { 80, 16, 208 }, mixed[3] = { 80, 24, 208 };
+	static const size_t rows[] = { 1, 2, 17, 40 };
+	static const int threads[] = { 1, 3 };
+	for (size_t p = 0; p < 2; p++) {
+		struct dev_pool *pool;
+		assert_int_equal(dev_pool_create(threads[p], NULL, &pool), 0);
+		for (size_t ri = 0; ri < 4; ri++) {
+			run_multi(pool, rows[ri], 768, fused, (int)(ri & 1));
+			run_multi(pool, rows[ri], 768, mixed, (int)(~ri & 1));
+		}
+		dev_pool_destroy(pool);
+	}
+}
+
 int main(void)
 {
 	kn_init(KN_ISA_COUNT);
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_qlinear) };
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_qlinear),
+					    cmocka_unit_test(test_qlinear_multi) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,271 @@
+/* eng_par_q.c - the products with GGUF block-type weights over a device
+ * pool (eng_par_qlinear, eng_par_qlinear_multi; see eng_par.h). */
+#include <assert.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "devices/dev_pool.h"
+#include "engine/models/eng_par.h"
+#include "kernels/kn.h"
+#include "kernels/kn_blas.h"
+#include "kernels/kn_quant.h"
+
+/* One matrix of an integer-path product: its weights, its quantized x
+ * rows, where its results go. */
+struct ep_qrange {
+	const char *W;
+	size_t row_bytes, N, K, M;
+	const struct kn_qops *q;
+	const float *b;
+	float *y;		   /* [M, N] */
+	float *const *yrows;	   /* or NULL: row m also copied to yrows[m] */
+	const char *xq;		   /* the M quantized x rows */
+	size_t xq_bytes;	   /* bytes of one (q->xq_bytes(K)) */
+	const struct kn_qops *q8;  /* Q4_0/Q5_0 tiles widened to Q8_0 for these, or NULL */
+	char *wide;		   /* per thread ENG_PAR_QTILE * wide_rb bytes */
+	size_t wide_rb;		   /* bytes of a widened row */
+};
+
+static void ep_q_bias(const struct ep_qrange *a, size_t c0, size_t n)
+{
+	for (size_t m = 0; a->b && m < a->M; m++)
+		kn_ops()->add(a->y + m * a->N + c0, a->b + c0, n);
+}
+
+/* Output columns [c0, c1) of a (c0 a multiple of 16) on thread ith, from
+ * x rows already quantized: weight rows in tiles small enough to stay in
+ * cache while every x row passes over them (the weights are read from
+ * memory once), each tile's results copied to yrows while they are in
+ * cache. */
+static void ep_q_cols(const struct ep_qrange *a, int ith, size_t c0, size_t c1)
+{
+	for (size_t c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE;
+		const char *w = a->W + c * a->row_bytes;
+		if (a->q8) {
+			/* many rows: the tile widened to Q8_0 once, then Q8_0's
+			 * faster kernel for all of them, the same bits (kn_quant.h
+			 * to_q8_0) */
+			char *wt = a->wide + (size_t)ith * ENG_PAR_QTILE * a->wide_rb;
+			a->q->to_q8_0(w, wt, nt * (a->K / a->q->geom->block_elems));
+			a->q8->gemm_xq(wt, a->wide_rb, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
+				       a->K);
+		} else if (a->q->gemm_xq && a->M > 1) {
+			/* several rows: the tile's blocks unpacked once for all of
+			 * them (the same results as gemv_xq, which one row keeps: it
+			 * is faster alone) */
+			a->q->gemm_xq(w, a->row_bytes, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
+				      a->K);
+		} else {
+			for (size_t m = 0; m < a->M; m++)
+				a->q->gemv_xq(w, a->row_bytes, a->xq + m * a->xq_bytes,
+					      a->y + m * a->N + c, nt, a->K);
+		}
+		ep_q_bias(a, c, nt);
+		for (size_t m = 0; a->yrows && m < a->M; m++)
+			memcpy(a->yrows[m] + c, a->y + m * a->N + c, nt * sizeof(float));
+	}
+}
+
+static void ep_qlinear_xq(void *arg, int ith, int nth)
+{
+	const struct ep_qrange *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 > c0)
+		ep_q_cols(a, ith, (size_t)c0, (size_t)c1);
+}
+
+struct ep_qfloat {
+	size_t M, N, K, row_bytes;
+	const float *x, *b;
+	const char *W;
+	const struct kn_qops *q;
+	float *y, *scratch;
+};
+
+static void ep_qfloat_bias(const struct ep_qfloat *a, size_t c0, size_t n)
+{
+	for (size_t m = 0; a->b && m < a->M; m++)
+		kn_ops()->add(a->y + m * a->N + c0, a->b + c0, n);
+}
+
+static void ep_qlinear_gemv(void *arg, int ith, int nth)
+{
+	const struct ep_qfloat *a = arg;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, 16, &c0, &c1);
+	if (c1 <= c0)
+		return;
+	for (size_t m = 0; m < a->M; m++)
+		a->q->gemv(a->W + (size_t)c0 * a->row_bytes, a->row_bytes, a->x + m * a->K,
+			   a->y + m * a->N + c0, (size_t)(c1 - c0), a->K);
+	ep_qfloat_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+static void ep_qlinear_tiles(void *arg, int ith, int nth)
+{
+	const struct ep_qfloat *a = arg;
+	float *tile = a->scratch + (size_t)ith * ENG_PAR_QTILE * a->K;
+	long c0, c1;
+	dev_split((long)a->N, ith, nth, ENG_PAR_QTILE, &c0, &c1);
+	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+		const float *B = tile;
+		size_t ldb = a->K;
+		if (a->q->type == KN_Q_F32) {
+			B = (const float *)(a->W + (size_t)c * a->row_bytes);
+			ldb = a->row_bytes / sizeof(float);
+		} else {
+			for (size_t j = 0; j < nt; j++)
+				a->q->dequant(a->W + (size_t)(c + (long)j) * a->row_bytes, tile + j * a->K,
+					      a->K);
+		}
+		kn_gemm(true, a->M, nt, a->K, 1.0f, a->x, a->K, B, ldb, 0.0f, a->y + c, a->N);
+	}
+	if (c1 > c0)
+		ep_qfloat_bias(a, (size_t)c0, (size_t)(c1 - c0));
+}
+
+/* Whether m's tiles are widened to Q8_0 for M rows (Q4_0 / Q5_0 against
+ * many rows, where the ISA's Q8_0 kernel is faster); its Q8_0 kernels. */
+static const struct kn_qops *ep_q_widen(const struct kn_qops *q, size_t M)
+{
+	const struct kn_qops *q8 = q->to_q8_0 ? kn_qops_get(KN_Q_Q8_0) : NULL;
+	return q8 && q8->gemm_xq && M >= ENG_PAR_WIDEN_ROWS ? q8 : NULL;
+}
+
+void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
+		     float *y, float *scratch)
+{
+	if (q->round_x && scratch) {
+		float *xr = scratch;
+		for (size_t m = 0; m < M; m++)
+			q->round_x(x + m * K, xr + m * K, K);
+		x = xr;
+		scratch += M * K;
+	}
+	assert(scratch || q->gemv); /* a packed layout has the integer path only */
+	if (!q->gemv_xq || !scratch) {
+		struct ep_qfloat f = { M, N, K, row_bytes, x, b, W, q, y, scratch };
+		dev_pool_run(p, M <= 4 ? ep_qlinear_gemv : ep_qlinear_tiles, &f);
+		return;
+	}
+	/* The integer path, as llama.cpp computes it (activations quantized to
+	 * the type's partner format), for any number of rows: x rows are
+	 * quantized here into scratch, as many at a time as it holds. */
+	struct ep_qrange a = { .W = W, .row_bytes = row_bytes, .N = N, .K = K, .q = q, .b = b,
+			       .xq_bytes = q->xq_bytes(K) };
+	size_t cap = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * K * sizeof(float);
+	/* Q4_0 / Q5_0 against many rows: each thread widens its weight tile
+	 * to Q8_0 (34 bytes per 32 weights) at the end of scratch, the rest
+	 * holds the quantized rows (at least ENG_PAR_WIDEN_ROWS of them). */
+	size_t wide_rb = kn_qtype_row_bytes(KN_Q_Q8_0, K);
+	size_t wide = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * wide_rb;
+	const struct kn_qops *q8 = ep_q_widen(q, M);
+	if (q8 && cap >= wide + ENG_PAR_WIDEN_ROWS * a.xq_bytes) {
+		a.q8 = q8;
+		a.wide_rb = wide_rb;
+		cap -= wide;
+		a.wide = (char *)scratch + cap;
+	}
+	size_t group = cap / a.xq_bytes;
+	for (size_t m0 = 0; m0 < M; m0 += group) {
+		size_t g = M - m0 < group ? M - m0 : group;
+		for (size_t m = 0; m < g; m++)
+			q->quantize_x(x + (m0 + m) * K, (char *)scratch + m * a.xq_bytes, K);
+		a.M = g;
+		a.xq = (const char *)scratch;
+		a.y = y + m0 * N;
+		dev_pool_run(p, ep_qlinear_xq, &a);
+	}
+}
+
+/* --- several matrices over the same x ------------------------------------ */
+
+struct ep_qmulti {
+	struct ep_qrange r[ENG_PAR_QMULTI_MAX];
+	size_t n, total; /* matrices; their output columns together */
+};
+
+/* The matrices' columns laid end to end and split once over the threads
+ * (each matrix's N a multiple of 16, so every share starts on a group). */
+static void ep_qmulti_run(void *arg, int ith, int nth)
+{
+	const struct ep_qmulti *a = arg;
+	long c0, c1;
+	dev_split((long)a->total, ith, nth, 16, &c0, &c1);
+	size_t off = 0;
+	for (size_t i = 0; i < a->n; off += a->r[i].N, i++) {
+		size_t lo = (size_t)c0 > off ? (size_t)c0 : off;
+		size_t hi = (size_t)c1 < off + a->r[i].N ? (size_t)c1 : off + a->r[i].N;
+		if (hi > lo)
+			ep_q_cols(&a->r[i], ith, lo - off, hi - off);
+	}
+}
+
+/* The fused form of eng_par_qlinear_multi, when its conditions hold: x
+ * quantized once per partner format, one run of the pool. 0, or -1 with
+ * nothing done. */
+static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *x,
+			   const struct eng_par_qmat *mats, size_t n, char *scratch)
+{
+	size_t cap = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * K * sizeof(float), used = 0;
+	size_t wide_rb = kn_qtype_row_bytes(KN_Q_Q8_0, K);
+	size_t wide = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * wide_rb;
+	struct ep_qmulti a = { .n = n };
+	if (n > ENG_PAR_QMULTI_MAX || !scratch)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct kn_qops *q = mats[i].q;
+		if (!q->gemv_xq || q->round_x || mats[i].N % 16)
+			return -1;
+		struct ep_qrange *r = &a.r[i];
+		*r = (struct ep_qrange){ .W = mats[i].W, .row_bytes = mats[i].row_bytes,
+					 .N = mats[i].N, .K = K, .M = M, .q = q, .b = mats[i].b,
+					 .y = mats[i].y, .yrows = mats[i].yrows,
+					 .xq_bytes = q->xq_bytes(K), .q8 = ep_q_widen(q, M),
+					 .wide_rb = wide_rb };
+		a.total += r->N;
+		for (size_t j = 0; j < i && !r->xq; j++)
+			if (a.r[j].q->quantize_x == q->quantize_x && a.r[j].xq_bytes == r->xq_bytes)
+				r->xq = a.r[j].xq; /* the same partner rows */
+		if (!r->xq) {
+			r->xq = scratch + used;
+			used += M * r->xq_bytes;
+		}
+	}
+	bool widen = false; /* one region for every widened matrix: they take turns */
+	for (size_t i = 0; i < n; i++)
+		if (a.r[i].q8) {
+			a.r[i].wide = scratch + used;
+			widen = true;
+		}
+	used += widen ? wide : 0;
+	if (used > cap)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct ep_qrange *r = &a.r[i];
+		bool first = true;
+		for (size_t j = 0; j < i; j++)
+			first = first && a.r[j].xq != r->xq;
+		for (size_t m = 0; first && m < M; m++)
+			r->q->quantize_x(x + m * K, (char *)r->xq + m * r->xq_bytes, K);
+	}
+	dev_pool_run(p, ep_qmulti_run, &a);
+	return 0;
+}
+
+void eng_par_qlinear_multi(struct dev_pool *p, size_t M, size_t K, const float *x,
+			   const struct eng_par_qmat *mats, size_t n, float *scratch)
+{
+	if (!ep_qmulti_fused(p, M, K, x, mats, n, (char *)scratch))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct eng_par_qmat *m = &mats[i];
+		eng_par_qlinear(p, M, m->N, K, x, m->W, m->row_bytes, m->q, m->b, m->y, scratch);
+		for (size_t r = 0; m->yrows && r < M; r++)
+			memcpy(m->yrows[r], m->y + r * m->N, m->N * sizeof(float));
+	}
+}
