@@ -60,8 +60,9 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 		     float *y, float *scratch);
 
 /* One matrix of eng_par_qlinear_multi: W [N, K] in q's block type (as
- * eng_par_qlinear takes it), bias b or NULL, results y [M, N]; yrows NULL,
- * or M row pointers that also get each row of y (N floats each). */
+ * eng_par_qlinear takes it), bias b or NULL, results y [M, N]; or, where
+ * yrows is not NULL, results in the M rows yrows[m] (N floats each), y
+ * then scratch of the same size whose contents are left unspecified. */
 struct eng_par_qmat {
 	const void *W;
 	size_t row_bytes, N;
@@ -80,7 +81,8 @@ struct eng_par_qmat {
  * one run of the pool takes all the matrices' columns laid end to end;
  * otherwise eng_par_qlinear one matrix after the other. yrows get their
  * rows tile by tile, while the tile is in cache (the lm head's logits
- * into each sequence's buffer). scratch: as eng_par_qlinear's. */
+ * into each sequence's buffer). scratch: as eng_par_qlinear's. Either
+ * way each result equals eng_par_qlinear's bit for bit. */
 void eng_par_qlinear_multi(struct dev_pool *p, size_t M, size_t K, const float *x,
 			   const struct eng_par_qmat *mats, size_t n, float *scratch);
 

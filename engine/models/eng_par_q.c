@@ -26,44 +26,52 @@ struct ep_qrange {
 	size_t wide_rb;		   /* bytes of a widened row */
 };
 
-static void ep_q_bias(const struct ep_qrange *a, size_t c0, size_t n)
-{
-	for (size_t m = 0; a->b && m < a->M; m++)
-		kn_ops()->add(a->y + m * a->N + c0, a->b + c0, n);
-}
+/* x rows up to which a tile's results are staged on the thread's stack */
+#define EP_Q_STAGE_ROWS 64
 
 /* Output columns [c0, c1) of a (c0 a multiple of 16) on thread ith, from
  * x rows already quantized: weight rows in tiles small enough to stay in
  * cache while every x row passes over them (the weights are read from
- * memory once), each tile's results copied to yrows while they are in
- * cache. */
+ * memory once). With up to EP_Q_STAGE_ROWS x rows, the kernels write a
+ * tile's results into a small block on the stack (rows 256 bytes apart)
+ * that is then copied to y or yrows: written straight into y, whose rows
+ * lie N floats apart, the rows' accumulators meet in the same cache sets
+ * (the AVX2 Q8_0 kernel over Gemma's 262 144-row lm head: 104.7 against
+ * 100.2 GOP/s, copy included). */
 static void ep_q_cols(const struct ep_qrange *a, int ith, size_t c0, size_t c1)
 {
+	float stage[EP_Q_STAGE_ROWS * ENG_PAR_QTILE];
+	bool staged = a->M <= EP_Q_STAGE_ROWS;
 	for (size_t c = c0; c < c1; c += ENG_PAR_QTILE) {
 		size_t nt = c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE;
 		const char *w = a->W + c * a->row_bytes;
+		float *yt = staged ? stage : a->y + c;
+		size_t ldy = staged ? ENG_PAR_QTILE : a->N;
 		if (a->q8) {
 			/* many rows: the tile widened to Q8_0 once, then Q8_0's
 			 * faster kernel for all of them, the same bits (kn_quant.h
 			 * to_q8_0) */
 			char *wt = a->wide + (size_t)ith * ENG_PAR_QTILE * a->wide_rb;
 			a->q->to_q8_0(w, wt, nt * (a->K / a->q->geom->block_elems));
-			a->q8->gemm_xq(wt, a->wide_rb, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
-				       a->K);
+			a->q8->gemm_xq(wt, a->wide_rb, a->xq, a->xq_bytes, a->M, yt, ldy, nt, a->K);
 		} else if (a->q->gemm_xq && a->M > 1) {
 			/* several rows: the tile's blocks unpacked once for all of
 			 * them (the same results as gemv_xq, which one row keeps: it
 			 * is faster alone) */
-			a->q->gemm_xq(w, a->row_bytes, a->xq, a->xq_bytes, a->M, a->y + c, a->N, nt,
-				      a->K);
+			a->q->gemm_xq(w, a->row_bytes, a->xq, a->xq_bytes, a->M, yt, ldy, nt, a->K);
 		} else {
 			for (size_t m = 0; m < a->M; m++)
-				a->q->gemv_xq(w, a->row_bytes, a->xq + m * a->xq_bytes,
-					      a->y + m * a->N + c, nt, a->K);
+				a->q->gemv_xq(w, a->row_bytes, a->xq + m * a->xq_bytes, yt + m * ldy, nt,
+					      a->K);
 		}
-		ep_q_bias(a, c, nt);
-		for (size_t m = 0; a->yrows && m < a->M; m++)
-			memcpy(a->yrows[m] + c, a->y + m * a->N + c, nt * sizeof(float));
+		for (size_t m = 0; m < a->M; m++) {
+			if (a->b)
+				kn_ops()->add(yt + m * ldy, a->b + c, nt);
+			if (staged && !a->yrows)
+				memcpy(a->y + m * a->N + c, yt + m * ldy, nt * sizeof(float));
+			if (a->yrows)
+				memcpy(a->yrows[m] + c, yt + m * ldy, nt * sizeof(float));
+		}
 	}
 }
 
