@@ -9,6 +9,7 @@
  * pre-norms and norms q / k over their whole width; phi3's fused q/k/v
  * and gate/up tensors are row views (the loader's).
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -240,22 +241,41 @@ struct el_attn_task {
 	size_t window;
 };
 
+/* A (sequence, head) pair's share of the attention's work: its rows
+ * times the keys they see (the last row sees pos0 + n). */
+static size_t el_attn_cost(const struct el_seg *sg)
+{
+	return sg->n * (sg->pos0 + sg->n);
+}
+
 /* The (sequence, query head) pairs of the batch are split over the
- * threads; query head h reads kv head h / (n_head / n_head_kv)
- * (grouped-query attention). Each sequence's rows attend to its own cache. */
+ * threads by their work (a decode batch mixes sequences of a few and of
+ * thousands of keys: an even count of pairs left one thread waiting): a
+ * thread takes the pairs whose work starts in its share of the total.
+ * Query head h reads kv head h / (n_head / n_head_kv) (grouped-query
+ * attention). Each sequence's rows attend to its own cache. */
 static void el_attn_heads(void *arg, int ith, int nth)
 {
 	const struct el_attn_task *t = arg;
 	const struct eng_llm_hp *hp = t->hp;
 	const struct eng_llm_scratch *b = t->b;
 	size_t hd = (size_t)hp->head_dim_k, qd = (size_t)hp->n_head * hd;
-	size_t group = (size_t)(hp->n_head / hp->n_head_kv);
+	size_t group = (size_t)(hp->n_head / hp->n_head_kv), nh = (size_t)hp->n_head;
 	float *scores = b->scores + (size_t)ith * b->scores_ld;
-	long j0, j1;
-	dev_split((long)(b->n_seg * (size_t)hp->n_head), ith, nth, 1, &j0, &j1);
-	for (long j = j0; j < j1; j++) {
-		const struct el_seg *sg = &b->seg[(size_t)j / (size_t)hp->n_head];
-		size_t h = (size_t)j % (size_t)hp->n_head, g = h / group;
+	size_t total = 0, at = 0;
+	for (size_t s = 0; s < b->n_seg; s++)
+		total += nh * el_attn_cost(&b->seg[s]);
+	/* shares [total * i / nth, total * (i + 1) / nth): rows times keys
+	 * times heads times threads stays far below 2^64 */
+	uint64_t lo = (uint64_t)total * (unsigned)ith / (unsigned)nth;
+	uint64_t hi = (uint64_t)total * (unsigned)(ith + 1) / (unsigned)nth;
+	for (size_t j = 0; j < b->n_seg * nh; j++) {
+		const struct el_seg *sg = &b->seg[j / nh];
+		size_t start = at;
+		at += el_attn_cost(sg);
+		if (start < lo || start >= hi)
+			continue;
+		size_t h = j % nh, g = h / group;
 		const struct eng_llm_kv *kv = sg->kv;
 		size_t kvd = kv->row, off = (size_t)t->il * kv->n_ctx * kvd + g * hd;
 		const float *q = b->q + sg->r0 * qd + h * hd;

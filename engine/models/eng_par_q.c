@@ -2,6 +2,7 @@
  * pool (eng_par_qlinear, eng_par_qlinear_multi; see eng_par.h). */
 #include <assert.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "devices/dev_pool.h"
@@ -194,22 +195,42 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 
 struct ep_qmulti {
 	struct ep_qrange r[ENG_PAR_QMULTI_MAX];
-	size_t n, total; /* matrices; their output columns together */
+	size_t n; /* matrices */
 };
 
+/* Where cost point X falls in matrix r, whose columns cost rb bytes each
+ * from cost c0 on: a column index rounded down to a group of 16, within
+ * [0, N]. */
+static size_t ep_qmulti_col(const struct ep_qrange *r, uint64_t c0, uint64_t X)
+{
+	if (X <= c0)
+		return 0;
+	uint64_t col = (X - c0 + r->row_bytes - 1) / r->row_bytes;
+	return col >= r->N ? r->N : (size_t)col / 16 * 16;
+}
+
 /* The matrices' columns laid end to end and split once over the threads
- * (each matrix's N a multiple of 16, so every share starts on a group). */
+ * by their weight bytes (a Q8_0 column costs about 1.5 Q5_0 ones): thread
+ * ith takes the columns in its share of the total bytes, each matrix's
+ * part cut at groups of 16 (every N is a multiple of 16). The same cut
+ * bounds a thread's end and the next one's start, so the columns are
+ * split exactly. */
 static void ep_qmulti_run(void *arg, int ith, int nth)
 {
 	const struct ep_qmulti *a = arg;
-	long c0, c1;
-	dev_split((long)a->total, ith, nth, 16, &c0, &c1);
-	size_t off = 0;
-	for (size_t i = 0; i < a->n; off += a->r[i].N, i++) {
-		size_t lo = (size_t)c0 > off ? (size_t)c0 : off;
-		size_t hi = (size_t)c1 < off + a->r[i].N ? (size_t)c1 : off + a->r[i].N;
-		if (hi > lo)
-			ep_q_cols(&a->r[i], ith, lo - off, hi - off);
+	uint64_t total = 0, off = 0;
+	for (size_t i = 0; i < a->n; i++)
+		total += (uint64_t)a->r[i].N * a->r[i].row_bytes;
+	uint64_t lo = total * (unsigned)ith / (unsigned)nth;
+	uint64_t hi = total * (unsigned)(ith + 1) / (unsigned)nth;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ep_qrange *r = &a->r[i];
+		size_t c0 = ep_qmulti_col(r, off, lo), c1 = ep_qmulti_col(r, off, hi);
+		if (ith == nth - 1)
+			c1 = r->N;
+		if (c1 > c0)
+			ep_q_cols(r, ith, c0, c1);
+		off += (uint64_t)r->N * r->row_bytes;
 	}
 }
 
@@ -235,7 +256,6 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 					 .y = mats[i].y, .yrows = mats[i].yrows,
 					 .xq_bytes = q->xq_bytes(K), .q8 = ep_q_widen(q, M),
 					 .wide_rb = wide_rb };
-		a.total += r->N;
 		for (size_t j = 0; j < i && !r->xq; j++)
 			if (a.r[j].q->quantize_x == q->quantize_x && a.r[j].xq_bytes == r->xq_bytes)
 				r->xq = a.r[j].xq; /* the same partner rows */
