@@ -49,9 +49,12 @@ void eng__gseq_destroy(struct eng__gseq *g);
 
 /* eng__gseq_next - the tokens to feed next (*tokens, at most max; 0 when
  * there are none) and where the pass must put the logits of the last of
- * them (*logits; NULL when more prompt follows). */
+ * them (*logits; NULL when more prompt follows). greedy NULL, or where to
+ * say where the pass may put only the logits' argmax instead, when that
+ * is all the pick needs (greedy decoding with no bias, penalty or
+ * logprobs: *logits is then NULL); else *greedy is NULL. */
 size_t eng__gseq_next(struct eng__gseq *g, size_t max, const int32_t **tokens,
-		      float **logits);
+		      float **logits, int32_t **greedy);
 
 /* eng__gseq_fed - n tokens went through a pass; true when the logits of
  * the last token are in place (sample next). */

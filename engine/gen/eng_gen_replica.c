@@ -108,7 +108,7 @@ static size_t egl_batch(struct egl *l)
 				continue;
 			size_t want = decoding ? budget : (share < budget ? share : budget);
 			struct eng_llm_seq *q = &l->seqs[n];
-			q->n = eng__gseq_next(r->seq, want, &q->tokens, &q->logits);
+			q->n = eng__gseq_next(r->seq, want, &q->tokens, &q->logits, &q->greedy);
 			if (!q->n)
 				continue;
 			q->kv = eng__gseq_kv(r->seq);

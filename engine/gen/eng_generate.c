@@ -201,6 +201,8 @@ struct eng__gseq {
 	size_t max_tokens;    /* p->max_tokens, or less with p->max_tokens_fit */
 	size_t n_fed;         /* hist[0..n_fed) are in the KV cache */
 	bool sampling;        /* the logits of hist[n_hist - 1] are due */
+	bool greedy;          /* the pass gives only their argmax, in greedy_id */
+	int32_t greedy_id;
 };
 
 static int eg_prompt(struct eng__gseq *g, char *err, size_t errlen)
@@ -340,12 +342,20 @@ int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
 	return 0;
 }
 
-size_t eng__gseq_next(struct eng__gseq *g, size_t max, const int32_t **tokens, float **logits)
+size_t eng__gseq_next(struct eng__gseq *g, size_t max, const int32_t **tokens, float **logits,
+		      int32_t **greedy)
 {
 	size_t n = g->n_hist - g->n_fed;
 	n = n < max ? n : max;
 	*tokens = g->hist + g->n_fed;
-	*logits = g->n_fed + n == g->n_hist ? g->logits : NULL;
+	bool last = g->n_fed + n == g->n_hist;
+	/* the pick would be the logits' argmax and nothing else reads them:
+	 * no bias, no penalty, no logprobs */
+	g->greedy = last && greedy && g->p->n_bias == 0 && g->p->logprobs < 0 &&
+		    eng_sampler_greedy(&g->s);
+	*logits = last && !g->greedy ? g->logits : NULL;
+	if (greedy)
+		*greedy = g->greedy ? &g->greedy_id : NULL;
 	return n;
 }
 
@@ -375,6 +385,8 @@ int32_t eng__gseq_pick(struct eng__gseq *g)
 {
 	if (!g->sampling)
 		return -1;
+	if (g->greedy)
+		return g->greedy_id;
 	for (int i = 0; i < g->p->n_bias; i++)
 		g->logits[g->p->bias[i].id] += g->p->bias[i].bias;
 	eng_sampler_penalize(&g->s, g->logits, g->hist, g->n_hist);

@@ -139,6 +139,13 @@ static int32_t es_draw(struct eng_sampler *s, const struct eng_cand *c, int n, f
 	return c[n - 1].id;
 }
 
+bool eng_sampler_greedy(const struct eng_sampler *s)
+{
+	const struct eng_sample_params *p = &s->p;
+	return p->temperature <= 0.0f && p->repetition_penalty == 1.0f &&
+	       p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f;
+}
+
 int32_t eng_sampler_pick(struct eng_sampler *s, const float *logits)
 {
 	const struct eng_sample_params *p = &s->p;

@@ -50,6 +50,12 @@ void eng_sampler_fini(struct eng_sampler *s);
 void eng_sampler_penalize(const struct eng_sampler *s, float *logits, const int32_t *history,
 			  size_t n_hist);
 
+/* eng_sampler_greedy - whether eng_sampler_pick is kn argmax of the
+ * logits as the model gives them (temperature <= 0 and no penalty), so
+ * that the forward pass may find it without writing the logits out
+ * (eng_llm_seq greedy). */
+bool eng_sampler_greedy(const struct eng_sampler *s);
+
 /* eng_sampler_pick - the next token from (penalised) logits. */
 int32_t eng_sampler_pick(struct eng_sampler *s, const float *logits);
 

@@ -107,6 +107,11 @@ struct eng_llm_seq {
 	float *logits;           /* NULL: none (a prefill chunk); else [n_vocab] for the
 				  * last token, or [n][n_vocab] when all_logits */
 	bool all_logits;
+	int32_t *greedy;         /* NULL, or (logits NULL) where the index of the last
+				  * token's largest logit goes, kn argmax's choice
+				  * (greedy decoding): the logits are then never
+				  * written out, the lm head keeps each tile's
+				  * maximum */
 };
 
 /* eng_llm_forward_batch - one forward pass over several sequences

@@ -190,9 +190,9 @@ static void el_linear_n(struct dev_pool *p, const struct el_mat *const *w,
 {
 	struct eng_par_qmat m[ENG_PAR_QMULTI_MAX];
 	for (size_t i = 0; i < n_mats; i++)
-		m[i] = (struct eng_par_qmat){ w[i]->data, w[i]->row_bytes, (size_t)w[i]->n_rows,
-					      w[i]->q,	  bias[i],	  y[i],
-					      NULL };
+		m[i] = (struct eng_par_qmat){ .W = w[i]->data, .row_bytes = w[i]->row_bytes,
+					      .N = (size_t)w[i]->n_rows, .q = w[i]->q,
+					      .b = bias[i], .y = y[i] };
 	eng_par_qlinear_multi(p, n, (size_t)w[0]->n_cols, x, m, n_mats, b->tile);
 }
 
@@ -402,51 +402,68 @@ static void el_embed(const struct eng_llm *m, size_t n, struct eng_llm_scratch *
 	}
 }
 
-/* The lm head over the k normed rows in b->h, into dst[0..k): without
- * caps each tile of logits goes to its row's buffer while it is in cache
- * (eng_par_qmat yrows), else through b->logits, capped there. */
+/* The lm head over the k normed rows in b->h: their logits into
+ * dst[0..k), or (ids not NULL) only each row's argmax into *ids[i].
+ * Without caps each tile of logits goes to its row's buffer while it is
+ * in cache, or only its maximum is kept (eng_par_qmat yrows, argmax);
+ * else through b->logits, capped there. */
 static void el_lm_head(const struct eng_llm *m, struct dev_pool *p, struct eng_llm_scratch *b,
-		       float *const *dst, size_t k)
+		       float *const *dst, int32_t *const *ids, size_t k)
 {
 	const struct eng_llm_hp *hp = &m->hp;
 	size_t nv = (size_t)hp->n_vocab;
 	bool caps = hp->logit_scale != 1.0f || hp->final_softcap > 0.0f;
 	const struct el_mat *w = &m->output;
-	struct eng_par_qmat o = { w->data, w->row_bytes, nv, w->q, m->output_b, b->logits,
-				  caps ? NULL : dst };
+	int32_t best[EL_OUT_ROWS];
+	struct eng_par_qmat o = { .W = w->data, .row_bytes = w->row_bytes, .N = nv, .q = w->q,
+				  .b = m->output_b, .y = b->logits };
+	if (!caps && ids)
+		o.argmax = best;
+	else if (!caps)
+		o.yrows = dst;
 	eng_par_qlinear_multi(p, k, (size_t)hp->n_embd, b->h, &o, 1, b->tile);
-	if (!caps)
-		return;
-	el_logit_caps(p, hp, b->logits, k * nv);
-	for (size_t i = 0; i < k; i++)
+	if (caps)
+		el_logit_caps(p, hp, b->logits, k * nv);
+	for (size_t i = 0; ids && i < k; i++)
+		*ids[i] = caps ? (int32_t)kn_ops()->argmax(b->logits + i * nv, nv) : best[i];
+	for (size_t i = 0; caps && !ids && i < k; i++)
 		memcpy(dst[i], b->logits + i * nv, nv * sizeof(float));
 }
 
 /* The final norm and the lm head for the rows the sequences want, up to
- * EL_OUT_ROWS rows per pass over the output matrix. */
+ * EL_OUT_ROWS rows per pass over the output matrix: first those whose
+ * logits are wanted, then those that want only the greedy choice. */
 static void el_logits(const struct eng_llm *m, struct dev_pool *p, struct eng_llm_scratch *b,
 		      const struct eng_llm_seq *seqs, size_t n_seqs)
 {
 	const struct eng_llm_hp *hp = &m->hp;
 	size_t d = (size_t)hp->n_embd, nv = (size_t)hp->n_vocab;
 	float *dst[EL_OUT_ROWS];
-	size_t k = 0;
-	for (size_t s = 0; s < n_seqs; s++) {
-		if (!seqs[s].logits)
-			continue;
-		size_t first = seqs[s].all_logits ? 0 : seqs[s].n - 1;
-		for (size_t j = first; j < seqs[s].n; j++) {
-			size_t r = b->seg[s].r0 + j;
-			kn_ops()->rms_norm(b->x + r * d, m->output_norm, b->h + k * d, d, hp->rms_eps);
-			dst[k++] = seqs[s].logits + (seqs[s].all_logits ? j * nv : 0);
-			if (k == EL_OUT_ROWS) {
-				el_lm_head(m, p, b, dst, k);
-				k = 0;
+	int32_t *ids[EL_OUT_ROWS];
+	for (int greedy = 0; greedy < 2; greedy++) {
+		size_t k = 0;
+		for (size_t s = 0; s < n_seqs; s++) {
+			const struct eng_llm_seq *q = &seqs[s];
+			if (greedy ? !q->greedy || q->logits : !q->logits)
+				continue;
+			size_t first = q->logits && q->all_logits ? 0 : q->n - 1;
+			for (size_t j = first; j < q->n; j++) {
+				size_t r = b->seg[s].r0 + j;
+				kn_ops()->rms_norm(b->x + r * d, m->output_norm, b->h + k * d, d,
+						   hp->rms_eps);
+				if (greedy)
+					ids[k] = q->greedy;
+				else
+					dst[k] = q->logits + (q->all_logits ? j * nv : 0);
+				if (++k == EL_OUT_ROWS) {
+					el_lm_head(m, p, b, dst, greedy ? ids : NULL, k);
+					k = 0;
+				}
 			}
 		}
+		if (k)
+			el_lm_head(m, p, b, dst, greedy ? ids : NULL, k);
 	}
-	if (k)
-		el_lm_head(m, p, b, dst, k);
 }
 
 /* --- the pass -------------------------------------------------------------- */

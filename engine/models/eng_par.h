@@ -61,8 +61,11 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 
 /* One matrix of eng_par_qlinear_multi: W [N, K] in q's block type (as
  * eng_par_qlinear takes it), bias b or NULL, results y [M, N]; or, where
- * yrows is not NULL, results in the M rows yrows[m] (N floats each), y
- * then scratch of the same size whose contents are left unspecified. */
+ * yrows is not NULL, results in the M rows yrows[m] (N floats each); or,
+ * where argmax is not NULL, only each row's kn argmax (the index of its
+ * largest result, the first of equals; a NaN never taken but at index 0)
+ * in argmax[m]. With yrows or argmax, y is scratch of the same size whose
+ * contents are left unspecified. */
 struct eng_par_qmat {
 	const void *W;
 	size_t row_bytes, N;
@@ -70,6 +73,7 @@ struct eng_par_qmat {
 	const float *b;
 	float *y;
 	float *const *yrows;
+	int32_t *argmax;
 };
 
 #define ENG_PAR_QMULTI_MAX 4

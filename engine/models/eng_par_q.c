@@ -20,12 +20,54 @@ struct ep_qrange {
 	const float *b;
 	float *y;		   /* [M, N] */
 	float *const *yrows;	   /* or NULL: row m also copied to yrows[m] */
+	int32_t *argmax;	   /* or NULL: only each row's argmax is kept */
+	float *best_v;		   /* argmax: per thread, M rows' best value so far */
+	int32_t *best_i;	   /* and its index (-1: none yet) */
 	const char *xq;		   /* the M quantized x rows */
 	size_t xq_bytes;	   /* bytes of one (q->xq_bytes(K)) */
 	const struct kn_qops *q8;  /* Q4_0/Q5_0 tiles widened to Q8_0 for these, or NULL */
 	char *wide;		   /* per thread ENG_PAR_QTILE * wide_rb bytes */
 	size_t wide_rb;		   /* bytes of a widened row */
 };
+
+/* The greedy scan (kn argmax: best = i if x[i] > x[best], from best = 0)
+ * of a row carried over its tiles: v [n] holds its columns c .. c + n;
+ * *bv, *bi the best so far on this thread (*bi < 0: none yet). The tile
+ * at column 0 is scanned as the whole row would be (a NaN there stays);
+ * any other from its first non-NaN value, which a NaN at its start would
+ * otherwise hide; the thread's tiles, then the threads, merge in column
+ * order by "greater than", so the first of equal maxima wins: the whole
+ * row's scan, bit for bit. */
+static void ep_q_tile_max(const float *v, size_t n, size_t c, float *bv, int32_t *bi)
+{
+	size_t j = 0;
+	while (c > 0 && j < n && v[j] != v[j])
+		j++;
+	if (j == n)
+		return;
+	size_t i = j + kn_ops()->argmax(v + j, n - j);
+	if (*bi < 0 || v[i] > *bv) {
+		*bv = v[i];
+		*bi = (int32_t)(c + i);
+	}
+}
+
+/* The argmax per row over the threads' bests (eng_par_qmat argmax). */
+static void ep_q_merge_max(const struct ep_qrange *r, int nth)
+{
+	for (size_t m = 0; m < r->M; m++) {
+		float bv = 0.0f;
+		int32_t bi = -1;
+		for (int t = 0; t < nth; t++) {
+			size_t k = (size_t)t * r->M + m;
+			if (r->best_i[k] >= 0 && (bi < 0 || r->best_v[k] > bv)) {
+				bv = r->best_v[k];
+				bi = r->best_i[k];
+			}
+		}
+		r->argmax[m] = bi;
+	}
+}
 
 /* x rows up to which a tile's results are staged on the thread's stack */
 #define EP_Q_STAGE_ROWS 64
@@ -68,6 +110,11 @@ static void ep_q_cols(const struct ep_qrange *a, int ith, size_t c0, size_t c1)
 		for (size_t m = 0; m < a->M; m++) {
 			if (a->b)
 				kn_ops()->add(yt + m * ldy, a->b + c, nt);
+			if (a->argmax) {
+				size_t k = (size_t)ith * a->M + m;
+				ep_q_tile_max(yt + m * ldy, nt, c, &a->best_v[k], &a->best_i[k]);
+				continue;
+			}
 			if (staged && !a->yrows)
 				memcpy(a->y + m * a->N + c, yt + m * ldy, nt * sizeof(float));
 			if (a->yrows)
@@ -244,7 +291,7 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 	size_t wide_rb = kn_qtype_row_bytes(KN_Q_Q8_0, K);
 	size_t wide = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * wide_rb;
 	struct ep_qmulti a = { .n = n };
-	if (n > ENG_PAR_QMULTI_MAX || !scratch)
+	if (n > ENG_PAR_QMULTI_MAX || !scratch || (n > 1 && mats[0].argmax))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		const struct kn_qops *q = mats[i].q;
@@ -254,6 +301,7 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 		*r = (struct ep_qrange){ .W = mats[i].W, .row_bytes = mats[i].row_bytes,
 					 .N = mats[i].N, .K = K, .M = M, .q = q, .b = mats[i].b,
 					 .y = mats[i].y, .yrows = mats[i].yrows,
+					 .argmax = mats[i].argmax,
 					 .xq_bytes = q->xq_bytes(K), .q8 = ep_q_widen(q, M),
 					 .wide_rb = wide_rb };
 		for (size_t j = 0; j < i && !r->xq; j++)
@@ -271,6 +319,14 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 			widen = true;
 		}
 	used += widen ? wide : 0;
+	if (a.r[0].argmax) { /* the threads' bests, after the rows (4-byte aligned) */
+		used = (used + 3) & ~(size_t)3;
+		a.r[0].best_v = (float *)(scratch + used);
+		a.r[0].best_i = (int32_t *)(scratch + used + (size_t)dev_pool_size(p) * M * 4);
+		used += (size_t)dev_pool_size(p) * M * 8;
+		for (size_t k = 0; used <= cap && k < (size_t)dev_pool_size(p) * M; k++)
+			a.r[0].best_i[k] = -1;
+	}
 	if (used > cap)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
@@ -282,6 +338,8 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 			r->q->quantize_x(x + m * K, (char *)r->xq + m * r->xq_bytes, K);
 	}
 	dev_pool_run(p, ep_qmulti_run, &a);
+	if (a.r[0].argmax)
+		ep_q_merge_max(&a.r[0], dev_pool_size(p));
 	return 0;
 }
 
@@ -293,7 +351,9 @@ void eng_par_qlinear_multi(struct dev_pool *p, size_t M, size_t K, const float *
 	for (size_t i = 0; i < n; i++) {
 		const struct eng_par_qmat *m = &mats[i];
 		eng_par_qlinear(p, M, m->N, K, x, m->W, m->row_bytes, m->q, m->b, m->y, scratch);
-		for (size_t r = 0; m->yrows && r < M; r++)
+		for (size_t r = 0; m->argmax && r < M; r++)
+			m->argmax[r] = (int32_t)kn_ops()->argmax(m->y + r * m->N, m->N);
+		for (size_t r = 0; !m->argmax && m->yrows && r < M; r++)
 			memcpy(m->yrows[r], m->y + r * m->N, m->N * sizeof(float));
 	}
 }

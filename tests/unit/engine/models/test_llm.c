@@ -38,6 +38,7 @@
 #include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm.h"
 #include "engine/tok/eng_tok.h"
+#include "kernels/kn.h"
 
 static json_t *load_json(const char *rel)
 {
@@ -431,6 +432,22 @@ static void batch_vs_single(const char *path, bool exact)
 		assert_int_equal(eng_llm_forward(md.m, kv[i], NULL, &next, 1, false,
 						 (i < 3 ? single : batch) + (size_t)(i % 3) * nv), 0);
 	same_logits(single, batch, 3 * nv, exact);
+	/* and a step that asks only for the greedy choice (eng_llm_seq
+	 * greedy): each sequence gets kn argmax of the logits it would have
+	 * had, two of them batched with one that wants its logits */
+	int32_t ids[3] = { -1, -1, -1 }, tok[3] = { 7, 8, 9 };
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(eng_llm_forward(md.m, kv[i], NULL, &tok[i], 1, false,
+						 single + (size_t)i * nv), 0);
+	struct eng_llm_seq greedy[3] = {
+		{ .kv = kv[3], .tokens = &tok[0], .n = 1, .greedy = &ids[0] },
+		{ .kv = kv[4], .tokens = &tok[1], .n = 1, .logits = batch + nv },
+		{ .kv = kv[5], .tokens = &tok[2], .n = 1, .greedy = &ids[2] },
+	};
+	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, greedy, 3), 0);
+	same_logits(single + nv, batch + nv, nv, exact);
+	for (int i = 0; i < 3; i += 2)
+		assert_int_equal(ids[i], (int32_t)kn_ops()->argmax(single + (size_t)i * nv, nv));
 	printf("[ llm ] batched pass == separate passes (%s, %s KV cache, %s)\n",
 	       strrchr(path, '/') + 1, kv_f16 ? "float16" : "float32",
 	       exact ? "bit for bit" : "within 1e-4");

@@ -15,6 +15,7 @@
  * row tiles and thread splits never change a result), and nothing past y
  * is written.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -167,8 +168,9 @@ static void run_multi(struct dev_pool *pool, size_t M, size_t K, const size_t *N
 			rows[i][r] = malloc(Ns[i] * sizeof(float));
 			assert_non_null(rows[i][r]);
 		}
-		m[i] = (struct eng_par_qmat){ wts[i], rb, Ns[i], q, i == 1 ? b : NULL, y,
-					      with_yrows ? rows[i] : NULL };
+		m[i] = (struct eng_par_qmat){ .W = wts[i], .row_bytes = rb, .N = Ns[i], .q = q,
+					      .b = i == 1 ? b : NULL, .y = y,
+					      .yrows = with_yrows ? rows[i] : NULL };
 		eng_par_qlinear(pool, M, Ns[i], K, x, wts[i], rb, q, m[i].b, want[i], scratch);
 	}
 	eng_par_qlinear_multi(pool, M, K, x, m, 3, scratch);
@@ -205,10 +207,80 @@ static void test_qlinear_multi(void **state)
 	}
 }
 
+/* eng_par_qmat argmax: each row's argmax equals kn argmax over the row
+ * eng_par_qlinear gives (the greedy scan: first of equal maxima, a NaN
+ * never taken but at column 0), across tiles and threads: biases put a
+ * NaN at column 0; NaNs at the starts of later tiles and thread shares
+ * (64, 65, 128, 144); two equal maxima (1e30 at 5 and 150). */
+static void run_argmax(struct dev_pool *pool, size_t M, size_t N, int bias_kind)
+{
+	const size_t K = 640;
+	const struct kn_qpack *pk = N % 16 ? NULL : kn_qpack_get(KN_Q_Q8_0);
+	const struct kn_qops *q = pk ? pk->ops : kn_qops_get(KN_Q_Q8_0);
+	size_t rb = kn_qtype_row_bytes(KN_Q_Q8_0, K), nb = K / 32;
+	uint8_t *w = malloc(N * rb), *wp = malloc(N * rb);
+	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
+	float *y = malloc(M * N * sizeof(float)), *y2 = malloc(M * N * sizeof(float));
+	size_t n_scratch = (size_t)dev_pool_size(pool) * ENG_PAR_QTILE * K;
+	float *scratch = malloc(n_scratch * sizeof(float));
+	int32_t got[70];
+	assert_true(w && wp && x && b && y && y2 && scratch && M <= 70);
+	fill_blocks(w, KN_Q_Q8_0, N * nb, 0);
+	if (pk)
+		pk->pack(w, rb, N, K, wp);
+	else
+		memcpy(wp, w, N * rb);
+	for (size_t i = 0; i < M * K; i++)
+		x[i] = rng_uniform(-2.0f, 2.0f);
+	for (size_t r = 0; r < N; r++)
+		b[r] = rng_uniform(-1.0f, 1.0f);
+	if (bias_kind == 1)
+		b[0] = NAN;
+	static const size_t nans[] = { 64, 65, 128, 144 };
+	for (size_t i = 0; bias_kind == 2 && i < 4; i++)
+		if (nans[i] < N)
+			b[nans[i]] = NAN;
+	if (bias_kind == 3 && N > 150)
+		b[5] = b[150] = 1e30f;
+	eng_par_qlinear(pool, M, N, K, x, wp, rb, q, b, y, scratch);
+	struct eng_par_qmat m = { .W = wp, .row_bytes = rb, .N = N, .q = q, .b = b, .y = y2,
+				  .argmax = got };
+	eng_par_qlinear_multi(pool, M, K, x, &m, 1, scratch);
+	for (size_t r = 0; r < M; r++)
+		assert_int_equal(got[r], (int32_t)kn_ops()->argmax(y + r * N, N));
+	if (bias_kind == 1)
+		assert_int_equal(got[0], 0);
+	if (bias_kind == 3 && N > 150)
+		assert_int_equal(got[0], 5);
+	free(w);
+	free(wp);
+	free(x);
+	free(b);
+	free(y);
+	free(y2);
+	free(scratch);
+}
+
+static void test_qlinear_argmax(void **state)
+{
+	(void)state;
+	static const size_t rows[] = { 1, 3, 17, 70 }, widths[] = { 208, 24, 1024 };
+	for (int th = 1; th <= 3; th++) {
+		struct dev_pool *pool;
+		assert_int_equal(dev_pool_create(th, NULL, &pool), 0);
+		for (size_t ri = 0; ri < 4; ri++)
+			for (size_t wi = 0; wi < 3; wi++)
+				for (int kind = 0; kind < 4; kind++)
+					run_argmax(pool, rows[ri], widths[wi], kind);
+		dev_pool_destroy(pool);
+	}
+}
+
 int main(void)
 {
 	kn_init(KN_ISA_COUNT);
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_qlinear),
-					    cmocka_unit_test(test_qlinear_multi) };
+					    cmocka_unit_test(test_qlinear_multi),
+					    cmocka_unit_test(test_qlinear_argmax) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
