@@ -31,6 +31,8 @@ struct dev_pool {
 	_Atomic bool stop;
 	dev_task_fn fn;               /* this generation's task */
 	void *arg;
+	_Atomic unsigned bar_count;   /* threads at the barrier of this phase */
+	_Atomic unsigned bar_phase;   /* bumped when the last one arrives */
 	pthread_mutex_t mu;           /* for sleeping workers only */
 	pthread_cond_t cv;
 	int n_sleeping;               /* under mu */
@@ -161,6 +163,27 @@ void dev_pool_run(struct dev_pool *p, dev_task_fn fn, void *arg)
 	/* Spin while the workers are likely running; yield after that so an
 	 * oversubscribed machine (more threads than free cores) still moves. */
 	for (unsigned spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+		if (spins < DEV_POOL_RUNNER_SPINS)
+			dev_pause();
+		else
+			sched_yield();
+	}
+}
+
+void dev_pool_barrier(struct dev_pool *p)
+{
+	if (!p || p->nth == 1)
+		return;
+	unsigned phase = atomic_load_explicit(&p->bar_phase, memory_order_acquire);
+	if (atomic_fetch_add_explicit(&p->bar_count, 1, memory_order_acq_rel) ==
+	    (unsigned)p->nth - 1) {
+		/* the last one in: reset for the next barrier, then release */
+		atomic_store_explicit(&p->bar_count, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->bar_phase, 1, memory_order_acq_rel);
+		return;
+	}
+	for (unsigned spins = 0;
+	     atomic_load_explicit(&p->bar_phase, memory_order_acquire) == phase; spins++) {
 		if (spins < DEV_POOL_RUNNER_SPINS)
 			dev_pause();
 		else

@@ -35,6 +35,12 @@ int dev_pool_size(const struct dev_pool *pool);
  * wait for all of them. A NULL pool runs fn(arg, 0, 1) inline. */
 void dev_pool_run(struct dev_pool *pool, dev_task_fn fn, void *arg);
 
+/* dev_pool_barrier - inside a task of dev_pool_run: return once every
+ * thread of the run has called it (all must, the same number of times).
+ * It spins, then yields its core, as the run's own wait does. A NULL or
+ * one-thread pool returns at once. */
+void dev_pool_barrier(struct dev_pool *pool);
+
 /* dev_split - the [*begin, *end) share of n items for thread ith of nth,
  * in contiguous blocks aligned to `align` items (1 for none). */
 void dev_split(long n, int ith, int nth, long align, long *begin, long *end);

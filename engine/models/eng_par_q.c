@@ -242,7 +242,10 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 
 struct ep_qmulti {
 	struct ep_qrange r[ENG_PAR_QMULTI_MAX];
-	size_t n; /* matrices */
+	size_t n;		/* matrices */
+	bool quantize[ENG_PAR_QMULTI_MAX]; /* r[i] is the first with its partner rows */
+	const float *x;		/* [M, K], quantized by the threads first */
+	struct dev_pool *p;	/* for the barrier between the two phases */
 };
 
 /* Where cost point X falls in matrix r, whose columns cost rb bytes each
@@ -256,8 +259,8 @@ static size_t ep_qmulti_col(const struct ep_qrange *r, uint64_t c0, uint64_t X)
 	return col >= r->N ? r->N : (size_t)col / 16 * 16;
 }
 
-/* The matrices' columns laid end to end and split once over the threads
- * by their weight bytes (a Q8_0 column costs about 1.5 Q5_0 ones): thread
+/* x quantized, then the matrices' columns laid end to end and split once
+ * over the threads by their weight bytes (a Q8_0 column costs about 1.5 Q5_0 ones): thread
  * ith takes the columns in its share of the total bytes, each matrix's
  * part cut at groups of 16 (every N is a multiple of 16). The same cut
  * bounds a thread's end and the next one's start, so the columns are
@@ -265,6 +268,17 @@ static size_t ep_qmulti_col(const struct ep_qrange *r, uint64_t c0, uint64_t X)
 static void ep_qmulti_run(void *arg, int ith, int nth)
 {
 	const struct ep_qmulti *a = arg;
+	/* first x's rows, quantized to every partner format by the threads
+	 * (rows split: a row's codes do not depend on who makes them) */
+	long m0, m1;
+	dev_split((long)a->r[0].M, ith, nth, 1, &m0, &m1);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ep_qrange *r = &a->r[i];
+		for (long m = m0; a->quantize[i] && m < m1; m++)
+			r->q->quantize_x(a->x + (size_t)m * r->K, (char *)r->xq + (size_t)m * r->xq_bytes,
+					 r->K);
+	}
+	dev_pool_barrier(a->p);
 	uint64_t total = 0, off = 0;
 	for (size_t i = 0; i < a->n; i++)
 		total += (uint64_t)a->r[i].N * a->r[i].row_bytes;
@@ -330,13 +344,12 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 	if (used > cap)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		struct ep_qrange *r = &a.r[i];
-		bool first = true;
+		a.quantize[i] = true;
 		for (size_t j = 0; j < i; j++)
-			first = first && a.r[j].xq != r->xq;
-		for (size_t m = 0; first && m < M; m++)
-			r->q->quantize_x(x + m * K, (char *)r->xq + m * r->xq_bytes, K);
+			a.quantize[i] = a.quantize[i] && a.r[j].xq != a.r[i].xq;
 	}
+	a.x = x;
+	a.p = p;
 	dev_pool_run(p, ep_qmulti_run, &a);
 	if (a.r[0].argmax)
 		ep_q_merge_max(&a.r[0], dev_pool_size(p));

@@ -95,6 +95,46 @@ static void test_split_covers_exactly(void **state)
 			}
 }
 
+/* dev_pool_barrier: in each of 3 phases every thread writes its slot,
+ * meets the others at the barrier, then finds every slot of the phase
+ * written (no thread ran ahead into the next phase's writes). */
+struct bar_task {
+	struct dev_pool *p;
+	_Atomic int slots[8];
+	_Atomic int bad;
+};
+
+static void bar_fn(void *arg, int ith, int nth)
+{
+	struct bar_task *t = arg;
+	for (int phase = 1; phase <= 3; phase++) {
+		atomic_store(&t->slots[ith], phase);
+		dev_pool_barrier(t->p);
+		for (int i = 0; i < nth; i++)
+			if (atomic_load(&t->slots[i]) < phase)
+				atomic_fetch_add(&t->bad, 1);
+		dev_pool_barrier(t->p);
+	}
+}
+
+static void test_barrier(void **state)
+{
+	(void)state;
+	for (int n = 1; n <= 4; n++) {
+		struct dev_pool *p;
+		assert_int_equal(dev_pool_create(n, NULL, &p), 0);
+		for (int run = 0; run < 2000; run++) {
+			struct bar_task t = { .p = p };
+			dev_pool_run(p, bar_fn, &t);
+			assert_int_equal(atomic_load(&t.bad), 0);
+			for (int i = 0; i < n; i++)
+				assert_int_equal(atomic_load(&t.slots[i]), 3);
+		}
+		dev_pool_destroy(p);
+	}
+	dev_pool_barrier(NULL);
+}
+
 static void test_null_and_bad(void **state)
 {
 	(void)state;
@@ -115,6 +155,7 @@ int main(void)
 		cmocka_unit_test(test_many_short_runs),
 		cmocka_unit_test(test_split_covers_exactly),
 		cmocka_unit_test(test_null_and_bad),
+		cmocka_unit_test(test_barrier),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
