@@ -81,12 +81,13 @@ struct eng_par_qmat {
 /* eng_par_qlinear for n matrices over the same x [M, K] (a layer's q, k
  * and v; gate and up), with the same results: where every matrix takes
  * the integer path, each N is a multiple of 16 and scratch holds the
- * quantized rows of them all, x is quantized once per partner format (its rows
- * split over the threads) and one run of the pool takes all the matrices' columns laid end to end;
- * otherwise eng_par_qlinear one matrix after the other. yrows get their
- * rows tile by tile, while the tile is in cache (the lm head's logits
- * into each sequence's buffer). scratch: as eng_par_qlinear's. Either
- * way each result equals eng_par_qlinear's bit for bit. */
+ * quantized rows of them all, one run of the pool quantizes x once per
+ * partner format (its rows split over the threads), then takes all the
+ * matrices' columns laid end to end; otherwise eng_par_qlinear one matrix
+ * after the other. yrows get their rows tile by tile, while the tile is
+ * in cache (the lm head's logits into each sequence's buffer); argmax,
+ * each row's maximum. scratch: as eng_par_qlinear's. Either way each
+ * result equals eng_par_qlinear's bit for bit. */
 void eng_par_qlinear_multi(struct dev_pool *p, size_t M, size_t K, const float *x,
 			   const struct eng_par_qmat *mats, size_t n, float *scratch);
 
