@@ -226,10 +226,11 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
 /* A model by path (a CT2 folder or GGUF file) or by name from the config;
  * NULL name: the config's first model of format `want`. compute_type:
  * enum cfg_compute_type, or -1 for the config entry's (default for a
- * path). */
+ * path); kv_f16: true turns the float16 KV cache on (config kv_cache_f16),
+ * false keeps the config entry's (off for a path). */
 static int cli_load(const char *config, const char *model, enum cfg_model_format want,
-		    int threads, int compute_type, struct eng **eng, const struct eng_model **m,
-		    char *err, size_t errlen)
+		    int threads, int compute_type, bool kv_f16, struct eng **eng,
+		    const struct eng_model **m, char *err, size_t errlen)
 {
 	struct stat st;
 	struct cfg *cfg = NULL;
@@ -264,6 +265,7 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 	}
 	if (compute_type >= 0) /* the command line's wins */
 		spec.compute_type = (enum eng_compute_type)compute_type;
+	spec.kv_cache_f16 = spec.kv_cache_f16 || kv_f16;
 	if (!rc)
 		rc = eng_create(&spec, 1, eng, err, errlen);
 	if (!rc)
@@ -390,8 +392,8 @@ int cli_transcribe(int argc, char **argv)
 	int prc = tx_parse(argc, argv, &a);
 	if (prc)
 		return prc == CLI_HELP ? 0 : 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, a.compute_type, &eng,
-			  &m, err, sizeof(err));
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, a.compute_type, false,
+			  &eng, &m, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "inferd: %s\n", err);
 		return 1;
@@ -413,6 +415,7 @@ int cli_transcribe(int argc, char **argv)
 struct gen_args {
 	const char *config, *model, *prompt;
 	bool chat;
+	bool kv_f16; /* --kv-cache-f16 */
 	int threads;
 	struct eng_gen_params params;
 };
@@ -421,10 +424,12 @@ static int gen_usage(FILE *to)
 {
 	fprintf(to, "usage: inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
 			"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
-			"                       [--top-k K] [--seed S] [--threads N] PROMPT\n"
+			"                       [--top-k K] [--seed S] [--threads N]\n"
+			"                       [--kv-cache-f16] PROMPT\n"
 			"Streams a completion of PROMPT to stdout without a server. --model: a\n"
 			"model name from --config (default config/default.json) or a GGUF path;\n"
-			"--chat wraps PROMPT in the model's chat template; defaults: 128 tokens,\n"
+			"--chat wraps PROMPT in the model's chat template; --kv-cache-f16 keeps\n"
+			"the KV cache in float16 (config kv_cache_f16); defaults: 128 tokens,\n"
 			"temperature 1, a random seed, every core.\n");
 	return to == stdout ? CLI_HELP : 2;
 }
@@ -443,6 +448,10 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 		const char *o = argv[i], *v = argv[i + 1];
 		if (!strcmp(o, "--chat")) {
 			a->chat = true;
+			continue;
+		}
+		if (!strcmp(o, "--kv-cache-f16")) {
+			a->kv_f16 = true;
 			continue;
 		}
 		i++;
@@ -499,8 +508,8 @@ int cli_generate(int argc, char **argv)
 	int prc = gen_parse(argc, argv, &a);
 	if (prc)
 		return prc == CLI_HELP ? 0 : 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, -1, &eng, &m, err,
-			  sizeof(err));
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, -1, a.kv_f16, &eng,
+			  &m, err, sizeof(err));
 	if (!rc && a.chat) {
 		struct eng_chat_msg msg = { "user", a.prompt };
 		rc = eng_chat_format(m, &msg, 1, &chat, &plain, err, sizeof(err));
@@ -515,11 +524,11 @@ int cli_generate(int argc, char **argv)
 	} else {
 		printf("\n");
 		fprintf(stderr, "inferd: %zu prompt tokens in %.1f ms (%.1f tok/s), %zu generated in "
-				"%.1f ms (%.1f tok/s), finish %s\n",
+				"%.1f ms (%.1f tok/s), finish %s, KV cache %s\n",
 			r->n_prompt_tokens, r->prompt_ms, 1e3 * (double)r->n_prompt_tokens / r->prompt_ms,
 			r->n_completion_tokens, r->decode_ms,
 			1e3 * (double)r->n_completion_tokens / (r->decode_ms > 0 ? r->decode_ms : 1),
-			r->finish == ENG_FINISH_STOP ? "stop" : "length");
+			r->finish == ENG_FINISH_STOP ? "stop" : "length", eng_model_kv_cache(m));
 	}
 	eng_gen_result_destroy(r);
 	mem_free(chat);

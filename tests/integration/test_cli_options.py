@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, ROOT
+from conftest import BIN, MODELS, ROOT
 
 JFK = os.path.join(ROOT, "tests", "data", "audio", "jfk.wav")
 
@@ -79,3 +79,15 @@ def test_unknown_options_named(cmd, args, needle):
     assert r.stderr.startswith(needle), r.stderr
     assert "usage: inferd " + cmd in r.stderr
     assert r.stdout == ""
+
+
+@pytest.mark.parametrize("flag,cache", [([], "float32"), (["--kv-cache-f16"], "float16")])
+def test_generate_kv_cache_f16_flag(flag, cache):
+    """--kv-cache-f16 turns the float16 KV cache on for a model given by
+    path (config kv_cache_f16); the closing line names the cache used."""
+    model = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+    r = run("generate", "--model", model, *flag, "--temperature", "0", "--max-tokens", "8",
+            "The capital of France is")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip(), r.stdout
+    assert "generated in" in r.stderr and ("KV cache " + cache) in r.stderr, r.stderr
