@@ -137,7 +137,7 @@ static void run_multi(struct dev_pool *pool, size_t M, size_t K, const size_t *N
 {
 	const int types[3] = { KN_Q_Q8_0, KN_Q_Q5_0, KN_Q_Q4_K };
 	struct eng_par_qmat m[3];
-	float *want[3], *rows[3][40];
+	float *want[3], *rows[3][40], *bias[3];
 	uint8_t *wts[3];
 	float *x = malloc(M * K * sizeof(float));
 	size_t n_scratch = (size_t)dev_pool_size(pool) * ENG_PAR_QTILE * K;
@@ -156,6 +156,7 @@ static void run_multi(struct dev_pool *pool, size_t M, size_t K, const size_t *N
 		want[i] = malloc(M * Ns[i] * sizeof(float));
 		float *y = malloc(M * Ns[i] * sizeof(float)), *b = malloc(Ns[i] * sizeof(float));
 		assert_true(w && wts[i] && want[i] && y && b);
+		bias[i] = b;
 		fill_blocks(w, types[i], Ns[i] * nb, 0);
 		if (pk)
 			pk->pack(w, rb, Ns[i], K, wts[i]);
@@ -181,7 +182,7 @@ static void run_multi(struct dev_pool *pool, size_t M, size_t K, const size_t *N
 			assert_memory_equal(rows[i][r], want[i] + r * Ns[i], Ns[i] * sizeof(float));
 		for (size_t r = 0; r < M; r++)
 			free(rows[i][r]);
-		free((void *)m[i].b);
+		free(bias[i]);
 		free(m[i].y);
 		free(want[i]);
 		free(wts[i]);
