@@ -39,12 +39,18 @@ static double es_uniform(struct eng_sampler *s)
 	return (double)((s->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
+/* Whether p leaves the logits as they are (no penalty of any kind). */
+static bool es_no_penalty(const struct eng_sample_params *p)
+{
+	return p->repetition_penalty == 1.0f && p->presence_penalty == 0.0f &&
+	       p->frequency_penalty == 0.0f;
+}
+
 void eng_sampler_penalize(const struct eng_sampler *s, float *logits, const int32_t *history,
 			  size_t n_hist)
 {
 	const struct eng_sample_params *p = &s->p;
-	if (p->repetition_penalty == 1.0f && p->presence_penalty == 0.0f &&
-	    p->frequency_penalty == 0.0f)
+	if (es_no_penalty(p))
 		return;
 	size_t from = p->penalty_last_n > 0 && n_hist > (size_t)p->penalty_last_n
 			      ? n_hist - (size_t)p->penalty_last_n : 0;
@@ -141,9 +147,7 @@ static int32_t es_draw(struct eng_sampler *s, const struct eng_cand *c, int n, f
 
 bool eng_sampler_greedy(const struct eng_sampler *s)
 {
-	const struct eng_sample_params *p = &s->p;
-	return p->temperature <= 0.0f && p->repetition_penalty == 1.0f &&
-	       p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f;
+	return s->p.temperature <= 0.0f && es_no_penalty(&s->p);
 }
 
 int32_t eng_sampler_pick(struct eng_sampler *s, const float *logits)

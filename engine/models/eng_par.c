@@ -1,7 +1,6 @@
 /* eng_par.c - parallel-for wrappers around the kernels (see eng_par.h). */
 #include "engine/models/eng_par.h"
 
-#include <assert.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -12,7 +11,6 @@
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_i8.h"
-#include "kernels/kn_quant.h"
 
 /* --- linear ------------------------------------------------------------ */
 
