@@ -219,7 +219,7 @@ struct eng_transcribe_params {
 	float log_prob_threshold;  /* -1.0; <= -1e9 disables */
 	float no_speech_threshold; /* 0.6; > 1 disables */
 	uint64_t seed;             /* sampling seed (0: a fixed default) */
-	const volatile int *cancel; /* non-NULL and set: stop between windows (-ST_CANCELED) */
+	const _Atomic int *cancel; /* non-NULL and set: stop between windows (-ST_CANCELED) */
 	/* Batched long-form (default false): audio over 30 s is cut at quiet
 	 * moments into chunks of at most 30 s transcribed independently (no
 	 * text carried across chunks) and together, their windows and decode
@@ -373,7 +373,7 @@ struct eng_gen_params {
 	int logprobs;                  /* -1 none; 0..20 alternatives per token */
 	const struct eng_logit_bias *bias; /* [n_bias], ids < n_vocab; borrowed */
 	int n_bias;                    /* 0..ENG_GEN_MAX_BIAS */
-	const volatile int *cancel;    /* set: stop at the next token (-ST_CANCELED) */
+	const _Atomic int *cancel;    /* set: stop at the next token (-ST_CANCELED) */
 	/* on_text: text that is final (whole UTF-8 characters, past any stop
 	 * string's possible start), with the tokens whose text begins in it
 	 * that no earlier call carried (toks[n_toks]: logprobs; NULL, 0 when

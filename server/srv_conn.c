@@ -536,7 +536,7 @@ static int srv_conn_stash_more(struct srv_conn *conn, const char *data, size_t l
 	return 0;
 }
 
-void srv__conn_watch(struct srv_conn *conn, volatile int *cancel)
+void srv__conn_watch(struct srv_conn *conn, _Atomic int *cancel)
 {
 	conn->cancel = cancel;
 	if (cancel && conn->state == SRV_CONN_STATE_HANDLING &&

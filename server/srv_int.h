@@ -119,7 +119,7 @@ struct srv_conn {
 	bool write_blocked;           /* parsing paused until the client reads (backpressure) */
 	int n_open_handles;           /* stream + timer; freed at zero */
 	int n_work;                   /* thread-pool jobs holding the connection */
-	volatile int *cancel;         /* a running job's stop flag (srv__conn_watch), or NULL:
+	_Atomic int *cancel;         /* a running job's stop flag (srv__conn_watch), or NULL:
 				       * set to 1 when the client hangs up or the connection closes */
 	uint64_t n_served;            /* responses completed on this connection */
 	bool in_feed;                 /* inside srv_conn_feed (no re-entry) */
@@ -217,7 +217,7 @@ void srv__conn_work_done(struct srv_conn *conn);
  * Bytes that arrive meanwhile (a pipelined request) are kept, up to
  * SRV_MAX_QUEUED_BYTES, for after the response. cancel NULL stops
  * watching: call it before the flag's memory goes. Loop thread. */
-void srv__conn_watch(struct srv_conn *conn, volatile int *cancel);
+void srv__conn_watch(struct srv_conn *conn, _Atomic int *cancel);
 int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
 		    char *body, size_t body_len); /* steals head and body */
 void srv__conns_close_idle(struct srv *srv);

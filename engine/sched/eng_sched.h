@@ -45,7 +45,7 @@ struct eng__req {
 	enum eng_priority priority;
 	double t_submit;            /* monotonic ms */
 	double t_deadline;          /* monotonic ms; 0: none */
-	const volatile int *cancel; /* the caller's flag, or NULL */
+	const _Atomic int *cancel; /* the caller's flag, or NULL */
 	bool counts;                /* first of its group: counts against max_queue_size */
 	/* end - report the end (rc, err) to the caller and free the request;
 	 * called once by the loop (or by the scheduler when it shuts down

@@ -79,12 +79,12 @@ struct srv_grpc_stream {
 	int status;		/* grpc-status for the trailers */
 	char message[256];	/* grpc-message */
 	void *job;		/* the method's work in flight, or NULL */
-	volatile int *cancel;	/* the job's cancel flag while it runs */
+	_Atomic int *cancel;	/* the job's cancel flag while it runs */
 	/* ModelStreamInfer: response flags, independent of the state */
 	bool headers_sent;	/* the response HEADERS went out */
 	bool deferred;		/* the data provider is waiting for out to grow */
 	int n_running;		/* its requests in flight */
-	volatile int *cancels[SRV_GRPC_STREAM_MAX_RUNNING];
+	_Atomic int *cancels[SRV_GRPC_STREAM_MAX_RUNNING];
 };
 
 /* One connection. */

@@ -49,7 +49,7 @@ struct srv_audio_job {
 	struct eng_audio_raw raw;
 	struct eng_transcribe_params params; /* language, prompt and cancel point below */
 	struct eng_req_opts opts;       /* priority, deadline (request headers) */
-	volatile int cancel;            /* set on the loop when the client goes away */
+	_Atomic int cancel;            /* set on the loop when the client goes away */
 	char language[16];              /* ISO 639-1 code, or "" */
 	char *prompt;                   /* new (mem.h) or NULL */
 	bool want_sha256;               /* hash the audio bytes (Deepgram metadata) */

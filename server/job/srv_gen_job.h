@@ -97,7 +97,7 @@ struct srv_gen_job {
 	bool stream;                       /* answer piece by piece (server-sent events) */
 	int n;                             /* choices, 1..SRV_GEN_MAX_N */
 	uint64_t seed;                     /* seed of choice 0 */
-	volatile int cancel;               /* set by the loop thread when the client leaves */
+	_Atomic int cancel;               /* set by the loop thread when the client leaves */
 	struct eng_req_opts opts;          /* priority, deadline (request headers) */
 	struct srv_stream *st;             /* when stream; released on the loop thread */
 	struct srv_gen_choice ch[SRV_GEN_MAX_N];

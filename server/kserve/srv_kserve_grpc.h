@@ -14,7 +14,7 @@ struct srv_grpc_job {
 	struct srv_post post;		/* back to the loop thread */
 	struct srv_grpc_conn *conn;	/* held through conn->n_work */
 	int32_t stream_id;
-	volatile int cancel;
+	_Atomic int cancel;
 	const struct eng_model *model;
 	Inference__ModelInferRequest *req; /* new; audio and prompt bytes point into it */
 	bool want[2];			/* outputs asked for: [0] TRANSCRIPT / TEXT_OUTPUT, [1] SEGMENTS */

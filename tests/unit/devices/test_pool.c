@@ -15,7 +15,7 @@
 struct count_task {
 	_Atomic int calls;
 	_Atomic int seen[16];
-	int nth_seen;
+	_Atomic int nth_seen; /* every thread stores it */
 };
 
 static void count_fn(void *arg, int ith, int nth)
@@ -39,7 +39,7 @@ static void test_every_thread_once(void **state)
 			assert_int_equal(atomic_load(&t.calls), n); /* all done on return */
 			for (int i = 0; i < n; i++)
 				assert_int_equal(atomic_load(&t.seen[i]), 1);
-			assert_int_equal(t.nth_seen, n);
+			assert_int_equal(atomic_load(&t.nth_seen), n);
 		}
 		dev_pool_destroy(p);
 	}
