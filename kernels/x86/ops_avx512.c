@@ -204,13 +204,6 @@ static void avx512_softmax_i8(float *x, size_t n, int8_t *q, size_t n_pad, float
 	*scale = 1.0f / (127.0f * sum);
 }
 
-/* 16 bfloat16 at p (the first nv; the rest 0) widened to float32. */
-static inline __m512 bf16x16(const uint16_t *p, __mmask16 m)
-{
-	__m256i h = _mm256_maskz_loadu_epi16(m, p);
-	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 /* 64 columns per pass: two 512-bit loads of 32 bfloat16 each, split
  * without a conversion into the even columns (shifted up 16) and the odd
  * ones (masked), 4 FMA chains per row, two rows at a time into two sets;

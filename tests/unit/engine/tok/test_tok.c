@@ -310,7 +310,7 @@ static void test_roundtrip(void **state)
 	size_t i;
 	json_t *c;
 	static const char *const extra[] = {
-		"a\xff" "b\xc3(\xe2\x82", "\x80\x80 x \xf4\x90\x80\x80", "\xed\xa0\x80 surrogate",
+		("a\xff" "b\xc3(\xe2\x82"), "\x80\x80 x \xf4\x90\x80\x80", "\xed\xa0\x80 surrogate",
 		"tail \xf0\x9f\x98", "<start_of_turn>not parsed<end_of_turn>",
 	};
 
@@ -597,7 +597,7 @@ static void test_bpe_reference(void **state)
 static void tiny_gguf(struct gw *w, int damage)
 {
 	static char bytes[256][8];
-	const char *toks[TINY_N + 1] = { "<unk>", "<s>", "</s>", "a", "b", "\xE2\x96\x81" "ab",
+	const char *toks[TINY_N + 1] = { "<unk>", "<s>", "</s>", "a", "b", ("\xE2\x96\x81" "ab"),
 					  "\xE2\x96\x81" };
 	float scores[TINY_N];
 	int32_t types[TINY_N];
