@@ -332,6 +332,38 @@ static void test_folders(void **state)
 
 /* ---- seed files ------------------------------------------------------------ */
 
+/* The hostile variable tables of tests/fuzz/make-seeds.py (issue 17): each
+ * is refused at open with the reason it was written for. */
+static void test_hostile_seeds(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file, *reason;
+	} cases[] = {
+		{ "hostile-dims-wrap.bin", "dims overflow" },
+		{ "hostile-bytes-mismatch.bin", "17179869184" },
+		{ "hostile-nbytes-past-end.bin", "4294967295 bytes stored" },
+		{ "hostile-dtype.bin", "unknown dtype 99" },
+		{ "hostile-rank255.bin", "rank 255 exceeds" },
+		{ "hostile-item0-v3.bin", "unknown item size 0" },
+		{ "hostile-nvars.bin", "variable count 4294967295" },
+		{ "hostile-alias-cycle.bin", "missing variable" },
+		{ "hostile-name-len.bin", "reading the name of variable 0" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char rel[256], err[512] = "";
+		struct mapped m;
+		struct eng_ct2 *c = NULL;
+		snprintf(rel, sizeof(rel), "tests/fuzz/corpus/ct2/%s", cases[i].file);
+		map_env(&m, "INFERD_SOURCE_ROOT", rel, false);
+		assert_int_not_equal(eng_ct2_open_buffer(m.p, m.size, NULL, 0, rel, &c, err, sizeof(err)), 0);
+		assert_null(c);
+		if (!strstr(err, cases[i].reason))
+			fail_msg("%s: \"%s\" lacks \"%s\"", cases[i].file, err, cases[i].reason);
+		unmap(&m);
+	}
+}
+
 static void test_seed_v6(void **state)
 {
 	(void)state;
@@ -414,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_corruptions),
 		cmocka_unit_test(test_random_mutations),
 		cmocka_unit_test(test_folders),
+		cmocka_unit_test(test_hostile_seeds),
 		cmocka_unit_test(test_seed_v6),
 		cmocka_unit_test(test_seed_v3),
 		cmocka_unit_test(test_alloc_failures),

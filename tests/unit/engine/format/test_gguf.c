@@ -489,6 +489,51 @@ static void check_all_types(const char *rel, uint32_t version)
 	unmap(&m);
 }
 
+/* The structure-aware hostile seeds of tests/fuzz/make-seeds.py (issue 17):
+ * valid headers around size fields that overflow. Each is refused at open
+ * with the reason it was written for (a substring of the error line). */
+static void test_hostile_seeds(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file, *reason;
+	} cases[] = {
+		{ "hostile-dims-wrap.gguf", "dims overflow" },
+		{ "hostile-dims-wrap3.gguf", "dims overflow" },
+		{ "hostile-dim-2e63.gguf", "dims overflow" },
+		{ "hostile-q8-partial-block.gguf", "not a multiple of the Q8_0 block size" },
+		{ "hostile-q8-bytes-wrap.gguf", "dims overflow" },
+		{ "hostile-offset-wrap.gguf", "runs past the end" },
+		{ "hostile-ndims.gguf", "n_dims 5 exceeds" },
+		{ "hostile-type-overlap.gguf", "unknown ggml type 99" },
+		{ "hostile-dup-names.gguf", "duplicate tensor name" },
+		{ "hostile-align0.gguf", "power of two" },
+		{ "hostile-align3.gguf", "power of two" },
+		{ "hostile-n-tensors.gguf", "tensor count" },
+		{ "hostile-n-kv.gguf", "metadata count" },
+		{ "hostile-key-2g.gguf", "exceeds 65535" },
+		{ "hostile-key-2e63.gguf", "exceeds 65535" },
+		{ "hostile-str-4g.gguf", "runs past the end" },
+		{ "hostile-arr-u64-wrap.gguf", "cannot fit" },
+		{ "hostile-arr-str-2e63.gguf", "cannot fit" },
+		{ "hostile-arr-nested.gguf", "nested deeper" },
+		{ "hostile-vtype.gguf", "unknown value type 77" },
+		{ "hostile-tname.gguf", "exceeds 65535" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char rel[256], err[512] = "";
+		struct mapped m;
+		struct eng_gguf *g = NULL;
+		snprintf(rel, sizeof(rel), "tests/fuzz/corpus/gguf/%s", cases[i].file);
+		map_env(&m, "INFERD_SOURCE_ROOT", rel, false);
+		assert_int_not_equal(eng_gguf_open_buffer(m.p, m.size, rel, &g, err, sizeof(err)), 0);
+		assert_null(g);
+		if (!strstr(err, cases[i].reason))
+			fail_msg("%s: \"%s\" lacks \"%s\"", cases[i].file, err, cases[i].reason);
+		unmap(&m);
+	}
+}
+
 static void test_seed_v3(void **state)
 {
 	(void)state;
@@ -536,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_seed_v3),
 		cmocka_unit_test(test_seed_v2),
+		cmocka_unit_test(test_hostile_seeds),
 		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
