@@ -4,7 +4,8 @@ asyncio that records what each request saw at the socket (refused, reset,
 cut mid-answer, hung, the status and its Retry-After), an open-loop Poisson
 driver for it, the misbehaving clients of the fault phase, the process
 sampler (RSS, fds, threads, queue depth) and a snapshot of the daemon's
-accepted TCP connections from /proc/net/tcp.
+accepted TCP connections from /proc/net/tcp, and glibc's account of the
+heap (malloc_info through gdb, at idle moments).
 
 Standard library only; bench/soak puts this folder on sys.path.
 """
@@ -15,8 +16,10 @@ import mimetypes
 import os
 import random
 import re
+import shutil
 import socket
 import struct
+import subprocess
 import threading
 import time
 
@@ -430,12 +433,14 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid_fn, self.port, self.interval_s, self.t0 = pid_fn, port, interval_s, t0
         self.phase, self.samples, self.halt = "start", [], threading.Event()
+        self.lock = threading.Lock()  # held while sampling (heap_in_use takes it too)
 
     def take(self):
         s = {"t": round(time.monotonic() - self.t0, 2), "phase": self.phase}
-        p = proc_sample(self.pid_fn())
-        s.update(p or {"rss_mb": None, "fds": None, "threads": None})
-        s["queue"] = queue_depth(self.port) if p else None
+        with self.lock:
+            p = proc_sample(self.pid_fn())
+            s.update(p or {"rss_mb": None, "fds": None, "threads": None})
+            s["queue"] = queue_depth(self.port) if p else None
         self.samples.append(s)
         return s
 
@@ -443,6 +448,41 @@ class Sampler(threading.Thread):
         while not self.halt.is_set():
             self.take()
             self.halt.wait(self.interval_s)
+
+
+_MALLOC_TOTALS = re.compile(
+    r'</heap>\s*<total type="fast" count="\d+" size="(\d+)"/>\s*'
+    r'<total type="rest" count="\d+" size="(\d+)"/>\s*'
+    r'<total type="mmap" count="\d+" size="(\d+)"/>\s*<system type="current" size="(\d+)"/>')
+
+
+def heap_in_use(pid, log_path):
+    """glibc's own account of the daemon's heap, asked through gdb
+    (malloc_info(3) written to the daemon's stderr, which goes to
+    log_path): {in_use_mb, free_mb (freed, kept by malloc), mmap_mb,
+    arenas}, or None (no gdb, no ptrace, not glibc). It stops the process
+    for a moment: call it only when the daemon is idle."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return None
+    try:
+        n = os.path.getsize(log_path)
+        subprocess.run([gdb, "-p", str(pid), "-batch", "-nx",
+                        "-ex", "call (int)malloc_info(0, *(void**)&stderr)"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=120)
+        time.sleep(0.2)
+        with open(log_path, "rb") as f:
+            f.seek(n)
+            text = f.read().decode("utf-8", "replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = _MALLOC_TOTALS.search(text.split('<malloc version="1">')[-1])
+    if not m:
+        return None
+    fast, rest, mm, cur = (int(x) for x in m.groups())
+    return {"in_use_mb": (cur - fast - rest) / 1e6, "free_mb": (fast + rest) / 1e6,
+            "mmap_mb": mm / 1e6, "arenas": text.count("<heap nr=")}
 
 
 # ---------------------------------------------------------------- /proc/net/tcp
