@@ -121,8 +121,9 @@ class Server:
         self.cpus, self.env, self.proc, self.say = set(cpus), env, None, say
         self.log_path = os.path.join(logdir, name + ".log")
 
-    def start(self, timeout=300):
-        """Start and wait; returns None, or why it did not come up."""
+    def start(self, timeout=300, poll_s=0.2):
+        """Start and wait, asking ready_path every poll_s seconds; returns
+        None, or why it did not come up."""
         log = open(self.log_path, "ab")
         cpus = self.cpus
         self.proc = subprocess.Popen(self.argv, cwd=TOP, stdout=log, stderr=subprocess.STDOUT,
@@ -148,7 +149,7 @@ class Server:
                     return None
             except OSError:
                 pass
-            time.sleep(0.2)
+            time.sleep(poll_s)
         self.stop()
         return "%s was not ready after %d s; its log ends:\n%s" % (self.name, timeout,
                                                                    self.log_tail())
