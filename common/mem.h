@@ -31,10 +31,21 @@ void *mem_alloc_huge(size_t size_bytes);
  * mapping each big block anew and returning it at free (M_MMAP_THRESHOLD,
  * M_TRIM_THRESHOLD; mallopt(3)). A request's buffers (a Whisper window's
  * cross-attention keys and values are 18 MB) then cost no page faults when
- * the next request takes them again. Call once at start-up, before any
- * thread; the process keeps its peak heap instead of trimming it. A no-op
- * where the C library has no mallopt. */
+ * the next request takes them again. Also at most one arena per CPU
+ * (M_ARENA_MAX), so that mem_release_freed can reach most of what is kept.
+ * Call once at start-up, before any thread; the process keeps its peak
+ * heap until mem_release_freed. A no-op where the C library has no
+ * mallopt. */
 void mem_keep_freed(void);
+
+/* mem_release_freed - hand what the allocator keeps freed back to the
+ * system (glibc's malloc_trim(0): every arena, free pages inside the heaps
+ * too), undoing mem_keep_freed's hoard once the process goes idle: after a
+ * burst of requests, each transcription's thread arena otherwise holds its
+ * peak (bench/soak: +10 % RSS after an overload, heap in use unchanged).
+ * Walks every arena: call off the event loop, when idle. A no-op where the
+ * C library has no malloc_trim. */
+void mem_release_freed(void);
 
 /* mem_fail_after - test hook: the next n allocations succeed and every later one fails, until called
  * again with n < 0 (never fail, the default). Process-wide, for tests only. */

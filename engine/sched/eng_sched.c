@@ -3,6 +3,7 @@
  * asr/eng_asr_replica.c. */
 #include "engine/sched/eng_sched.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -231,6 +232,37 @@ static bool es_eligible(const struct eng__replica *rp)
 	return true;
 }
 
+/* Under mu: wait on s->cv for at most ms milliseconds; ETIMEDOUT or 0. */
+static int es_wait_ms(struct eng_sched *s, double ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	long long ns = (long long)ts.tv_nsec + (long long)(ms * 1e6);
+	ts.tv_sec += (time_t)(ns / 1000000000LL);
+	ts.tv_nsec = (long)(ns % 1000000000LL);
+	return pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+}
+
+/* Under mu, rp with nothing to run and no deadline: wait for work. The
+ * first ENG_SCHED_IDLE_RELEASE_MS of an idle spell are waited out; if no
+ * work came, rp hands the heap's freed memory back (mem_release_freed,
+ * with mu released: it walks every arena) once, then waits as long as it
+ * takes. */
+static void es_wait_idle(struct eng__replica *rp)
+{
+	struct eng_sched *s = rp->s;
+	if (rp->running || rp->released) {
+		pthread_cond_wait(&s->cv, &s->mu);
+		return;
+	}
+	if (es_wait_ms(s, ENG_SCHED_IDLE_RELEASE_MS) != ETIMEDOUT || s->n_waiting || s->closing)
+		return;
+	rp->released = true;
+	pthread_mutex_unlock(&s->mu);
+	mem_release_freed();
+	pthread_mutex_lock(&s->mu);
+}
+
 size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max, bool block,
 		       double until_ms, bool *closing)
 {
@@ -238,18 +270,13 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 	pthread_mutex_lock(&s->mu);
 	while (block && max && !s->closing && !(s->n_waiting && es_eligible(rp))) {
 		if (until_ms <= 0) {
-			pthread_cond_wait(&s->cv, &s->mu);
+			es_wait_idle(rp);
 			continue;
 		}
 		double left = until_ms - st_now_ms();
 		if (left <= 0)
 			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		long long ns = (long long)ts.tv_nsec + (long long)(left * 1e6);
-		ts.tv_sec += (time_t)(ns / 1000000000LL);
-		ts.tv_nsec = (long)(ns % 1000000000LL);
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+		es_wait_ms(s, left);
 	}
 	size_t k = 0;
 	double now = st_now_ms();
@@ -264,6 +291,7 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 		s->n_waiting--;
 		s->n_waiting_groups -= r->counts;
 		rp->running++;
+		rp->released = false;
 		eng_hist_add(&s->st.queue_wait_ms, now - r->t_submit);
 	}
 	if (s->n_waiting)

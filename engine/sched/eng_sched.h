@@ -19,6 +19,11 @@
  * refused whole); more are -ST_BUSY at submission. Deadlines are absolute (monotonic ms) and
  * checked by the loops between steps, as are cancel flags.
  *
+ * Memory: a replica idle for ENG_SCHED_IDLE_RELEASE_MS (nothing running,
+ * nothing waiting) hands the heap's freed memory back to the system once
+ * (mem_release_freed), so that a burst's peak does not stay in the
+ * process's RSS (bench/soak).
+ *
  * Thread: submit from any thread; the loops on their queue threads; one
  * mutex per model guards the queue and counters.
  */
@@ -32,6 +37,9 @@
 
 #include "engine/eng.h"
 #include "engine/sched/eng_stats.h"
+
+/* ms a replica waits with nothing to do before it releases freed memory */
+#define ENG_SCHED_IDLE_RELEASE_MS 2000
 
 struct dev;
 struct dev_queue;
@@ -60,6 +68,7 @@ struct eng__replica {
 	struct dev_queue *q;
 	int threads;
 	size_t running;             /* taken and not yet finished */
+	bool released;              /* under s->mu: freed memory released since its last work */
 	struct eng_replica_stats st; /* under s->mu */
 };
 
