@@ -105,8 +105,8 @@ static void srv_dg_live_on_drain(void *ud)
 	struct srv_dg_live *l = ud;
 	if (l->state != SRV_DG_LIVE_STATE_OPEN)
 		return;
+	l->close_code = SRV_WS_CLOSE_AWAY; /* before the flush, which may end at once */
 	srv__dg_live_flush(l, false);
-	l->close_code = SRV_WS_CLOSE_AWAY;
 }
 
 static void srv_dg_live_on_close(void *ud)
@@ -158,7 +158,8 @@ static struct srv_dg_live *srv_dg_live_new(struct srv_req *req, const struct srv
 	if (!l)
 		return NULL;
 	*l = (struct srv_dg_live){ .srv = req->conn->srv, .conn = req->conn, .o = *o, .model = m,
-				   .close_code = SRV_WS_CLOSE_NORMAL };
+				   .close_code = SRV_WS_CLOSE_NORMAL, .quiet_since = -1,
+				   .ue_due_at = -1 };
 	memcpy(l->request_id, req->request_id, sizeof(l->request_id));
 	srv__dg_created(l->created);
 	srv__dg_uuid(eng_model_name(m), 0, l->model_uuid);

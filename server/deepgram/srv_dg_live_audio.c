@@ -191,10 +191,31 @@ static void srv_dg_live_open_seg(struct srv_dg_live *l, int64_t at)
 	l->interim_at = at;
 }
 
+/* UtteranceEnd's gap detector, fed every window (speechy: the VAD hears
+ * speech in it, with the segmenter's hysteresis). */
+static void srv_dg_live_gap(struct srv_dg_live *l, int64_t w0, bool speechy)
+{
+	if (!l->o.utterance_end_ms)
+		return;
+	if (speechy) {
+		l->quiet_since = -1;
+		l->heard_speech = true;
+		return;
+	}
+	if (l->quiet_since < 0)
+		l->quiet_since = w0;
+	int64_t need = (int64_t)l->o.utterance_end_ms * SRV_DG_LIVE_RATE / 1000;
+	if (l->heard_speech && w0 + SRV_DG_LIVE_WIN - l->quiet_since >= need) {
+		l->heard_speech = false;
+		l->ue_due_at = l->quiet_since;
+	}
+}
+
 /* One scored window [w0, w0 + 512) with speech probability p. */
 static void srv_dg_live_window(struct srv_dg_live *l, int64_t w0, float p)
 {
 	int64_t w1 = w0 + SRV_DG_LIVE_WIN;
+	srv_dg_live_gap(l, w0, p >= SRV_DG_LIVE_SPEECH_ON || (l->in_speech && p >= SRV_DG_LIVE_SPEECH_OFF));
 	if (!l->in_speech && p >= SRV_DG_LIVE_SPEECH_ON) {
 		l->in_speech = true;
 		l->silence_run = 0;
@@ -305,10 +326,10 @@ static void srv_dg_live_job_after(struct srv_post *post)
 			l->request_id, job->err);
 	} else if (sendable) {
 		srv__ws_send_text(l->ws, job->msg.data, job->msg.len);
-		if (job->last_word_end > l->last_word_end) {
+		if (job->is_final)
+			l->final_end = job->seg.end;
+		if (job->is_final && job->last_word_end > l->last_word_end)
 			l->last_word_end = job->last_word_end;
-			l->utterance_end_sent = false;
-		}
 	}
 	srv_dg_live_job_free(job);
 	if (!srv__dg_live_release(l))
@@ -387,17 +408,16 @@ static void srv_dg_live_submit(struct srv_dg_live *l, const struct srv_dg_live_s
 		srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, rc == -ST_BUSY ? "the server is busy" : err);
 }
 
-/* UtteranceEnd: utterance_end_ms of silence after the last word heard,
- * nothing waiting to be transcribed. */
+/* UtteranceEnd, once the finals before the gap are out: with the last
+ * word's end, unless no word came since the previous one. */
 static void srv_dg_live_check_utterance_end(struct srv_dg_live *l)
 {
-	if (!l->o.utterance_end_ms || l->utterance_end_sent || l->last_word_end <= 0 ||
-	    l->in_speech || l->n_finals || l->job)
+	if (l->ue_due_at < 0 || l->final_end < l->ue_due_at)
 		return;
-	double quiet = (double)l->vad_pos / SRV_DG_LIVE_RATE - l->last_word_end;
-	if (quiet * 1000.0 < l->o.utterance_end_ms)
+	l->ue_due_at = -1;
+	if (l->last_word_end <= l->ue_word_end)
 		return;
-	l->utterance_end_sent = true;
+	l->ue_word_end = l->last_word_end;
 	if (srv__dg_live_utterance_end(l))
 		srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, "out of memory");
 }

@@ -133,8 +133,16 @@ struct srv_dg_live {
 	struct srv_dg_live_job *job;  /* in flight, or NULL */
 	bool want_finalize;           /* Finalize/CloseStream waits for the audio before it */
 	bool finalize_flag;           /* that flush came from Finalize */
-	double last_word_end;         /* UtteranceEnd: the latest word's end (s), 0 none */
-	bool utterance_end_sent;      /* for that word */
+	/* UtteranceEnd: a gap of utterance_end_ms after speech is seen by the
+	 * VAD (ue_due_at: where the gap began, -1 none); the message goes once
+	 * every final before the gap is sent (final_end reaches it), with the
+	 * last word's end (none: no message) */
+	int64_t quiet_since;          /* first silent sample since speech, -1 in speech */
+	bool heard_speech;            /* speech since the last gap was marked */
+	int64_t ue_due_at;
+	int64_t final_end;            /* end of the last final sent (samples) */
+	double last_word_end;         /* the latest word's end (s), 0 none */
+	double ue_word_end;           /* last_word_end of the last UtteranceEnd sent */
 };
 
 /* srv_dg_live_audio.c */

@@ -4,6 +4,7 @@
  * srv__ws_feed was given and pushes output through send_cb into one
  * buffer, written to the socket in one uv_write after each round.
  */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -28,7 +29,10 @@ struct srv_ws {
 	bool in_feed;                /* inside srv__ws_feed (destroy waits) */
 	bool dead;                   /* srv__ws_destroy was called inside a callback */
 	bool ended;                  /* on_end was called */
-	bool close_queued;           /* our close frame is queued: end after writing it */
+	bool close_queued;           /* our close frame is asked for: end after writing it */
+	bool close_pending;          /* ... but not yet given to wslay (see srv__ws_close) */
+	uint16_t close_code;
+	char close_reason[124];
 };
 
 /* --- handshake ------------------------------------------------------------ */
@@ -186,6 +190,14 @@ static void srv_ws_flush(struct srv_ws *ws)
 	if (ws->dead || ws->conn->state == SRV_CONN_STATE_CLOSING)
 		return;
 	int rc = wslay_event_send(ws->ctx);
+	if (!rc && ws->close_pending) {
+		/* wslay sends control frames before queued messages: the close
+		 * goes in only once the messages before it are out */
+		ws->close_pending = false;
+		wslay_event_queue_close(ws->ctx, ws->close_code, (const uint8_t *)ws->close_reason,
+					strlen(ws->close_reason));
+		rc = wslay_event_send(ws->ctx);
+	}
 	if (ws->out.len) {
 		size_t len = ws->out.len;
 		if (srv__conn_write(ws->conn, srv_buf_steal(&ws->out), len, NULL, 0))
@@ -219,8 +231,9 @@ void srv__ws_close(struct srv_ws *ws, uint16_t code, const char *reason)
 	if (ws->close_queued)
 		return;
 	ws->close_queued = true;
-	size_t n = reason ? strlen(reason) : 0;
-	wslay_event_queue_close(ws->ctx, code, (const uint8_t *)reason, n > 123 ? 123 : n);
+	ws->close_pending = true;
+	ws->close_code = code;
+	snprintf(ws->close_reason, sizeof(ws->close_reason), "%s", reason ? reason : "");
 	if (!ws->in_feed)
 		srv_ws_flush(ws);
 }
