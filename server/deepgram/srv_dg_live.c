@@ -83,7 +83,9 @@ static const struct srv_ws_cbs srv_dg_live_ws_cbs = {
 static void srv_dg_live_on_data(void *ud, const char *data, size_t n)
 {
 	struct srv_dg_live *l = ud;
+	srv__dg_live_enter(l);
 	srv__ws_feed(l->ws, data, n);
+	srv__dg_live_leave(l);
 }
 
 static void srv_dg_live_on_eof(void *ud)
@@ -97,7 +99,9 @@ static void srv_dg_live_on_timeout(void *ud)
 	struct srv_dg_live *l = ud;
 	fprintf(stderr, "inferd: live %s: idle for %d ms, closing (NET-0001)\n", l->request_id,
 		l->srv->cfg->live_idle_timeout_ms);
+	srv__dg_live_enter(l);
 	srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, SRV_DG_LIVE_NET0001);
+	srv__dg_live_leave(l);
 }
 
 static void srv_dg_live_on_drain(void *ud)
@@ -106,7 +110,9 @@ static void srv_dg_live_on_drain(void *ud)
 	if (l->state != SRV_DG_LIVE_STATE_OPEN)
 		return;
 	l->close_code = SRV_WS_CLOSE_AWAY; /* before the flush, which may end at once */
+	srv__dg_live_enter(l);
 	srv__dg_live_flush(l, false);
+	srv__dg_live_leave(l);
 }
 
 static void srv_dg_live_on_close(void *ud)

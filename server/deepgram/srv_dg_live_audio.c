@@ -27,10 +27,21 @@ static void srv_dg_live_free(struct srv_dg_live *l)
 
 bool srv__dg_live_release(struct srv_dg_live *l)
 {
-	if (l->ws || l->work_busy || l->job)
+	if (l->depth || l->ws || l->work_busy || l->job)
 		return false;
 	srv_dg_live_free(l);
 	return true;
+}
+
+void srv__dg_live_enter(struct srv_dg_live *l)
+{
+	l->depth++;
+}
+
+bool srv__dg_live_leave(struct srv_dg_live *l)
+{
+	l->depth--;
+	return srv__dg_live_release(l);
 }
 
 void srv__dg_live_fail(struct srv_dg_live *l, uint16_t code, const char *reason)
@@ -267,6 +278,7 @@ static void srv_dg_live_work_done(uv_work_t *w, int status)
 	l->work_busy = false;
 	if (srv__dg_live_release(l))
 		return;
+	srv__dg_live_enter(l);
 	int rc = status ? -ST_CANCELED : l->work_rc;
 	if (!rc)
 		rc = srv_dg_live_append(l, l->work_in + l->work_old, l->work_n - l->work_old);
@@ -284,6 +296,7 @@ static void srv_dg_live_work_done(uv_work_t *w, int status)
 	}
 	srv_dg_live_flush_now(l);
 	srv__dg_live_pump(l);
+	srv__dg_live_leave(l);
 }
 
 void srv__dg_live_flush(struct srv_dg_live *l, bool from_finalize)
@@ -316,6 +329,7 @@ static void srv_dg_live_job_after(struct srv_post *post)
 	struct srv_dg_live *l = job->live;
 	l->job = NULL;
 	srv__jobs_end(l->srv);
+	srv__dg_live_enter(l);
 	bool sendable = l->ws && l->state != SRV_DG_LIVE_STATE_DONE;
 	if (sendable && job->rc && job->is_final) {
 		char reason[124];
@@ -332,8 +346,8 @@ static void srv_dg_live_job_after(struct srv_post *post)
 			l->last_word_end = job->last_word_end;
 	}
 	srv_dg_live_job_free(job);
-	if (!srv__dg_live_release(l))
-		srv__dg_live_pump(l);
+	srv__dg_live_pump(l);
+	srv__dg_live_leave(l);
 }
 
 /* eng_transcribe_done_fn, on a replica thread: render, then to the loop. */

@@ -96,6 +96,8 @@ struct srv_dg_live {
 	struct srv_dg_live_opts o;
 	const struct eng_model *model;
 	enum srv_dg_live_state state;
+	int depth;                    /* entry points on the stack (srv__dg_live_enter): the
+				       * stream is freed only when the outermost leaves */
 	uint16_t close_code;          /* FLUSHING: the code to close with (1000, 1001) */
 	_Atomic int cancel;           /* set when the client goes: jobs stop early */
 	char request_id[SRV_REQUEST_ID_MAX + 1];
@@ -155,9 +157,15 @@ void srv__dg_live_flush(struct srv_dg_live *l, bool from_finalize);
 /* srv__dg_live_pump - start what can start: the decode work, the next
  * job; and when FLUSHING and nothing is left, the Metadata and close. */
 void srv__dg_live_pump(struct srv_dg_live *l);
-/* srv__dg_live_release - free l if its connection has gone and no work
- * or job is in flight; true when freed. */
+/* srv__dg_live_release - free l if its connection has gone, no work or
+ * job is in flight and no entry point is running; true when freed. */
 bool srv__dg_live_release(struct srv_dg_live *l);
+/* srv__dg_live_enter / _leave - bracket an entry point from the loop
+ * (a socket event, a timer, a finished work or job), so that a connection
+ * closing inside it does not free l under it; _leave frees l when it can
+ * (true: freed, do not touch it). */
+void srv__dg_live_enter(struct srv_dg_live *l);
+bool srv__dg_live_leave(struct srv_dg_live *l);
 /* srv__dg_live_fail - send nothing more: close with code and reason. */
 void srv__dg_live_fail(struct srv_dg_live *l, uint16_t code, const char *reason);
 
