@@ -126,11 +126,17 @@ class Collector(threading.Thread):
     def of(self, kind):
         return [m for _, m in self.msgs if type(m).__name__ == kind]
 
-    def wait(self, pred, what, timeout=60):
+    def wait(self, pred, what, timeout=60, keep_alive=None):
+        """Poll pred; keep_alive (when given) runs every 0.5 s meanwhile, so
+        that a slow build's transcription does not meet the idle timeout."""
         end = time.monotonic() + timeout
+        last = time.monotonic()
         while time.monotonic() < end:
             if pred():
                 return
+            if keep_alive and time.monotonic() - last > 0.5:
+                keep_alive()
+                last = time.monotonic()
             time.sleep(0.05)
         raise AssertionError("timed out waiting for " + what + ": " + repr(self.msgs))
 
@@ -234,7 +240,8 @@ def test_finalize_keeps_the_socket_open(srv):
         col = Collector(sock)
         stream(sock, pcm[:16000 * 2 * 3], 3200, 10.0)
         sock.send_finalize()
-        col.wait(lambda: any(r.from_finalize for r in col.of("ListenV1Results")), "from_finalize")
+        col.wait(lambda: any(r.from_finalize for r in col.of("ListenV1Results")), "from_finalize",
+                 keep_alive=sock.send_keep_alive)
         flushed = [r for r in col.of("ListenV1Results") if r.from_finalize][0]
         assert flushed.is_final and col.is_alive()
         stream(sock, pcm[16000 * 2 * 3:], 3200, 10.0)
