@@ -260,11 +260,14 @@ def test_finalize_keeps_the_socket_open(srv):
     ("linear16", 48000, ["-r", "48000", "-e", "signed", "-b", "16", "-t", "raw"], 2, 0),
     ("alaw", 16000, ["-r", "16000", "-e", "a-law", "-t", "raw"], 1, 0),
     ("linear32", 22050, ["-r", "22050", "-e", "floating-point", "-b", "32", "-t", "raw"], 4, 0),
+    # two channels (the same speech in both) mixed to one
+    ("linear16", 16000, ["-c", "2", "-e", "signed", "-b", "16", "-t", "raw"], 4, 0),
 ])
 def test_other_encodings_same_words(srv, enc, rate, args, width, max_wer):
     raw = sox_raw(args)
+    extra = {"channels": "2"} if "-c" in args else {}
     col, (code, _) = run_stream(srv, raw, rate * width // 10, 20.0, encoding=enc,
-                                sample_rate=str(rate))
+                                sample_rate=str(rate), **extra)
     assert code == 1000
     assert wer(rest_words(srv), final_words(col)) <= max_wer, final_words(col)
     assert col.msgs[-1][1].duration == pytest.approx(11.0, abs=0.02)
