@@ -94,6 +94,8 @@ struct cfg {
 	int idle_timeout_ms;       /* default 60000; keep-alive connection with no request */
 	int body_timeout_ms;       /* default 60000; max time between body bytes */
 	int drain_timeout_ms;      /* default 30000; graceful shutdown waits this long */
+	int live_idle_timeout_ms;  /* default 10000; a live stream with no audio and no
+				    * KeepAlive this long closes (1011, NET-0001) */
 	struct cfg_model *models;  /* "models": [...], at least one */
 	size_t n_models;           /* entries in models, 1..256 */
 };

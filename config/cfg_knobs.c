@@ -136,6 +136,11 @@ static const struct cfg_knob cfg_limit_knobs[] = {
 	  .offset = offsetof(struct cfg, drain_timeout_ms), .def = 30000,
 	  .min = 1, .max = CFG_DAY_MS,
 	  .doc = "on shutdown, how long in-flight requests may take to finish" },
+	{ .path = "live_idle_timeout_ms", .type = &cfg__type_int,
+	  .offset = offsetof(struct cfg, live_idle_timeout_ms), .def = 10000,
+	  .min = 1, .max = CFG_DAY_MS,
+	  .doc = "a live stream (Deepgram's WebSocket) with neither audio nor KeepAlive "
+		 "this long is closed with 1011 NET-0001" },
 };
 
 /* The top level; offsets into struct cfg. */

@@ -153,6 +153,15 @@ const char *eng_model_compute_type(const struct eng_model *m);
  * spec's); eng_model_has_vad - whether its VAD is loaded. */
 bool eng_model_vad_filter(const struct eng_model *m);
 bool eng_model_has_vad(const struct eng_model *m);
+/* eng_model_vad_probs - Silero VAD (engine/vad/eng_vad.h eng_vad_probs)
+ * with m's loaded VAD: the speech probability in [0, 1] of each
+ * ENG_VAD_WINDOW_SAMPLES-sample window of samples[n] (16 kHz mono,
+ * borrowed) into probs[n / ENG_VAD_WINDOW_SAMPLES + 1] (caller-owned; the
+ * last entry scores the zero-padded tail). The LSTM state starts at zero
+ * each call. Errors: -ST_UNSUPPORTED (m has no VAD), -ST_NOMEM. Any thread
+ * but the server's loop (compute). */
+#define ENG_VAD_WINDOW_SAMPLES 512 /* 32 ms at 16 kHz */
+int eng_model_vad_probs(const struct eng_model *m, const float *samples, size_t n, float *probs);
 /* eng_model_kv_cache - "float16" or "float32", the type of a generation
  * model's KV caches (kv_cache_f16); NULL for transcription models. */
 const char *eng_model_kv_cache(const struct eng_model *m);

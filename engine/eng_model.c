@@ -21,6 +21,7 @@
 #include "engine/gen/eng_gen_int.h"
 #include "engine/eng_int.h"
 #include "engine/sched/eng_sched.h"
+#include "engine/vad/eng_vad.h"
 #include "kernels/kn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_i8.h"
@@ -230,6 +231,14 @@ bool eng_model_vad_filter(const struct eng_model *m)
 bool eng_model_has_vad(const struct eng_model *m)
 {
 	return m->vad != NULL;
+}
+
+int eng_model_vad_probs(const struct eng_model *m, const float *samples, size_t n, float *probs)
+{
+	_Static_assert(ENG_VAD_WINDOW_SAMPLES == ENG_VAD_WINDOW, "one VAD window size");
+	if (!m->vad)
+		return -ST_UNSUPPORTED;
+	return eng_vad_probs(m->vad, samples, n, probs);
 }
 
 const char *eng_model_kv_cache(const struct eng_model *m)

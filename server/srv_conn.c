@@ -360,10 +360,21 @@ static void srv_conn_unlink(struct srv_conn *conn)
 	srv->cbs.conn_closed(srv);
 }
 
+/* An upgraded connection ends: its owner forgets it first. */
+static void srv_conn_leave_upgraded(struct srv_conn *conn)
+{
+	if (conn->state != SRV_CONN_STATE_UPGRADED)
+		return;
+	conn->state = SRV_CONN_STATE_CLOSING; /* no write from the owner's on_close */
+	conn->up->on_close(conn->up_ud);
+	conn->state = SRV_CONN_STATE_UPGRADED;
+}
+
 void srv__conn_close(struct srv_conn *conn)
 {
 	if (conn->state == SRV_CONN_STATE_CLOSING)
 		return;
+	srv_conn_leave_upgraded(conn);
 	conn->state = SRV_CONN_STATE_CLOSING;
 	if (conn->cancel)
 		*conn->cancel = 1; /* a job running for this client stops early */
@@ -385,6 +396,10 @@ static void srv_conn_timeout_cb(uv_timer_t *t)
 	struct srv_conn *conn = t->data;
 	if (conn->state == SRV_CONN_STATE_LINGER) {
 		srv__conn_close(conn);
+		return;
+	}
+	if (conn->state == SRV_CONN_STATE_UPGRADED) {
+		conn->up->on_timeout(conn->up_ud);
 		return;
 	}
 	if (conn->state == SRV_CONN_STATE_HEAD || conn->state == SRV_CONN_STATE_BODY) {
@@ -442,6 +457,15 @@ static void srv_conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		if (nread < 0)
 			srv__conn_close(conn);
 		return; /* input after the last response is dropped */
+	}
+	if (conn->state == SRV_CONN_STATE_UPGRADED) {
+		if (nread < 0)
+			conn->up->on_eof(conn->up_ud);
+		else
+			conn->srv->metrics.bytes_in += (uint64_t)nread;
+		if (nread > 0)
+			conn->up->on_data(conn->up_ud, buf->base, (size_t)nread);
+		return;
 	}
 	if (nread < 0) {
 		uv_read_stop(s);
@@ -559,6 +583,11 @@ static void srv_conn_feed(struct srv_conn *conn, const char *data, size_t len)
 		len -= (size_t)(pos - data);
 		data = pos;
 		conn->srv->cbs.handle(&conn->req);
+		if (conn->state == SRV_CONN_STATE_UPGRADED) {
+			if (len)
+				conn->up->on_data(conn->up_ud, data, len); /* the first frames */
+			break;
+		}
 		if (conn->state == SRV_CONN_STATE_HANDLING || conn->write_blocked) {
 			if (srv_conn_stash(conn, data, len))
 				srv__conn_close(conn);
@@ -627,6 +656,7 @@ static void srv_conn_shutdown_cb(uv_shutdown_t *sh, int status)
  * drop whatever the client still sends until it closes or SRV_LINGER_MS. */
 static void srv_conn_linger(struct srv_conn *conn)
 {
+	srv_conn_leave_upgraded(conn);
 	conn->state = SRV_CONN_STATE_LINGER;
 	conn->shutdown.data = conn;
 	if (uv_shutdown(&conn->shutdown, &conn->h.stream, srv_conn_shutdown_cb)) {
@@ -785,7 +815,6 @@ int srv__conn_open_fd(struct srv *srv, int fd)
 	return 0;
 }
 
-/* Drain: close connections with no request in progress. */
 void srv__conns_close_idle(struct srv *srv)
 {
 	struct srv_conn *next;
@@ -793,7 +822,39 @@ void srv__conns_close_idle(struct srv *srv)
 		next = c->next;
 		if (c->state == SRV_CONN_STATE_WAIT && c->n_writes == 0)
 			srv__conn_close(c);
+		else if (c->state == SRV_CONN_STATE_UPGRADED)
+			c->up->on_drain(c->up_ud); /* may close c: next is taken first */
 	}
+}
+
+void srv__conn_upgrade(struct srv_conn *conn, const struct srv_conn_upgrade *up, void *ud)
+{
+	conn->state = SRV_CONN_STATE_UPGRADED;
+	conn->up = up;
+	conn->up_ud = ud;
+	uv_timer_stop(&conn->timer);
+	srv_conn_read_start(conn);
+}
+
+void srv__conn_timer_start(struct srv_conn *conn, uint64_t ms)
+{
+	if (conn->state != SRV_CONN_STATE_UPGRADED)
+		return;
+	if (ms)
+		uv_timer_start(&conn->timer, srv_conn_timeout_cb, ms, 0);
+	else
+		uv_timer_stop(&conn->timer);
+}
+
+void srv__conn_end(struct srv_conn *conn)
+{
+	if (conn->state == SRV_CONN_STATE_CLOSING || conn->state == SRV_CONN_STATE_LINGER)
+		return;
+	uv_timer_stop(&conn->timer);
+	if (conn->n_writes == 0)
+		srv_conn_linger(conn);
+	else
+		conn->close_after_write = true;
 }
 
 void srv__conns_close_all(struct srv *srv)

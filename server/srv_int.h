@@ -61,7 +61,22 @@ enum srv_conn_state {
 	SRV_CONN_STATE_BODY,
 	SRV_CONN_STATE_HANDLING,
 	SRV_CONN_STATE_LINGER, /* last response sent, write side shut: drain input, then close */
+	SRV_CONN_STATE_UPGRADED, /* a WebSocket (101 sent): bytes go to conn->up, not llhttp;
+				  * leaves for LINGER (srv__conn_end) or CLOSING */
 	SRV_CONN_STATE_CLOSING,
+};
+
+/* The owner of an upgraded connection (a WebSocket, srv__conn_upgrade):
+ * the bytes read go to it instead of llhttp. Each gets the owner's ud.
+ * Loop thread. */
+struct srv_conn_upgrade {
+	void (*on_data)(void *ud, const char *data, size_t n); /* bytes from the client */
+	void (*on_eof)(void *ud);     /* the client closed its side or reset: the owner ends */
+	void (*on_timeout)(void *ud); /* the timer of srv__conn_timer_start fired */
+	void (*on_drain)(void *ud);   /* the server is stopping: finish and close soon */
+	/* on_close - the connection is closing or lingering: forget it, no
+	 * more writes (its memory stays while the owner holds conn->n_work) */
+	void (*on_close)(void *ud);
 };
 
 struct srv_route;
@@ -126,6 +141,8 @@ struct srv_conn {
 	bool close_after_write;       /* close once n_writes reaches 0 */
 	bool reading;                 /* uv_read_start is active */
 	char remote[64];              /* peer address, for the access log */
+	const struct srv_conn_upgrade *up; /* UPGRADED: the owner's callbacks, else NULL */
+	void *up_ud;                  /* their argument */
 	struct srv_conn *prev, *next; /* srv->conns list */
 };
 
@@ -220,6 +237,18 @@ void srv__conn_work_done(struct srv_conn *conn);
 void srv__conn_watch(struct srv_conn *conn, _Atomic int *cancel);
 int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
 		    char *body, size_t body_len); /* steals head and body */
+/* srv__conn_upgrade - conn now carries another protocol (its 101 answer
+ * queued): the bytes that follow the request and all later reads go to
+ * up->on_data(ud) (see struct srv_conn_upgrade). Loop thread. */
+void srv__conn_upgrade(struct srv_conn *conn, const struct srv_conn_upgrade *up, void *ud);
+/* srv__conn_timer_start - an upgraded connection's one timer: ms from now
+ * up->on_timeout runs (0 stops it). */
+void srv__conn_timer_start(struct srv_conn *conn, uint64_t ms);
+/* srv__conn_end - close gracefully once every queued write is done (the
+ * write side shut, then input dropped for SRV_LINGER_MS). */
+void srv__conn_end(struct srv_conn *conn);
+/* srv__conns_close_idle - drain: close connections with no request in
+ * progress, and tell upgraded ones (up->on_drain). */
 void srv__conns_close_idle(struct srv *srv);
 void srv__conns_close_all(struct srv *srv);
 void srv__parser_settings_init(llhttp_settings_t *s);

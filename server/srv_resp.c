@@ -89,6 +89,15 @@ int srv__req_respond_error(struct srv_req *req, int status, const char *code,
 		snprintf(req->request_id, sizeof(req->request_id), "%08x%016llx",
 			 (unsigned)req->conn->srv->request_id_salt,
 			 (unsigned long long)++req->conn->srv->next_request_id);
+	if (req->proto == SRV_PROTO_DEEPGRAM) {
+		/* Deepgram names the error in a dg-error header too (the live
+		 * API's handshake refusals carry nothing else a browser sees). */
+		char line[sizeof(msg)];
+		size_t n = strlen(msg);
+		for (size_t i = 0; i <= n; i++)
+			line[i] = i < n && (unsigned char)msg[i] < 0x20 ? ' ' : msg[i];
+		srv__req_add_header(req, "dg-error", line);
+	}
 	json_t *obj = srv_error_json(req, status, code, msg);
 	if (!obj)
 		return srv__req_respond(req, status, "text/plain", msg, strlen(msg));

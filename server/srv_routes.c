@@ -80,6 +80,7 @@ static const struct srv_route srv_routes[] = {
 	{ "/v1/chat/completions", HTTP_POST, SRV_PROTO_OPENAI, false,
 	  srv__h_openai_chat_completions }, /* srv_openai_gen.c */
 	{ "/v1/listen", HTTP_POST, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_listen }, /* srv_deepgram.c */
+	{ "/v1/listen", HTTP_GET, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_live }, /* srv_dg_live.c */
 	{ "/metrics", HTTP_GET, SRV_PROTO_PLAIN, true, srv_h_metrics },
 };
 #define SRV_N_ROUTES ((int)(sizeof(srv_routes) / sizeof(srv_routes[0])))
@@ -151,6 +152,36 @@ static bool srv_key_equal(const char *a, const char *b)
 	return d == 0;
 }
 
+/* A browser cannot set Authorization on a WebSocket: Deepgram's live API
+ * takes the key as the second subprotocol, "Sec-WebSocket-Protocol:
+ * token, KEY" (the handshake echoes "token"). */
+static bool srv_req_ws_token_ok(const struct srv_req *req)
+{
+	const struct srv *srv = req->conn->srv;
+	const char *v = srv__req_header(req, "Sec-WebSocket-Protocol");
+	if (!v || req->method != HTTP_GET)
+		return false;
+	v += strspn(v, " \t");
+	if (strncasecmp(v, "token", 5))
+		return false;
+	v += 5;
+	v += strspn(v, " \t");
+	if (*v != ',')
+		return false;
+	v++;
+	v += strspn(v, " \t");
+	char key[512];
+	size_t n = strcspn(v, ", \t");
+	if (n == 0 || n >= sizeof(key))
+		return false;
+	memcpy(key, v, n);
+	key[n] = '\0';
+	bool ok = false;
+	for (size_t i = 0; i < srv->n_api_keys; i++)
+		ok |= srv_key_equal(key, srv->api_keys[i]);
+	return ok;
+}
+
 /* Accept "Bearer KEY" (OpenAI, KServe) or "Token KEY" (Deepgram). */
 static bool srv_req_is_authorized(const struct srv_req *req)
 {
@@ -159,7 +190,7 @@ static bool srv_req_is_authorized(const struct srv_req *req)
 		return true;
 	const char *v = srv__req_header(req, "Authorization");
 	if (!v)
-		return false;
+		return srv_req_ws_token_ok(req);
 	if (!strncasecmp(v, "Bearer ", 7) || !strncasecmp(v, "Token ", 6))
 		v = strchr(v, ' ') + 1;
 	else

@@ -107,6 +107,31 @@ int eng_audio_decode_channel(const void *data, size_t len, const struct eng_audi
 int eng_audio_decode(const void *data, size_t len, const struct eng_audio_raw *raw,
 		     struct eng_audio *out, char *err, size_t errlen);
 
+/* A headerless stream decoded as it arrives (Deepgram's live audio): the
+ * same FFmpeg PCM decoder and libswresample resampler as eng_audio_decode,
+ * kept open between pushes so that the resampler's filter runs across
+ * chunk boundaries as over one file. Opaque; one thread at a time. */
+struct eng_audio_stream;
+
+/* eng_audio_stream_create - a stream of headerless audio laid out as raw
+ * (linear16, linear32, mulaw or alaw; FLAC and ogg-opus are -ST_UNSUPPORTED
+ * here). *out is new (eng_audio_stream_destroy). Errors: -ST_INVAL or
+ * -ST_UNSUPPORTED for a bad descriptor, -ST_NOMEM; err names it. */
+int eng_audio_stream_create(const struct eng_audio_raw *raw, struct eng_audio_stream **out,
+			    char *err, size_t errlen);
+
+/* eng_audio_stream_push - decode len more bytes (borrowed; any length: a
+ * partial frame waits for the next push). *samples points at the 16 kHz
+ * mono float samples they completed (*n of them; owned by the stream,
+ * valid until the next push). Errors: -ST_INVAL (a NaN or infinite sample:
+ * the stream is unusable afterwards), -ST_NOMEM, -ST_IO; err says which.
+ * Not the loop thread (compute). */
+int eng_audio_stream_push(struct eng_audio_stream *s, const void *data, size_t len,
+			  const float **samples, size_t *n, char *err, size_t errlen);
+
+/* eng_audio_stream_destroy - free; NULL is a no-op. */
+void eng_audio_stream_destroy(struct eng_audio_stream *s);
+
 /* eng_audio_fini - free a's samples and zero it; NULL is a no-op. */
 void eng_audio_fini(struct eng_audio *a);
 

@@ -238,13 +238,15 @@ static int audio_drain(struct audio_dec *d, int *n_err, char *err, size_t errlen
 	}
 }
 
-int eng__audio_run(struct audio_dec *d, char *err, size_t errlen)
+int eng__audio_feed(struct audio_dec *d, bool last, char *err, size_t errlen)
 {
 	int n_err = 0, end = 0, rc = 0;
 	while (!end && !rc && n_err < AUDIO_MAX_DEC_ERRORS) {
 		end = audio_next_packet(d);
 		if (end < 0)
 			return end;
+		if (end && !last)
+			break; /* more bytes may come: the decoder and resampler keep their state */
 		rc = avcodec_send_packet(d->codec, end ? NULL : d->pkt);
 		av_packet_unref(d->pkt);
 		if (rc == AVERROR(ENOMEM))
@@ -256,11 +258,16 @@ int eng__audio_run(struct audio_dec *d, char *err, size_t errlen)
 		}
 		rc = audio_drain(d, &n_err, err, errlen);
 	}
-	while (!rc && d->swr && !d->n_bad) { /* what the resampler still holds */
+	while (last && !rc && d->swr && !d->n_bad) { /* what the resampler still holds */
 		size_t before = d->n_out;
 		rc = audio_resample(d, NULL, 0);
 		if (d->n_out == before)
 			break;
 	}
 	return rc == -ST_IO ? st_errf(rc, err, errlen, "resampling failed") : rc;
+}
+
+int eng__audio_run(struct audio_dec *d, char *err, size_t errlen)
+{
+	return eng__audio_feed(d, true, err, errlen);
 }

@@ -13,6 +13,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libswresample/swresample.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/audio/eng_audio.h"
@@ -71,6 +72,12 @@ int eng__audio_src_open(struct audio_dec *d, char *err, size_t errlen);
  * -ST_UNSUPPORTED (rate or layout out of range or changing), -ST_IO
  * (resampler), -ST_NOMEM; the message in err. */
 int eng__audio_run(struct audio_dec *d, char *err, size_t errlen);
+
+/* eng__audio_feed - eng__audio_run over the bytes d->mem holds now; with
+ * last false the decoder is not flushed and the resampler keeps its
+ * filter state, so that the next bytes continue the same stream
+ * (eng_audio_stream). Headerless sources only when last is false. */
+int eng__audio_feed(struct audio_dec *d, bool last, char *err, size_t errlen);
 
 /* eng__audio_close - free everything d holds but d->out. */
 void eng__audio_close(struct audio_dec *d);

@@ -62,9 +62,9 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/deepgram/srv_deepgram.h"
+#include "server/deepgram/srv_dg_int.h"
 #include "server/job/srv_audio_job.h"
 
-#define SRV_DG_VALUE_MAX 128 /* longest query value we read */
 
 /* Options from the query string. */
 struct srv_dg_opts {
@@ -87,58 +87,6 @@ struct srv_dg_job {
 
 /* --- query parameters --------------------------------------------------- */
 
-static int srv_dg_hex(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* Percent-decode [s, s + n) ('+' is a space) into out [cap]; -1 when the
- * result does not fit, has a NUL or a bad escape. */
-static int srv_dg_unescape(const char *s, size_t n, char *out, size_t cap)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		int c = (unsigned char)s[i];
-		if (c == '+')
-			c = ' ';
-		else if (c == '%') {
-			int hi = i + 2 < n ? srv_dg_hex(s[i + 1]) : -1;
-			int lo = hi >= 0 ? srv_dg_hex(s[i + 2]) : -1;
-			if (lo < 0)
-				return -1;
-			c = hi * 16 + lo;
-			i += 2;
-		}
-		if (c == 0 || k + 1 >= cap)
-			return -1;
-		out[k++] = (char)c;
-	}
-	out[k] = '\0';
-	return 0;
-}
-
-static int srv_dg_bool(const char *v, bool *out)
-{
-	if (!strcasecmp(v, "true") || !strcmp(v, "1"))
-		*out = true;
-	else if (!strcasecmp(v, "false") || !strcmp(v, "0"))
-		*out = false;
-	else
-		return -1;
-	return 0;
-}
-
-static int srv_dg_int(const char *v, long lo, long hi, int *out)
-{
-	char *end;
-	long x = strtol(v, &end, 10);
-	if (end == v || *end || x < lo || x > hi)
-		return -1;
-	*out = (int)x;
-	return 0;
-}
-
 /* Apply one key=value; 0, or -ST_INVAL with err set. */
 static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, char *err, size_t n)
 {
@@ -154,28 +102,28 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 			snprintf(o->language, sizeof(o->language), "%.*s", (int)len, v);
 		o->has_language = true;
 	} else if (!strcmp(k, "detect_language")) {
-		rc = srv_dg_bool(v, &o->detect_language);
+		rc = srv__dg_bool(v, &o->detect_language);
 	} else if (!strcmp(k, "punctuate") || !strcmp(k, "smart_format")) {
-		rc = srv_dg_bool(v, &b);
+		rc = srv__dg_bool(v, &b);
 		o->punctuate |= !rc && b;
 	} else if (!strcmp(k, "utterances"))
-		rc = srv_dg_bool(v, &o->utterances);
+		rc = srv__dg_bool(v, &o->utterances);
 	else if (!strcmp(k, "batched"))
-		rc = srv_dg_bool(v, &o->batched);
+		rc = srv__dg_bool(v, &o->batched);
 	else if (!strcmp(k, "multichannel"))
-		rc = srv_dg_bool(v, &o->multichannel);
+		rc = srv__dg_bool(v, &o->multichannel);
 	else if (!strcmp(k, "vad_filter")) {
-		rc = srv_dg_bool(v, &b);
+		rc = srv__dg_bool(v, &b);
 		o->vad_filter = b ? ENG_VAD_FILTER_ON : ENG_VAD_FILTER_OFF;
 	}
 	else if (!strcmp(k, "encoding")) {
 		rc = eng_audio_encoding_parse(v, &o->raw.encoding) ? -1 : 0;
 		o->has_encoding = true;
 	} else if (!strcmp(k, "sample_rate")) {
-		rc = srv_dg_int(v, ENG_AUDIO_MIN_RATE, ENG_AUDIO_MAX_RATE, &o->raw.sample_rate);
+		rc = srv__dg_int(v, ENG_AUDIO_MIN_RATE, ENG_AUDIO_MAX_RATE, &o->raw.sample_rate);
 		o->has_rate = true;
 	} else if (!strcmp(k, "channels"))
-		rc = srv_dg_int(v, 1, ENG_AUDIO_MAX_CHANNELS, &o->raw.channels);
+		rc = srv__dg_int(v, 1, ENG_AUDIO_MAX_CHANNELS, &o->raw.channels);
 	if (rc)
 		snprintf(err, n, "invalid value for query parameter '%s'%s", k,
 			 !strcmp(k, "encoding") ? " (supported: linear16, linear32, mulaw, alaw, flac, ogg-opus)"
@@ -205,9 +153,9 @@ static int srv_dg_query_read(const char *q, struct srv_dg_opts *o, char *err, si
 	while (*q) {
 		size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
 		const char *v = klen < len ? q + klen + 1 : q + len;
-		bool skip = klen >= sizeof(key) || srv_dg_unescape(q, klen, key, sizeof(key)) ||
+		bool skip = klen >= sizeof(key) || srv__dg_unescape(q, klen, key, sizeof(key)) ||
 			    !srv_dg_is_known(key);
-		if (!skip && srv_dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
+		if (!skip && srv__dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
 			return snprintf(err, n, "malformed or over-long value of query parameter '%s'",
 					key), -ST_INVAL;
 		int rc = skip ? 0 : srv_dg_param(o, key, val, err, n);
@@ -264,16 +212,6 @@ static int srv_dg_body_check(const struct srv_req *req, char *err, size_t n)
 	return 0;
 }
 
-static void srv_dg_created(char out[40])
-{
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 40 - n, ".%03ldZ", ts.tv_nsec / 1000000);
-}
-
 static int srv_dg_format(struct srv_audio_job *job);
 
 void srv__h_deepgram_listen(struct srv_req *req)
@@ -310,116 +248,11 @@ void srv__h_deepgram_listen(struct srv_req *req)
 	job->punctuate = o.punctuate;
 	job->utterances = o.utterances;
 	job->detect_language = o.detect_language;
-	srv_dg_created(job->created);
+	srv__dg_created(job->created);
 	srv__audio_job_queue(req, &job->base);
 }
 
 /* --- response (worker thread) -------------------------------------------- */
-
-/* The word as Deepgram prints it without punctuate: ASCII lowercased, ASCII
- * punctuation dropped except apostrophes and hyphens inside the word,
- * other bytes (UTF-8) kept. out has room for n + 1 bytes. */
-static size_t srv_dg_plain(const char *w, size_t n, char *out)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)w[i];
-		if (c >= 0x80 || isalnum(c))
-			out[k++] = (char)tolower(c);
-		else if ((c == '\'' || c == '-') && k > 0)
-			out[k++] = (char)c;
-	}
-	while (k > 0 && (out[k - 1] == '\'' || out[k - 1] == '-'))
-		k--;
-	out[k] = '\0';
-	return k;
-}
-
-/* Per-response accumulators. */
-struct srv_dg_acc {
-	json_t *words;          /* the alternative's words */
-	struct srv_buf text;    /* the alternative's transcript */
-	double conf_sum;        /* over words */
-	size_t n_words;
-};
-
-/* Append one word, text p[0, wn) (tmp: its plain form's buffer), to acc
- * (and to utt_words when not NULL); punctuation alone is not a word. */
-static int srv_dg_word(const struct srv_dg_job *job, const char *p, size_t wn, double start,
-		       double end, double conf, struct srv_dg_acc *acc, json_t *utt_words,
-		       char *tmp)
-{
-	size_t pn = srv_dg_plain(p, wn, tmp);
-	if (pn == 0)
-		return 0;
-	json_t *w = json_pack("{s:o,s:f,s:f,s:f}", "word", srv__audio_json_str(tmp, pn), "start",
-			      start, "end", end, "confidence", conf);
-	if (w && job->punctuate)
-		json_object_set_new(w, "punctuated_word", srv__audio_json_str(p, wn));
-	if (!w)
-		return -ST_NOMEM;
-	int rc = 0;
-	if (utt_words && json_array_append(utt_words, w))
-		rc = -ST_NOMEM;
-	if (json_array_append_new(acc->words, w)) /* steals w either way */
-		rc = -ST_NOMEM;
-	if (!rc)
-		rc = srv_buf_printf(&acc->text, "%s%.*s", acc->text.len ? " " : "",
-				    (int)(job->punctuate ? wn : pn), job->punctuate ? p : tmp);
-	acc->conf_sum += conf;
-	acc->n_words++;
-	return rc;
-}
-
-/* Append a segment's words to acc (and to utt_words when not NULL): the
- * engine's word timestamps, or (a model without alignment heads) the
- * segment's words with equal shares of its span and exp(avg_logprob). */
-static int srv_dg_segment_words(const struct srv_dg_job *job, const struct eng_segment *s,
-				struct srv_dg_acc *acc, json_t *utt_words, char *tmp)
-{
-	int rc = 0;
-	if (s->words) {
-		for (size_t i = 0; i < s->n_words && !rc; i++) {
-			const struct eng_word *w = &s->words[i];
-			const char *p = w->word + strspn(w->word, " \t\r\n");
-			size_t wn = strlen(p);
-			while (wn && strchr(" \t\r\n", p[wn - 1]))
-				wn--;
-			rc = srv_dg_word(job, p, wn, w->start_s, w->end_s,
-					 fmin(1.0, fmax(0.0, (double)w->probability)), acc, utt_words,
-					 tmp);
-		}
-		return rc;
-	}
-	const char *p = s->text;
-	size_t n_words = 0;
-	for (const char *q = p; *(q += strspn(q, " \t\r\n")); q += strcspn(q, " \t\r\n"))
-		n_words++;
-	double conf = fmin(1.0, fmax(0.0, exp(s->avg_logprob)));
-	double span = (s->end_s - s->start_s) / (double)(n_words ? n_words : 1);
-	for (size_t i = 0; i < n_words && !rc; i++) {
-		p += strspn(p, " \t\r\n");
-		size_t wn = strcspn(p, " \t\r\n");
-		rc = srv_dg_word(job, p, wn, s->start_s + span * (double)i,
-				 s->start_s + span * (double)(i + 1), conf, acc, utt_words, tmp);
-		p += wn;
-	}
-	return rc;
-}
-
-/* A UUID-shaped id for utterance i, derived from the request id. */
-static void srv_dg_uuid(const char *request_id, size_t i, char out[37])
-{
-	char seed[SRV_REQUEST_ID_MAX + 24];
-	unsigned char h[32];
-	int n = snprintf(seed, sizeof(seed), "%s:%zu", request_id, i);
-	srv__sha256(seed, (size_t)n, h);
-	h[6] = (unsigned char)((h[6] & 0x0f) | 0x40); /* version 4 layout */
-	h[8] = (unsigned char)((h[8] & 0x3f) | 0x80);
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
-		 h[13], h[14], h[15]);
-}
 
 /* One utterance (a segment): words (stolen) and the transcript text. */
 static json_t *srv_dg_utterance(const struct srv_dg_job *job, const struct eng_segment *s,
@@ -427,7 +260,7 @@ static json_t *srv_dg_utterance(const struct srv_dg_job *job, const struct eng_s
 				size_t text_n, double conf)
 {
 	char id[37];
-	srv_dg_uuid(job->base.request_id, i, id);
+	srv__dg_uuid(job->base.request_id, i, id);
 	return json_pack("{s:f,s:f,s:f,s:i,s:o,s:o,s:i,s:s}", "start", s->start_s, "end",
 		s->end_s, "confidence", conf, "channel", channel, "transcript",
 		srv__audio_json_str(text, text_n), "words", words, "speaker", 0, "id", id);
@@ -444,7 +277,7 @@ static int srv_dg_walk(const struct srv_dg_job *job, const struct eng_transcript
 		json_t *uw = utts ? json_array() : NULL;
 		size_t n0 = acc->n_words, t0 = acc->text.len;
 		double c0 = acc->conf_sum;
-		rc = utts && !uw ? -ST_NOMEM : srv_dg_segment_words(job, s, acc, uw, tmp);
+		rc = utts && !uw ? -ST_NOMEM : srv__dg_segment_words(job->punctuate, 0, s, acc, uw, tmp);
 		if (rc || !utts) {
 			json_decref(uw);
 			continue;

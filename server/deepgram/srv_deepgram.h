@@ -10,4 +10,9 @@
  * request) or when its transcription job ends. Loop thread. */
 void srv__h_deepgram_listen(struct srv_req *req);
 
+/* srv__h_deepgram_live - GET /v1/listen, the live API (srv_dg_live.c):
+ * refuses a bad handshake with a 4xx, or answers 101 and serves the
+ * WebSocket until it closes. Loop thread. */
+void srv__h_deepgram_live(struct srv_req *req);
+
 #endif /* SRV_DEEPGRAM_H */

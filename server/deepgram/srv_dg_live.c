@@ -1,0 +1,226 @@
+/* srv_dg_live.c - GET /v1/listen with Upgrade: websocket, Deepgram's live
+ * transcription API (https://developers.deepgram.com/reference/speech-to-text-api/listen-streaming):
+ * the handshake (auth as the REST routes, done by srv_routes.c, plus the
+ * browser's "Sec-WebSocket-Protocol: token, KEY"; the query parsed by
+ * srv_dg_live_query.c; refusals are HTTP 4xx with a dg-error header and
+ * Deepgram's JSON error body), then the client's messages:
+ *   binary             audio in the query's encoding (an empty one: CloseStream)
+ *   {"type":"KeepAlive"}    resets the idle timer
+ *   {"type":"Finalize"}     flush: finals carry from_finalize, the stream stays open
+ *   {"type":"CloseStream"}  flush, finals, a Metadata summary, close 1000
+ * anything else is logged and ignored. No audio and no KeepAlive for
+ * limits.live_idle_timeout_ms closes with 1011 and NET-0001; SIGTERM
+ * flushes and closes with 1001. The stream's policy is described in
+ * srv_dg_live_int.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "server/deepgram/srv_deepgram.h"
+#include "server/deepgram/srv_dg_live_int.h"
+#include "server/job/srv_audio_job.h"
+
+#define SRV_DG_LIVE_NET0001 "NET-0001: no audio data or KeepAlive received within the " \
+	"timeout window (https://dpgr.am/net0001)"
+
+static void srv_dg_live_idle_arm(struct srv_dg_live *l)
+{
+	srv__conn_timer_start(l->conn, (uint64_t)l->srv->cfg->live_idle_timeout_ms);
+}
+
+/* --- client messages ------------------------------------------------------ */
+
+static void srv_dg_live_on_text(void *ud, const uint8_t *msg, size_t n)
+{
+	struct srv_dg_live *l = ud;
+	json_t *j = json_loadb((const char *)msg, n, 0, NULL);
+	const char *type = json_string_value(json_object_get(j, "type"));
+	if (!type)
+		fprintf(stderr, "inferd: live %s: ignoring a text message that is not "
+			"{\"type\": ...} JSON (%zu bytes)\n", l->request_id, n);
+	else if (!strcmp(type, "KeepAlive"))
+		srv_dg_live_idle_arm(l);
+	else if (!strcmp(type, "Finalize"))
+		srv__dg_live_flush(l, true);
+	else if (!strcmp(type, "CloseStream"))
+		srv__dg_live_flush(l, false);
+	else
+		fprintf(stderr, "inferd: live %s: ignoring a message of unknown type '%.40s'\n",
+			l->request_id, type);
+	json_decref(j);
+}
+
+static void srv_dg_live_on_binary(void *ud, const uint8_t *msg, size_t n)
+{
+	struct srv_dg_live *l = ud;
+	if (n == 0) { /* old clients' CloseStream */
+		srv__dg_live_flush(l, false);
+		return;
+	}
+	srv_dg_live_idle_arm(l);
+	srv__dg_live_audio(l, msg, n);
+}
+
+/* The peer closed (or broke the protocol): nobody reads results any more. */
+static void srv_dg_live_on_end(void *ud, uint16_t code)
+{
+	struct srv_dg_live *l = ud;
+	(void)code;
+	l->state = SRV_DG_LIVE_STATE_DONE;
+	l->cancel = 1;
+}
+
+static const struct srv_ws_cbs srv_dg_live_ws_cbs = {
+	.on_text = srv_dg_live_on_text,
+	.on_binary = srv_dg_live_on_binary,
+	.on_end = srv_dg_live_on_end,
+};
+
+/* --- the connection's events ---------------------------------------------- */
+
+static void srv_dg_live_on_data(void *ud, const char *data, size_t n)
+{
+	struct srv_dg_live *l = ud;
+	srv__dg_live_enter(l);
+	srv__ws_feed(l->ws, data, n);
+	srv__dg_live_leave(l);
+}
+
+static void srv_dg_live_on_eof(void *ud)
+{
+	struct srv_dg_live *l = ud;
+	srv__conn_close(l->conn); /* on_close frees what it can at once */
+}
+
+static void srv_dg_live_on_timeout(void *ud)
+{
+	struct srv_dg_live *l = ud;
+	fprintf(stderr, "inferd: live %s: idle for %d ms, closing (NET-0001)\n", l->request_id,
+		l->srv->cfg->live_idle_timeout_ms);
+	srv__dg_live_enter(l);
+	srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, SRV_DG_LIVE_NET0001);
+	srv__dg_live_leave(l);
+}
+
+static void srv_dg_live_on_drain(void *ud)
+{
+	struct srv_dg_live *l = ud;
+	if (l->state != SRV_DG_LIVE_STATE_OPEN)
+		return;
+	l->close_code = SRV_WS_CLOSE_AWAY; /* before the flush, which may end at once */
+	srv__dg_live_enter(l);
+	srv__dg_live_flush(l, false);
+	srv__dg_live_leave(l);
+}
+
+static void srv_dg_live_on_close(void *ud)
+{
+	struct srv_dg_live *l = ud;
+	l->cancel = 1;
+	l->state = SRV_DG_LIVE_STATE_DONE;
+	srv__ws_destroy(l->ws);
+	l->ws = NULL;
+	srv__dg_live_release(l);
+}
+
+static const struct srv_conn_upgrade srv_dg_live_up = {
+	.on_data = srv_dg_live_on_data,
+	.on_eof = srv_dg_live_on_eof,
+	.on_timeout = srv_dg_live_on_timeout,
+	.on_drain = srv_dg_live_on_drain,
+	.on_close = srv_dg_live_on_close,
+};
+
+/* --- the handshake ---------------------------------------------------------- */
+
+/* A refusal: HTTP status with Deepgram's error body and dg-error header
+ * (srv__req_respond_error), and the connection closed after it. */
+static void srv_dg_live_refuse(struct srv_req *req, int status, const char *msg)
+{
+	req->keep_alive = false;
+	if (status == 426) {
+		srv__req_add_header(req, "Upgrade", "websocket");
+		srv__req_add_header(req, "Sec-WebSocket-Version", "13");
+	}
+	srv__req_respond_error(req, status, NULL, "%s", msg);
+}
+
+/* The browser form of auth offers "token" as a subprotocol: echo it. */
+static const char *srv_dg_live_protocol(const struct srv_req *req)
+{
+	const char *v = srv__req_header(req, "Sec-WebSocket-Protocol");
+	if (!v)
+		return NULL;
+	v += strspn(v, " \t");
+	return !strncasecmp(v, "token", 5) && strchr(" \t,", v[5]) ? "token" : NULL;
+}
+
+static struct srv_dg_live *srv_dg_live_new(struct srv_req *req, const struct srv_dg_live_opts *o,
+					   const struct eng_model *m, char *err, size_t n)
+{
+	struct srv_dg_live *l = mem_calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	*l = (struct srv_dg_live){ .srv = req->conn->srv, .conn = req->conn, .o = *o, .model = m,
+				   .close_code = SRV_WS_CLOSE_NORMAL, .quiet_since = -1,
+				   .ue_due_at = -1 };
+	memcpy(l->request_id, req->request_id, sizeof(l->request_id));
+	srv__dg_created(l->created);
+	srv__dg_uuid(eng_model_name(m), 0, l->model_uuid);
+	srv_buf_init(&l->raw, SRV_DG_LIVE_MAX_RAW);
+	srv_buf_init(&l->work_raw, SRV_DG_LIVE_MAX_RAW);
+	sha256_init(&l->sha);
+	int rc = eng_audio_stream_create(&o->raw, &l->dec, err, n);
+	if (!rc)
+		rc = srv__ws_create(req->conn, SRV_DG_LIVE_MAX_MSG, &srv_dg_live_ws_cbs, l, &l->ws);
+	if (rc) {
+		eng_audio_stream_destroy(l->dec);
+		srv_buf_fini(&l->raw);
+		srv_buf_fini(&l->work_raw);
+		mem_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void srv__h_deepgram_live(struct srv_req *req)
+{
+	char err[256] = "";
+	int status = srv__ws_check_request(req, err, sizeof(err));
+	if (status) {
+		srv_dg_live_refuse(req, status, err);
+		return;
+	}
+	struct srv_dg_live_opts o;
+	int rc = srv__dg_live_query_parse(req->query, &o, err, sizeof(err));
+	if (rc) {
+		srv_dg_live_refuse(req, 400, err);
+		return;
+	}
+	const struct eng_model *m = srv__audio_model(req, o.model, strlen(o.model));
+	if (!m)
+		return; /* answered (404, 400) */
+	if (!eng_model_has_vad(m)) {
+		srv_dg_live_refuse(req, 400, "live streaming needs the model's Silero VAD "
+				   "(models[].vad_model), which is not loaded");
+		return;
+	}
+	struct srv_dg_live *l = srv_dg_live_new(req, &o, m, err, sizeof(err));
+	if (!l) {
+		srv_dg_live_refuse(req, *err ? 400 : 503, *err ? err : "out of memory");
+		return;
+	}
+	char extra[SRV_REQUEST_ID_MAX + 32];
+	snprintf(extra, sizeof(extra), "dg-request-id: %s\r\n", l->request_id);
+	req->conn->n_work++; /* the stream holds the connection until it is freed */
+	if (srv__ws_handshake(req, srv_dg_live_protocol(req), extra, &srv_dg_live_up, l)) {
+		srv__ws_destroy(l->ws);
+		l->ws = NULL;
+		l->state = SRV_DG_LIVE_STATE_DONE;
+		srv__dg_live_release(l);
+		return;
+	}
+	srv_dg_live_idle_arm(l);
+}

@@ -1,0 +1,144 @@
+/* srv_dg_live_query.c - the query string of Deepgram's live API
+ * (https://developers.deepgram.com/reference/speech-to-text-api/listen-streaming):
+ * every setting of a stream arrives there, and what cannot be served is
+ * refused before the WebSocket opens (contract in srv_dg_int.h).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/st.h"
+#include "server/deepgram/srv_dg_int.h"
+#include "server/job/srv_audio_job.h"
+
+/* What the keys set besides the options, for the checks at the end. */
+struct srv_dg_live_seen {
+	bool encoding, rate, multichannel, language;
+};
+
+static int srv_dg_live_encoding(struct srv_dg_live_opts *o, const char *v, char *err, size_t n)
+{
+	if (!strcmp(v, "opus") || !strcmp(v, "ogg-opus") || !strcmp(v, "flac"))
+		return snprintf(err, n, "encoding '%s' is not supported yet on live streams (use "
+				"linear16, linear32, mulaw or alaw)", v), -ST_UNSUPPORTED;
+	if (eng_audio_encoding_parse(v, &o->raw.encoding))
+		return snprintf(err, n, "invalid value for query parameter 'encoding' (supported "
+				"on live streams: linear16, linear32, mulaw, alaw)"), -ST_INVAL;
+	return 0;
+}
+
+static int srv_dg_live_endpointing(struct srv_dg_live_opts *o, const char *v)
+{
+	bool b;
+	if (!srv__dg_bool(v, &b)) {
+		o->endpointing_ms = b ? 10 : -1;
+		return 0;
+	}
+	return srv__dg_int(v, 0, SRV_DG_LIVE_MAX_ENDPOINTING_MS, &o->endpointing_ms);
+}
+
+/* The language tag's primary subtag ("en-US" -> "en"), known to Whisper. */
+static int srv_dg_live_language(struct srv_dg_live_opts *o, const char *v)
+{
+	size_t len = strcspn(v, "-_");
+	if (len == 0 || len >= sizeof(o->language))
+		return -1;
+	snprintf(o->language, sizeof(o->language), "%.*s", (int)len, v);
+	for (char *c = o->language; *c; c++)
+		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	return strcmp(srv__audio_language_name(o->language), o->language) ? 0 : -1;
+}
+
+/* The keys read; the values of others (keywords, keyterm, tag, ...) are
+ * not even decoded. */
+static const char *const srv_dg_live_known[] = {
+	"model", "language", "encoding", "sample_rate", "channels", "multichannel",
+	"interim_results", "vad_events", "punctuate", "smart_format", "endpointing",
+	"utterance_end_ms",
+};
+
+static bool srv_dg_live_is_known(const char *key)
+{
+	for (size_t i = 0; i < sizeof(srv_dg_live_known) / sizeof(srv_dg_live_known[0]); i++)
+		if (!strcmp(key, srv_dg_live_known[i]))
+			return true;
+	return false;
+}
+
+/* Apply one key=value. */
+static int srv_dg_live_param(struct srv_dg_live_opts *o, struct srv_dg_live_seen *seen,
+			     const char *k, const char *v, char *err, size_t n)
+{
+	int rc = 0;
+	bool b = false;
+	if (!strcmp(k, "model"))
+		snprintf(o->model, sizeof(o->model), "%s", v);
+	else if (!strcmp(k, "language"))
+		rc = (seen->language = true, srv_dg_live_language(o, v));
+	else if (!strcmp(k, "encoding"))
+		return (seen->encoding = true, srv_dg_live_encoding(o, v, err, n));
+	else if (!strcmp(k, "sample_rate"))
+		rc = (seen->rate = true,
+		      srv__dg_int(v, ENG_AUDIO_MIN_RATE, ENG_AUDIO_MAX_RATE, &o->raw.sample_rate));
+	else if (!strcmp(k, "channels"))
+		rc = srv__dg_int(v, 1, ENG_AUDIO_MAX_CHANNELS, &o->raw.channels);
+	else if (!strcmp(k, "multichannel"))
+		rc = srv__dg_bool(v, &seen->multichannel);
+	else if (!strcmp(k, "interim_results"))
+		rc = srv__dg_bool(v, &o->interim_results);
+	else if (!strcmp(k, "vad_events"))
+		rc = srv__dg_bool(v, &o->vad_events);
+	else if (!strcmp(k, "punctuate") || !strcmp(k, "smart_format")) {
+		rc = srv__dg_bool(v, &b);
+		o->punctuate |= !rc && b;
+	} else if (!strcmp(k, "endpointing"))
+		rc = srv_dg_live_endpointing(o, v);
+	else if (!strcmp(k, "utterance_end_ms"))
+		rc = srv__dg_int(v, SRV_DG_LIVE_MIN_UTTERANCE_END_MS,
+				 SRV_DG_LIVE_MAX_UTTERANCE_END_MS, &o->utterance_end_ms);
+	if (rc)
+		snprintf(err, n, "invalid value for query parameter '%s'", k);
+	return rc ? -ST_INVAL : 0;
+}
+
+/* The checks that need every key: 0 or an error with err set. */
+static int srv_dg_live_check(const struct srv_dg_live_opts *o, const struct srv_dg_live_seen *seen,
+			     char *err, size_t n)
+{
+	if (!seen->encoding)
+		return snprintf(err, n, "containerised audio (no encoding parameter) is not "
+				"supported yet on live streams: send raw audio with encoding and "
+				"sample_rate"), -ST_UNSUPPORTED;
+	if (!seen->rate)
+		return snprintf(err, n, "encoding '%s' needs a sample_rate query parameter",
+				eng_audio_encoding_name(o->raw.encoding)), -ST_INVAL;
+	if (seen->multichannel && o->raw.channels > 1)
+		return snprintf(err, n, "multichannel=true is not supported yet on live streams "
+				"(channels are mixed to one without it)"), -ST_UNSUPPORTED;
+	if (o->utterance_end_ms && !o->interim_results)
+		return snprintf(err, n, "utterance_end_ms needs interim_results=true"), -ST_INVAL;
+	return 0;
+}
+
+int srv__dg_live_query_parse(const char *q, struct srv_dg_live_opts *o, char *err, size_t errlen)
+{
+	*o = (struct srv_dg_live_opts){ .raw = { .channels = 1 }, .endpointing_ms = 10 };
+	struct srv_dg_live_seen seen = { 0 };
+	char key[32], val[SRV_DG_VALUE_MAX];
+	while (*q) {
+		size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
+		const char *v = klen < len ? q + klen + 1 : q + len;
+		bool skip = klen >= sizeof(key) || srv__dg_unescape(q, klen, key, sizeof(key)) ||
+			    !srv_dg_live_is_known(key);
+		if (!skip && srv__dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
+			return snprintf(err, errlen, "malformed or over-long value of query "
+					"parameter '%s'", key), -ST_INVAL;
+		int rc = skip ? 0 : srv_dg_live_param(o, &seen, key, val, err, errlen);
+		if (rc)
+			return rc;
+		q += len + (q[len] == '&');
+	}
+	if (!seen.language)
+		snprintf(o->language, sizeof(o->language), "en");
+	return srv_dg_live_check(o, &seen, err, errlen);
+}

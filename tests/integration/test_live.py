@@ -1,0 +1,587 @@
+"""Deepgram's live streaming API (GET /v1/listen over a WebSocket), part 1:
+the official deepgram-sdk 7.x live client and raw sockets against the real
+daemon with Whisper tiny.en and its Silero VAD.
+
+The jfk clip is streamed in 100 ms frames at real-time pace and faster; its
+streamed finals must carry the words the REST route (POST /v1/listen)
+gives for the same file. Handshake refusals, idle timeouts, KeepAlive,
+Finalize, CloseStream, SIGTERM drain and bad input are checked one by one,
+each followed by proof that the daemon still serves."""
+import base64
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import wave
+
+import pytest
+
+from conftest import (ROOT, Daemon, Reader, assert_stopped_clean, connect, default_models,
+                      make_config, request, wait_until)
+
+MODEL = "whisper-tiny.en"
+API_KEY = "sk-live-test-key"
+AUDIO = os.path.join(ROOT, "tests", "data", "audio")
+IDLE_MS = 1500
+
+
+def live_config(**limits):
+    lim = {"max_header_bytes": 16384, "max_body_bytes": 4 << 20, "live_idle_timeout_ms": IDLE_MS}
+    lim.update(limits)
+    return make_config(models=[default_models()[0]], limits=lim)
+
+
+@pytest.fixture(scope="module")
+def srv():
+    d = Daemon(live_config(), env={"INFERD_API_KEY": API_KEY})
+    yield d
+    assert_stopped_clean(d)
+
+
+@pytest.fixture(scope="module")
+def default_srv():
+    """Default limits (live_idle_timeout_ms 10000), no key."""
+    cfg = make_config(models=[default_models()[0]])
+    cfg["limits"] = {}
+    d = Daemon(cfg)
+    yield d
+    assert_stopped_clean(d)
+
+
+def jfk_pcm():
+    with wave.open(os.path.join(AUDIO, "jfk.wav")) as w:
+        assert w.getframerate() == 16000 and w.getnchannels() == 1
+        return w.readframes(w.getnframes())
+
+
+def sox_raw(args):
+    """jfk.wav converted by sox to headerless audio (args: output options)."""
+    return subprocess.run(["sox", os.path.join(AUDIO, "jfk.wav"), *args, "-"],
+                          check=True, capture_output=True).stdout
+
+
+def words(text):
+    return re.sub(r"[^\w\s']", " ", text.lower()).replace("'", "").split()
+
+
+def wer(ref, hyp):
+    """Word error rate of the word lists hyp against ref."""
+    prev = list(range(len(hyp) + 1))
+    for i, a in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, b in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a != b))
+        prev = cur
+    return prev[-1] / max(len(ref), 1)
+
+
+_REST = {}
+
+
+def rest_words(d):
+    """The words POST /v1/listen gives for jfk.wav (once per daemon)."""
+    if d.port not in _REST:
+        _REST[d.port] = _rest_words(d)
+    return _REST[d.port]
+
+
+def _rest_words(d):
+    r = request(d.port, "POST", "/v1/listen?model=" + MODEL,
+                headers={"Authorization": "Token " + API_KEY, "Content-Type": "audio/wav"},
+                body=open(os.path.join(AUDIO, "jfk.wav"), "rb").read())
+    assert r.status == 200, r.body
+    return words(r.json()["results"]["channels"][0]["alternatives"][0]["transcript"])
+
+
+def sdk_client(d, key=API_KEY):
+    from deepgram import DeepgramClient
+    from deepgram.environment import DeepgramClientEnvironment
+    base = f"127.0.0.1:{d.port}"
+    env = DeepgramClientEnvironment(base=f"http://{base}", production=f"ws://{base}",
+                                    agent=f"ws://{base}", agent_rest=f"http://{base}")
+    return DeepgramClient(api_key=key, environment=env, max_retries=0, timeout=120)
+
+
+class Collector(threading.Thread):
+    """Reads every message of an SDK socket until it closes, with arrival times."""
+
+    def __init__(self, sock):
+        super().__init__(daemon=True)
+        self.sock, self.msgs, self.error = sock, [], None
+        self.start()
+
+    def run(self):
+        try:
+            for m in self.sock:
+                self.msgs.append((time.monotonic(), m))
+        except Exception as e:  # the socket's end, whatever its code
+            self.error = e
+
+    def of(self, kind):
+        return [m for _, m in self.msgs if type(m).__name__ == kind]
+
+    def wait(self, pred, what, timeout=60, keep_alive=None):
+        """Poll pred; keep_alive (when given) runs every 0.5 s meanwhile, so
+        that a slow build's transcription does not meet the idle timeout."""
+        end = time.monotonic() + timeout
+        last = time.monotonic()
+        while time.monotonic() < end:
+            if pred():
+                return
+            if keep_alive and time.monotonic() - last > 0.5:
+                keep_alive()
+                last = time.monotonic()
+            time.sleep(0.05)
+        raise AssertionError("timed out waiting for " + what + ": " + repr(self.msgs))
+
+
+def stream(sock, pcm, frame_bytes, speed=1.0, frame_s=0.1):
+    """Send pcm in frames of frame_bytes, frame_s / speed apart."""
+    t0 = time.monotonic()
+    for i, off in enumerate(range(0, len(pcm), frame_bytes)):
+        sock.send_media(pcm[off:off + frame_bytes])
+        delay = t0 + (i + 1) * frame_s / speed - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+
+def final_words(col):
+    return [w for r in col.of("ListenV1Results") if r.is_final
+            for w in words(r.channel.alternatives[0].transcript)]
+
+
+def close_code(sock):
+    return sock._websocket.close_code, sock._websocket.close_reason
+
+
+def run_stream(d, pcm, frame_bytes, speed, **opts):
+    """Stream pcm with the SDK, CloseStream, and return the collector and
+    the socket's close code and reason."""
+    client = sdk_client(d)
+    with client.listen.v1.connect(model=MODEL, **opts) as sock:
+        col = Collector(sock)
+        stream(sock, pcm, frame_bytes, speed)
+        sock.send_close_stream()
+        col.join(120)
+        assert not col.is_alive()
+        return col, close_code(sock)
+
+
+# --- the SDK, jfk.wav ---------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_sdk_real_time_interim_then_final(srv):
+    pcm = jfk_pcm()
+    col, (code, _) = run_stream(srv, pcm, 3200, 1.0, encoding="linear16", sample_rate=16000,
+                                interim_results="true", punctuate="true", vad_events="true")
+    assert code == 1000
+    results = col.of("ListenV1Results")
+    finals = [r for r in results if r.is_final]
+    assert finals and any(not r.is_final for r in results)
+    first_final = results.index(finals[0])
+    assert any(not r.is_final for r in results[:first_final]), "an interim before the first final"
+    assert final_words(col) == rest_words(srv)
+    assert col.of("ListenV1SpeechStarted")
+    last = col.msgs[-1][1]
+    assert type(last).__name__ == "ListenV1Metadata"
+    assert last.duration == pytest.approx(11.0, abs=0.01)
+    assert last.sha256 == hashlib.sha256(pcm).hexdigest()
+    for r in results:  # every field the SDK knows, with sane values
+        assert r.type == "Results" and r.channel_index == [0, 1]
+        assert r.metadata.request_id and r.metadata.model_uuid
+        assert r.metadata.model_info.name == MODEL and r.metadata.model_info.arch
+        assert 0 <= r.start and r.start + r.duration <= 11.0 + 1e-6
+        alt = r.channel.alternatives[0]
+        assert 0 <= alt.confidence <= 1
+        for w in alt.words:
+            assert r.start - 1e-6 <= w.start <= w.end <= r.start + r.duration + 0.05
+            assert w.punctuated_word and 0 <= w.confidence <= 1
+    starts = [r.start for r in finals]
+    assert starts == sorted(starts)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_sdk_faster_than_real_time(srv):
+    col, (code, _) = run_stream(srv, jfk_pcm(), 3200, 20.0, encoding="linear16",
+                                sample_rate="16000")
+    assert code == 1000
+    assert all(r.is_final for r in col.of("ListenV1Results"))
+    assert final_words(col) == rest_words(srv)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_speech_final_after_pause_and_utterance_end(srv):
+    pcm = jfk_pcm()
+    pause = b"\0\0" * 16000 * 2  # 2 s of silence
+    col, (code, _) = run_stream(srv, pcm[:16000 * 2 * 5] + pause + pcm[16000 * 2 * 5:], 3200,
+                                4.0, encoding="linear16", sample_rate=16000,
+                                interim_results="true", utterance_end_ms="1000",
+                                endpointing="300")
+    assert code == 1000
+    finals = [r for r in col.of("ListenV1Results") if r.is_final]
+    assert any(r.speech_final for r in finals[:-1]), "speech_final at the pause"
+    ends = col.of("ListenV1UtteranceEnd")
+    assert ends and ends[0].channel == [0, 1]
+    assert 3.0 < ends[0].last_word_end < 7.0
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_finalize_keeps_the_socket_open(srv):
+    pcm = jfk_pcm()
+    client = sdk_client(srv)
+    with client.listen.v1.connect(model=MODEL, encoding="linear16", sample_rate=16000) as sock:
+        col = Collector(sock)
+        stream(sock, pcm[:16000 * 2 * 3], 3200, 10.0)
+        sock.send_finalize()
+        col.wait(lambda: any(r.from_finalize for r in col.of("ListenV1Results")), "from_finalize",
+                 keep_alive=sock.send_keep_alive)
+        flushed = [r for r in col.of("ListenV1Results") if r.from_finalize][0]
+        assert flushed.is_final and col.is_alive()
+        stream(sock, pcm[16000 * 2 * 3:], 3200, 10.0)
+        sock.send_close_stream()
+        col.join(120)
+        assert close_code(sock)[0] == 1000
+    assert len(final_words(col)) >= len(rest_words(srv)) - 2
+    assert type(col.msgs[-1][1]).__name__ == "ListenV1Metadata"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("enc,rate,args,width,max_wer", [
+    # 8 kHz telephone band: tiny.en hears it a little differently (REST on the
+    # same mu-law bytes says "american"), so two words in 22 may differ
+    ("mulaw", 8000, ["-r", "8000", "-e", "mu-law", "-t", "raw"], 1, 0.1),
+    ("linear16", 48000, ["-r", "48000", "-e", "signed", "-b", "16", "-t", "raw"], 2, 0),
+    ("alaw", 16000, ["-r", "16000", "-e", "a-law", "-t", "raw"], 1, 0),
+    ("linear32", 22050, ["-r", "22050", "-e", "floating-point", "-b", "32", "-t", "raw"], 4, 0),
+    # two channels (the same speech in both) mixed to one
+    ("linear16", 16000, ["-c", "2", "-e", "signed", "-b", "16", "-t", "raw"], 4, 0),
+])
+def test_other_encodings_same_words(srv, enc, rate, args, width, max_wer):
+    raw = sox_raw(args)
+    extra = {"channels": "2"} if "-c" in args else {}
+    col, (code, _) = run_stream(srv, raw, rate * width // 10, 20.0, encoding=enc,
+                                sample_rate=str(rate), **extra)
+    assert code == 1000
+    assert wer(rest_words(srv), final_words(col)) <= max_wer, final_words(col)
+    assert col.msgs[-1][1].duration == pytest.approx(11.0, abs=0.02)
+
+
+# --- timeouts and KeepAlive -------------------------------------------------------
+
+
+def ws_open(port, query, headers=None):
+    """A raw WebSocket handshake; returns (socket, Reader, response)."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    h = {"Host": "localhost", "Upgrade": "websocket", "Connection": "Upgrade",
+         "Sec-WebSocket-Key": key, "Sec-WebSocket-Version": "13",
+         "Authorization": "Token " + API_KEY}
+    h.update(headers or {})
+    h = {k: v for k, v in h.items() if v is not None}
+    s = connect(port, timeout=30)
+    s.sendall((f"GET /v1/listen?{query} HTTP/1.1\r\n" +
+               "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n").encode())
+    rd = Reader(s)
+    r = rd.read_response(head_only=True)
+    if r.status == 101:
+        want = base64.b64encode(hashlib.sha1(
+            (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+        assert r.header("sec-websocket-accept") == want
+    else:
+        n = int(r.header("content-length") or 0)
+        while len(rd.buf) < n:
+            rd._fill()
+        r.body = rd.buf[:n]
+    return s, rd, r
+
+
+def frame(opcode, payload, fin=True, mask=True):
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    mbit = 0x80 if mask else 0
+    if n < 126:
+        head += bytes([mbit | n])
+    elif n < 65536:
+        head += bytes([mbit | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([mbit | 127]) + struct.pack(">Q", n)
+    if not mask:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def read_frames(s, rd, timeout=60):
+    """Server frames until the close frame: [(opcode, payload)], with the
+    close frame last (or an EOF)."""
+    s.settimeout(timeout)
+    out = []
+    buf = rd.buf
+    while True:
+        while len(buf) < 2 or len(buf) < 2 + (buf[1] & 0x7f if buf[1] & 0x7f < 126 else 0):
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            buf += chunk
+        n, off = buf[1] & 0x7f, 2
+        if n == 126:
+            while len(buf) < 4:
+                buf += s.recv(65536)
+            n, off = struct.unpack(">H", buf[2:4])[0], 4
+        elif n == 127:
+            while len(buf) < 10:
+                buf += s.recv(65536)
+            n, off = struct.unpack(">Q", buf[2:10])[0], 10
+        while len(buf) < off + n:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            buf += chunk
+        op, payload, buf = buf[0] & 0x0f, buf[off:off + n], buf[off + n:]
+        out.append((op, payload))
+        if op == 8:
+            return out
+
+
+def close_of(frames):
+    assert frames and frames[-1][0] == 8, frames
+    p = frames[-1][1]
+    return struct.unpack(">H", p[:2])[0], p[2:].decode()
+
+
+def test_idle_timeout_closes_1011_net0001(srv):
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
+    assert r.status == 101
+    t0 = time.monotonic()
+    code, reason = close_of(read_frames(s, rd))
+    assert code == 1011 and reason.startswith("NET-0001")
+    assert IDLE_MS / 1000 - 0.2 < time.monotonic() - t0 < IDLE_MS / 1000 + 3
+    s.close()
+
+
+def test_audio_then_silence_times_out(srv):
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
+    s.sendall(frame(2, jfk_pcm()[:32000]))
+    code, reason = close_of(read_frames(s, rd))
+    assert code == 1011 and "NET-0001" in reason
+    s.close()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_keepalive_only_12s_stays_open_at_default_timeout(default_srv):
+    client = sdk_client(default_srv, key="unused")
+    with client.listen.v1.connect(model=MODEL, encoding="linear16", sample_rate=16000) as sock:
+        col = Collector(sock)
+        for _ in range(6):
+            sock.send_keep_alive()
+            time.sleep(2.0)
+        assert col.is_alive(), col.error
+        sock.send_close_stream()
+        col.join(60)
+        assert close_code(sock)[0] == 1000
+        assert [type(m).__name__ for _, m in col.msgs] == ["ListenV1Metadata"]
+
+
+def test_default_idle_timeout_is_10s(default_srv):
+    s, rd, r = ws_open(default_srv.port, "encoding=linear16&sample_rate=16000")
+    assert r.status == 101
+    t0 = time.monotonic()
+    code, reason = close_of(read_frames(s, rd, timeout=30))
+    assert code == 1011 and reason.startswith("NET-0001")
+    assert 9.8 < time.monotonic() - t0 < 13
+    s.close()
+
+
+# --- handshake ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query,status,needle", [
+    ("encoding=foo&sample_rate=16000", 400, "encoding"),
+    ("encoding=linear16", 400, "sample_rate"),
+    ("encoding=linear16&sample_rate=16000&interim_results=maybe", 400, "interim_results"),
+    ("encoding=linear16&sample_rate=12", 400, "sample_rate"),
+    ("encoding=linear16&sample_rate=16000&endpointing=soon", 400, "endpointing"),
+    ("encoding=linear16&sample_rate=16000&interim_results=true&utterance_end_ms=500", 400,
+     "utterance_end_ms"),
+    ("encoding=linear16&sample_rate=16000&utterance_end_ms=1000", 400, "interim_results"),
+    ("encoding=linear16&sample_rate=16000&language=xx", 400, "language"),
+    ("sample_rate=16000", 400, "not supported yet"),
+    ("encoding=opus&sample_rate=48000", 400, "not supported yet"),
+    ("encoding=ogg-opus", 400, "not supported yet"),
+    ("encoding=linear16&sample_rate=16000&channels=2&multichannel=true", 400,
+     "not supported yet"),
+    ("encoding=linear16&sample_rate=16000&model=nope", 404, "nope"),
+])
+def test_bad_query_refused_at_handshake(srv, query, status, needle):
+    s, rd, r = ws_open(srv.port, query)
+    s.close()
+    assert r.status == status, r.body
+    assert needle in r.header("dg-error")
+    body = json.loads(r.body)
+    assert needle in body["err_msg"] and body["request_id"]
+
+
+def test_lenient_query_values(srv):
+    q = ("encoding=linear16&sample_rate=8000&sample_rate=16000&interim_results=True"
+         "&punctuate=1&smart_format=False&vad_events=0&endpointing=false&keywords=a%3A2"
+         "&keyterm=" + "x" * 500 + "&tier=nova&language=en-US&channels=1")
+    s, rd, r = ws_open(srv.port, q)
+    assert r.status == 101
+    s.sendall(frame(8, struct.pack(">H", 1000)))
+    assert close_of(read_frames(s, rd))[0] == 1000
+    s.close()
+
+
+def test_auth(srv):
+    for headers in ({"Authorization": None}, {"Authorization": "Token wrong"},
+                    {"Authorization": None, "Sec-WebSocket-Protocol": "token, wrong"}):
+        s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000", headers)
+        s.close()
+        assert r.status == 401 and r.header("dg-error"), r.body
+        assert json.loads(r.body)["err_msg"]
+    for headers in ({"Authorization": "token " + API_KEY}, {"Authorization": "BEARER " + API_KEY},
+                    {"Authorization": None, "Sec-WebSocket-Protocol": "token, " + API_KEY}):
+        s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000", headers)
+        assert r.status == 101
+        if "Sec-WebSocket-Protocol" in headers:
+            assert r.header("sec-websocket-protocol") == "token"
+        else:
+            assert r.header("sec-websocket-protocol") is None
+        assert r.header("dg-request-id")
+        s.close()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_sdk_bad_key_refused(srv):
+    client = sdk_client(srv, key="wrong")
+    with pytest.raises(Exception) as e:
+        with client.listen.v1.connect(model=MODEL, encoding="linear16", sample_rate=16000):
+            pass
+    assert "401" in str(e.value)
+
+
+def test_not_a_websocket(srv):
+    r = request(srv.port, "GET", "/v1/listen?encoding=linear16&sample_rate=16000",
+                headers={"Authorization": "Token " + API_KEY})
+    assert r.status == 426 and r.header("dg-error")
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000",
+                       {"Sec-WebSocket-Version": "8"})
+    s.close()
+    assert r.status == 426 and r.header("sec-websocket-version") == "13"
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000",
+                       {"Sec-WebSocket-Key": "short"})
+    s.close()
+    assert r.status == 400
+
+
+# --- bad input --------------------------------------------------------------------
+
+
+def open_connections(d):
+    r = request(d.port, "GET", "/metrics")
+    return int(re.search(rb"^inferd_http_open_connections (\d+)", r.body, re.M).group(1))
+
+
+def assert_still_serves(d):
+    """A whole stream still works (fast), and nothing was left open."""
+    s, rd, r = ws_open(d.port, "encoding=linear16&sample_rate=16000")
+    pcm = jfk_pcm()
+    for off in range(0, len(pcm), 32000):
+        s.sendall(frame(2, pcm[off:off + 32000]))
+    s.sendall(frame(1, b'{"type":"CloseStream"}'))
+    frames = read_frames(s, rd, timeout=120)
+    s.close()
+    assert close_of(frames)[0] == 1000
+    texts = [json.loads(p) for op, p in frames if op == 1]
+    got = [w for m in texts if m["type"] == "Results" and m["is_final"]
+           for w in words(m["channel"]["alternatives"][0]["transcript"])]
+    assert got == rest_words(d)
+    wait_until(lambda: open_connections(d) == 1, "the streams' connections to close", 30)
+
+
+def test_oversized_message_closes_1009(srv):
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
+    s.sendall(frame(2, b"\0" * ((1 << 20) + 2)))
+    assert close_of(read_frames(s, rd))[0] == 1009
+    s.close()
+    assert_still_serves(srv)
+
+
+def test_text_and_control_frames_are_handled(srv):
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000&punctuate=false")
+    pcm = jfk_pcm()
+    s.sendall(frame(1, b"hello, not JSON") + frame(1, b'{"type":"Bogus"}') + frame(1, b"[1,2]"))
+    s.sendall(frame(9, b"are you there"))  # a ping: answered with a pong
+    half = len(pcm) // 2
+    s.sendall(frame(2, pcm[:half], fin=False) + frame(9, b"mid") + frame(0, pcm[half:]))
+    s.sendall(frame(2, b""))  # old clients' CloseStream
+    frames = read_frames(s, rd, timeout=120)
+    s.close()
+    assert (10, b"are you there") in frames and (10, b"mid") in frames
+    assert close_of(frames)[0] == 1000
+    texts = [json.loads(p) for op, p in frames if op == 1]
+    assert texts[-1]["type"] == "Metadata"
+    got = [w for m in texts if m["type"] == "Results" and m["is_final"]
+           for w in words(m["channel"]["alternatives"][0]["transcript"])]
+    assert got == rest_words(srv)
+
+
+def test_unmasked_frame_is_a_protocol_error(srv):
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
+    s.sendall(frame(2, b"\0" * 640, mask=False))
+    assert close_of(read_frames(s, rd))[0] == 1002
+    s.close()
+
+
+def test_abrupt_disconnects(srv):
+    pcm = jfk_pcm()
+    # mid-frame, before any result
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
+    s.sendall(frame(2, pcm[:64000])[:30000])
+    s.close()
+    # while a transcription is in flight
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000&interim_results=true")
+    s.sendall(frame(2, pcm))
+    s.sendall(frame(1, b'{"type":"Finalize"}'))
+    time.sleep(0.3)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset
+    s.close()
+    wait_until(lambda: open_connections(srv) == 1, "the vanished streams to be freed", 30)
+    assert_still_serves(srv)
+
+
+def test_undecodable_audio_closes_1002(srv):
+    s, rd, r = ws_open(srv.port, "encoding=linear32&sample_rate=16000")
+    s.sendall(frame(2, struct.pack("<4f", 0.0, float("nan"), 0.1, 0.2)))
+    code, reason = close_of(read_frames(s, rd))
+    assert code == 1002 and reason.startswith("DATA-0000")
+    s.close()
+
+
+# --- shutdown ---------------------------------------------------------------------
+
+
+def test_sigterm_drains_live_streams():
+    d = Daemon(live_config(live_idle_timeout_ms=30000))
+    try:
+        s, rd, r = ws_open(d.port, "encoding=linear16&sample_rate=16000")
+        pcm = jfk_pcm()
+        s.sendall(frame(2, pcm[:16000 * 2 * 3]))  # "And so my fellow Americans", still open
+        time.sleep(1.0)
+        d.proc.send_signal(signal.SIGTERM)
+        frames = read_frames(s, rd, timeout=60)
+        s.close()
+        assert close_of(frames)[0] == 1001
+        texts = [json.loads(p) for op, p in frames if op == 1]
+        finals = [m for m in texts if m["type"] == "Results" and m["is_final"]]
+        assert finals and "americans" in words(finals[-1]["channel"]["alternatives"][0]["transcript"])
+        assert texts[-1]["type"] == "Metadata"
+        assert d.proc.wait(30) == 0
+    finally:
+        assert_stopped_clean(d)
