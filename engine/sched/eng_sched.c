@@ -4,6 +4,7 @@
 #include "engine/sched/eng_sched.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -243,11 +244,17 @@ static int es_wait_ms(struct eng_sched *s, double ms)
 	return pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 }
 
-/* Under mu, rp with nothing to run and no deadline: wait for work. The
- * first ENG_SCHED_IDLE_RELEASE_MS of an idle spell are waited out; if no
- * work came, rp hands the heap's freed memory back (mem_release_freed,
- * with mu released: it walks every arena) once, then waits as long as it
- * takes. */
+/* Requests taken by a replica and not yet finished, over every model of
+ * the process: the heap is the process's, so it is released only when
+ * nothing at all runs (another model's requests would take the pages
+ * back at once). */
+static _Atomic long es_running_all;
+
+/* Under mu, rp with nothing to run and no deadline: wait for work. Each
+ * ENG_SCHED_IDLE_RELEASE_MS with no work, rp looks whether anything runs
+ * anywhere; the first time nothing does, it hands the heap's freed memory
+ * back (mem_release_freed, with mu released: it walks every arena), then
+ * waits as long as it takes. */
 static void es_wait_idle(struct eng__replica *rp)
 {
 	struct eng_sched *s = rp->s;
@@ -255,7 +262,8 @@ static void es_wait_idle(struct eng__replica *rp)
 		pthread_cond_wait(&s->cv, &s->mu);
 		return;
 	}
-	if (es_wait_ms(s, ENG_SCHED_IDLE_RELEASE_MS) != ETIMEDOUT || s->n_waiting || s->closing)
+	if (es_wait_ms(s, ENG_SCHED_IDLE_RELEASE_MS) != ETIMEDOUT || s->n_waiting || s->closing ||
+	    atomic_load(&es_running_all) > 0)
 		return;
 	rp->released = true;
 	pthread_mutex_unlock(&s->mu);
@@ -292,6 +300,7 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 		s->n_waiting_groups -= r->counts;
 		rp->running++;
 		rp->released = false;
+		atomic_fetch_add(&es_running_all, 1);
 		eng_hist_add(&s->st.queue_wait_ms, now - r->t_submit);
 	}
 	if (s->n_waiting)
@@ -306,6 +315,7 @@ void eng__sched_finish(struct eng__replica *rp)
 	struct eng_sched *s = rp->s;
 	pthread_mutex_lock(&s->mu);
 	rp->running--;
+	atomic_fetch_sub(&es_running_all, 1);
 	if (s->n_waiting)
 		pthread_cond_broadcast(&s->cv); /* the balance moved */
 	pthread_mutex_unlock(&s->mu);

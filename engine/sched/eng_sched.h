@@ -19,10 +19,10 @@
  * refused whole); more are -ST_BUSY at submission. Deadlines are absolute (monotonic ms) and
  * checked by the loops between steps, as are cancel flags.
  *
- * Memory: a replica idle for ENG_SCHED_IDLE_RELEASE_MS (nothing running,
- * nothing waiting) hands the heap's freed memory back to the system once
- * (mem_release_freed), so that a burst's peak does not stay in the
- * process's RSS (bench/soak).
+ * Memory: a replica idle for ENG_SCHED_IDLE_RELEASE_MS, when nothing runs
+ * on any model of the process, hands the heap's freed memory back to the
+ * system once (mem_release_freed), so that a burst's peak does not stay
+ * in the process's RSS (bench/soak).
  *
  * Thread: submit from any thread; the loops on their queue threads; one
  * mutex per model guards the queue and counters.
