@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "server/srv_int.h"
+#include "tests/fuzz/fuzz_srv.h"
 
 static const char fuzz_cfg_json[] =
 	"{\"access_log\": false,"
@@ -25,24 +26,10 @@ static struct eng *fuzz_eng;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char err[256];
 	(void)argc;
 	(void)argv;
-	signal(SIGPIPE, SIG_IGN);
-	if (cfg_load_string(fuzz_cfg_json, sizeof(fuzz_cfg_json) - 1, &fuzz_cfg, err, sizeof(err)) ||
-	    eng_create(NULL, 0, &fuzz_eng, err, sizeof(err))) {
-		fprintf(stderr, "fuzz_http: set-up failed: %s\n", err);
-		abort();
-	}
+	fuzz_srv_setup("fuzz_http", fuzz_cfg_json, sizeof(fuzz_cfg_json) - 1, &fuzz_cfg, &fuzz_eng);
 	return 0;
-}
-
-/* Read and drop the server's responses so its writes never block. */
-static void fuzz_drain(int fd)
-{
-	char buf[4096];
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -22,6 +22,7 @@
 
 #include "server/deepgram/srv_dg_int.h"
 #include "server/srv_int.h"
+#include "tests/fuzz/fuzz_srv.h"
 #include "server/ws/srv_ws.h"
 
 static const char fuzz_cfg_json[] =
@@ -97,24 +98,12 @@ static const struct srv_conn_upgrade fuzz_up = {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char err[256];
 	(void)argc;
 	(void)argv;
-	signal(SIGPIPE, SIG_IGN);
-	if (cfg_load_string(fuzz_cfg_json, sizeof(fuzz_cfg_json) - 1, &fuzz_cfg, err, sizeof(err)) ||
-	    eng_create(NULL, 0, &fuzz_eng, err, sizeof(err))) {
-		fprintf(stderr, "fuzz_ws: set-up failed: %s\n", err);
-		abort();
-	}
+	fuzz_srv_setup("fuzz_ws", fuzz_cfg_json, sizeof(fuzz_cfg_json) - 1, &fuzz_cfg, &fuzz_eng);
 	return 0;
 }
 
-static void fuzz_drain(int fd)
-{
-	char buf[4096];
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-}
 
 /* The query parser on the first line (NUL-terminated copy). */
 static void fuzz_query(const uint8_t *data, size_t size)
