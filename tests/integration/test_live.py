@@ -228,8 +228,11 @@ def test_speech_final_after_pause_and_utterance_end(srv):
     finals = [r for r in col.of("ListenV1Results") if r.is_final]
     assert any(r.speech_final for r in finals[:-1]), "speech_final at the pause"
     ends = col.of("ListenV1UtteranceEnd")
-    assert ends and ends[0].channel == [0, 1]
-    assert 3.0 < ends[0].last_word_end < 7.0
+    assert ends and all(e.channel == [0, 1] for e in ends)
+    # the inserted pause follows the words before 5 s; the clip's own pause
+    # after "Americans" (about 2.1 s) may end an utterance too when the VAD
+    # hears more than utterance_end_ms of silence there
+    assert any(3.0 < e.last_word_end < 7.0 for e in ends), [e.last_word_end for e in ends]
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

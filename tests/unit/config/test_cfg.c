@@ -768,6 +768,7 @@ static void test_help(void **state)
 		"limits.max_header_bytes", "limits.max_body_bytes",
 		"limits.header_timeout_ms", "limits.idle_timeout_ms",
 		"limits.body_timeout_ms", "limits.drain_timeout_ms",
+		"limits.live_idle_timeout_ms (integer, default 10000, 1..86400000)",
 		"models[].name", "models[].path", "models[].format",
 		"models[].replicas (integer, object or array, default 1, >= 1)",
 		"models[].replicas.count (integer, required, >= 1)",
@@ -798,7 +799,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 30);
+	assert_int_equal(lines, 2 * 31);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");
