@@ -6,8 +6,10 @@
 #define FUZZ_SRV_H
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "server/srv_int.h"
@@ -15,8 +17,8 @@
 /* Load cfg_json (len bytes) into *cfg and create an engine with no models
  * into *eng; SIGPIPE ignored (a target's client hangs up early). Aborts,
  * naming the target, when either fails. */
-static void fuzz_srv_setup(const char *name, const char *cfg_json, size_t len, struct cfg **cfg,
-			   struct eng **eng)
+static inline void fuzz_srv_setup(const char *name, const char *cfg_json, size_t len, struct cfg **cfg,
+				  struct eng **eng)
 {
 	char err[256];
 	signal(SIGPIPE, SIG_IGN);
@@ -28,11 +30,35 @@ static void fuzz_srv_setup(const char *name, const char *cfg_json, size_t len, s
 }
 
 /* Read and drop the server's responses so its writes never block. */
-static void fuzz_drain(int fd)
+static inline void fuzz_drain(int fd)
 {
 	char buf[4096];
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
+}
+
+/* Feed data (size bytes) to the server srv through the client end fd of
+ * a socketpair, half-closing it once all is written, and run the loop
+ * until the server has no connection left (or 100 000 turns); then destroy
+ * srv and close fd. */
+static inline void fuzz_srv_pump(struct srv *srv, int fd, const uint8_t *data, size_t size)
+{
+	size_t off = 0;
+	for (int spins = 0; spins < 100000 && srv->n_conns > 0; spins++) {
+		if (off < size) {
+			ssize_t n = write(fd, data + off, size - off);
+			if (n > 0)
+				off += (size_t)n;
+			if (off == size)
+				shutdown(fd, SHUT_WR);
+		} else if (size == 0 && spins == 0) {
+			shutdown(fd, SHUT_WR);
+		}
+		uv_run(&srv->loop, UV_RUN_NOWAIT);
+		fuzz_drain(fd);
+	}
+	srv_destroy(srv);
+	close(fd);
 }
 
 #endif /* FUZZ_SRV_H */

@@ -152,21 +152,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool http = size >= 4 && !memcmp(data, "GET ", 4);
 	if (!http && fuzz_upgrade(srv, &owner))
 		srv__conns_close_all(srv);
-	size_t off = 0;
-	for (int spins = 0; spins < 100000 && srv->n_conns > 0; spins++) {
-		if (off < size) {
-			ssize_t n = write(sv[1], data + off, size - off);
-			if (n > 0)
-				off += (size_t)n;
-			if (off == size)
-				shutdown(sv[1], SHUT_WR);
-		} else if (size == 0 && spins == 0) {
-			shutdown(sv[1], SHUT_WR);
-		}
-		uv_run(&srv->loop, UV_RUN_NOWAIT);
-		fuzz_drain(sv[1]);
-	}
-	srv_destroy(srv);
-	close(sv[1]);
+	fuzz_srv_pump(srv, sv[1], data, size);
 	return 0;
 }
