@@ -1,7 +1,8 @@
 /* fuzz_srv.h - what the libFuzzer targets that drive the server over a
  * socketpair share (fuzz_http, fuzz_grpc, fuzz_ws): the set-up from a
- * config text with no models loaded, and the client side's drain. Included
- * by one target each; static, no state of its own. */
+ * config text with no models loaded, the client side's drain, and the
+ * loop that feeds an input to the server. Included by one target each;
+ * static inline, no state of its own. */
 #ifndef FUZZ_SRV_H
 #define FUZZ_SRV_H
 
