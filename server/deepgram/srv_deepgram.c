@@ -138,31 +138,18 @@ static const char *const srv_dg_known[] = {
 	"vad_filter",
 };
 
-static bool srv_dg_is_known(const char *key)
+static int srv_dg_param_cb(void *ctx, const char *k, const char *v, char *err, size_t n)
 {
-	for (size_t i = 0; i < sizeof(srv_dg_known) / sizeof(srv_dg_known[0]); i++)
-		if (!strcmp(key, srv_dg_known[i]))
-			return true;
-	return false;
+	return srv_dg_param(ctx, k, v, err, n);
 }
 
 static int srv_dg_query_read(const char *q, struct srv_dg_opts *o, char *err, size_t n)
 {
 	*o = (struct srv_dg_opts){ .raw = { .channels = 1 } };
-	char key[32], val[SRV_DG_VALUE_MAX];
-	while (*q) {
-		size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
-		const char *v = klen < len ? q + klen + 1 : q + len;
-		bool skip = klen >= sizeof(key) || srv__dg_unescape(q, klen, key, sizeof(key)) ||
-			    !srv_dg_is_known(key);
-		if (!skip && srv__dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
-			return snprintf(err, n, "malformed or over-long value of query parameter '%s'",
-					key), -ST_INVAL;
-		int rc = skip ? 0 : srv_dg_param(o, key, val, err, n);
-		if (rc)
-			return rc;
-		q += len + (q[len] == '&');
-	}
+	int rc = srv__dg_query_each(q, srv_dg_known, sizeof(srv_dg_known) / sizeof(srv_dg_known[0]),
+				    srv_dg_param_cb, o, err, n);
+	if (rc)
+		return rc;
 	bool self_describing = o->raw.encoding == ENG_AUDIO_ENCODING_FLAC ||
 			       o->raw.encoding == ENG_AUDIO_ENCODING_OGG_OPUS;
 	if (o->has_encoding && !o->has_rate && !self_describing)

@@ -58,6 +58,34 @@ int srv__dg_bool(const char *v, bool *out)
 	return 0;
 }
 
+static bool srv_dg_key_known(const char *key, const char *const *known, size_t n_known)
+{
+	for (size_t i = 0; i < n_known; i++)
+		if (!strcmp(key, known[i]))
+			return true;
+	return false;
+}
+
+int srv__dg_query_each(const char *q, const char *const *known, size_t n_known,
+		       srv_dg_param_fn fn, void *ctx, char *err, size_t errlen)
+{
+	char key[32], val[SRV_DG_VALUE_MAX];
+	while (*q) {
+		size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
+		const char *v = klen < len ? q + klen + 1 : q + len;
+		bool skip = klen >= sizeof(key) || srv__dg_unescape(q, klen, key, sizeof(key)) ||
+			    !srv_dg_key_known(key, known, n_known);
+		if (!skip && srv__dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
+			return snprintf(err, errlen, "malformed or over-long value of query "
+					"parameter '%s'", key), -ST_INVAL;
+		int rc = skip ? 0 : fn(ctx, key, val, err, errlen);
+		if (rc)
+			return rc;
+		q += len + (q[len] == '&');
+	}
+	return 0;
+}
+
 int srv__dg_int(const char *v, long lo, long hi, int *out)
 {
 	char *end;

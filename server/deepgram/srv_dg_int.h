@@ -25,6 +25,19 @@ int srv__dg_bool(const char *v, bool *out);
 /* srv__dg_int - a decimal integer in [lo, hi] -> *out; -1 else. */
 int srv__dg_int(const char *v, long lo, long hi, int *out);
 
+/* One query parameter, key and value percent-decoded: 0, or an error
+ * status with err [errlen] set. */
+typedef int (*srv_dg_param_fn)(void *ctx, const char *key, const char *val, char *err,
+			       size_t errlen);
+
+/* srv__dg_query_each - call fn(ctx, ...) for each key=value of the query
+ * string q (after '?') whose key is one of known [n_known], in order;
+ * other keys (and over-long ones) are skipped with their values not even
+ * decoded. Stops at fn's first error and returns it; a known key's
+ * malformed or over-long value is -ST_INVAL with err set. */
+int srv__dg_query_each(const char *q, const char *const *known, size_t n_known,
+		       srv_dg_param_fn fn, void *ctx, char *err, size_t errlen);
+
 /* srv__dg_uuid - a UUID-shaped id (version 4 layout) derived from
  * request_id and i by SHA-256, into out (37 bytes with the NUL). */
 void srv__dg_uuid(const char *request_id, size_t i, char out[37]);

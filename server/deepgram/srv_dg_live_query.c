@@ -57,14 +57,6 @@ static const char *const srv_dg_live_known[] = {
 	"utterance_end_ms",
 };
 
-static bool srv_dg_live_is_known(const char *key)
-{
-	for (size_t i = 0; i < sizeof(srv_dg_live_known) / sizeof(srv_dg_live_known[0]); i++)
-		if (!strcmp(key, srv_dg_live_known[i]))
-			return true;
-	return false;
-}
-
 /* Apply one key=value. */
 static int srv_dg_live_param(struct srv_dg_live_opts *o, struct srv_dg_live_seen *seen,
 			     const char *k, const char *v, char *err, size_t n)
@@ -120,25 +112,28 @@ static int srv_dg_live_check(const struct srv_dg_live_opts *o, const struct srv_
 	return 0;
 }
 
+/* srv_dg_param_fn over struct srv_dg_live_parse */
+struct srv_dg_live_parse {
+	struct srv_dg_live_opts *o;
+	struct srv_dg_live_seen seen;
+};
+
+static int srv_dg_live_param_cb(void *ctx, const char *k, const char *v, char *err, size_t n)
+{
+	struct srv_dg_live_parse *p = ctx;
+	return srv_dg_live_param(p->o, &p->seen, k, v, err, n);
+}
+
 int srv__dg_live_query_parse(const char *q, struct srv_dg_live_opts *o, char *err, size_t errlen)
 {
 	*o = (struct srv_dg_live_opts){ .raw = { .channels = 1 }, .endpointing_ms = 10 };
-	struct srv_dg_live_seen seen = { 0 };
-	char key[32], val[SRV_DG_VALUE_MAX];
-	while (*q) {
-		size_t len = strcspn(q, "&"), klen = strcspn(q, "=&");
-		const char *v = klen < len ? q + klen + 1 : q + len;
-		bool skip = klen >= sizeof(key) || srv__dg_unescape(q, klen, key, sizeof(key)) ||
-			    !srv_dg_live_is_known(key);
-		if (!skip && srv__dg_unescape(v, (size_t)(q + len - v), val, sizeof(val)))
-			return snprintf(err, errlen, "malformed or over-long value of query "
-					"parameter '%s'", key), -ST_INVAL;
-		int rc = skip ? 0 : srv_dg_live_param(o, &seen, key, val, err, errlen);
-		if (rc)
-			return rc;
-		q += len + (q[len] == '&');
-	}
-	if (!seen.language)
+	struct srv_dg_live_parse p = { .o = o };
+	int rc = srv__dg_query_each(q, srv_dg_live_known,
+				    sizeof(srv_dg_live_known) / sizeof(srv_dg_live_known[0]),
+				    srv_dg_live_param_cb, &p, err, errlen);
+	if (rc)
+		return rc;
+	if (!p.seen.language)
 		snprintf(o->language, sizeof(o->language), "en");
-	return srv_dg_live_check(o, &seen, err, errlen);
+	return srv_dg_live_check(o, &p.seen, err, errlen);
 }
