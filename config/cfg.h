@@ -96,6 +96,9 @@ struct cfg {
 	int drain_timeout_ms;      /* default 30000; graceful shutdown waits this long */
 	int live_idle_timeout_ms;  /* default 10000; a live stream with no audio and no
 				    * KeepAlive this long closes (1011, NET-0001) */
+	int send_timeout_ms;       /* default 60000; queued response bytes that do not
+				    * move this long (a client not reading) close the
+				    * connection (nginx's send_timeout) */
 	struct cfg_model *models;  /* "models": [...], at least one */
 	size_t n_models;           /* entries in models, 1..256 */
 };

@@ -141,6 +141,11 @@ static const struct cfg_knob cfg_limit_knobs[] = {
 	  .min = 1, .max = CFG_DAY_MS,
 	  .doc = "a live stream (Deepgram's WebSocket) with neither audio nor KeepAlive "
 		 "this long is closed with 1011 NET-0001" },
+	{ .path = "send_timeout_ms", .type = &cfg__type_int,
+	  .offset = offsetof(struct cfg, send_timeout_ms), .def = 60000,
+	  .min = 1, .max = CFG_DAY_MS,
+	  .doc = "a connection whose queued response bytes do not move for this long "
+		 "(the client stopped reading) is closed" },
 };
 
 /* The top level; offsets into struct cfg. */

@@ -37,7 +37,8 @@ static void srv_close_cb(uv_handle_t *h)
 static void srv_stop_loop(struct srv *srv)
 {
 	uv_handle_t *hs[] = { (uv_handle_t *)&srv->sigterm, (uv_handle_t *)&srv->sigint,
-			      (uv_handle_t *)&srv->drain_timer, (uv_handle_t *)&srv->listener };
+			      (uv_handle_t *)&srv->drain_timer, (uv_handle_t *)&srv->send_timer,
+			      (uv_handle_t *)&srv->listener };
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (!uv_is_closing(hs[i]))
 			uv_close(hs[i], srv_close_cb);
@@ -65,6 +66,16 @@ static void srv_drain_timeout_cb(uv_timer_t *t)
 	srv__conns_close_all(srv);
 	srv__grpc_close_all(srv);
 	srv_stop_loop(srv);
+}
+
+/* limits.send_timeout_ms, swept the way Redis's clientsCron sweeps its
+ * clients for timeouts: one timer for the server, not one per connection. */
+static void srv_send_sweep_cb(uv_timer_t *t)
+{
+	struct srv *srv = t->data;
+	uint64_t now = uv_now(&srv->loop);
+	srv__conns_send_sweep(srv, now);
+	srv__grpc_send_sweep(srv, now);
 }
 
 static void srv_on_signal(uv_signal_t *s, int signum)
@@ -219,10 +230,12 @@ int srv__create_unbound(const struct cfg *cfg, struct eng *eng, const char *extr
 	uv_signal_init(&srv->loop, &srv->sigterm);
 	uv_signal_init(&srv->loop, &srv->sigint);
 	uv_timer_init(&srv->loop, &srv->drain_timer);
+	uv_timer_init(&srv->loop, &srv->send_timer);
 	uv_tcp_init(&srv->loop, &srv->listener);
 	if (srv__post_init(srv)) {
 		uv_close((uv_handle_t *)&srv->listener, NULL);
 		uv_close((uv_handle_t *)&srv->drain_timer, NULL);
+		uv_close((uv_handle_t *)&srv->send_timer, NULL);
 		uv_close((uv_handle_t *)&srv->sigterm, NULL);
 		uv_close((uv_handle_t *)&srv->sigint, NULL);
 		uv_run(&srv->loop, UV_RUN_DEFAULT);
@@ -231,6 +244,10 @@ int srv__create_unbound(const struct cfg *cfg, struct eng *eng, const char *extr
 		return -ST_IO;
 	}
 	srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv;
+	srv->send_timer.data = srv;
+	/* unreferenced: the sweep alone does not keep the loop running */
+	uv_timer_start(&srv->send_timer, srv_send_sweep_cb, SRV_SEND_SWEEP_MS, SRV_SEND_SWEEP_MS);
+	uv_unref((uv_handle_t *)&srv->send_timer);
 	int rc = srv_keys_init(srv, extra_api_key);
 	if (rc) {
 		srv_destroy(srv);

@@ -722,6 +722,7 @@ int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,
 	}
 	conn->n_writes++;
 	conn->write_bytes += head_len + body_len;
+	conn->send.handed += head_len + body_len;
 	conn->srv->metrics.bytes_out += head_len + body_len;
 	return 0;
 }
@@ -861,4 +862,15 @@ void srv__conns_close_all(struct srv *srv)
 {
 	while (srv->conns)
 		srv__conn_close(srv->conns);
+}
+
+void srv__conns_send_sweep(struct srv *srv, uint64_t now_ms)
+{
+	for (struct srv_conn *c = srv->conns, *next; c; c = next) {
+		next = c->next;
+		if (srv__send_stalled(&c->send, &c->h.stream, now_ms, srv->cfg->send_timeout_ms)) {
+			srv->metrics.send_timeouts++;
+			srv__conn_close(c);
+		}
+	}
 }

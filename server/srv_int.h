@@ -29,6 +29,7 @@
 #define SRV_REQUEST_ID_MAX 128   /* longest X-Request-Id echoed */
 #define SRV_READ_BUF_BYTES 65536 /* one read at most */
 #define SRV_LINGER_MS 2000       /* how long LINGER drops input */
+#define SRV_SEND_SWEEP_MS 1000   /* how often limits.send_timeout_ms is checked */
 #define SRV_MAX_QUEUED_BYTES (1u << 20) /* unread responses before parsing pauses */
 
 /* Which protocol's error shape and auth scheme a route speaks. */
@@ -114,6 +115,32 @@ struct srv_req {
 	struct srv_buf resp_headers;  /* extra response header lines */
 };
 
+/* The send timeout's record of one connection's output (nginx's
+ * send_timeout: the time between two moves of the queued bytes, not the
+ * whole response). handed counts every byte given to uv_write; the bytes
+ * written so far are handed less libuv's write queue. */
+struct srv_send_watch {
+	uint64_t handed;              /* bytes given to uv_write, ever */
+	uint64_t moved;               /* bytes written when they last moved */
+	uint64_t moved_ms;            /* uv_now then */
+};
+
+/* srv__send_stalled - at a sweep: true when s holds queued bytes that have
+ * not moved for timeout_ms (the client stopped reading); otherwise w
+ * records where the output stands. Loop thread. */
+static inline bool srv__send_stalled(struct srv_send_watch *w, const uv_stream_t *s,
+				     uint64_t now_ms, int timeout_ms)
+{
+	size_t queued = uv_stream_get_write_queue_size(s);
+	uint64_t written = w->handed - queued;
+	if (queued == 0 || written != w->moved || w->moved_ms == 0) {
+		w->moved = written;
+		w->moved_ms = now_ms;
+		return false;
+	}
+	return now_ms - w->moved_ms >= (uint64_t)timeout_ms;
+}
+
 struct srv_conn {
 	union {
 		uv_tcp_t tcp;
@@ -140,6 +167,7 @@ struct srv_conn {
 	bool in_feed;                 /* inside srv_conn_feed (no re-entry) */
 	bool close_after_write;       /* close once n_writes reaches 0 */
 	bool reading;                 /* uv_read_start is active */
+	struct srv_send_watch send;   /* limits.send_timeout_ms */
 	char remote[64];              /* peer address, for the access log */
 	const struct srv_conn_upgrade *up; /* UPGRADED: the owner's callbacks, else NULL */
 	void *up_ud;                  /* their argument */
@@ -195,6 +223,7 @@ struct srv {
 	uv_tcp_t listener;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t drain_timer;
+	uv_timer_t send_timer;        /* the send-timeout sweep, every SRV_SEND_SWEEP_MS */
 	const struct cfg *cfg;        /* borrowed, read-only */
 	struct srv_conn_cbs cbs;      /* set by srv.c at creation */
 	struct srv_grpc_cbs grpc_cbs; /* set by srv.c at creation */
@@ -251,6 +280,10 @@ void srv__conn_end(struct srv_conn *conn);
  * progress, and tell upgraded ones (up->on_drain). */
 void srv__conns_close_idle(struct srv *srv);
 void srv__conns_close_all(struct srv *srv);
+/* srv__conns_send_sweep - close every connection whose queued response
+ * bytes have not moved for limits.send_timeout_ms (srv_send_watch); the
+ * request it carried is cancelled. Loop thread, every SRV_SEND_SWEEP_MS. */
+void srv__conns_send_sweep(struct srv *srv, uint64_t now_ms);
 void srv__parser_settings_init(llhttp_settings_t *s);
 
 /* srv_post.c */

@@ -95,6 +95,9 @@ static int srv_metrics_render_conns(const struct srv_metrics *m, struct srv_buf 
 		"# HELP inferd_http_connections_rejected_total Connections refused over limits.max_connections.\n"
 		"# TYPE inferd_http_connections_rejected_total counter\n"
 		"inferd_http_connections_rejected_total %llu\n"
+		"# HELP inferd_http_send_timeouts_total Connections closed because their queued response bytes did not move for limits.send_timeout_ms.\n"
+		"# TYPE inferd_http_send_timeouts_total counter\n"
+		"inferd_http_send_timeouts_total %llu\n"
 		"# HELP inferd_http_received_bytes_total Bytes read from client sockets.\n"
 		"# TYPE inferd_http_received_bytes_total counter\n"
 		"inferd_http_received_bytes_total %llu\n"
@@ -104,6 +107,7 @@ static int srv_metrics_render_conns(const struct srv_metrics *m, struct srv_buf 
 		(long long)m->open_connections,
 		(unsigned long long)m->connections_accepted,
 		(unsigned long long)m->connections_rejected,
+		(unsigned long long)m->send_timeouts,
 		(unsigned long long)m->bytes_in, (unsigned long long)m->bytes_out);
 }
 

@@ -22,6 +22,7 @@ struct srv_metrics {
 	uint64_t connections_accepted;
 	uint64_t connections_rejected;    /* over max_connections */
 	int64_t open_connections;
+	uint64_t send_timeouts;           /* closed by limits.send_timeout_ms */
 };
 
 /* srv_metrics_observe - count one finished request: route index (the

@@ -545,6 +545,7 @@ void srv__grpc_flush(struct srv_grpc_conn *c)
 			srv_grpc_conn_close(c);
 			return;
 		}
+		c->send.handed += b.len;
 	}
 	srv_buf_fini(&b);
 	bool want = nghttp2_session_want_read(c->h2) || nghttp2_session_want_write(c->h2);
@@ -765,5 +766,17 @@ void srv__grpc_close_all(struct srv *srv)
 	for (struct srv_grpc_conn *c = srv->grpc_conns, *next; c; c = next) {
 		next = c->next;
 		srv_grpc_conn_close(c);
+	}
+}
+
+void srv__grpc_send_sweep(struct srv *srv, uint64_t now_ms)
+{
+	for (struct srv_grpc_conn *c = srv->grpc_conns, *next; c; c = next) {
+		next = c->next;
+		if (!c->closing &&
+		    srv__send_stalled(&c->send, &c->h.stream, now_ms, srv->cfg->send_timeout_ms)) {
+			srv->metrics.send_timeouts++;
+			srv_grpc_conn_close(c);
+		}
 	}
 }

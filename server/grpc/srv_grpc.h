@@ -99,6 +99,7 @@ struct srv_grpc_conn {
 	nghttp2_session *h2;
 	struct srv_grpc_conn *next;
 	size_t queued;		/* bytes handed to uv_write, not yet written */
+	struct srv_send_watch send; /* limits.send_timeout_ms */
 	size_t in_bytes;	/* request bytes its streams hold, at most
 				 * SRV_GRPC_CONN_IN_MAX(limits.max_body_bytes) */
 	bool reading, closing;
@@ -119,6 +120,8 @@ int srv__grpc_conn_open_fd(struct srv *srv, int fd);
 void srv__grpc_drain(struct srv *srv);
 /* srv__grpc_close_all - close every gRPC connection and the listener. */
 void srv__grpc_close_all(struct srv *srv);
+/* srv__grpc_send_sweep - srv__conns_send_sweep for the gRPC connections. */
+void srv__grpc_send_sweep(struct srv *srv, uint64_t now_ms);
 
 /* srv__grpc_respond - answer stream s with the framed message of packed
  * bytes [n] (status OK), or with status and message (n ignored) when

@@ -1,10 +1,11 @@
 """HTTP/1.1 behaviour over raw sockets: keep-alive, pipelining, limits,
 chunked bodies, Expect: 100-continue, timeouts, zstd in both directions."""
+import re
 import socket
 import subprocess
 import time
 
-from conftest import Reader, connect, make_config, request
+from conftest import Reader, connect, make_config, request, wait_until
 
 LIVE = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -280,6 +281,63 @@ def test_pipelining_without_reading_is_bounded(daemon):
         grown = rss_kb(daemon.proc.pid) - before
         assert grown < 40_000, f"RSS grew {grown} kB"
     assert request(daemon.port, "GET", "/v2/health/live").status == 200
+
+
+def tcp_send_queue(local_port, peer_port):
+    """The kernel's unsent bytes (tx_queue, /proc/net/tcp) of the
+    established socket local_port -> peer_port on 127.0.0.1, or None."""
+    with open("/proc/net/tcp") as f:
+        for ln in f.readlines()[1:]:
+            x = ln.split()
+            if (int(x[1].split(":")[1], 16) == local_port and
+                    int(x[2].split(":")[1], 16) == peer_port and x[3] == "01"):
+                return int(x[4].split(":")[0], 16)
+    return None
+
+
+def send_timeouts(port):
+    m = re.search(r"^inferd_http_send_timeouts_total (\d+)$",
+                  request(port, "GET", "/metrics").body.decode(), re.M)
+    return int(m.group(1))
+
+
+def test_client_that_stops_reading_is_closed_at_send_timeout(fresh_daemon):
+    """A client that asks for answers larger than the socket buffers hold,
+    the last with Connection: close, and never reads them. Its connection
+    waits to write: no header, body or idle timer runs then, so without
+    limits.send_timeout_ms it would hold its fd and queued bytes for ever.
+    The requests go 8 at a time until the daemon's kernel send queue stops
+    growing (full), so that libuv's own queue stays under the 1 MiB that
+    pauses parsing (the idle timer's case, test_pipelining_...) and the
+    close request is read."""
+    d = fresh_daemon(make_config(limits={"send_timeout_ms": 2000}))
+    before = send_timeouts(d.port)
+    req = b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n"
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", d.port))
+    try:
+        me = s.getsockname()[1]
+        last = -1
+        for _ in range(1000):
+            s.sendall(req * 8)
+            q, settled = None, 0
+            while settled < 3:  # the daemon has answered this batch
+                time.sleep(0.05)
+                now = tcp_send_queue(d.port, me)
+                settled = settled + 1 if now == q else 0
+                q = now
+            if q is not None and q == last:
+                break
+            last = q
+        assert q is not None and q == last, "the kernel's send queue never filled"
+        s.sendall(req[:-2] + b"Connection: close\r\n\r\n")
+        wait_until(lambda: send_timeouts(d.port) == before + 1,
+                   "the stalled connection was never closed", timeout=60)
+        assert tcp_send_queue(d.port, me) is None
+    finally:
+        s.close()
+    assert request(d.port, "GET", "/v2/health/live").status == 200
 
 
 def test_header_whitespace_rules(daemon):

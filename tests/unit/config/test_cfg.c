@@ -85,6 +85,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg->idle_timeout_ms, 60000);
 	assert_int_equal(cfg->body_timeout_ms, 60000);
 	assert_int_equal(cfg->drain_timeout_ms, 30000);
+	assert_int_equal(cfg->send_timeout_ms, 60000);
 	assert_int_equal(cfg->n_models, 1);
 	assert_int_equal(cfg->models[0].format, CFG_MODEL_FORMAT_AUTO);
 	expect_count(&cfg->models[0], 1);
@@ -769,6 +770,7 @@ static void test_help(void **state)
 		"limits.header_timeout_ms", "limits.idle_timeout_ms",
 		"limits.body_timeout_ms", "limits.drain_timeout_ms",
 		"limits.live_idle_timeout_ms (integer, default 10000, 1..86400000)",
+		"limits.send_timeout_ms (integer, default 60000, 1..86400000)",
 		"models[].name", "models[].path", "models[].format",
 		"models[].replicas (integer, object or array, default 1, >= 1)",
 		"models[].replicas.count (integer, required, >= 1)",
@@ -799,7 +801,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 31);
+	assert_int_equal(lines, 2 * 32);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");

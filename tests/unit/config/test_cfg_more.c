@@ -98,6 +98,8 @@ static int64_t limit_value(const struct cfg *cfg, const char *key)
 		return cfg->drain_timeout_ms;
 	if (strcmp(key, "live_idle_timeout_ms") == 0)
 		return cfg->live_idle_timeout_ms;
+	if (strcmp(key, "send_timeout_ms") == 0)
+		return cfg->send_timeout_ms;
 	fail_msg("schema has a limit the test does not know: %s", key);
 	return -1;
 }
@@ -268,7 +270,7 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(defaults->access_log, 1);
 
 	json_t *limits = json_object_get(json_object_get(props, "limits"), "properties");
-	assert_int_equal(json_object_size(limits), 8);
+	assert_int_equal(json_object_size(limits), 9);
 	const char *key;
 	json_t *prop;
 	json_object_foreach(limits, key, prop)
