@@ -395,6 +395,52 @@ async def sse_staller(port, req, stop, stats, rid):
         s.close()
 
 
+async def write_staller(port, stop, stats, batch=8, limit=1000):
+    """A client whose answers back up the daemon's writes: on a 4 KiB
+    receive buffer it pipelines GET /metrics `batch` at a time, never
+    reading, until the daemon's kernel send queue for it stops growing
+    (full), then one more asking to close. The daemon then holds answers it
+    cannot write, and only limits.send_timeout_ms ends the connection.
+    Appends to stats['write_stalls'] {backed_up: kernel bytes held, cut_s:
+    seconds from the close request until the daemon's socket was gone, or
+    None when stop came first}."""
+    loop = asyncio.get_running_loop()
+    req = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port
+    s = _raw_socket(4096)
+    rec = {"backed_up": None, "cut_s": None}
+    try:
+        await loop.sock_connect(s, ("127.0.0.1", port))
+        me = s.getsockname()[1]
+        last = -1
+        for _ in range(limit):
+            await loop.sock_sendall(s, (req + b"\r\n") * batch)
+            q, settled = None, 0
+            while settled < 3 and not stop.is_set():  # this batch answered
+                await asyncio.sleep(0.05)
+                now = send_queue(port, me)
+                settled = settled + 1 if now == q else 0
+                q = now
+            if stop.is_set() or q is None or q == last:
+                break
+            last = q
+        rec["backed_up"] = q
+        await loop.sock_sendall(s, req + b"Connection: close\r\n\r\n")
+        t = time.monotonic()
+        while not stop.is_set():
+            if send_queue(port, me) is None:
+                rec["cut_s"] = time.monotonic() - t
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), 0.25)
+            except asyncio.TimeoutError:
+                pass
+    except OSError as e:
+        stats["errors"].append("write staller: %s" % e)
+    finally:
+        s.close()
+        stats["write_stalls"].append(rec)
+
+
 # ---------------------------------------------------------------- sampling
 
 def proc_sample(pid):
@@ -505,6 +551,22 @@ def accepted_conns(port):
     except OSError:
         pass
     return out
+
+
+def send_queue(port, peer):
+    """The kernel's unsent bytes (tx_queue) of the daemon's established
+    socket 127.0.0.1:port -> client port peer, or None when there is none."""
+    try:
+        with open("/proc/net/tcp") as f:
+            next(f)
+            for ln in f:
+                v = ln.split()
+                if (int(v[1].split(":")[1], 16) == port and
+                        int(v[2].split(":")[1], 16) == peer and v[3] == "01"):
+                    return int(v[4].split(":")[0], 16)
+    except OSError:
+        pass
+    return None
 
 
 def pct(xs, p):
