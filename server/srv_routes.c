@@ -21,6 +21,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/deepgram/srv_deepgram.h"
+#include "server/demo/srv_demo.h"
 #include "server/kserve/srv_kserve.h"
 #include "server/openai/srv_openai_audio.h"
 #include "server/openai/srv_openai_gen.h"
@@ -82,6 +83,8 @@ static const struct srv_route srv_routes[] = {
 	{ "/v1/listen", HTTP_POST, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_listen }, /* srv_deepgram.c */
 	{ "/v1/listen", HTTP_GET, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_live }, /* srv_dg_live.c */
 	{ "/metrics", HTTP_GET, SRV_PROTO_PLAIN, true, srv_h_metrics },
+	{ "/", HTTP_GET, SRV_PROTO_PLAIN, true, srv__h_demo }, /* demo/srv_demo.c */
+	{ "/demo", HTTP_GET, SRV_PROTO_PLAIN, true, srv__h_demo },
 };
 #define SRV_N_ROUTES ((int)(sizeof(srv_routes) / sizeof(srv_routes[0])))
 static_assert(SRV_N_ROUTES < SRV_METRICS_MAX_ROUTES, "metrics need a row per route + 1");
