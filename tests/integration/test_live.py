@@ -559,6 +559,79 @@ def test_abrupt_disconnects(srv):
     assert_still_serves(srv)
 
 
+@pytest.mark.parametrize("kind,synth", [
+    ("silence", []),
+    ("white noise", ["synth", "60", "whitenoise", "vol", "0.3"]),
+])
+def test_sixty_seconds_of_silence_or_noise_give_no_words(srv, kind, synth):
+    """60 s of digital silence, and of white noise (sox -R: the same noise
+    each run), at 20x real time with interim results: no word, interim or
+    final; the stream ends with Metadata of 60 s and close 1000."""
+    pcm = subprocess.run(["sox", "-R", "-D", "-n", "-r", "16000", "-c", "1", "-b", "16",
+                          "-e", "signed-integer", "-t", "raw", "-", *(synth or ["trim", "0", "60"])],
+                         check=True, capture_output=True).stdout
+    assert len(pcm) == 60 * 32000
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000&interim_results=true"
+                       "&vad_events=true")
+    assert r.status == 101
+    for off in range(0, len(pcm), 3200):  # 100 ms frames, 5 ms apart
+        s.sendall(frame(2, pcm[off:off + 3200]))
+        time.sleep(0.005)
+    s.sendall(frame(1, b'{"type":"CloseStream"}'))
+    frames = read_frames(s, rd, timeout=120)
+    s.close()
+    assert close_of(frames)[0] == 1000
+    msgs = [json.loads(p) for op, p in frames if op == 1]
+    said = [m["channel"]["alternatives"][0]["transcript"] for m in msgs if m["type"] == "Results"]
+    assert not any(said), f"{kind} gave words: {said}"
+    assert msgs[-1]["type"] == "Metadata" and msgs[-1]["duration"] == pytest.approx(60.0, abs=0.01)
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(ln for ln in f if ln.startswith("VmRSS")).split()[1]) / 1024
+
+
+def test_flood_faster_than_real_time_is_bounded(srv):
+    """A client that sends speech as fast as the socket takes it for 30 s
+    (hundreds of times real time): the daemon either keeps up or closes it
+    with 1011 and a reason naming the limit it reached, its memory stays
+    bounded (the stream's limits: 5 minutes of audio held, 8 MiB not yet
+    decoded, 64 finals waiting), and it serves a whole stream afterwards."""
+    pcm = jfk_pcm()
+    before = rss_mb(srv.proc.pid)
+    peak = before
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000&interim_results=true")
+    assert r.status == 101
+    s.settimeout(1.0)
+    sent, end = 0, time.monotonic() + 30
+    closed = False
+    while time.monotonic() < end and not closed:
+        try:
+            s.sendall(frame(2, pcm))
+            sent += len(pcm)
+        except socket.timeout:  # back-pressure: the daemon is not reading
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+        peak = max(peak, rss_mb(srv.proc.pid))
+    if not closed:
+        try:
+            s.sendall(frame(1, b'{"type":"CloseStream"}'))
+        except OSError:
+            pass
+    frames = read_frames(s, rd, timeout=300)
+    s.close()
+    print("flood: sent %.1f MB, closed %s, frames %s, RSS +%.0f MB" % (sent / 1e6, closed, [(op, p[:80]) for op, p in frames if op == 8], peak - before))
+    assert sent > 11 * 32000 * 10, "not a flood: %d bytes" % sent
+    if frames and frames[-1][0] == 8:
+        code, reason = close_of(frames)
+        assert code == 1000 or (code == 1011 and reason), (code, reason)
+    assert peak - before < 512, "RSS grew %.0f MB during the flood" % (peak - before)
+    wait_until(lambda: open_connections(srv) == 1, "the flooding stream to be freed", 60)
+    assert_still_serves(srv)
+
+
 def test_undecodable_audio_closes_1002(srv):
     s, rd, r = ws_open(srv.port, "encoding=linear32&sample_rate=16000")
     s.sendall(frame(2, struct.pack("<4f", 0.0, float("nan"), 0.1, 0.2)))
