@@ -21,6 +21,8 @@ static void srv_dg_live_free(struct srv_dg_live *l)
 	mem_free(l->work_in);
 	mem_free(l->work_probs);
 	mem_free(l->audio);
+	mem_free(l->hyp);
+	mem_free(l->tail);
 	mem_free(l);
 	srv__conn_work_done(conn);
 }
@@ -319,6 +321,11 @@ static void srv_dg_live_job_free(struct srv_dg_live_job *job)
 {
 	mem_free(job->samples);
 	srv_buf_fini(&job->msg);
+	srv_buf_fini(&job->commit_msg);
+	mem_free(job->prev);
+	mem_free(job->tail);
+	mem_free(job->new_prev);
+	mem_free(job->new_tail);
 	mem_free(job);
 }
 
@@ -339,11 +346,20 @@ static void srv_dg_live_job_after(struct srv_post *post)
 		fprintf(stderr, "inferd: live %s: interim transcription failed: %s\n",
 			l->request_id, job->err);
 	} else if (sendable) {
+		if (job->commit_msg.len) /* LocalAgreement-2's final, before the interim */
+			srv__ws_send_text(l->ws, job->commit_msg.data, job->commit_msg.len);
 		srv__ws_send_text(l->ws, job->msg.data, job->msg.len);
-		if (job->is_final)
-			l->final_end = job->seg.end;
-		if (job->is_final && job->last_word_end > l->last_word_end)
+		if (job->is_final || job->commit_msg.len)
+			l->final_end = job->is_final ? job->seg.end : job->new_committed_end;
+		if (job->last_word_end > l->last_word_end)
 			l->last_word_end = job->last_word_end;
+		if (job->new_committed_end > l->committed_end)
+			l->committed_end = job->new_committed_end;
+		mem_free(l->hyp);
+		mem_free(l->tail);
+		l->hyp = job->new_prev;
+		l->tail = job->new_tail;
+		job->new_prev = job->new_tail = NULL;
 	}
 	srv_dg_live_job_free(job);
 	srv__dg_live_pump(l);
@@ -380,8 +396,15 @@ static struct srv_dg_live_job *srv_dg_live_job_new(struct srv_dg_live *l,
 	if (n)
 		memcpy(s, l->audio + (seg->start - l->audio_base), sizeof(*s) * n);
 	*job = (struct srv_dg_live_job){ .live = l, .samples = s, .n = n, .seg = *seg,
-					 .is_final = is_final };
+					 .is_final = is_final, .committed_end = l->committed_end };
 	srv_buf_init(&job->msg, SRV_AUDIO_OUT_MAX_LIVE);
+	srv_buf_init(&job->commit_msg, SRV_AUDIO_OUT_MAX_LIVE);
+	job->prev = is_final || !l->hyp ? NULL : mem_strdup(l->hyp);
+	job->tail = l->tail ? mem_strdup(l->tail) : NULL;
+	if ((!is_final && l->hyp && !job->prev) || (l->tail && !job->tail)) {
+		srv_dg_live_job_free(job);
+		return NULL;
+	}
 	eng_transcribe_params_init(&job->params);
 	job->params.language = l->o.language;
 	job->params.word_timestamps = true;

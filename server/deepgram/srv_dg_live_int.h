@@ -16,6 +16,19 @@
  * scheduler (the REST path's eng_transcribe_submit on 16 kHz samples), at
  * most one per stream in flight; finals wait in order in finals[].
  *
+ * Inside a segment, words are committed by LocalAgreement-2 (Machacek,
+ * Dabre and Bojar 2023, whisper_streaming's policy): the words two
+ * consecutive interim transcriptions agree on (their longest common
+ * prefix, compared lower-cased without punctuation, the newest word always
+ * left open) go out at once as a final (is_final, not speech_final), and
+ * interims then show only the uncommitted tail. Every later transcription
+ * of the segment, interim or final, still hears the segment from its start
+ * (Whisper needs the context; cutting at a word's estimated end would cut
+ * into words) and drops what was committed: the words whose midpoint lies
+ * before committed_end, then a repeat of the last committed words at its
+ * head (up to SRV_DG_LIVE_TAIL_WORDS, as whisper_streaming checks
+ * n-grams). A model without word timestamps commits nothing early.
+ *
  * Threading: everything belongs to the loop thread except the fields the
  * decode work (work_*) and a job (struct srv_dg_live_job) own while they
  * run on other threads. Lifetime: a stream holds its connection
@@ -54,6 +67,8 @@
 #define SRV_AUDIO_OUT_MAX_LIVE   (4u << 20)   /* ceiling on one rendered Results message */
 #define SRV_DG_LIVE_SPEECH_ON    0.5f         /* VAD probability that starts speech */
 #define SRV_DG_LIVE_SPEECH_OFF   0.35f        /* ... below which it is silence */
+#define SRV_DG_LIVE_TAIL_WORDS   5            /* committed words kept to drop their repeat */
+#define SRV_DG_LIVE_NORM         64           /* bytes of a word compared by LocalAgreement */
 
 /* Where a stream is; transitions: OPEN -> FLUSHING (CloseStream, an empty
  * binary frame, or drain) -> DONE once its finals and Metadata are sent
@@ -87,6 +102,16 @@ struct srv_dg_live_job {
 	char err[256];
 	struct srv_buf msg;           /* the Results message, rendered by the worker */
 	double last_word_end;         /* stream seconds, 0 with no words */
+	/* LocalAgreement-2: the stream's state when submitted (owned copies),
+	 * and what the worker made of it */
+	int64_t committed_end;        /* samples: words before it were final */
+	char *prev;                   /* interim: the last interim's uncommitted words,
+				       * normalized, space-separated ("" none) */
+	char *tail;                   /* the last committed words, normalized */
+	struct srv_buf commit_msg;    /* interim: a final of the newly committed words,
+				       * or empty */
+	int64_t new_committed_end;    /* what committed_end becomes */
+	char *new_prev, *new_tail;    /* what prev and tail become (owned) */
 };
 
 struct srv_dg_live {
@@ -130,6 +155,10 @@ struct srv_dg_live {
 	int64_t seg_start;            /* the open segment's first sample */
 	int64_t seg_floor;            /* no segment starts before this (the last one's end) */
 	int64_t interim_at;           /* the open segment's audio the last interim covered */
+	int64_t committed_end;        /* LocalAgreement-2: samples before it are final */
+	char *hyp;                    /* the last interim's uncommitted words (normalized,
+				       * space-separated), NULL none */
+	char *tail;                   /* the last committed words of the segment, NULL none */
 	struct srv_dg_live_seg finals[SRV_DG_LIVE_MAX_FINALS];
 	size_t n_finals;
 	struct srv_dg_live_job *job;  /* in flight, or NULL */
@@ -170,8 +199,12 @@ bool srv__dg_live_leave(struct srv_dg_live *l);
 void srv__dg_live_fail(struct srv_dg_live *l, uint16_t code, const char *reason);
 
 /* srv_dg_live_out.c (loop thread unless said) */
-/* srv__dg_live_render - job's Results message into job->msg and its last
- * word's end; worker thread. 0, -ST_NOMEM, -ST_TOOBIG. */
+/* srv__dg_live_render - job's messages: with LocalAgreement-2 (see above)
+ * its words less those committed before it, then for an interim the final
+ * of the words it agrees on with job->prev into job->commit_msg and the
+ * rest as the interim into job->msg; for a final all of them into
+ * job->msg. Sets last_word_end, new_committed_end, new_prev, new_tail.
+ * Worker thread. 0, -ST_NOMEM, -ST_TOOBIG. */
 int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript *t);
 /* srv__dg_live_send_json - dump obj (stolen) and send it as a text
  * message; 0 (also when the socket is closing), -ST_NOMEM, -ST_TOOBIG. */

@@ -4,6 +4,7 @@
  * seconds of audio since the stream began; words are the REST route's
  * (srv__dg_segment_words), shifted to the stream's timeline.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +37,8 @@ static json_t *srv_dg_live_model_info(const struct srv_dg_live *l)
 			 INFERD_VERSION, "arch", eng_model_arch(l->model));
 }
 
-/* The words of t (NULL: none) into acc, shifted by offset_s. */
+/* The words of t (NULL: none) into acc, shifted by offset_s: every
+ * segment's, also those without word timestamps. */
 static int srv_dg_live_words(const struct srv_dg_live_job *job, const struct eng_transcript *t,
 			     double offset_s, struct srv_dg_acc *acc)
 {
@@ -54,16 +56,30 @@ static int srv_dg_live_words(const struct srv_dg_live_job *job, const struct eng
 	return rc;
 }
 
-int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript *t)
+/* One Results message over [start_s, end_s) of the stream into out: the
+ * words of seg (NULL: t's, every segment), or none. */
+static int srv_dg_live_msg(struct srv_dg_live_job *job, const struct eng_transcript *t,
+			   const struct eng_segment *seg, double start_s, double end_s,
+			   bool is_final, struct srv_buf *out)
 {
 	const struct srv_dg_live *l = job->live;
-	double start = (double)job->seg.start / SRV_DG_LIVE_RATE;
+	double offset_s = (double)job->seg.start / SRV_DG_LIVE_RATE;
 	struct srv_dg_acc acc = { .words = json_array() };
 	srv_buf_init(&acc.text, SRV_AUDIO_OUT_MAX_LIVE);
-	int rc = acc.words ? srv_dg_live_words(job, t, start, &acc) : -ST_NOMEM;
-	if (acc.n_words) {
+	size_t longest = 0;
+	for (size_t i = 0; seg && i < seg->n_words; i++) {
+		size_t n = strlen(seg->words[i].word);
+		longest = n > longest ? n : longest;
+	}
+	char *tmp = seg ? mem_alloc(longest + 1) : NULL;
+	int rc = !acc.words || (seg && !tmp) ? -ST_NOMEM
+		: seg ? srv__dg_segment_words(l->o.punctuate, offset_s, seg, &acc, NULL, tmp)
+		      : srv_dg_live_words(job, t, offset_s, &acc);
+	mem_free(tmp);
+	if (acc.n_words && is_final) {
 		json_t *last = json_array_get(acc.words, acc.n_words - 1);
-		job->last_word_end = json_real_value(json_object_get(last, "end"));
+		double e = json_real_value(json_object_get(last, "end"));
+		job->last_word_end = e > job->last_word_end ? e : job->last_word_end;
 	}
 	json_t *alt = rc ? NULL : json_pack("{s:o,s:f,s:O}", "transcript",
 		srv__audio_json_str(acc.text.data ? acc.text.data : "", acc.text.len),
@@ -73,16 +89,188 @@ int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript
 				       srv_dg_live_model_info(l), "model_uuid", l->model_uuid)
 			   : NULL;
 	json_t *msg = meta ? json_pack("{s:s,s:[i,i],s:f,s:f,s:b,s:b,s:b,s:{s:[o]},s:o}",
-		"type", "Results", "channel_index", 0, 1, "duration",
-		(double)job->n / SRV_DG_LIVE_RATE, "start", start, "is_final", job->is_final,
-		"speech_final", job->is_final && job->seg.speech_final, "from_finalize",
-		job->is_final && job->seg.from_finalize, "channel", "alternatives", alt,
-		"metadata", meta) : NULL;
+		"type", "Results", "channel_index", 0, 1, "duration", end_s - start_s,
+		"start", start_s, "is_final", is_final,
+		"speech_final", is_final && job->is_final && job->seg.speech_final,
+		"from_finalize", is_final && job->is_final && job->seg.from_finalize,
+		"channel", "alternatives", alt, "metadata", meta) : NULL;
 	/* (json_pack steals its "o" values even when it fails) */
 	if (!rc)
-		rc = srv_dg_live_dump(msg, &job->msg);
+		rc = srv_dg_live_dump(msg, out);
 	json_decref(acc.words);
 	srv_buf_fini(&acc.text);
+	return rc;
+}
+
+/* --- LocalAgreement-2 (the policy: srv_dg_live_int.h) -------------------- */
+
+/* w's letters and digits, ASCII lower-cased (bytes of other UTF-8
+ * characters kept, ASCII punctuation and spaces dropped), into out. */
+static void srv_dg_live_norm(const char *w, char out[SRV_DG_LIVE_NORM])
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)w; *p && n + 1 < SRV_DG_LIVE_NORM; p++)
+		if (*p >= 0x80 || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z'))
+			out[n++] = (char)*p;
+		else if (*p >= 'A' && *p <= 'Z')
+			out[n++] = (char)(*p - 'A' + 'a');
+	out[n] = '\0';
+}
+
+/* Split the space-separated s (modified) into at most max words. */
+static size_t srv_dg_live_split(char *s, char **out, size_t max)
+{
+	size_t n = 0;
+	char *save = NULL;
+	for (char *w = s ? strtok_r(s, " ", &save) : NULL; w && n < max;
+	     w = strtok_r(NULL, " ", &save))
+		out[n++] = w;
+	return n;
+}
+
+/* The words of before (space-separated, NULL: none) then norm[0..n),
+ * the last `keep` of them (0: all) joined with spaces (owned); NULL when
+ * out of memory. */
+static char *srv_dg_live_join(const char *before, size_t keep, char (*norm)[SRV_DG_LIVE_NORM],
+			      size_t n)
+{
+	char *copy = before ? mem_strdup(before) : NULL;
+	size_t cap = (before ? strlen(before) / 2 + 1 : 0) + n;
+	const char **all = mem_calloc(cap ? cap : 1, sizeof(*all));
+	struct srv_buf b;
+	srv_buf_init(&b, SIZE_MAX);
+	int rc = all && (copy || !before) && !srv_buf_append(&b, "", 1) ? 0 : -ST_NOMEM;
+	b.len = 0; /* the NUL stays: "" when nothing follows */
+	size_t m = rc ? 0 : srv_dg_live_split(copy, (char **)all, cap);
+	for (size_t i = 0; !rc && i < n; i++)
+		if (norm[i][0])
+			all[m++] = norm[i];
+	for (size_t i = keep && m > keep ? m - keep : 0; !rc && i < m; i++)
+		rc = srv_buf_printf(&b, "%s%s", b.len ? " " : "", all[i]);
+	mem_free(copy);
+	mem_free(all);
+	if (rc) {
+		srv_buf_fini(&b);
+		return NULL;
+	}
+	return srv_buf_steal(&b);
+}
+
+/* The words of t (all with word times) in order, with their normalized
+ * forms: *w and *norm owned, [*nw]. 0 or -ST_NOMEM. */
+static int srv_dg_live_flatten(const struct eng_transcript *t, struct eng_word **w,
+			       char (**norm)[SRV_DG_LIVE_NORM], size_t *nw)
+{
+	size_t n = 0;
+	for (size_t i = 0; t && i < t->n_segments; i++)
+		n += t->segments[i].n_words;
+	*w = mem_calloc(n ? n : 1, sizeof(**w));
+	*norm = mem_calloc(n ? n : 1, sizeof(**norm));
+	*nw = n;
+	if (!*w || !*norm)
+		return -ST_NOMEM;
+	for (size_t i = 0, k = 0; t && i < t->n_segments; i++)
+		for (size_t j = 0; j < t->segments[i].n_words; j++, k++) {
+			(*w)[k] = t->segments[i].words[j];
+			srv_dg_live_norm((*w)[k].word, (*norm)[k]);
+		}
+	return 0;
+}
+
+/* How many of the first words were committed before job: those whose
+ * midpoint is before committed_end, then a repeat of the last committed
+ * words (job->tail) at the head, near the boundary. -ST_NOMEM < 0. */
+static long srv_dg_live_committed(const struct srv_dg_live_job *job, const struct eng_word *w,
+				  char (*norm)[SRV_DG_LIVE_NORM], size_t nw)
+{
+	double off = (double)job->seg.start / SRV_DG_LIVE_RATE;
+	double cend = (double)job->committed_end / SRV_DG_LIVE_RATE;
+	size_t i0 = 0;
+	while (i0 < nw && off + (w[i0].start_s + w[i0].end_s) / 2 < cend)
+		i0++;
+	char *tail = job->tail ? mem_strdup(job->tail) : NULL;
+	if (job->tail && !tail)
+		return -ST_NOMEM;
+	char *tw[SRV_DG_LIVE_TAIL_WORDS];
+	size_t nt = srv_dg_live_split(tail, tw, SRV_DG_LIVE_TAIL_WORDS);
+	for (size_t n = nt < nw - i0 ? nt : nw - i0; n > 0; n--) {
+		size_t j = 0;
+		while (j < n && !strcmp(norm[i0 + j], tw[nt - n + j]))
+			j++;
+		if (j == n && off + w[i0].start_s < cend + 1.0) {
+			i0 += n;
+			break;
+		}
+	}
+	mem_free(tail);
+	return (long)i0;
+}
+
+/* LocalAgreement-2: how many of the n words agree with job->prev from
+ * the start, the newest word left open. -ST_NOMEM < 0. */
+static long srv_dg_live_agree(const struct srv_dg_live_job *job, char (*norm)[SRV_DG_LIVE_NORM],
+			      size_t n)
+{
+	if (job->is_final || !job->prev || n < 2)
+		return 0;
+	size_t cap = strlen(job->prev) / 2 + 1;
+	char *prev = mem_strdup(job->prev);
+	char **pw = mem_calloc(cap, sizeof(*pw));
+	long k = prev && pw ? 0 : -ST_NOMEM;
+	size_t np = k ? 0 : srv_dg_live_split(prev, pw, cap);
+	while ((size_t)k < np && (size_t)k + 1 < n && !strcmp(pw[k], norm[k]))
+		k++;
+	mem_free(prev);
+	mem_free(pw);
+	return k;
+}
+
+int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript *t)
+{
+	double off = (double)job->seg.start / SRV_DG_LIVE_RATE;
+	double cend = (double)job->committed_end / SRV_DG_LIVE_RATE;
+	double start = off > cend ? off : cend, end = (double)job->seg.end / SRV_DG_LIVE_RATE;
+	bool timed = true;
+	for (size_t i = 0; t && i < t->n_segments; i++)
+		timed = timed && (t->segments[i].words || !t->segments[i].n_tokens);
+	job->new_committed_end = job->is_final ? job->seg.end : job->committed_end;
+	job->new_prev = mem_strdup("");
+	if (!timed) { /* no word times: nothing is committed early */
+		job->new_tail = mem_strdup("");
+		int rc = job->new_prev && job->new_tail ? 0 : -ST_NOMEM;
+		return rc ? rc : srv_dg_live_msg(job, t, NULL, start, end, job->is_final, &job->msg);
+	}
+	struct eng_word *w = NULL;
+	char (*norm)[SRV_DG_LIVE_NORM] = NULL;
+	size_t nw = 0;
+	int rc = job->new_prev ? srv_dg_live_flatten(t, &w, &norm, &nw) : -ST_NOMEM;
+	long i0 = rc ? rc : srv_dg_live_committed(job, w, norm, nw);
+	long k = i0 < 0 ? i0 : srv_dg_live_agree(job, norm + i0, nw - (size_t)i0);
+	rc = k < 0 ? (int)k : 0;
+	if (!rc && k) {
+		double cut = off + w[i0 + k - 1].end_s;
+		struct eng_segment s = { .words = w + i0, .n_words = (size_t)k, .text = "" };
+		rc = srv_dg_live_msg(job, t, &s, start, cut, true, &job->commit_msg);
+		job->new_committed_end = (int64_t)llround(cut * SRV_DG_LIVE_RATE);
+		start = cut;
+	}
+	size_t rest = rc ? 0 : nw - (size_t)(i0 + k);
+	if (!rc) {
+		struct eng_segment s = { .words = w + i0 + k, .n_words = rest, .text = "" };
+		rc = srv_dg_live_msg(job, t, &s, start, end, job->is_final, &job->msg);
+	}
+	if (!rc && !job->is_final) {
+		mem_free(job->new_prev);
+		job->new_prev = srv_dg_live_join(NULL, 0, norm + i0 + k, rest);
+		job->new_tail = srv_dg_live_join(job->tail, SRV_DG_LIVE_TAIL_WORDS, norm + i0,
+						 (size_t)k);
+	} else if (!rc) {
+		job->new_tail = mem_strdup("");
+	}
+	if (!rc && (!job->new_prev || !job->new_tail))
+		rc = -ST_NOMEM;
+	mem_free(w);
+	mem_free(norm);
 	return rc;
 }
 

@@ -29,6 +29,13 @@ MODEL = "whisper-tiny.en"
 API_KEY = "sk-live-test-key"
 AUDIO = os.path.join(ROOT, "tests", "data", "audio")
 IDLE_MS = 1500
+# With interim results, LocalAgreement-2 makes the words two consecutive
+# interims agree on final before the segment ends; the whole segment's
+# transcription (what REST hears) may hear one of them differently, so a
+# stream with interims may differ from REST by this many words of jfk's 22
+# (measured over the test clips, streamed at real-time pace: 6.0 % WER with
+# the policy, 6.5 % without, REST 7.7 %).
+LA_WORDS = 2
 
 
 def live_config(**limits):
@@ -187,7 +194,8 @@ def test_sdk_real_time_interim_then_final(srv):
     assert finals and any(not r.is_final for r in results)
     first_final = results.index(finals[0])
     assert any(not r.is_final for r in results[:first_final]), "an interim before the first final"
-    assert final_words(col) == rest_words(srv)
+    assert wer(rest_words(srv), final_words(col)) * len(rest_words(srv)) <= LA_WORDS, \
+        final_words(col)
     assert col.of("ListenV1SpeechStarted")
     last = col.msgs[-1][1]
     assert type(last).__name__ == "ListenV1Metadata"

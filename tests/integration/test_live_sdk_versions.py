@@ -5,7 +5,8 @@ client code path), 6.1.1 (listen.v1.connect with Python booleans, which
 streams jfk.wav in 100 ms frames at real-time pace and at 8x through
 tests/integration/dg_sdk_client.py, run with that release on PYTHONPATH
 (scripts/install-deps installs the older ones beside the venv). The finals
-must give the words POST /v1/listen gives for the same file."""
+must give the words POST /v1/listen gives for the same file, within
+test_live.LA_WORDS (LocalAgreement-2's early finals)."""
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import pytest
 
 from conftest import ROOT, Daemon, assert_stopped_clean, default_models, make_config, request
+from test_live import LA_WORDS, wer
 
 KEY = "sk-sdk-versions"
 MODEL = "whisper-tiny.en"
@@ -70,7 +72,9 @@ def test_sdk_release_streams_jfk(srv, rest_words, version, speed):
     assert not [m for m in msgs if m["type"] == "Error"], msgs
     results = [m for m in msgs if m["type"] == "Results"]
     finals = [m for m in results if m["is_final"]]
-    assert finals and [w for m in finals for w in words(m["transcript"])] == rest_words
+    got = [w for m in finals for w in words(m["transcript"])]
+    # LocalAgreement-2 (test_live.LA_WORDS): interim words made final early
+    assert finals and wer(rest_words, got) * len(rest_words) <= LA_WORDS, got
     if speed == 1.0:  # interims come between the finals at real-time pace
         first = results.index(finals[0])
         assert any(not m["is_final"] for m in results[:first]), results
