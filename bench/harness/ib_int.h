@@ -230,7 +230,7 @@ struct ib_run {
 	FILE *csv;
 };
 
-/* --- ib_work.c: endpoints, inputs, requests, responses ---------------- */
+/* --- ib_work.c: endpoints, inputs, requests ------------------------------ */
 
 /* ib_endpoint_parse - the enum of a name of docs/bench.md, or -1. */
 int ib_endpoint_parse(const char *name);
@@ -248,6 +248,13 @@ void ib_work_free(struct ib_run *run);
  * (round-robin or random). *entry gets the entry's index. */
 const struct ib_tmpl *ib_work_pick(struct ib_run *run, int *entry);
 
+/* ib_rng_next - xorshift64* (Vigna 2016): the next 64 random bits. */
+uint64_t ib_rng_next(uint64_t *s);
+/* ib_rng_unit - uniform in [0, 1). */
+double ib_rng_unit(uint64_t *s);
+
+/* --- ib_answer.c: responses ----------------------------------------------- */
+
 /* ib_work_check_body - validate a complete 2xx non-streamed body of ep and
  * count its output tokens (-1: none counted). Returns false when the body
  * is not what the protocol promises. */
@@ -259,11 +266,6 @@ bool ib_work_check_body(enum ib_endpoint ep, const char *body, size_t len, long 
  * Returns false for a payload that is neither [DONE] nor JSON. */
 bool ib_work_event(enum ib_endpoint ep, const char *data, size_t len, bool *text, bool *done,
 		   long *usage);
-
-/* ib_rng_next - xorshift64* (Vigna 2016): the next 64 random bits. */
-uint64_t ib_rng_next(uint64_t *s);
-/* ib_rng_unit - uniform in [0, 1). */
-double ib_rng_unit(uint64_t *s);
 
 /* --- ib_conn.c: one HTTP/1.1 connection --------------------------------- */
 
@@ -299,6 +301,16 @@ size_t ib_rec_new(struct ib_run *run);
 /* ib_rec_set_itl - the n inter-token gaps of record rec, copied into the
  * run's itl array as one block. */
 void ib_rec_set_itl(struct ib_run *run, size_t rec, const float *gaps, size_t n);
+
+/* --- ib_pct.c: percentiles, durations ------------------------------------ */
+
+/* ib_pct - nearest-rank percentile p (0..100) of sorted x[n], n >= 1. */
+double ib_pct(const double *x, size_t n, double p);
+/* ib_cmp_double - qsort's ascending order of doubles. */
+int ib_cmp_double(const void *a, const void *b);
+/* ib_fmt_dur - "123.4ms" / "1.23s" of the seconds in o[k] ("-" when absent
+ * or not a number) into buf[n]; returns buf. */
+const char *ib_fmt_dur(json_t *o, const char *k, char *buf, size_t n);
 
 /* --- ib_stats.c: summaries and outputs --------------------------------- */
 

@@ -19,19 +19,6 @@
 #define IB_CDF_POINTS 200
 #define IB_HIST_BINS  30
 
-static int ib_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted x[n] (n >= 1). */
-static double ib_pct(const double *x, size_t n, double p)
-{
-	size_t rank = (size_t)ceil(p / 100.0 * (double)n);
-	return x[rank ? rank - 1 : 0];
-}
-
 static json_t *ib_dist(const double *x, size_t n)
 {
 	if (!n)
@@ -345,22 +332,6 @@ static double ib_num(json_t *o, const char *k)
 	return json_number_value(json_object_get(o, k));
 }
 
-/* "123.4ms" / "1.23s" / "-" of a number of seconds in o[k] (or absent). */
-static const char *ib_dur(json_t *o, const char *k, char *buf, size_t n)
-{
-	json_t *v = json_object_get(o, k);
-	if (!json_is_number(v)) {
-		snprintf(buf, n, "-");
-		return buf;
-	}
-	double s = json_number_value(v);
-	if (s < 1.0)
-		snprintf(buf, n, "%.1fms", s * 1e3);
-	else
-		snprintf(buf, n, "%.2fs", s);
-	return buf;
-}
-
 /* The table's optional column groups: those some stage has figures for. */
 struct ib_cols {
 	bool audio, tokens, ttft, cost;
@@ -402,12 +373,13 @@ static void ib_table_times(FILE *f, const struct ib_cols *c, json_t *s)
 {
 	json_t *lat = json_object_get(s, "latency_s");
 	char b1[32], b2[32], b3[32], b4[32];
-	fprintf(f, " %9s %9s %9s %9s", ib_dur(lat, "p50", b1, 32), ib_dur(lat, "p90", b2, 32),
-		ib_dur(lat, "p99", b3, 32), ib_dur(lat, "max", b4, 32));
+	fprintf(f, " %9s %9s %9s %9s", ib_fmt_dur(lat, "p50", b1, 32),
+		ib_fmt_dur(lat, "p90", b2, 32), ib_fmt_dur(lat, "p99", b3, 32),
+		ib_fmt_dur(lat, "max", b4, 32));
 	if (c->ttft) {
 		json_t *t = json_object_get(s, "ttft_s"), *it = json_object_get(s, "itl_s");
-		fprintf(f, " %9s %9s %9s", ib_dur(t, "p50", b1, 32), ib_dur(t, "p99", b2, 32),
-			ib_dur(it, "p50", b3, 32));
+		fprintf(f, " %9s %9s %9s", ib_fmt_dur(t, "p50", b1, 32),
+			ib_fmt_dur(t, "p99", b2, 32), ib_fmt_dur(it, "p50", b3, 32));
 	}
 	if (c->cost) {
 		json_t *cs = json_object_get(s, "cost");
