@@ -1,6 +1,6 @@
 /* ib_pct.c - the figures' small arithmetic, shared by the summaries
- * (ib_stats.c) and whatever else reports figures: ascending order of
- * doubles, nearest-rank percentiles (the value at rank
+ * (ib_stats.c) and the live streams' figures (ib_live_stats.c): ascending
+ * order of doubles, nearest-rank percentiles (the value at rank
  * ceil(p/100 * n) of the sorted sample, the definition wrk and most load
  * testers print) and durations as the final table prints them. A leaf.
  */

@@ -288,13 +288,14 @@ static json_t *ib_summary(const struct ib_opts *o, const struct ib_tally *t,
 	double rtfx = t->audio_pr / w, tps = t->tokens_pr / w;
 	json_t *cost = ib_cost(o, rtfx, tps);
 	return json_pack(
-		"{s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:f, s:f, s:f, s:I, s:f, s:I, s:I,"
+		"{s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:f, s:f, s:f, s:I, s:f, s:I, s:I,"
 		" s:o, s:o, s:o, s:o, s:f, s:f}",
 		"requests", (json_int_t)t->n, "ok", (json_int_t)t->n_ok, "errors",
 		(json_int_t)(t->n - t->n_ok), "errors_by_status", t->by_status, "errors_by_kind",
 		"connect", (json_int_t)t->kinds[IB_KIND_CONNECT], "timeout",
 		(json_int_t)t->kinds[IB_KIND_TIMEOUT], "protocol",
 		(json_int_t)t->kinds[IB_KIND_PROTOCOL], "http", (json_int_t)t->kinds[IB_KIND_HTTP],
+		"close", (json_int_t)t->kinds[IB_KIND_CLOSE],
 		"rps", (double)t->n / w, "audio_s", t->audio, "rtfx", rtfx, "output_tokens",
 		(json_int_t)t->tokens, "tokens_per_s", tps, "bytes_sent", (json_int_t)t->sent,
 		"bytes_received", (json_int_t)t->recv, "latency_s", ib_dist(sm->lat, sm->n_lat),
@@ -314,6 +315,7 @@ json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
 	}
 	double w = window > 1e-9 ? window : 1e-9;
 	json_t *summary = ib_summary(run->o, &t, &sm, w);
+	json_object_set_new(summary, "live", ib_live_stats(run, stage));
 	json_t *st = json_pack("{s:s, s:s, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "name", name,
 			       "mode", run->open_loop ? "open" : "closed", "load", run->load,
 			       "window_s", window, "window_start_s", run->w0, "summary", summary,
@@ -428,6 +430,7 @@ void ib_stats_table(FILE *f, json_t *run_json)
 		ib_table_times(f, &c, s);
 		fputc('\n', f);
 		ib_table_errors(f, s);
+		ib_live_table(f, s);
 	}
 }
 
