@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, Daemon, make_config, model_stats
+from conftest import MODELS, ROOT, Daemon, make_config, model_stats
 
 BENCH = os.environ.get("INFERD_BENCH_BIN", "build/inferd-bench")
 WHISPER, GEMMA = "whisper-tiny.en", "gemma-3-270m"
@@ -34,7 +34,7 @@ AUDIO = os.path.join(ROOT, "tests", "data", "audio")
 
 CSV_COLUMNS = ["stage", "phase", "endpoint", "input", "start_s", "latency_s", "ttft_s", "status",
                "kind", "bytes_sent", "bytes_received", "audio_s", "tokens"]
-KINDS = ("connect", "timeout", "protocol", "http")
+KINDS = ("connect", "timeout", "protocol", "http", "close")
 CHARTS = ("latency_cdf", "throughput_time", "latency_time", "ttft_hist", "itl_hist",
           "status_time", "sweep_throughput", "sweep_p99")
 LATE = 0.030  # how late a timing may be on a loaded machine (seconds)
@@ -297,7 +297,9 @@ def check_outputs(r):
         assert float(row["start_s"]) >= 0 and float(row["latency_s"]) >= 0, row
         assert row["ttft_s"] == "" or 0 <= float(row["ttft_s"]) <= float(row["latency_s"]), row
         status = int(row["status"])
-        if row["kind"] == "ok":
+        if row["kind"] == "ok" and row["endpoint"] == "deepgram-live":
+            assert status == 101, row  # the WebSocket's handshake
+        elif row["kind"] == "ok":
             assert 200 <= status < 300, row
         elif row["kind"] == "http":
             assert status >= 400, row
@@ -325,7 +327,8 @@ def check_stage(st, rows, all_rows=None):
     s = st["summary"]
     keys = {"requests", "ok", "errors", "errors_by_status", "errors_by_kind", "rps", "audio_s",
             "rtfx", "output_tokens", "tokens_per_s", "bytes_sent", "bytes_received",
-            "latency_s", "ttft_s", "itl_s", "cost", "audio_s_pro_rata", "output_tokens_pro_rata"}
+            "latency_s", "ttft_s", "itl_s", "cost", "audio_s_pro_rata", "output_tokens_pro_rata",
+            "live"}
     assert keys <= set(s), sorted(keys - set(s))
     for k in ("requests", "ok", "errors", "output_tokens", "bytes_sent", "bytes_received"):
         assert is_int(s[k]) and s[k] >= 0, (k, s)
@@ -391,6 +394,7 @@ def check_stage(st, rows, all_rows=None):
         xs, fs = [p[0] for p in cdf], [p[1] for p in cdf]
         assert xs == sorted(xs) and fs == sorted(fs) and 0 < fs[0] and fs[-1] == 1.0, cdf
         assert abs(xs[-1] - max(lat)) <= 2e-6 and abs(xs[0] - min(lat)) <= 2e-6, cdf
+    check_live(s["live"], rows)
     ts = st["timeseries"]
     n = len(ts["t"])
     assert n >= 1, ts
@@ -400,6 +404,37 @@ def check_stage(st, rows, all_rows=None):
         assert code == "error" or re.fullmatch(r"[1-5]\d\d", code), ts
         assert len(counts) == n, ts
     assert sum(sum(c) for c in ts["status"].values()) == len(rows), ts
+
+
+def check_live(live, rows):
+    """A summary's "live" object (docs/bench.md) against the window's rows
+    of deepgram-live streams; None when the run has none."""
+    rows = [r for r in rows if r["endpoint"] == "deepgram-live"]
+    if live is None:
+        assert not rows, rows
+        return
+    assert live["streams"] == len(rows) == len(live["per_stream"]), (live, rows)
+    ok = [r for r in rows if r["kind"] == "ok"]
+    assert live["ok"] == len(ok) and live["errors"] == len(rows) - len(ok), live
+    for k in KINDS:
+        assert live["errors_by_kind"][k] == sum(r["kind"] == k for r in rows), (k, live)
+    assert sum(live["errors_by_close_code"].values()) == live["errors_by_kind"]["close"], live
+    assert 0 <= live["kept_up"] <= live["ok"], live
+    per = live["per_stream"]
+    assert sorted(p["kind"] for p in per) == sorted(r["kind"] for r in rows), (per, rows)
+    assert live["finals"] == sum(p["finals"] for p in per if p["kind"] == "ok"), live
+    assert live["interims"] == sum(p["interims"] for p in per if p["kind"] == "ok"), live
+    for name in ("final_latency_s", "interim_latency_s"):
+        d, n = live[name], live["finals" if name.startswith("final") else "interims"]
+        assert (d is None) == (n == 0), (name, live)
+        if d is not None:
+            assert d["p50"] <= d["p95"] <= d["p99"] <= d["max"], (name, d)
+    transcripts = [t for ts in live["transcripts"].values() for t in ts]
+    assert len(transcripts) == live["ok"], live
+    for p in per:
+        assert p["kept_up"] is False or (p["kind"] == "ok" and p["send_lag_s"] <= live["keep_up_s"]
+                                         and p["drain_s"] <= live["keep_up_s"]), p
+        assert (p["close_code"] == 1000) >= (p["kind"] == "ok"), p
 
 
 def rows_of(r, kind=None, stage=0):
@@ -697,6 +732,8 @@ def bad_workload(tmp_path, text):
     (["--endpoint", "http-get", "--duration", "soon"], ["--duration", "soon"]),
     (["--endpoint", "http-get", "--url", "https://127.0.0.1:1"], ["--url", "https://"]),
     (["--endpoint", "http-get", "--no-such-option"], ["no-such-option"]),
+    (["--endpoint", "deepgram-live"], ["deepgram-live", "--audio"]),
+    (["--endpoint", "deepgram-live", "--audio", AUDIO, "--speed", "0"], ["--speed", "'0'"]),
 ])
 def test_bad_command_line(tmp_path, args, expect):
     args = [bad_workload(tmp_path, a[4:]) if a.startswith("{WL:") else a for a in args]
@@ -899,3 +936,48 @@ def test_mixed_workload_against_daemon(tmp_path):
     opts = r.run["options"]
     assert [e["endpoint"] for e in opts["requests"]] == ["openai-transcriptions", "openai-chat"]
     assert opts["requests"][0]["inputs"] == len(durations) and opts["seed"] == 1, opts
+
+
+def test_deepgram_live_against_daemon(tmp_path):
+    """Two live streams of jfk.wav side by side at 4x real time against the
+    daemon (whisper-tiny.en, its Silero VAD): both end with close 1000 after
+    CloseStream, their finals carry the clip's words, and every latency the
+    harness reports is there and not negative."""
+    models = [{"name": WHISPER, "path": os.path.join(MODELS, WHISPER), "format": "ct2",
+               "vad_filter": True}]
+    d = Daemon(make_config(models=models), env={"INFERD_API_KEY": "live-key"})
+    try:
+        r = bench(tmp_path, "--url", f"http://127.0.0.1:{d.port}", "--endpoint", "deepgram-live",
+                  "--audio", os.path.join(AUDIO, "jfk.wav"), "--api-key", "live-key",
+                  "--concurrency", 2, "--speed", 4, "--warmup", 0, "--requests", 2,
+                  "--duration", 600, "--timeout", 120, timeout=600)
+    finally:
+        rc = d.stop()
+    text = d.stderr_text()
+    assert rc == 0 and "Sanitizer" not in text and "runtime error" not in text, text
+    s = r.summary
+    assert s["requests"] == 2 and s["errors"] == 0, (s, r.stdout)
+    assert [x["status"] for x in r.rows] == ["101", "101"], r.rows
+    for x in r.rows:  # the file's length, credited to each stream
+        assert abs(float(x["audio_s"]) - 11.0) <= 0.1, x
+    live = s["live"]
+    assert live["streams"] == live["ok"] == 2 and live["speed"] == 4, live
+    assert all(v == 0 for v in live["errors_by_kind"].values()), live
+    assert live["errors_by_close_code"] == {}, live
+    (transcripts,) = live["transcripts"].values()
+    assert list(live["transcripts"]) == ["jfk.wav"] and len(transcripts) == 2, live
+    for t in transcripts:
+        words = " ".join(re.sub(r"[^\w\s']", " ", t.lower()).split())
+        assert "ask not what your country can do for you" in words, t
+    for p in live["per_stream"]:
+        assert p["kind"] == "ok" and p["close_code"] == 1000, p
+        assert p["finals"] >= 1 and p["words"] >= 20 and p["words_per_minute"] > 0, p
+        assert p["final_latency_max_s"] >= 0 and p["send_lag_s"] >= 0 and p["drain_s"] >= 0, p
+    # latencies: present and not negative (the finals' and the interims':
+    # the daemon transcribes the open segment every 0.5 s of new audio)
+    assert live["finals"] >= 2 and live["interims"] >= 1, live
+    for name in ("final_latency_s", "interim_latency_s"):
+        dist = live[name]
+        assert dist is not None and all(dist[k] >= 0 for k in ("mean", "p50", "p95", "max")), \
+            (name, dist)
+    assert "live: streams 2 (ok 2" in r.stdout, r.stdout
