@@ -367,6 +367,9 @@ size_t ib_rec_new(struct ib_run *run);
 /* ib_rec_set_itl - the n inter-token gaps of record rec, copied into the
  * run's itl array as one block. */
 void ib_rec_set_itl(struct ib_run *run, size_t rec, const float *gaps, size_t n);
+/* ib_rec_free_all - every record (with its live stream's figures) and the
+ * gaps array; the run holds none after. */
+void ib_rec_free_all(struct ib_run *run);
 
 /* --- ib_pct.c: percentiles, durations ------------------------------------ */
 

@@ -672,17 +672,7 @@ static void ib_run_free(struct ib_run *run)
 		fclose(run->csv);
 	json_decref(run->stages);
 	ib_work_free(run);
-	for (size_t i = 0; i < run->n_recs; i++) {
-		struct ib_live_rec *l = run->recs[i].live;
-		if (l) {
-			free(l->final_lat);
-			free(l->interim_lat);
-			free(l->transcript);
-			free(l);
-		}
-	}
-	free(run->recs);
-	free(run->itl);
+	ib_rec_free_all(run);
 	free(run->idle);
 	free(run->pending);
 }
