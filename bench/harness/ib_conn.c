@@ -5,7 +5,10 @@
  * time its text events, enforce the request timeout, and report the
  * outcome through the callbacks it was opened with (struct ib_conn_cbs:
  * the load loop's, ib_load.c). No pipelining: one request at a time per
- * connection, kept alive unless the server says otherwise.
+ * connection, kept alive unless the server says otherwise. A deepgram-live
+ * request is an upgrade: its 101 hands the connection's bytes to ib_live.c
+ * (the stream's state hangs off c->live), which ends it through the
+ * callback it was given (ib_conn_end).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,8 @@ static void ib_conn_free_bufs(struct ib_conn *c)
 	free(c->line);
 	free(c->data);
 	free(c->gaps);
+	ib_live_free(c->live);
+	c->live = NULL;
 	c->body = c->line = c->data = NULL;
 	c->gaps = NULL;
 	c->body_cap = c->line_cap = c->data_cap = c->cap_gaps = 0;
@@ -78,6 +83,8 @@ static void ib_conn_finish(struct ib_conn *c, enum ib_kind kind, bool reusable)
 	uv_timer_stop(&c->timer);
 	r->t_end = ib_now(run);
 	r->kind = kind;
+	if (c->live)
+		ib_live_finish(c, r);
 	if (c->n_gaps)
 		ib_rec_set_itl(run, c->rec, c->gaps, c->n_gaps);
 	c->n_gaps = 0;
@@ -85,6 +92,13 @@ static void ib_conn_finish(struct ib_conn *c, enum ib_kind kind, bool reusable)
 	if (!reusable)
 		ib_conn_close(c);
 	c->cbs->on_done(c, c->rec, reusable && !c->closing);
+}
+
+/* A live stream's end (ib_live_end_cb). */
+static void ib_conn_end(struct ib_conn *c, enum ib_kind kind)
+{
+	if (c->busy)
+		ib_conn_finish(c, kind, false);
 }
 
 /* The request in flight failed: bytes of its response came (protocol), or
@@ -221,9 +235,13 @@ static int ib_on_header_value(llhttp_t *p, const char *at, size_t len)
 {
 	struct ib_conn *c = p->data;
 	if (c->hstate == 2)
-		c->hstate = strcasecmp(c->hname, "content-type") ? 0 : 1;
+		c->hstate = !strcasecmp(c->hname, "content-type")	    ? 1
+			    : !strcasecmp(c->hname, "sec-websocket-accept") ? 3
+									    : 0;
 	if (c->hstate == 1)
 		ib_append_cut(c->ctype, sizeof(c->ctype), &c->ctype_len, at, len);
+	if (c->hstate == 3)
+		ib_append_cut(c->ws_accept, sizeof(c->ws_accept), &c->ws_accept_len, at, len);
 	return 0;
 }
 
@@ -301,11 +319,13 @@ static void ib_conn_complete(struct ib_conn *c, bool extra_bytes)
 {
 	struct ib_run *run = c->run;
 	struct ib_rec *r = &run->recs[c->rec];
-	bool keep = llhttp_should_keep_alive(&c->parser) && !extra_bytes && !c->write_req.data;
+	bool keep = llhttp_should_keep_alive(&c->parser) && !extra_bytes && !c->write_req.data &&
+		    !c->live; /* a refused stream's connection is not reused */
 	enum ib_kind kind = IB_KIND_OK;
 	if (r->status >= 400) {
 		kind = IB_KIND_HTTP;
-	} else if (r->status < 200 || extra_bytes || c->sse_bad) {
+	} else if (r->status < 200 || extra_bytes || c->sse_bad || c->live) {
+		/* (a live stream's final answer other than its 101, or an error) */
 		kind = IB_KIND_PROTOCOL;
 	} else if (c->sse) {
 		if (c->line_len)
@@ -347,6 +367,11 @@ static void ib_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		return;
 	}
 	struct ib_rec *r = &c->run->recs[c->rec];
+	if (ib_live_is_upgraded(c->live)) {
+		r->bytes_recv += n > 0 ? (uint64_t)n : 0;
+		ib_live_on_read(c, buf->base, n);
+		return;
+	}
 	if (n < 0) {
 		/* a body delimited by the close: llhttp_finish runs
 		 * on_message_complete, whose pause it returns */
@@ -361,9 +386,15 @@ static void ib_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	c->got_bytes = true;
 	r->bytes_recv += (uint64_t)n;
 	llhttp_errno_t e = llhttp_execute(&c->parser, buf->base, (size_t)n);
-	if (e == HPE_PAUSED && c->complete) {
+	if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && c->complete) {
 		const char *stop = llhttp_get_error_pos(&c->parser);
-		ib_conn_complete(c, stop && stop < buf->base + n);
+		size_t extra = stop && stop >= buf->base && stop < buf->base + n
+				       ? (size_t)(buf->base + n - stop)
+				       : 0;
+		if (c->live && r->status == 101)
+			ib_live_upgraded(c, stop, extra);
+		else
+			ib_conn_complete(c, extra > 0);
 		return;
 	}
 	if (e != HPE_OK)
@@ -455,18 +486,20 @@ void ib_conn_send(struct ib_conn *c, const struct ib_tmpl *tmpl, enum ib_endpoin
 	c->ep = ep;
 	c->got_bytes = c->headers_done = c->complete = c->sse = false;
 	c->sse_bad = c->sse_done = c->last_cr = false;
-	c->hname_len = c->ctype_len = 0;
+	c->hname_len = c->ctype_len = c->ws_accept_len = 0;
 	c->hstate = 0;
-	c->ctype[0] = '\0';
+	c->ctype[0] = c->ws_accept[0] = '\0';
 	c->body_len = c->line_len = c->data_len = 0;
 	c->n_events_text = 0;
 	c->n_gaps = 0;
 	c->usage_tokens = -1;
 	llhttp_init(&c->parser, HTTP_RESPONSE, &ib_settings);
 	c->parser.data = c;
-	run->recs[rec].bytes_sent = tmpl->len;
-	uv_timer_start(&c->timer, ib_on_timeout, ib_timeout_ms(run), 0);
 	uv_buf_t b = uv_buf_init(tmpl->bytes, (unsigned)tmpl->len);
+	if (ep == IB_EP_DEEPGRAM_LIVE)
+		ib_live_begin(c, ib_conn_end, &b); /* the upgrade request, its own key */
+	run->recs[rec].bytes_sent = b.len;
+	uv_timer_start(&c->timer, ib_on_timeout, ib_timeout_ms(run), 0);
 	c->write_req.data = c;
 	if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, ib_on_write) != 0) {
 		c->write_req.data = NULL;

@@ -247,10 +247,11 @@ static void errors_head(FILE *f, json_t *const *runs, size_t n)
 	fprintf(f, "<h2>Errors</h2>\n<div class=\"tw\"><table class=\"err\">\n<thead><tr>"
 		"<th rowspan=\"2\">Run</th><th rowspan=\"2\">Stage</th>"
 		"<th rowspan=\"2\">Errors</th>"
-		"<th colspan=\"4\">By kind</th>");
+		"<th colspan=\"5\">By kind</th>");
 	if (ib_html__count_codes(runs, n, true))
 		fprintf(f, "<th colspan=\"%zu\">By HTTP status</th>", ib_html__count_codes(runs, n, true));
-	fputs("</tr>\n<tr><th>connect</th><th>timeout</th><th>protocol</th><th>http</th>", f);
+	fputs("</tr>\n<tr><th>connect</th><th>timeout</th><th>protocol</th><th>http</th>"
+	      "<th>close</th>", f);
 	for (const char *c = ib_html__next_code(runs, n, true, NULL); c; c = ib_html__next_code(runs, n, true, c)) {
 		fputs("<th>", f);
 		ib_html__put_esc(f, c);
@@ -261,7 +262,7 @@ static void errors_head(FILE *f, json_t *const *runs, size_t n)
 
 static void errors_row(FILE *f, json_t *const *runs, size_t n, size_t r, const json_t *st)
 {
-	static const char *const kinds[] = { "connect", "timeout", "protocol", "http" };
+	static const char *const kinds[] = { "connect", "timeout", "protocol", "http", "close" };
 	fputs("<tr>", f);
 	td_label(f, runs[r], r);
 	td_text(f, ib_html__stage_name(st));

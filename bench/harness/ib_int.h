@@ -30,6 +30,7 @@ enum ib_endpoint {
 	IB_EP_OPENAI_CHAT,
 	IB_EP_KSERVE_INFER,
 	IB_EP_HTTP_GET,
+	IB_EP_DEEPGRAM_LIVE, /* Deepgram's live API: a WebSocket per stream (ib_live.c) */
 	IB_EP_COUNT
 };
 
@@ -40,6 +41,7 @@ enum ib_kind {
 	IB_KIND_CONNECT,  /* no connection, or closed before any response byte */
 	IB_KIND_TIMEOUT,  /* no complete response within --timeout */
 	IB_KIND_PROTOCOL, /* malformed HTTP, event stream or 2xx body */
+	IB_KIND_CLOSE,	  /* a live stream closed otherwise than with 1000 after CloseStream */
 	IB_KIND_COUNT
 };
 
@@ -50,6 +52,8 @@ struct ib_audio {
 	size_t len;
 	double seconds; /* from libavformat */
 	const char *ctype;
+	int16_t *pcm;	/* deepgram-live: [n_pcm] 16 kHz mono s16 samples (ib_pcm.c), else NULL */
+	size_t n_pcm;
 };
 
 /* One prebuilt request: head and body in one buffer, shared by every send
@@ -86,6 +90,8 @@ struct ib_opts {
 	size_t n_sweep;
 	bool sweep_rate;   /* the sweep's loads are rates */
 	double duration_s, warmup_s, timeout_s;
+	double speed;	   /* deepgram-live: times real time (default 1) */
+	double keep_up_s;  /* deepgram-live: the most a stream may fall behind (default 1.5) */
 	long requests;	   /* > 0: a stage's window ends after this many answers */
 	uint64_t seed;
 	int max_connections;
@@ -109,9 +115,30 @@ struct ib_rec {
 	double audio_s;
 	long tokens;
 	size_t itl0, n_itl; /* its inter-token gaps in the run's itl array */
+	struct ib_live_rec *live; /* deepgram-live: what the stream measured (owned), else NULL */
+};
+
+/* What one live stream (deepgram-live) measured, kept by its record from
+ * its end (docs/bench.md "Live streams"). Times in seconds. */
+struct ib_live_rec {
+	float *final_lat;   /* [n_final]: each final with words, its arrival minus the
+			     * time the audio of its last word's end was sent */
+	size_t n_final;
+	float *interim_lat; /* [n_interim]: each interim, the audio seconds sent at its
+			     * arrival minus its start + duration (Deepgram's definition) */
+	size_t n_interim;
+	char *transcript;   /* the finals' transcripts joined by spaces (never NULL) */
+	long words;	    /* words in the finals */
+	int close_code;	    /* the server's close code; 1006: the connection ended
+			     * without one; 0: no WebSocket (refused, failed) */
+	double send_lag_s;  /* the most a frame went out after its real-time due time
+			     * (counting bytes still queued for the socket) */
+	double drain_s;	    /* CloseStream to the server's close, -1 when not both */
+	bool kept_up;	    /* send_lag_s and drain_s both within --keep-up */
 };
 
 struct ib_run;
+struct ib_live; /* one deepgram-live stream's state, ib_live.c's */
 
 /* A closed-loop client: its connection and its retry timer. */
 struct ib_client {
@@ -157,6 +184,7 @@ struct ib_conn {
 	const struct ib_conn_cbs *cbs; /* who opened it (borrowed) */
 	int client; /* closed loop: the client owning it; open loop: -1 */
 	bool connected, busy, closing, timer_closed, tcp_closed;
+	struct ib_live *live; /* deepgram-live: the stream in flight (ib_live.c), or NULL */
 	unsigned n_answered; /* complete responses on this connection */
 	double t_connect; /* when the connection was asked for */
 	/* the request in flight */
@@ -164,9 +192,10 @@ struct ib_conn {
 	const struct ib_tmpl *tmpl;
 	enum ib_endpoint ep;
 	bool got_bytes, headers_done, complete, sse;
-	char hname[64], ctype[64];
-	size_t hname_len, ctype_len;
-	int hstate; /* 0 other header, 1 in content-type */
+	char hname[64], ctype[64], ws_accept[64];
+	size_t hname_len, ctype_len, ws_accept_len;
+	int hstate; /* 0 other header, 1 in content-type, 2 in a name,
+		     * 3 in sec-websocket-accept */
 	char *body;
 	size_t body_len, body_cap;
 	/* event stream */
@@ -194,6 +223,8 @@ struct ib_run {
 	struct sockaddr_storage addr;
 	uint64_t t0_ns; /* run start */
 	uint64_t rng;
+	uint64_t ws_rng; /* WebSocket keys and masks: a generator of their own, so
+			  * that they do not shift the workload's seeded draws */
 	/* records */
 	struct ib_rec *recs;
 	size_t n_recs, cap_recs;
@@ -230,7 +261,7 @@ struct ib_run {
 	FILE *csv;
 };
 
-/* --- ib_work.c: endpoints, inputs, requests, responses ---------------- */
+/* --- ib_work.c: endpoints, inputs, requests ------------------------------ */
 
 /* ib_endpoint_parse - the enum of a name of docs/bench.md, or -1. */
 int ib_endpoint_parse(const char *name);
@@ -248,6 +279,13 @@ void ib_work_free(struct ib_run *run);
  * (round-robin or random). *entry gets the entry's index. */
 const struct ib_tmpl *ib_work_pick(struct ib_run *run, int *entry);
 
+/* ib_rng_next - xorshift64* (Vigna 2016): the next 64 random bits. */
+uint64_t ib_rng_next(uint64_t *s);
+/* ib_rng_unit - uniform in [0, 1). */
+double ib_rng_unit(uint64_t *s);
+
+/* --- ib_answer.c: responses ----------------------------------------------- */
+
 /* ib_work_check_body - validate a complete 2xx non-streamed body of ep and
  * count its output tokens (-1: none counted). Returns false when the body
  * is not what the protocol promises. */
@@ -260,11 +298,6 @@ bool ib_work_check_body(enum ib_endpoint ep, const char *body, size_t len, long 
 bool ib_work_event(enum ib_endpoint ep, const char *data, size_t len, bool *text, bool *done,
 		   long *usage);
 
-/* ib_rng_next - xorshift64* (Vigna 2016): the next 64 random bits. */
-uint64_t ib_rng_next(uint64_t *s);
-/* ib_rng_unit - uniform in [0, 1). */
-double ib_rng_unit(uint64_t *s);
-
 /* --- ib_conn.c: one HTTP/1.1 connection --------------------------------- */
 
 /* ib_conn_open - a new connection of run, connecting; client as above.
@@ -275,6 +308,41 @@ struct ib_conn *ib_conn_open(struct ib_run *run, int client, const struct ib_con
 void ib_conn_send(struct ib_conn *c, const struct ib_tmpl *tmpl, enum ib_endpoint ep, size_t rec);
 /* ib_conn_close - close c (once); its memory goes in the close callback. */
 void ib_conn_close(struct ib_conn *c);
+/* --- ib_live.c: deepgram-live streams on ib_conn connections ------------ */
+
+/* How a stream ends c's request in flight: as kind (its record's end time
+ * now), c closed, c's opener told (ib_conn.c gives it; the stream calls it
+ * at most once). */
+typedef void (*ib_live_end_cb)(struct ib_conn *c, enum ib_kind kind);
+
+/* ib_live_begin - a new stream for c's request (c->tmpl, whose audio is
+ * run->audio[tmpl->input]): its state in c->live and its upgrade request
+ * (the template's head, a fresh Sec-WebSocket-Key) in *buf, owned by the
+ * stream; end (borrowed) is how it will end. Out of memory exits. */
+void ib_live_begin(struct ib_conn *c, ib_live_end_cb end, uv_buf_t *buf);
+/* ib_live_upgraded - the 101 came (its Sec-WebSocket-Accept in
+ * c->ws_accept): check it and start streaming; extra[n] are the bytes
+ * read after the 101 (frames already). A bad accept ends it as protocol. */
+void ib_live_upgraded(struct ib_conn *c, const char *extra, size_t n);
+/* ib_live_is_upgraded - whether l (NULL: false) is past its handshake and
+ * not ended: the connection's bytes are WebSocket frames for
+ * ib_live_on_read. */
+bool ib_live_is_upgraded(const struct ib_live *l);
+/* ib_live_on_read - n bytes of data (n > 0) or the connection's end
+ * (n < 0) on an upgraded c. */
+void ib_live_on_read(struct ib_conn *c, const char *data, ssize_t n);
+/* ib_live_finish - what c's stream measured into r->live (new), as its
+ * request ends (r's kind and end time set); audio_s credited when OK. */
+void ib_live_finish(struct ib_conn *c, struct ib_rec *r);
+/* ib_live_free - a stream's state (NULL: no-op). */
+void ib_live_free(struct ib_live *l);
+
+/* --- ib_pcm.c: audio for live streams ------------------------------------ */
+
+/* ib_pcm_decode - the audio file at path decoded to 16 kHz mono s16
+ * samples: *pcm new (free()) holding *n (> 0) of them. 0, or -1 with a
+ * message on stderr. */
+int ib_pcm_decode(const char *path, int16_t **pcm, size_t *n);
 
 /* --- ib_load.c: stages ------------------------------------------------- */
 
@@ -299,6 +367,19 @@ size_t ib_rec_new(struct ib_run *run);
 /* ib_rec_set_itl - the n inter-token gaps of record rec, copied into the
  * run's itl array as one block. */
 void ib_rec_set_itl(struct ib_run *run, size_t rec, const float *gaps, size_t n);
+/* ib_rec_free_all - every record (with its live stream's figures) and the
+ * gaps array; the run holds none after. */
+void ib_rec_free_all(struct ib_run *run);
+
+/* --- ib_pct.c: percentiles, durations ------------------------------------ */
+
+/* ib_pct - nearest-rank percentile p (0..100) of sorted x[n], n >= 1. */
+double ib_pct(const double *x, size_t n, double p);
+/* ib_cmp_double - qsort's ascending order of doubles. */
+int ib_cmp_double(const void *a, const void *b);
+/* ib_fmt_dur - "123.4ms" / "1.23s" of the seconds in o[k] ("-" when absent
+ * or not a number) into buf[n]; returns buf. */
+const char *ib_fmt_dur(json_t *o, const char *k, char *buf, size_t n);
 
 /* --- ib_stats.c: summaries and outputs --------------------------------- */
 
@@ -312,5 +393,15 @@ void ib_stats_progress(const struct ib_run *run, char *buf, size_t len);
 /* ib_stats_csv_header / _row - the per-request CSV. */
 void ib_stats_csv_header(FILE *f);
 void ib_stats_csv_row(FILE *f, const struct ib_run *run, const struct ib_rec *r);
+
+/* --- ib_live_stats.c: live streams' figures ------------------------------- */
+
+/* ib_live_stats - the summary's "live" object of stage i (docs/bench.md):
+ * its counted streams' latencies, errors, transcripts; null when no entry
+ * of the run is deepgram-live. New reference. */
+json_t *ib_live_stats(const struct ib_run *run, int stage);
+/* ib_live_table - the line under a stage of the final table with its
+ * live figures (none when summary s has no "live" object). */
+void ib_live_table(FILE *f, json_t *s);
 
 #endif /* IB_INT_H */

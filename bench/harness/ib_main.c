@@ -25,7 +25,8 @@ static void ib_usage(FILE *f)
 		"  --url URL              server base URL, http://host[:port][/prefix]\n"
 		"                         (default http://127.0.0.1:8080)\n"
 		"  --endpoint E           openai-transcriptions | deepgram-listen |\n"
-		"                         openai-completions | openai-chat | kserve-infer | http-get\n"
+		"                         openai-completions | openai-chat | kserve-infer |\n"
+		"                         http-get | deepgram-live (a WebSocket stream each)\n"
 		"  --workload FILE        mixed workload JSON instead of --endpoint\n"
 		"  --model NAME           model (default whisper-tiny.en / gemma-3-270m)\n"
 		"  --path PATH            request path (http-get: default /v2/health/live)\n"
@@ -47,6 +48,9 @@ static void ib_usage(FILE *f)
 		"  --audio DIR|FILE       audio files (wav, flac, ogg, mp3, opus)\n"
 		"  --audio-order rr|random, --prompts FILE.jsonl, --prompt-order rr|random\n"
 		"  --max-tokens N (default 128), --temperature T (default 0), --stream\n"
+		"  --speed X              deepgram-live: stream at X times real time (default 1)\n"
+		"  --keep-up S            deepgram-live: the most a stream may fall behind and\n"
+		"                         still count as kept up (default 1.5)\n"
 		"output:\n"
 		"  --price-per-hour USD   add cost per audio hour and per million tokens\n"
 		"  --json FILE, --csv FILE, --html FILE, --quiet, --no-progress\n"
@@ -58,8 +62,8 @@ enum {
 	OPT_LABEL, OPT_CONCURRENCY, OPT_RATE, OPT_SWEEP, OPT_SWEEP_RATE, OPT_DURATION,
 	OPT_WARMUP, OPT_REQUESTS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_SEED, OPT_AUDIO,
 	OPT_AUDIO_ORDER, OPT_PROMPTS, OPT_PROMPT_ORDER, OPT_MAX_TOKENS, OPT_TEMPERATURE,
-	OPT_STREAM, OPT_PRICE, OPT_JSON, OPT_CSV, OPT_HTML, OPT_QUIET, OPT_NO_PROGRESS,
-	OPT_HELP, OPT_VERSION,
+	OPT_STREAM, OPT_SPEED, OPT_KEEP_UP, OPT_PRICE, OPT_JSON, OPT_CSV, OPT_HTML, OPT_QUIET,
+	OPT_NO_PROGRESS, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option ib_long_opts[] = {
@@ -88,6 +92,8 @@ static const struct option ib_long_opts[] = {
 	{"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
 	{"temperature", required_argument, NULL, OPT_TEMPERATURE},
 	{"stream", no_argument, NULL, OPT_STREAM},
+	{"speed", required_argument, NULL, OPT_SPEED},
+	{"keep-up", required_argument, NULL, OPT_KEEP_UP},
 	{"price-per-hour", required_argument, NULL, OPT_PRICE},
 	{"json", required_argument, NULL, OPT_JSON},
 	{"csv", required_argument, NULL, OPT_CSV},
@@ -256,7 +262,8 @@ static int ib_opt_target(int c, const char *name, char *arg, struct ib_opts *o)
 	case OPT_ENDPOINT:
 		if ((ep = ib_endpoint_parse(arg)) < 0)
 			return ib_bad(name, arg, "openai-transcriptions, deepgram-listen, "
-					"openai-completions, openai-chat, kserve-infer or http-get");
+					"openai-completions, openai-chat, kserve-infer, http-get "
+					"or deepgram-live");
 		o->proto.ep = (enum ib_endpoint)ep;
 		return 0;
 	case OPT_WORKLOAD:
@@ -353,6 +360,8 @@ static int ib_opt_inputs(int c, const char *name, char *arg, struct ib_opts *o)
 		return rc;
 	case OPT_TEMPERATURE: return ib_num_arg(name, arg, 0, 100, &o->proto.temperature);
 	case OPT_STREAM: o->proto.stream = true; return 0;
+	case OPT_SPEED: return ib_num_arg(name, arg, 0.01, 1000, &o->speed);
+	case OPT_KEEP_UP: return ib_num_arg(name, arg, 0, 1e6, &o->keep_up_s);
 	default: return 1;
 	}
 }
@@ -405,6 +414,8 @@ static int ib_opts_parse(int argc, char **argv, struct ib_opts *o)
 		.duration_s = 10.0,
 		.warmup_s = 2.0,
 		.timeout_s = 60.0,
+		.speed = 1.0,
+		.keep_up_s = 1.5,
 		.seed = 1,
 		.max_connections = 1024,
 		.progress_tty = -1,
@@ -466,13 +477,15 @@ static json_t *ib_opts_json(const struct ib_opts *o, const struct ib_run *run)
 	json_t *loads = json_array();
 	for (size_t i = 0; i < o->n_sweep; i++)
 		json_array_append_new(loads, json_real(o->sweep[i]));
-	return json_pack("{s:o, s:s?, s:i, s:f, s:o, s:s, s:f, s:f, s:f, s:I, s:I, s:i, s:f}",
+	return json_pack("{s:o, s:s?, s:i, s:f, s:o, s:s, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f,"
+			 " s:f}",
 			 "requests", entries, "workload", o->workload_file, "concurrency",
 			 o->concurrency, "rate", o->rate, "sweep", loads, "sweep_of",
 			 o->sweep_rate ? "rate" : "concurrency", "duration_s", o->duration_s,
 			 "warmup_s", o->warmup_s, "timeout_s", o->timeout_s, "requests_per_stage",
 			 (json_int_t)o->requests, "seed", (json_int_t)o->seed, "max_connections",
-			 o->max_connections, "price_per_hour", o->price_per_hour);
+			 o->max_connections, "price_per_hour", o->price_per_hour, "speed", o->speed,
+			 "keep_up_s", o->keep_up_s);
 }
 
 /* The report goes to FILE.tmp, renamed to FILE once whole: runs of the
@@ -659,8 +672,7 @@ static void ib_run_free(struct ib_run *run)
 		fclose(run->csv);
 	json_decref(run->stages);
 	ib_work_free(run);
-	free(run->recs);
-	free(run->itl);
+	ib_rec_free_all(run);
 	free(run->idle);
 	free(run->pending);
 }

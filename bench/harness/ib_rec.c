@@ -56,3 +56,21 @@ void ib_rec_set_itl(struct ib_run *run, size_t rec, const float *gaps, size_t n)
 	r->n_itl = n;
 	run->n_itl += n;
 }
+
+void ib_rec_free_all(struct ib_run *run)
+{
+	for (size_t i = 0; i < run->n_recs; i++) {
+		struct ib_live_rec *l = run->recs[i].live;
+		if (!l)
+			continue;
+		free(l->final_lat);
+		free(l->interim_lat);
+		free(l->transcript);
+		free(l);
+	}
+	free(run->recs);
+	free(run->itl);
+	run->recs = NULL;
+	run->itl = NULL;
+	run->n_recs = run->cap_recs = run->n_itl = run->cap_itl = 0;
+}

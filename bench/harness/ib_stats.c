@@ -19,19 +19,6 @@
 #define IB_CDF_POINTS 200
 #define IB_HIST_BINS  30
 
-static int ib_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted x[n] (n >= 1). */
-static double ib_pct(const double *x, size_t n, double p)
-{
-	size_t rank = (size_t)ceil(p / 100.0 * (double)n);
-	return x[rank ? rank - 1 : 0];
-}
-
 static json_t *ib_dist(const double *x, size_t n)
 {
 	if (!n)
@@ -301,13 +288,14 @@ static json_t *ib_summary(const struct ib_opts *o, const struct ib_tally *t,
 	double rtfx = t->audio_pr / w, tps = t->tokens_pr / w;
 	json_t *cost = ib_cost(o, rtfx, tps);
 	return json_pack(
-		"{s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:f, s:f, s:f, s:I, s:f, s:I, s:I,"
+		"{s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:f, s:f, s:f, s:I, s:f, s:I, s:I,"
 		" s:o, s:o, s:o, s:o, s:f, s:f}",
 		"requests", (json_int_t)t->n, "ok", (json_int_t)t->n_ok, "errors",
 		(json_int_t)(t->n - t->n_ok), "errors_by_status", t->by_status, "errors_by_kind",
 		"connect", (json_int_t)t->kinds[IB_KIND_CONNECT], "timeout",
 		(json_int_t)t->kinds[IB_KIND_TIMEOUT], "protocol",
 		(json_int_t)t->kinds[IB_KIND_PROTOCOL], "http", (json_int_t)t->kinds[IB_KIND_HTTP],
+		"close", (json_int_t)t->kinds[IB_KIND_CLOSE],
 		"rps", (double)t->n / w, "audio_s", t->audio, "rtfx", rtfx, "output_tokens",
 		(json_int_t)t->tokens, "tokens_per_s", tps, "bytes_sent", (json_int_t)t->sent,
 		"bytes_received", (json_int_t)t->recv, "latency_s", ib_dist(sm->lat, sm->n_lat),
@@ -327,6 +315,7 @@ json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
 	}
 	double w = window > 1e-9 ? window : 1e-9;
 	json_t *summary = ib_summary(run->o, &t, &sm, w);
+	json_object_set_new(summary, "live", ib_live_stats(run, stage));
 	json_t *st = json_pack("{s:s, s:s, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "name", name,
 			       "mode", run->open_loop ? "open" : "closed", "load", run->load,
 			       "window_s", window, "window_start_s", run->w0, "summary", summary,
@@ -343,22 +332,6 @@ json_t *ib_stats_stage(const struct ib_run *run, int stage, const char *name)
 static double ib_num(json_t *o, const char *k)
 {
 	return json_number_value(json_object_get(o, k));
-}
-
-/* "123.4ms" / "1.23s" / "-" of a number of seconds in o[k] (or absent). */
-static const char *ib_dur(json_t *o, const char *k, char *buf, size_t n)
-{
-	json_t *v = json_object_get(o, k);
-	if (!json_is_number(v)) {
-		snprintf(buf, n, "-");
-		return buf;
-	}
-	double s = json_number_value(v);
-	if (s < 1.0)
-		snprintf(buf, n, "%.1fms", s * 1e3);
-	else
-		snprintf(buf, n, "%.2fs", s);
-	return buf;
 }
 
 /* The table's optional column groups: those some stage has figures for. */
@@ -402,12 +375,13 @@ static void ib_table_times(FILE *f, const struct ib_cols *c, json_t *s)
 {
 	json_t *lat = json_object_get(s, "latency_s");
 	char b1[32], b2[32], b3[32], b4[32];
-	fprintf(f, " %9s %9s %9s %9s", ib_dur(lat, "p50", b1, 32), ib_dur(lat, "p90", b2, 32),
-		ib_dur(lat, "p99", b3, 32), ib_dur(lat, "max", b4, 32));
+	fprintf(f, " %9s %9s %9s %9s", ib_fmt_dur(lat, "p50", b1, 32),
+		ib_fmt_dur(lat, "p90", b2, 32), ib_fmt_dur(lat, "p99", b3, 32),
+		ib_fmt_dur(lat, "max", b4, 32));
 	if (c->ttft) {
 		json_t *t = json_object_get(s, "ttft_s"), *it = json_object_get(s, "itl_s");
-		fprintf(f, " %9s %9s %9s", ib_dur(t, "p50", b1, 32), ib_dur(t, "p99", b2, 32),
-			ib_dur(it, "p50", b3, 32));
+		fprintf(f, " %9s %9s %9s", ib_fmt_dur(t, "p50", b1, 32),
+			ib_fmt_dur(t, "p99", b2, 32), ib_fmt_dur(it, "p50", b3, 32));
 	}
 	if (c->cost) {
 		json_t *cs = json_object_get(s, "cost");
@@ -456,6 +430,7 @@ void ib_stats_table(FILE *f, json_t *run_json)
 		ib_table_times(f, &c, s);
 		fputc('\n', f);
 		ib_table_errors(f, s);
+		ib_live_table(f, s);
 	}
 }
 

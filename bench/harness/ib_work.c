@@ -31,6 +31,7 @@ static const char *const ib_ep_names[IB_EP_COUNT] = {
 	[IB_EP_OPENAI_CHAT] = "openai-chat",
 	[IB_EP_KSERVE_INFER] = "kserve-infer",
 	[IB_EP_HTTP_GET] = "http-get",
+	[IB_EP_DEEPGRAM_LIVE] = "deepgram-live",
 };
 
 int ib_endpoint_parse(const char *name)
@@ -48,13 +49,14 @@ const char *ib_endpoint_name(enum ib_endpoint ep)
 
 bool ib_endpoint_is_audio(enum ib_endpoint ep)
 {
-	return ep == IB_EP_OPENAI_TRANSCRIPTIONS || ep == IB_EP_DEEPGRAM_LISTEN;
+	return ep == IB_EP_OPENAI_TRANSCRIPTIONS || ep == IB_EP_DEEPGRAM_LISTEN ||
+	       ep == IB_EP_DEEPGRAM_LIVE;
 }
 
 const char *ib_kind_name(enum ib_kind k)
 {
 	static const char *const names[IB_KIND_COUNT] = {"ok", "http", "connect", "timeout",
-							 "protocol"};
+							 "protocol", "close"};
 	return k < IB_KIND_COUNT ? names[k] : "?";
 }
 
@@ -468,6 +470,22 @@ static const char *ib_basename(const char *p)
 	return s ? s + 1 : p;
 }
 
+/* The head of a deepgram-live stream's upgrade request (RFC 6455 4.1)
+ * without its blank line: ib_live.c adds a Sec-WebSocket-Key of its own
+ * to each stream's. The audio goes as 16 kHz s16le (ib_pcm.c). */
+static void ib_build_live(struct ib_sb *h, const struct ib_opts *o, const struct ib_entry *e)
+{
+	struct ib_sb path = {0};
+	ib_sb_str(&path, e->path ? e->path : "/v1/listen");
+	ib_sb_str(&path, strchr(path.p, '?') ? "&" : "?");
+	ib_sb_str(&path, "encoding=linear16&sample_rate=16000&interim_results=true&model=");
+	ib_sb_query(&path, e->model);
+	ib_head(h, o, "GET", path.p, NULL, 0, true, false);
+	h->len -= 2;
+	ib_sb_str(h, "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n");
+	free(path.p);
+}
+
 /* The body and head of one audio request. */
 static void ib_build_audio(struct ib_sb *h, struct ib_sb *b, const struct ib_opts *o,
 			   const struct ib_entry *e, const struct ib_audio *a)
@@ -588,6 +606,41 @@ static void ib_tmpl_set(struct ib_tmpl *t, struct ib_sb *h, struct ib_sb *b, dou
 	free(b->p);
 }
 
+/* The requests of audio entry e, one per file of e->audio_dir (added to
+ * run->audio; decoded to PCM too for deepgram-live). */
+static int ib_entry_build_audio(struct ib_run *run, const struct ib_opts *o, struct ib_entry *e)
+{
+	if (!e->audio_dir) {
+		fprintf(stderr, "inferd-bench: %s needs --audio (a file or a folder)\n",
+			ib_endpoint_name(e->ep));
+		return -1;
+	}
+	size_t first = 0, n = 0;
+	if (ib_audio_add(run, e->audio_dir, &first, &n) != 0)
+		return -1;
+	e->tmpl = calloc(n, sizeof(*e->tmpl));
+	if (!e->tmpl)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct ib_sb h = {0}, b = {0};
+		struct ib_audio *a = &run->audio[first + i];
+		if (!a->ctype) {
+			fprintf(stderr, "inferd-bench: %s: unknown audio type\n", a->path);
+			return -1;
+		}
+		bool live = e->ep == IB_EP_DEEPGRAM_LIVE;
+		if (live && ib_pcm_decode(a->path, &a->pcm, &a->n_pcm) != 0)
+			return -1;
+		if (live)
+			ib_build_live(&h, o, e);
+		else
+			ib_build_audio(&h, &b, o, e, a);
+		ib_tmpl_set(&e->tmpl[i], &h, &b, a->seconds, (int)(first + i));
+	}
+	e->n_tmpl = n;
+	return 0;
+}
+
 static int ib_entry_build(struct ib_run *run, const struct ib_opts *o, struct ib_entry *e)
 {
 	if (e->ep == IB_EP_HTTP_GET) {
@@ -600,32 +653,8 @@ static int ib_entry_build(struct ib_run *run, const struct ib_opts *o, struct ib
 		e->n_tmpl = 1;
 		return 0;
 	}
-	bool audio = ib_endpoint_is_audio(e->ep) || (e->ep == IB_EP_KSERVE_INFER && e->audio_dir);
-	if (audio) {
-		if (!e->audio_dir) {
-			fprintf(stderr, "inferd-bench: %s needs --audio (a file or a folder)\n",
-				ib_endpoint_name(e->ep));
-			return -1;
-		}
-		size_t first = 0, n = 0;
-		if (ib_audio_add(run, e->audio_dir, &first, &n) != 0)
-			return -1;
-		e->tmpl = calloc(n, sizeof(*e->tmpl));
-		if (!e->tmpl)
-			return -1;
-		for (size_t i = 0; i < n; i++) {
-			struct ib_sb h = {0}, b = {0};
-			const struct ib_audio *a = &run->audio[first + i];
-			if (!a->ctype) {
-				fprintf(stderr, "inferd-bench: %s: unknown audio type\n", a->path);
-				return -1;
-			}
-			ib_build_audio(&h, &b, o, e, a);
-			ib_tmpl_set(&e->tmpl[i], &h, &b, a->seconds, (int)(first + i));
-		}
-		e->n_tmpl = n;
-		return 0;
-	}
+	if (ib_endpoint_is_audio(e->ep) || (e->ep == IB_EP_KSERVE_INFER && e->audio_dir))
+		return ib_entry_build_audio(run, o, e);
 	json_t *prompts = ib_prompts_load(e->prompts_file);
 	if (!prompts)
 		return -1;
@@ -730,7 +759,7 @@ static int ib_workload_entry(json_t *j, size_t i, const struct ib_entry *dflt, s
 	if (ep < 0) {
 		fprintf(stderr, "inferd-bench: requests[%zu].endpoint: expected one of "
 				"openai-transcriptions, deepgram-listen, openai-completions, "
-				"openai-chat, kserve-infer, http-get\n", i);
+				"openai-chat, kserve-infer, http-get, deepgram-live\n", i);
 		return -1;
 	}
 	*e = (struct ib_entry){.ep = (enum ib_endpoint)ep};
@@ -874,6 +903,7 @@ void ib_work_free(struct ib_run *run)
 	for (size_t i = 0; i < run->n_audio; i++) {
 		free(run->audio[i].path);
 		free(run->audio[i].data);
+		free(run->audio[i].pcm);
 	}
 	free(run->audio);
 	run->entries = NULL;
@@ -899,80 +929,4 @@ const struct ib_tmpl *ib_work_pick(struct ib_run *run, int *entry)
 	else
 		k = e->next++ % e->n_tmpl;
 	return &e->tmpl[k < e->n_tmpl ? k : 0];
-}
-
-/* --- answers ----------------------------------------------------------- */
-
-static bool ib_is_string_at(json_t *root, const char *path[], size_t n)
-{
-	json_t *v = root;
-	for (size_t i = 0; i < n && v; i++)
-		v = path[i][0] == '#' ? json_array_get(v, (size_t)strtol(path[i] + 1, NULL, 10))
-				      : json_object_get(v, path[i]);
-	return json_is_string(v);
-}
-
-bool ib_work_check_body(enum ib_endpoint ep, const char *body, size_t len, long *tokens)
-{
-	*tokens = -1;
-	if (ep == IB_EP_HTTP_GET)
-		return true;
-	json_t *j = json_loadb(body, len, 0, NULL);
-	bool ok = false;
-	if (!json_is_object(j))
-		goto out;
-	switch (ep) {
-	case IB_EP_OPENAI_TRANSCRIPTIONS:
-		ok = json_is_string(json_object_get(j, "text"));
-		break;
-	case IB_EP_DEEPGRAM_LISTEN: {
-		const char *p[] = {"results", "channels", "#0", "alternatives", "#0", "transcript"};
-		ok = ib_is_string_at(j, p, 6);
-		break;
-	}
-	case IB_EP_OPENAI_COMPLETIONS:
-	case IB_EP_OPENAI_CHAT: {
-		json_t *c = json_object_get(j, "choices");
-		ok = json_is_array(c) && json_array_size(c) > 0;
-		json_t *u = json_object_get(json_object_get(j, "usage"), "completion_tokens");
-		if (json_is_integer(u))
-			*tokens = (long)json_integer_value(u);
-		break;
-	}
-	case IB_EP_KSERVE_INFER:
-		ok = json_is_array(json_object_get(j, "outputs"));
-		break;
-	default:
-		ok = true;
-	}
-out:
-	json_decref(j);
-	return ok;
-}
-
-bool ib_work_event(enum ib_endpoint ep, const char *data, size_t len, bool *text, bool *done,
-		   long *usage)
-{
-	*text = *done = false;
-	if (len == 6 && !memcmp(data, "[DONE]", 6)) {
-		*done = true;
-		return true;
-	}
-	json_t *j = json_loadb(data, len, 0, NULL);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return false;
-	}
-	json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
-	json_t *t = ep == IB_EP_OPENAI_CHAT
-			    ? json_object_get(json_object_get(c0, "delta"), "content")
-			    : json_object_get(c0, "text");
-	if (!t) /* KServe generate_stream and others: a text_output field */
-		t = json_object_get(j, "text_output");
-	*text = json_is_string(t) && json_string_length(t) > 0;
-	json_t *u = json_object_get(json_object_get(j, "usage"), "completion_tokens");
-	if (json_is_integer(u))
-		*usage = (long)json_integer_value(u);
-	json_decref(j);
-	return true;
 }

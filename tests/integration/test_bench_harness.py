@@ -5,12 +5,16 @@ answers are known, and check what the harness measured against them:
 closed- and open-loop load, nearest-rank percentiles, --requests, streamed
 TTFT / ITL / tokens, errors by kind and status, the CSV and JSON outputs and
 bad command lines. The HTML report is rendered in headless chromium and its
-charts are checked for data. The last test drives the real daemon with the
-real default models through a mixed workload.
+charts are checked for data. Live streams (deepgram-live) go to a scripted
+WebSocket server written here, whose answers and their times are known.
+The last tests drive the real daemon with the real default models through
+a mixed workload, and live streams.
 
 Tolerances are sized for a loaded 2-core CI machine: timings may run late
 by tens of milliseconds, never early. Every run is seeded (--seed)."""
+import base64
 import csv
+import hashlib
 import html.parser
 import json
 import math
@@ -22,10 +26,11 @@ import subprocess
 import tempfile
 import threading
 import time
+import wave
 
 import pytest
 
-from conftest import ROOT, Daemon, make_config, model_stats
+from conftest import MODELS, ROOT, Daemon, make_config, model_stats
 
 BENCH = os.environ.get("INFERD_BENCH_BIN", "build/inferd-bench")
 WHISPER, GEMMA = "whisper-tiny.en", "gemma-3-270m"
@@ -34,7 +39,7 @@ AUDIO = os.path.join(ROOT, "tests", "data", "audio")
 
 CSV_COLUMNS = ["stage", "phase", "endpoint", "input", "start_s", "latency_s", "ttft_s", "status",
                "kind", "bytes_sent", "bytes_received", "audio_s", "tokens"]
-KINDS = ("connect", "timeout", "protocol", "http")
+KINDS = ("connect", "timeout", "protocol", "http", "close")
 CHARTS = ("latency_cdf", "throughput_time", "latency_time", "ttft_hist", "itl_hist",
           "status_time", "sweep_throughput", "sweep_p99")
 LATE = 0.030  # how late a timing may be on a loaded machine (seconds)
@@ -297,7 +302,9 @@ def check_outputs(r):
         assert float(row["start_s"]) >= 0 and float(row["latency_s"]) >= 0, row
         assert row["ttft_s"] == "" or 0 <= float(row["ttft_s"]) <= float(row["latency_s"]), row
         status = int(row["status"])
-        if row["kind"] == "ok":
+        if row["kind"] == "ok" and row["endpoint"] == "deepgram-live":
+            assert status == 101, row  # the WebSocket's handshake
+        elif row["kind"] == "ok":
             assert 200 <= status < 300, row
         elif row["kind"] == "http":
             assert status >= 400, row
@@ -325,7 +332,8 @@ def check_stage(st, rows, all_rows=None):
     s = st["summary"]
     keys = {"requests", "ok", "errors", "errors_by_status", "errors_by_kind", "rps", "audio_s",
             "rtfx", "output_tokens", "tokens_per_s", "bytes_sent", "bytes_received",
-            "latency_s", "ttft_s", "itl_s", "cost", "audio_s_pro_rata", "output_tokens_pro_rata"}
+            "latency_s", "ttft_s", "itl_s", "cost", "audio_s_pro_rata", "output_tokens_pro_rata",
+            "live"}
     assert keys <= set(s), sorted(keys - set(s))
     for k in ("requests", "ok", "errors", "output_tokens", "bytes_sent", "bytes_received"):
         assert is_int(s[k]) and s[k] >= 0, (k, s)
@@ -391,6 +399,7 @@ def check_stage(st, rows, all_rows=None):
         xs, fs = [p[0] for p in cdf], [p[1] for p in cdf]
         assert xs == sorted(xs) and fs == sorted(fs) and 0 < fs[0] and fs[-1] == 1.0, cdf
         assert abs(xs[-1] - max(lat)) <= 2e-6 and abs(xs[0] - min(lat)) <= 2e-6, cdf
+    check_live(s["live"], rows)
     ts = st["timeseries"]
     n = len(ts["t"])
     assert n >= 1, ts
@@ -400,6 +409,37 @@ def check_stage(st, rows, all_rows=None):
         assert code == "error" or re.fullmatch(r"[1-5]\d\d", code), ts
         assert len(counts) == n, ts
     assert sum(sum(c) for c in ts["status"].values()) == len(rows), ts
+
+
+def check_live(live, rows):
+    """A summary's "live" object (docs/bench.md) against the window's rows
+    of deepgram-live streams; None when the run has none."""
+    rows = [r for r in rows if r["endpoint"] == "deepgram-live"]
+    if live is None:
+        assert not rows, rows
+        return
+    assert live["streams"] == len(rows) == len(live["per_stream"]), (live, rows)
+    ok = [r for r in rows if r["kind"] == "ok"]
+    assert live["ok"] == len(ok) and live["errors"] == len(rows) - len(ok), live
+    for k in KINDS:
+        assert live["errors_by_kind"][k] == sum(r["kind"] == k for r in rows), (k, live)
+    assert sum(live["errors_by_close_code"].values()) == live["errors_by_kind"]["close"], live
+    assert 0 <= live["kept_up"] <= live["ok"], live
+    per = live["per_stream"]
+    assert sorted(p["kind"] for p in per) == sorted(r["kind"] for r in rows), (per, rows)
+    assert live["finals"] == sum(p["finals"] for p in per if p["kind"] == "ok"), live
+    assert live["interims"] == sum(p["interims"] for p in per if p["kind"] == "ok"), live
+    for name in ("final_latency_s", "interim_latency_s"):
+        d, n = live[name], live["finals" if name.startswith("final") else "interims"]
+        assert (d is None) == (n == 0), (name, live)
+        if d is not None:
+            assert d["p50"] <= d["p95"] <= d["p99"] <= d["max"], (name, d)
+    transcripts = [t for ts in live["transcripts"].values() for t in ts]
+    assert len(transcripts) == live["ok"], live
+    for p in per:
+        assert p["kept_up"] is False or (p["kind"] == "ok" and p["send_lag_s"] <= live["keep_up_s"]
+                                         and p["drain_s"] <= live["keep_up_s"]), p
+        assert (p["close_code"] == 1000) >= (p["kind"] == "ok"), p
 
 
 def rows_of(r, kind=None, stage=0):
@@ -697,6 +737,8 @@ def bad_workload(tmp_path, text):
     (["--endpoint", "http-get", "--duration", "soon"], ["--duration", "soon"]),
     (["--endpoint", "http-get", "--url", "https://127.0.0.1:1"], ["--url", "https://"]),
     (["--endpoint", "http-get", "--no-such-option"], ["no-such-option"]),
+    (["--endpoint", "deepgram-live"], ["deepgram-live", "--audio"]),
+    (["--endpoint", "deepgram-live", "--audio", AUDIO, "--speed", "0"], ["--speed", "'0'"]),
 ])
 def test_bad_command_line(tmp_path, args, expect):
     args = [bad_workload(tmp_path, a[4:]) if a.startswith("{WL:") else a for a in args]
@@ -843,6 +885,246 @@ def test_report_of_two_runs(tmp_path, tiny):
     assert proc.returncode != 0 and '"tool"' in proc.stderr and "run 1" in proc.stderr, proc.stderr
 
 
+# --- live streams against a scripted WebSocket server ------------------------
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def ws_frame(opcode, payload):
+    """One unmasked server frame (RFC 6455 5.2)."""
+    n = len(payload)
+    head = bytes([0x80 | opcode])
+    if n < 126:
+        head += bytes([n])
+    elif n < 65536:
+        head += bytes([126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([127]) + n.to_bytes(8, "big")
+    return head + payload
+
+
+def results(final, start, duration, words):
+    """A Results message as Deepgram's live API sends it; words [(w, end)]."""
+    return json.dumps({"type": "Results", "is_final": final, "start": start, "duration": duration,
+                       "channel": {"alternatives": [{
+                           "transcript": " ".join(w for w, _ in words),
+                           "words": [{"word": w, "start": e - 0.1, "end": e} for w, e in words]}]}})
+
+
+class LiveServer:
+    """A scripted Deepgram live server on a free loopback port, a thread
+    per connection. mode: "ok" (a final after frame FINAL_AT, an interim
+    after frame INTERIM_AT, on CloseStream a final, Metadata and close
+    1000), "close1011" (close 1011 after frame 3), "drop" (the connection
+    closed after frame 3, no close frame), "bad_accept" (a 101 with another
+    key's accept), "refuse" (401). It records per connection the head and
+    every client frame (opcode, payload unmasked, whether it was masked,
+    arrival time.monotonic()) and when it sent each message."""
+    FINAL_AT, FINAL_END, FINAL_DELAY = 5, 0.55, 0.200  # frame 5 holds [0.5, 0.6) s
+    INTERIM_AT, INTERIM_END, INTERIM_DELAY = 10, 0.80, 0.100
+
+    def __init__(self, mode):
+        self.mode, self.conns, self.lock = mode, [], threading.Lock()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+    def _accept(self):
+        raise_priority()
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            rec = {"head": None, "frames": [], "sent": []}
+            with self.lock:
+                self.conns.append(rec)
+            threading.Thread(target=self._serve, args=(conn, rec), daemon=True).start()
+
+    def _read(self, conn, buf, n):
+        while len(buf) < n:
+            data = conn.recv(65536)
+            if not data:
+                raise EOFError
+            buf += data
+        return buf[:n], buf[n:]
+
+    def _frame(self, conn, buf):
+        (b0, b1), buf = self._read(conn, buf, 2)
+        n = b1 & 0x7F
+        if n >= 126:
+            ext, buf = self._read(conn, buf, 2 if n == 126 else 8)
+            n = int.from_bytes(ext, "big")
+        mask = b""
+        if b1 & 0x80:
+            mask, buf = self._read(conn, buf, 4)
+        payload, buf = self._read(conn, buf, n)
+        if mask:
+            payload = bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+        return (b0 & 0x0F, payload, bool(mask), time.monotonic()), buf
+
+    def _send(self, conn, rec, opcode, payload, delay=0):
+        """Send a frame now, or after delay s from a timer thread (the
+        reading goes on meanwhile, so that frames' arrivals stay true)."""
+        if delay:
+            threading.Timer(delay, self._send, (conn, rec, opcode, payload)).start()
+            return
+        with self.lock:
+            try:
+                conn.sendall(ws_frame(opcode, payload))
+            except OSError:
+                return
+            rec["sent"].append((opcode, payload, time.monotonic()))
+
+    def _handshake(self, conn, rec):
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            data = conn.recv(65536)
+            if not data:
+                raise EOFError
+            buf += data
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        rec["head"] = head.decode("latin-1")
+        key = re.search(r"(?im)^sec-websocket-key:\s*(\S+)", rec["head"]).group(1)
+        if self.mode == "refuse":
+            conn.sendall(response(401, b'{"err_code":"INVALID_AUTH"}'))
+            raise EOFError
+        if self.mode == "bad_accept":
+            key = "dGhlIHNhbXBsZSBub25jZQ=="
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                      "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n" % accept).encode())
+        return buf
+
+    def _serve(self, conn, rec):
+        try:
+            buf = self._handshake(conn, rec)
+            n_audio = 0
+            while True:
+                f, buf = self._frame(conn, buf)
+                rec["frames"].append(f)
+                opcode, payload = f[0], f[1]
+                if opcode == 2:
+                    n_audio += 1
+                if opcode == 8:
+                    return
+                if opcode == 2 and n_audio == 4 and self.mode in ("close1011", "drop"):
+                    if self.mode == "drop":
+                        return
+                    self._send(conn, rec, 8, (1011).to_bytes(2, "big") + b"NET-0001")
+                    continue
+                if opcode == 2 and n_audio == self.FINAL_AT + 1:
+                    self._send(conn, rec, 1, results(True, 0.0, 0.6, [
+                        ("and", 0.3), ("so", self.FINAL_END)]).encode(), self.FINAL_DELAY)
+                if opcode == 2 and n_audio == self.INTERIM_AT + 1:
+                    self._send(conn, rec, 1, results(False, 0.6, self.INTERIM_END - 0.6, [
+                        ("my", 0.75)]).encode(), self.INTERIM_DELAY)
+                if opcode == 1 and json.loads(payload) == {"type": "CloseStream"}:
+                    self._send(conn, rec, 1, results(True, 0.6, 0.4, [("fellow", 1.0)]).encode())
+                    self._send(conn, rec, 1, b'{"type":"Metadata","duration":11.0}')
+                    self._send(conn, rec, 8, (1000).to_bytes(2, "big"))
+        except (EOFError, OSError):
+            pass
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+def live_server():
+    made = []
+
+    def start(mode):
+        s = LiveServer(mode)
+        made.append(s)
+        return s
+    yield start
+    for s in made:
+        s.close()
+
+
+def test_live_stream_pace_and_latencies(tmp_path, live_server):
+    """What a deepgram-live stream sends, and what it measures, against a
+    server whose answers are known: the upgrade request, masked binary
+    frames of 100 ms of 16 kHz s16le at --speed times real time, then
+    CloseStream; a final whose last word ended in frame 5 sent 200 ms after
+    frame 5 came is a final latency of 200 ms, an interim ending at 0.8 s
+    sent 100 ms after frame 10 (1.1 s of audio) one of 0.3 s of audio plus
+    what went out in those 100 ms; the close 1000 ends it OK."""
+    speed = 5
+    srv = live_server("ok")
+    wav = os.path.join(AUDIO, "jfk.wav")
+    r = bench(tmp_path, "--url", srv.url + "/pre", "--endpoint", "deepgram-live", "--audio", wav,
+              "--api-key", "k3y", "--model", "a b", "--speed", speed, "--warmup", 0,
+              "--requests", 1, "--duration", 60, "--timeout", 10)
+    (c,) = srv.conns
+    head = c["head"].split("\r\n")
+    assert head[0] == ("GET /pre/v1/listen?encoding=linear16&sample_rate=16000&"
+                       "interim_results=true&model=a%20b HTTP/1.1"), head
+    for h in ("Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
+              "Authorization: Token k3y"):
+        assert h in head, (h, head)
+    audio = [f for f in c["frames"] if f[0] == 2]
+    others = [f for f in c["frames"] if f[0] != 2]
+    assert all(f[2] for f in c["frames"]), "a client's frames are masked"
+    with wave.open(wav) as w:
+        pcm = w.readframes(w.getnframes())
+    assert b"".join(f[1] for f in audio) == pcm
+    assert [len(f[1]) for f in audio[:-1]] == [3200] * (len(audio) - 1), len(audio)
+    assert [json.loads(f[1]) for f in others if f[0] == 1] == [{"type": "CloseStream"}], others
+    # the pace: frame k goes 0.1 * (k + 1) / speed after the first's due time
+    t0 = audio[0][3] - 0.1 / speed
+    late = [f[3] - (t0 + 0.1 * (k + 1) / speed) for k, f in enumerate(audio)]
+    assert min(late) >= -0.005 and max(late) <= LATE + 0.02, (min(late), max(late))
+    s = r.summary
+    assert s["errors"] == 0 and r.rows[0]["status"] == "101", (s, r.rows)
+    live = s["live"]
+    assert live["ok"] == 1 and live["finals"] == 2 and live["interims"] == 1, live
+    (p,) = live["per_stream"]
+    assert p["transcript"] == "and so fellow" and p["words"] == 3 and p["close_code"] == 1000, p
+    assert live["transcripts"] == {"jfk.wav": ["and so fellow"]}, live
+    # the final 200 ms after frame 5 came (as the harness sent it, on loopback)
+    fin_sent = c["sent"][0][2] if c["sent"][0][0] == 1 else None
+    f5 = audio[srv.FINAL_AT][3]
+    assert fin_sent is not None and fin_sent - f5 >= srv.FINAL_DELAY
+    fl = live["final_latency_s"]
+    assert srv.FINAL_DELAY <= fl["p50"] <= fin_sent - f5 + LATE, (fl, fin_sent - f5)
+    # the interim: the audio sent when it came - 0.8 s; it came 100 ms of
+    # wall time (speed x 100 ms of audio) after frame 10 (1.1 s of audio),
+    # give or take a frame
+    il = live["interim_latency_s"]
+    want = 1.1 + speed * srv.INTERIM_DELAY - srv.INTERIM_END
+    assert want - 0.1 - 1e-6 <= il["max"] <= want + speed * LATE + 0.1 + 1e-6, (il, want)
+    assert 0 <= p["send_lag_s"] <= LATE + 0.02 and 0 <= p["drain_s"] <= 1.0, p
+    assert p["kept_up"] is True and live["kept_up"] == 1, p
+
+
+@pytest.mark.parametrize("mode,kind,code", [("close1011", "close", 1011), ("drop", "close", 1006),
+                                            ("bad_accept", "protocol", None),
+                                            ("refuse", "http", None)])
+def test_live_stream_errors(tmp_path, live_server, mode, kind, code):
+    """A close code other than 1000, a connection dropped without a close
+    frame, a 101 whose Sec-WebSocket-Accept is not the key's, and a refused
+    handshake: each stream one error of its kind (close codes counted)."""
+    srv = live_server(mode)
+    r = bench(tmp_path, "--url", srv.url, "--endpoint", "deepgram-live", "--audio",
+              os.path.join(AUDIO, "jfk.wav"), "--speed", 10, "--concurrency", 2, "--warmup", 0,
+              "--requests", 2, "--duration", 60, "--timeout", 10)
+    s = r.summary
+    assert s["requests"] == 2 and s["errors_by_kind"][kind] == 2, s
+    live = s["live"]
+    assert live["errors_by_kind"][kind] == 2 and live["ok"] == 0, live
+    assert live["errors_by_close_code"] == ({str(code): 2} if code else {}), live
+    assert all(x["status"] == ("401" if mode == "refuse" else "101") for x in r.rows), r.rows
+    assert live["final_latency_s"] is None and live["transcripts"] == {}, live
+
+
 # --- against the real daemon ----------------------------------------------
 
 
@@ -899,3 +1181,48 @@ def test_mixed_workload_against_daemon(tmp_path):
     opts = r.run["options"]
     assert [e["endpoint"] for e in opts["requests"]] == ["openai-transcriptions", "openai-chat"]
     assert opts["requests"][0]["inputs"] == len(durations) and opts["seed"] == 1, opts
+
+
+def test_deepgram_live_against_daemon(tmp_path):
+    """Two live streams of jfk.wav side by side at 4x real time against the
+    daemon (whisper-tiny.en, its Silero VAD): both end with close 1000 after
+    CloseStream, their finals carry the clip's words, and every latency the
+    harness reports is there and not negative."""
+    models = [{"name": WHISPER, "path": os.path.join(MODELS, WHISPER), "format": "ct2",
+               "vad_filter": True}]
+    d = Daemon(make_config(models=models), env={"INFERD_API_KEY": "live-key"})
+    try:
+        r = bench(tmp_path, "--url", f"http://127.0.0.1:{d.port}", "--endpoint", "deepgram-live",
+                  "--audio", os.path.join(AUDIO, "jfk.wav"), "--api-key", "live-key",
+                  "--concurrency", 2, "--speed", 4, "--warmup", 0, "--requests", 2,
+                  "--duration", 600, "--timeout", 120, timeout=600)
+    finally:
+        rc = d.stop()
+    text = d.stderr_text()
+    assert rc == 0 and "Sanitizer" not in text and "runtime error" not in text, text
+    s = r.summary
+    assert s["requests"] == 2 and s["errors"] == 0, (s, r.stdout)
+    assert [x["status"] for x in r.rows] == ["101", "101"], r.rows
+    for x in r.rows:  # the file's length, credited to each stream
+        assert abs(float(x["audio_s"]) - 11.0) <= 0.1, x
+    live = s["live"]
+    assert live["streams"] == live["ok"] == 2 and live["speed"] == 4, live
+    assert all(v == 0 for v in live["errors_by_kind"].values()), live
+    assert live["errors_by_close_code"] == {}, live
+    (transcripts,) = live["transcripts"].values()
+    assert list(live["transcripts"]) == ["jfk.wav"] and len(transcripts) == 2, live
+    for t in transcripts:
+        words = " ".join(re.sub(r"[^\w\s']", " ", t.lower()).split())
+        assert "ask not what your country can do for you" in words, t
+    for p in live["per_stream"]:
+        assert p["kind"] == "ok" and p["close_code"] == 1000, p
+        assert p["finals"] >= 1 and p["words"] >= 20 and p["words_per_minute"] > 0, p
+        assert p["final_latency_max_s"] >= 0 and p["send_lag_s"] >= 0 and p["drain_s"] >= 0, p
+    # latencies: present and not negative (the finals' and the interims':
+    # the daemon transcribes the open segment every 0.5 s of new audio)
+    assert live["finals"] >= 2 and live["interims"] >= 1, live
+    for name in ("final_latency_s", "interim_latency_s"):
+        dist = live[name]
+        assert dist is not None and all(dist[k] >= 0 for k in ("mean", "p50", "p95", "max")), \
+            (name, dist)
+    assert "live: streams 2 (ok 2" in r.stdout, r.stdout
