@@ -68,14 +68,15 @@ static void srv_drain_timeout_cb(uv_timer_t *t)
 	srv_stop_loop(srv);
 }
 
-/* limits.send_timeout_ms, swept the way Redis's clientsCron sweeps its
- * clients for timeouts: one timer for the server, not one per connection. */
+/* limits.send_timeout_ms (and the gRPC connections' idle timeouts), swept
+ * the way Redis's clientsCron sweeps its clients for timeouts: one timer
+ * for the server, not one per connection. */
 static void srv_send_sweep_cb(uv_timer_t *t)
 {
 	struct srv *srv = t->data;
 	uint64_t now = uv_now(&srv->loop);
 	srv__conns_send_sweep(srv, now);
-	srv__grpc_send_sweep(srv, now);
+	srv__grpc_sweep(srv, now);
 }
 
 static void srv_on_signal(uv_signal_t *s, int signum)

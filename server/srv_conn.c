@@ -408,6 +408,9 @@ static void srv_conn_timeout_cb(uv_timer_t *t)
 					     "the request did not arrive within the time limit");
 		return;
 	}
+	if (conn->n_writes > 0)
+		return; /* still answering: idle from the last write's end (srv_conn_write_cb);
+			 * output that stops moving is limits.send_timeout_ms's */
 	srv__conn_close(conn); /* WAIT: idle keep-alive or silent client */
 }
 
@@ -696,6 +699,8 @@ static void srv_conn_write_cb(uv_write_t *w, int status)
 		srv__conn_close(conn);
 	else if (conn->close_after_write && conn->n_writes == 0)
 		srv_conn_linger(conn);
+	else if (conn->state == SRV_CONN_STATE_WAIT && conn->n_writes == 0)
+		srv_conn_timer_arm(conn); /* the idle time starts now (nginx's keepalive_timeout) */
 }
 
 int srv__conn_write(struct srv_conn *conn, char *head, size_t head_len,

@@ -9,7 +9,8 @@
  *   {"type":"Finalize"}     flush: finals carry from_finalize, the stream stays open
  *   {"type":"CloseStream"}  flush, finals, a Metadata summary, close 1000
  * anything else is logged and ignored. No audio and no KeepAlive for
- * limits.live_idle_timeout_ms closes with 1011 and NET-0001; SIGTERM
+ * limits.live_idle_timeout_ms, while none of its audio is waiting to be
+ * decoded or transcribed, closes with 1011 and NET-0001; SIGTERM
  * flushes and closes with 1001. The stream's policy is described in
  * srv_dg_live_int.h.
  */
@@ -97,6 +98,11 @@ static void srv_dg_live_on_eof(void *ud)
 static void srv_dg_live_on_timeout(void *ud)
 {
 	struct srv_dg_live *l = ud;
+	if (l->job || l->n_finals || l->work_busy || l->want_finalize) {
+		/* the client waits on us (a Finalize's results, say): not idle */
+		srv_dg_live_idle_arm(l);
+		return;
+	}
 	fprintf(stderr, "inferd: live %s: idle for %d ms, closing (NET-0001)\n", l->request_id,
 		l->srv->cfg->live_idle_timeout_ms);
 	srv__dg_live_enter(l);

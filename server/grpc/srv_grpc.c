@@ -502,8 +502,10 @@ static void srv_grpc_on_write(uv_write_t *req, int status)
 		srv_grpc_conn_close(c);
 		return;
 	}
-	if (!c->reading && !c->closing && c->queued < SRV_GRPC_MAX_QUEUED / 2)
-		srv__grpc_flush(c); /* resumes reading */
+	/* resumes reading; with nothing left to write, closes a session that
+	 * wants nothing more (after a GOAWAY) */
+	if (!c->closing && (c->queued == 0 || (!c->reading && c->queued < SRV_GRPC_MAX_QUEUED / 2)))
+		srv__grpc_flush(c);
 }
 
 static void srv_grpc_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
@@ -571,6 +573,8 @@ static void srv_grpc_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	}
 	if (n == 0)
 		return;
+	c->read_any = true;
+	c->active_ms = uv_now(st->loop);
 	c->in_recv = true;
 	ssize_t rv = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf->base, (size_t)n);
 	c->in_recv = false;
@@ -662,6 +666,7 @@ static struct srv_grpc_conn *srv_grpc_conn_new(struct srv *srv)
 	if (!c)
 		return NULL;
 	c->srv = srv;
+	c->active_ms = uv_now(&srv->loop);
 	c->next = srv->grpc_conns;
 	srv->grpc_conns = c;
 	srv->n_grpc_conns++;
@@ -769,14 +774,37 @@ void srv__grpc_close_all(struct srv *srv)
 	}
 }
 
-void srv__grpc_send_sweep(struct srv *srv, uint64_t now_ms)
+/* A connection with no call in progress and nothing to write, quiet for
+ * limits.header_timeout_ms when it never sent a byte, for
+ * limits.idle_timeout_ms after that. */
+static bool srv_grpc_idle(const struct srv_grpc_conn *c, uint64_t now_ms)
+{
+	const struct cfg *cfg = c->srv->cfg;
+	if (srv_grpc_live((struct srv_grpc_conn *)c)->n || c->n_work || c->queued)
+		return false;
+	uint64_t limit = (uint64_t)(c->read_any ? cfg->idle_timeout_ms : cfg->header_timeout_ms);
+	return now_ms - c->active_ms >= limit;
+}
+
+void srv__grpc_sweep(struct srv *srv, uint64_t now_ms)
 {
 	for (struct srv_grpc_conn *c = srv->grpc_conns, *next; c; c = next) {
 		next = c->next;
-		if (!c->closing &&
-		    srv__send_stalled(&c->send, &c->h.stream, now_ms, srv->cfg->send_timeout_ms)) {
+		if (c->closing)
+			continue;
+		if (srv__send_stalled(&c->send, &c->h.stream, now_ms, srv->cfg->send_timeout_ms)) {
 			srv->metrics.send_timeouts++;
 			srv_grpc_conn_close(c);
+		} else if (srv_grpc_idle(c, now_ms) && !c->read_any) {
+			srv_grpc_conn_close(c); /* not even a preface: nothing to say goodbye to */
+		} else if (srv_grpc_idle(c, now_ms) && !c->idle_goaway) {
+			/* GOAWAY, then the close once it is written (srv_grpc_on_write) */
+			c->idle_goaway = true;
+			nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
+					      nghttp2_session_get_last_proc_stream_id(c->h2),
+					      NGHTTP2_NO_ERROR, NULL, 0);
+			nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
+			srv__grpc_flush(c);
 		}
 	}
 }

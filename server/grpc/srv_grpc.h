@@ -100,6 +100,9 @@ struct srv_grpc_conn {
 	struct srv_grpc_conn *next;
 	size_t queued;		/* bytes handed to uv_write, not yet written */
 	struct srv_send_watch send; /* limits.send_timeout_ms */
+	uint64_t active_ms;	/* uv_now at accept and at each read */
+	bool read_any;		/* a byte arrived (else header_timeout_ms applies) */
+	bool idle_goaway;	/* idle: GOAWAY sent, closing once written */
 	size_t in_bytes;	/* request bytes its streams hold, at most
 				 * SRV_GRPC_CONN_IN_MAX(limits.max_body_bytes) */
 	bool reading, closing;
@@ -120,8 +123,12 @@ int srv__grpc_conn_open_fd(struct srv *srv, int fd);
 void srv__grpc_drain(struct srv *srv);
 /* srv__grpc_close_all - close every gRPC connection and the listener. */
 void srv__grpc_close_all(struct srv *srv);
-/* srv__grpc_send_sweep - srv__conns_send_sweep for the gRPC connections. */
-void srv__grpc_send_sweep(struct srv *srv, uint64_t now_ms);
+/* srv__grpc_sweep - every SRV_SEND_SWEEP_MS: close the gRPC connections
+ * whose output has not moved for limits.send_timeout_ms
+ * (srv__conns_send_sweep), and those idle - no call in progress - for
+ * limits.header_timeout_ms before their first byte or limits.idle_timeout_ms
+ * after it (a GOAWAY first when a session exists). */
+void srv__grpc_sweep(struct srv *srv, uint64_t now_ms);
 
 /* srv__grpc_respond - answer stream s with the framed message of packed
  * bytes [n] (status OK), or with status and message (n ignored) when

@@ -76,7 +76,7 @@ def run_v4(port, key, chunks, speed, model):
     # 4.x's finish() sends CloseStream and closes 0.5 s later, before the
     # last finals can come: its documented pattern is Finalize first
     conn.finalize()
-    finalized.wait(120)
+    finalized.wait(400)
     conn.finish()
     emit({"type": "end", "close": 1000 if finalized.is_set() else None})
 

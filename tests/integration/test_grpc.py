@@ -208,6 +208,75 @@ def test_malformed_http2_and_grpc_bytes(client, daemon):
     assert text_of(r.as_numpy("TEXT_OUTPUT")[0])
 
 
+def recv_until_closed(s, hang_guard=60):
+    """Every byte s receives until the daemon closes it (EOF or reset)."""
+    s.settimeout(hang_guard)
+    out = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except ConnectionResetError:
+            return out
+        if not b:
+            return out
+        out += b
+
+
+def h2_frames(data):
+    """[(type, flags, stream, payload)] of the server's bytes."""
+    out = []
+    while len(data) >= 9:
+        n = int.from_bytes(data[:3], "big")
+        out.append((data[3], data[4], int.from_bytes(data[5:9], "big") & 0x7fffffff,
+                    data[9:9 + n]))
+        data = data[9 + n:]
+    return out
+
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0)
+
+
+def test_silent_connection_closed_at_header_timeout(daemon):
+    """A connection that sends nothing is closed at limits.header_timeout_ms
+    (2 s here), as a silent HTTP one is: it cannot hold max_connections."""
+    with socket.create_connection(("127.0.0.1", daemon.grpc_port)) as s:
+        recv_until_closed(s)
+
+
+def test_idle_session_gets_goaway_then_close(fresh_daemon):
+    """A session with no call for limits.idle_timeout_ms gets GOAWAY
+    (NO_ERROR) and is closed; one that breaks the protocol gets GOAWAY with
+    its error and is closed too, without waiting for the client."""
+    port = free_port()
+    d = fresh_daemon(make_config(grpc_listen="127.0.0.1:%d" % port,
+                                 limits={"idle_timeout_ms": 1000}))
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(PREFACE)
+        goaways = [f for f in h2_frames(recv_until_closed(s)) if f[0] == 7]
+        assert goaways and int.from_bytes(goaways[-1][3][4:8], "big") == 0  # NO_ERROR
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(PREFACE + b"\xff" * 64)
+        goaways = [f for f in h2_frames(recv_until_closed(s)) if f[0] == 7]
+        assert goaways and int.from_bytes(goaways[-1][3][4:8], "big") != 0
+
+
+def test_sigterm_does_not_wait_for_idle_grpc_sessions(fresh_daemon):
+    """Idle sessions get GOAWAY at SIGTERM and close: the daemon exits
+    without its drain timer firing (it would log "drain timeout")."""
+    port = free_port()
+    d = fresh_daemon(make_config(models=[default_models()[0]], grpc_listen="127.0.0.1:%d" % port,
+                                 limits={"drain_timeout_ms": 60000, "idle_timeout_ms": 60000}))
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    for s in socks:
+        s.sendall(PREFACE)
+    try:
+        assert d.stop(timeout=50) == 0
+        assert "drain timeout" not in d.stderr_text(), d.stderr_text()
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_no_grpc_port_by_default():
     d = Daemon(make_config(models=[default_models()[0]]))
     try:

@@ -318,19 +318,7 @@ def test_client_that_stops_reading_is_closed_at_send_timeout(fresh_daemon):
     s.connect(("127.0.0.1", d.port))
     try:
         me = s.getsockname()[1]
-        last = -1
-        for _ in range(1000):
-            s.sendall(req * 8)
-            q, settled = None, 0
-            while settled < 3:  # the daemon has answered this batch
-                time.sleep(0.05)
-                now = tcp_send_queue(d.port, me)
-                settled = settled + 1 if now == q else 0
-                q = now
-            if q is not None and q == last:
-                break
-            last = q
-        assert q is not None and q == last, "the kernel's send queue never filled"
+        fill_send_queue(s, d.port, req)
         s.sendall(req[:-2] + b"Connection: close\r\n\r\n")
         wait_until(lambda: send_timeouts(d.port) == before + 1,
                    "the stalled connection was never closed", timeout=60)
@@ -338,6 +326,52 @@ def test_client_that_stops_reading_is_closed_at_send_timeout(fresh_daemon):
     finally:
         s.close()
     assert request(d.port, "GET", "/v2/health/live").status == 200
+
+
+def fill_send_queue(s, port, req, batch=8):
+    """Pipeline req `batch` at a time on s (never reading) until the
+    daemon's kernel send queue for it stops growing; returns how many were
+    sent. Each batch is answered before the next goes (the queue settles),
+    so libuv's own queue stays under the 1 MiB that pauses parsing."""
+    me, last, sent = s.getsockname()[1], -1, 0
+    for _ in range(1000):
+        s.sendall(req * batch)
+        sent += batch
+        q, settled = None, 0
+        while settled < 3:
+            time.sleep(0.05)
+            now = tcp_send_queue(port, me)
+            settled = settled + 1 if now == q else 0
+            q = now
+        if q is not None and q == last:
+            return sent
+        last = q
+    raise AssertionError("the kernel's send queue never filled")
+
+
+def test_idle_timer_waits_for_the_answers_to_be_written(fresh_daemon):
+    """A client reading pipelined answers more slowly than the idle timeout
+    (1 s here) gets every one of them: the idle time starts when the last
+    answer is written (nginx's keepalive_timeout), not while libuv still
+    holds answers the kernel could not take yet."""
+    d = fresh_daemon(make_config(limits={"idle_timeout_ms": 1000, "send_timeout_ms": 30000}))
+    req = b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n"
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", d.port))
+    try:
+        n = fill_send_queue(s, d.port, req)
+        s.sendall(req * 8)  # these wait in libuv's queue
+        n += 8
+        time.sleep(2.5)  # past the idle timeout, the answers still queued
+        rd = Reader(s)
+        got = 0
+        for _ in range(n):
+            assert rd.read_response().status == 200
+            got += 1
+    finally:
+        s.close()
+    assert got == n
 
 
 def test_header_whitespace_rules(daemon):

@@ -485,6 +485,7 @@ def test_not_a_websocket(srv):
                        {"Sec-WebSocket-Version": "8"})
     s.close()
     assert r.status == 426 and r.header("sec-websocket-version") == "13"
+    assert r.reason == "Upgrade Required" and r.json()["err_code"] == "Upgrade Required"
     s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000",
                        {"Sec-WebSocket-Key": "short"})
     s.close()

@@ -57,7 +57,7 @@ def run_client(port, version, speed):
         assert os.path.isdir(path), path + " is missing: run scripts/install-deps"
         env["PYTHONPATH"] = path
     p = subprocess.run([sys.executable, CLIENT, str(port), KEY, JFK, str(speed), MODEL, version],
-                       env=env, capture_output=True, text=True, timeout=300)
+                       env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     return [json.loads(ln) for ln in p.stdout.splitlines()]
 
