@@ -124,6 +124,12 @@ static void srv_dg_live_on_drain(void *ud)
 static void srv_dg_live_on_close(void *ud)
 {
 	struct srv_dg_live *l = ud;
+	if (l->srv->cfg->access_log) /* the stream's end; its start was the 101's line */
+		fprintf(stderr, "access remote=%s method=GET path=\"/v1/listen\" live_end=1 "
+			"audio_s=%.3f finals=%u close=%u duration_ms=%.3f request_id=%s\n",
+			l->conn->remote, (double)(l->audio_base + (int64_t)l->audio_n) / SRV_DG_LIVE_RATE,
+			l->n_finals_sent, l->close_sent, (double)(uv_hrtime() - l->start_ns) / 1e6,
+			l->request_id);
 	l->cancel = 1;
 	l->state = SRV_DG_LIVE_STATE_DONE;
 	srv__ws_destroy(l->ws);
@@ -173,6 +179,7 @@ static struct srv_dg_live *srv_dg_live_new(struct srv_req *req, const struct srv
 				   .close_code = SRV_WS_CLOSE_NORMAL, .quiet_since = -1,
 				   .ue_due_at = -1 };
 	memcpy(l->request_id, req->request_id, sizeof(l->request_id));
+	l->start_ns = uv_hrtime();
 	srv__dg_created(l->created);
 	srv__dg_uuid(eng_model_name(m), 0, l->model_uuid);
 	srv_buf_init(&l->raw, SRV_DG_LIVE_MAX_RAW);

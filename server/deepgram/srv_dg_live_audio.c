@@ -52,6 +52,7 @@ void srv__dg_live_fail(struct srv_dg_live *l, uint16_t code, const char *reason)
 		return;
 	l->state = SRV_DG_LIVE_STATE_DONE;
 	l->cancel = 1;
+	l->close_sent = code;
 	srv__ws_close(l->ws, code, reason);
 }
 
@@ -349,6 +350,7 @@ static void srv_dg_live_job_after(struct srv_post *post)
 		if (job->commit_msg.len) /* LocalAgreement-2's final, before the interim */
 			srv__ws_send_text(l->ws, job->commit_msg.data, job->commit_msg.len);
 		srv__ws_send_text(l->ws, job->msg.data, job->msg.len);
+		l->n_finals_sent += job->is_final + (job->commit_msg.len > 0);
 		if (job->is_final || job->commit_msg.len)
 			l->final_end = job->is_final ? job->seg.end : job->new_committed_end;
 		if (job->last_word_end > l->last_word_end)
@@ -489,6 +491,7 @@ void srv__dg_live_pump(struct srv_dg_live *l)
 			return;
 		}
 		l->state = SRV_DG_LIVE_STATE_DONE;
+		l->close_sent = l->close_code;
 		srv__ws_close(l->ws, l->close_code, "");
 	}
 }

@@ -124,6 +124,9 @@ struct srv_dg_live {
 	int depth;                    /* entry points on the stack (srv__dg_live_enter): the
 				       * stream is freed only when the outermost leaves */
 	uint16_t close_code;          /* FLUSHING: the code to close with (1000, 1001) */
+	uint16_t close_sent;          /* the close code sent, 0 none (the access log) */
+	uint64_t start_ns;            /* uv_hrtime at the handshake */
+	unsigned n_finals_sent;       /* final Results sent (the access log) */
 	_Atomic int cancel;           /* set when the client goes: jobs stop early */
 	char request_id[SRV_REQUEST_ID_MAX + 1];
 	char created[40];

@@ -517,6 +517,27 @@ def assert_still_serves(d):
     wait_until(lambda: open_connections(d) == 1, "the streams' connections to close", 30)
 
 
+def test_access_log_has_the_stream_end(srv):
+    """Besides the handshake's 101 line, the access log gets one line when
+    the stream ends: audio seconds, finals sent, the close code, duration."""
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
+    rid = r.header("dg-request-id")
+    pcm = jfk_pcm()
+    for off in range(0, len(pcm), 32000):
+        s.sendall(frame(2, pcm[off:off + 32000]))
+    s.sendall(frame(1, b'{"type":"CloseStream"}'))
+    frames = read_frames(s, rd, timeout=120)
+    s.close()
+    n_finals = sum(1 for op, p in frames if op == 1 and json.loads(p).get("is_final"))
+    def end_line():
+        return next((ln for ln in srv.stderr_text().splitlines()
+                     if "live_end=1" in ln and ln.endswith("request_id=" + rid)), None)
+    wait_until(end_line, "the stream's end line", 30)
+    line = end_line()
+    assert "audio_s=11.000 " in line and " close=1000 " in line, line
+    assert " finals=%d " % n_finals in line and n_finals >= 1, line
+
+
 def test_oversized_message_closes_1009(srv):
     s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
     s.sendall(frame(2, b"\0" * ((1 << 20) + 2)))
