@@ -288,11 +288,8 @@ async def open_loop(port, workload, rate, duration, timeout, t0, seed, prefix, s
         delay = start + nxt - loop.time()
         if delay > 0:
             if stop:
-                try:
-                    await asyncio.wait_for(stop.wait(), delay)
+                if await _wait_stop(stop, delay):
                     break
-                except asyncio.TimeoutError:
-                    pass
             else:
                 await asyncio.sleep(delay)
         i += 1
@@ -302,6 +299,15 @@ async def open_loop(port, workload, rate, duration, timeout, t0, seed, prefix, s
 
 
 # ---------------------------------------------------------------- bad clients
+
+async def _wait_stop(stop, seconds):
+    """Sleep for seconds, or less when stop is set; True when it is."""
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+        return True
+    except asyncio.TimeoutError:
+        return False
+
 
 def _raw_socket(rcvbuf=None):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -329,10 +335,7 @@ async def reset_mid_upload(port, req, stop, stats, every_s=1.0):
             stats["errors"].append("reset client: %s" % e)
         finally:
             s.close()
-        try:
-            await asyncio.wait_for(stop.wait(), every_s)
-        except asyncio.TimeoutError:
-            pass
+        await _wait_stop(stop, every_s)
 
 
 async def _recv_or_stop(loop, s, n, stop):
@@ -363,10 +366,7 @@ async def slow_reader(port, req, stop, stats, rid):
                 stats["slow_eof"] += 1
                 break
             stats["slow_bytes"] += 1
-            try:
-                await asyncio.wait_for(stop.wait(), 1.0)
-            except asyncio.TimeoutError:
-                pass
+            await _wait_stop(stop, 1.0)
     except OSError as e:
         stats["errors"].append("slow reader: %s" % e)
     finally:
@@ -430,10 +430,7 @@ async def write_staller(port, stop, stats, batch=8, limit=1000):
             if send_queue(port, me) is None:
                 rec["cut_s"] = time.monotonic() - t
                 break
-            try:
-                await asyncio.wait_for(stop.wait(), 0.25)
-            except asyncio.TimeoutError:
-                pass
+            await _wait_stop(stop, 0.25)
     except OSError as e:
         stats["errors"].append("write staller: %s" % e)
     finally:

@@ -22,6 +22,7 @@ import pytest
 from websockets.sync.client import connect as ws_connect
 
 from conftest import BIN, ROOT, Daemon, assert_stopped_clean, default_models, make_config, request
+from test_live import wer, words
 
 KEY = "sk-demo-page-key"
 AUDIO = os.path.join(ROOT, "tests", "data", "audio")
@@ -33,20 +34,6 @@ def reference(name):
     with open(os.path.join(AUDIO, "manifest.tsv")) as f:
         return next(r["reference_transcript"] for r in csv.DictReader(f, delimiter="\t")
                     if r["file"] == name)
-
-
-def words(text):
-    return "".join(c if c.isalnum() or c.isspace() else " " for c in text.lower()).split()
-
-
-def wer(ref, hyp):
-    prev = list(range(len(hyp) + 1))
-    for i, a in enumerate(ref, 1):
-        cur = [i] + [0] * len(hyp)
-        for j, b in enumerate(hyp, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a != b))
-        prev = cur
-    return prev[-1] / max(len(ref), 1)
 
 
 class Chromium(contextlib.ExitStack):

@@ -500,8 +500,9 @@ def open_connections(d):
     return int(re.search(rb"^inferd_http_open_connections (\d+)", r.body, re.M).group(1))
 
 
-def assert_still_serves(d):
-    """A whole stream still works (fast), and nothing was left open."""
+def whole_stream(d):
+    """jfk.wav in 1 s messages as fast as they go, then CloseStream: the
+    handshake's response and the server's frames to the close."""
     s, rd, r = ws_open(d.port, "encoding=linear16&sample_rate=16000")
     pcm = jfk_pcm()
     for off in range(0, len(pcm), 32000):
@@ -509,6 +510,12 @@ def assert_still_serves(d):
     s.sendall(frame(1, b'{"type":"CloseStream"}'))
     frames = read_frames(s, rd, timeout=120)
     s.close()
+    return r, frames
+
+
+def assert_still_serves(d):
+    """A whole stream still works (fast), and nothing was left open."""
+    r, frames = whole_stream(d)
     assert close_of(frames)[0] == 1000
     texts = [json.loads(p) for op, p in frames if op == 1]
     got = [w for m in texts if m["type"] == "Results" and m["is_final"]
@@ -520,14 +527,8 @@ def assert_still_serves(d):
 def test_access_log_has_the_stream_end(srv):
     """Besides the handshake's 101 line, the access log gets one line when
     the stream ends: audio seconds, finals sent, the close code, duration."""
-    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
+    r, frames = whole_stream(srv)
     rid = r.header("dg-request-id")
-    pcm = jfk_pcm()
-    for off in range(0, len(pcm), 32000):
-        s.sendall(frame(2, pcm[off:off + 32000]))
-    s.sendall(frame(1, b'{"type":"CloseStream"}'))
-    frames = read_frames(s, rd, timeout=120)
-    s.close()
     n_finals = sum(1 for op, p in frames if op == 1 and json.loads(p).get("is_final"))
     def end_line():
         return next((ln for ln in srv.stderr_text().splitlines()
