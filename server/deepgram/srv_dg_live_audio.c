@@ -351,8 +351,8 @@ static void srv_dg_live_job_after(struct srv_post *post)
 			srv__ws_send_text(l->ws, job->commit_msg.data, job->commit_msg.len);
 		srv__ws_send_text(l->ws, job->msg.data, job->msg.len);
 		l->n_finals_sent += job->is_final + (job->commit_msg.len > 0);
-		if (job->is_final || job->commit_msg.len)
-			l->final_end = job->is_final ? job->seg.end : job->new_committed_end;
+		if (job->is_final) /* a segment's end (UtteranceEnd waits for it), not a commit */
+			l->final_end = job->seg.end;
 		if (job->last_word_end > l->last_word_end)
 			l->last_word_end = job->last_word_end;
 		if (job->new_committed_end > l->committed_end)

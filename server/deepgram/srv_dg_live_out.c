@@ -247,12 +247,18 @@ int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript
 	long i0 = rc ? rc : srv_dg_live_committed(job, w, norm, nw);
 	long k = i0 < 0 ? i0 : srv_dg_live_agree(job, norm + i0, nw - (size_t)i0);
 	rc = k < 0 ? (int)k : 0;
+	/* a message starts at the last commit's end, or at its first word when
+	 * that starts sooner (word times of neighbours may overlap) */
+	if (!rc && (size_t)i0 < nw && off + w[i0].start_s < start)
+		start = off + w[i0].start_s;
 	if (!rc && k) {
 		double cut = off + w[i0 + k - 1].end_s;
 		struct eng_segment s = { .words = w + i0, .n_words = (size_t)k, .text = "" };
 		rc = srv_dg_live_msg(job, t, &s, start, cut, true, &job->commit_msg);
 		job->new_committed_end = (int64_t)llround(cut * SRV_DG_LIVE_RATE);
 		start = cut;
+		if ((size_t)(i0 + k) < nw && off + w[i0 + k].start_s < start)
+			start = off + w[i0 + k].start_s;
 	}
 	size_t rest = rc ? 0 : nw - (size_t)(i0 + k);
 	if (!rc) {
