@@ -747,6 +747,19 @@ int srv__grpc_listen(struct srv *srv, char *err, size_t errlen)
 	return 0;
 }
 
+/* GOAWAY (NO_ERROR) after the last stream begun; with no call in
+ * progress the session then wants nothing more, and closes once the
+ * GOAWAY is written (srv_grpc_on_write). */
+static void srv_grpc_goaway(struct srv_grpc_conn *c)
+{
+	nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
+			      nghttp2_session_get_last_proc_stream_id(c->h2), NGHTTP2_NO_ERROR,
+			      NULL, 0);
+	if (srv_grpc_live(c)->n == 0)
+		nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
+	srv__grpc_flush(c);
+}
+
 void srv__grpc_drain(struct srv *srv)
 {
 	if (srv->grpc_on && !uv_is_closing((uv_handle_t *)&srv->grpc_listener))
@@ -755,12 +768,7 @@ void srv__grpc_drain(struct srv *srv)
 		next = c->next;
 		if (c->closing)
 			continue;
-		nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
-				      nghttp2_session_get_last_proc_stream_id(c->h2),
-				      NGHTTP2_NO_ERROR, NULL, 0);
-		if (srv_grpc_live(c)->n == 0)
-			nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
-		srv__grpc_flush(c);
+		srv_grpc_goaway(c);
 	}
 }
 
@@ -777,10 +785,10 @@ void srv__grpc_close_all(struct srv *srv)
 /* A connection with no call in progress and nothing to write, quiet for
  * limits.header_timeout_ms when it never sent a byte, for
  * limits.idle_timeout_ms after that. */
-static bool srv_grpc_idle(const struct srv_grpc_conn *c, uint64_t now_ms)
+static bool srv_grpc_idle(struct srv_grpc_conn *c, uint64_t now_ms)
 {
 	const struct cfg *cfg = c->srv->cfg;
-	if (srv_grpc_live((struct srv_grpc_conn *)c)->n || c->n_work || c->queued)
+	if (srv_grpc_live(c)->n || c->n_work || c->queued)
 		return false;
 	uint64_t limit = (uint64_t)(c->read_any ? cfg->idle_timeout_ms : cfg->header_timeout_ms);
 	return now_ms - c->active_ms >= limit;
@@ -795,16 +803,13 @@ void srv__grpc_sweep(struct srv *srv, uint64_t now_ms)
 		if (srv__send_stalled(&c->send, &c->h.stream, now_ms, srv->cfg->send_timeout_ms)) {
 			srv->metrics.send_timeouts++;
 			srv_grpc_conn_close(c);
-		} else if (srv_grpc_idle(c, now_ms) && !c->read_any) {
+		} else if (!srv_grpc_idle(c, now_ms) || c->idle_goaway) {
+			continue;
+		} else if (!c->read_any) {
 			srv_grpc_conn_close(c); /* not even a preface: nothing to say goodbye to */
-		} else if (srv_grpc_idle(c, now_ms) && !c->idle_goaway) {
-			/* GOAWAY, then the close once it is written (srv_grpc_on_write) */
+		} else {
 			c->idle_goaway = true;
-			nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
-					      nghttp2_session_get_last_proc_stream_id(c->h2),
-					      NGHTTP2_NO_ERROR, NULL, 0);
-			nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
-			srv__grpc_flush(c);
+			srv_grpc_goaway(c);
 		}
 	}
 }
