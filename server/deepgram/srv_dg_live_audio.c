@@ -21,8 +21,7 @@ static void srv_dg_live_free(struct srv_dg_live *l)
 	mem_free(l->work_in);
 	mem_free(l->work_probs);
 	mem_free(l->audio);
-	mem_free(l->hyp);
-	mem_free(l->tail);
+	mem_free(l->la.hyp);
 	mem_free(l);
 	srv__conn_work_done(conn);
 }
@@ -323,10 +322,8 @@ static void srv_dg_live_job_free(struct srv_dg_live_job *job)
 	mem_free(job->samples);
 	srv_buf_fini(&job->msg);
 	srv_buf_fini(&job->commit_msg);
-	mem_free(job->prev);
-	mem_free(job->tail);
-	mem_free(job->new_prev);
-	mem_free(job->new_tail);
+	mem_free(job->la.hyp);
+	mem_free(job->new_la.hyp);
 	mem_free(job);
 }
 
@@ -357,11 +354,9 @@ static void srv_dg_live_job_after(struct srv_post *post)
 			l->last_word_end = job->last_word_end;
 		if (job->new_committed_end > l->committed_end)
 			l->committed_end = job->new_committed_end;
-		mem_free(l->hyp);
-		mem_free(l->tail);
-		l->hyp = job->new_prev;
-		l->tail = job->new_tail;
-		job->new_prev = job->new_tail = NULL;
+		mem_free(l->la.hyp);
+		l->la = job->new_la;
+		job->new_la.hyp = NULL;
 	}
 	srv_dg_live_job_free(job);
 	srv__dg_live_pump(l);
@@ -401,11 +396,16 @@ static struct srv_dg_live_job *srv_dg_live_job_new(struct srv_dg_live *l,
 					 .is_final = is_final, .committed_end = l->committed_end };
 	srv_buf_init(&job->msg, SRV_AUDIO_OUT_MAX_LIVE);
 	srv_buf_init(&job->commit_msg, SRV_AUDIO_OUT_MAX_LIVE);
-	job->prev = is_final || !l->hyp ? NULL : mem_strdup(l->hyp);
-	job->tail = l->tail ? mem_strdup(l->tail) : NULL;
-	if ((!is_final && l->hyp && !job->prev) || (l->tail && !job->tail)) {
-		srv_dg_live_job_free(job);
-		return NULL;
+	job->la = l->la; /* the tail; the hyp is the job's own copy */
+	job->la.hyp = NULL;
+	job->la.n_hyp = is_final ? 0 : l->la.n_hyp;
+	if (job->la.n_hyp) {
+		job->la.hyp = mem_alloc(sizeof(*job->la.hyp) * job->la.n_hyp);
+		if (!job->la.hyp) {
+			srv_dg_live_job_free(job);
+			return NULL;
+		}
+		memcpy(job->la.hyp, l->la.hyp, sizeof(*job->la.hyp) * job->la.n_hyp);
 	}
 	eng_transcribe_params_init(&job->params);
 	job->params.language = l->o.language;

@@ -89,6 +89,15 @@ struct srv_dg_live_seg {
 
 struct srv_dg_live;
 
+/* LocalAgreement-2's memory of the open segment, in normalized words. */
+struct srv_dg_live_la {
+	char (*hyp)[SRV_DG_LIVE_NORM]; /* the last interim's uncommitted words [n_hyp],
+					* mem.h, NULL when none */
+	size_t n_hyp;
+	char tail[SRV_DG_LIVE_TAIL_WORDS][SRV_DG_LIVE_NORM]; /* the last committed [n_tail] */
+	size_t n_tail;
+};
+
 /* One transcription of a stream, in flight on the engine. */
 struct srv_dg_live_job {
 	struct srv_post post;         /* back to the loop thread */
@@ -105,13 +114,11 @@ struct srv_dg_live_job {
 	/* LocalAgreement-2: the stream's state when submitted (owned copies),
 	 * and what the worker made of it */
 	int64_t committed_end;        /* samples: words before it were final */
-	char *prev;                   /* interim: the last interim's uncommitted words,
-				       * normalized, space-separated ("" none) */
-	char *tail;                   /* the last committed words, normalized */
+	struct srv_dg_live_la la;     /* (a final's has no hyp) */
 	struct srv_buf commit_msg;    /* interim: a final of the newly committed words,
 				       * or empty */
 	int64_t new_committed_end;    /* what committed_end becomes */
-	char *new_prev, *new_tail;    /* what prev and tail become (owned) */
+	struct srv_dg_live_la new_la; /* what la becomes */
 };
 
 struct srv_dg_live {
@@ -159,9 +166,7 @@ struct srv_dg_live {
 	int64_t seg_floor;            /* no segment starts before this (the last one's end) */
 	int64_t interim_at;           /* the open segment's audio the last interim covered */
 	int64_t committed_end;        /* LocalAgreement-2: samples before it are final */
-	char *hyp;                    /* the last interim's uncommitted words (normalized,
-				       * space-separated), NULL none */
-	char *tail;                   /* the last committed words of the segment, NULL none */
+	struct srv_dg_live_la la;     /* LocalAgreement-2's words */
 	struct srv_dg_live_seg finals[SRV_DG_LIVE_MAX_FINALS];
 	size_t n_finals;
 	struct srv_dg_live_job *job;  /* in flight, or NULL */
@@ -204,9 +209,9 @@ void srv__dg_live_fail(struct srv_dg_live *l, uint16_t code, const char *reason)
 /* srv_dg_live_out.c (loop thread unless said) */
 /* srv__dg_live_render - job's messages: with LocalAgreement-2 (see above)
  * its words less those committed before it, then for an interim the final
- * of the words it agrees on with job->prev into job->commit_msg and the
+ * of the words it agrees on with job->la.hyp into job->commit_msg and the
  * rest as the interim into job->msg; for a final all of them into
- * job->msg. Sets last_word_end, new_committed_end, new_prev, new_tail.
+ * job->msg. Sets last_word_end, new_committed_end and new_la.
  * Worker thread. 0, -ST_NOMEM, -ST_TOOBIG. */
 int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript *t);
 /* srv__dg_live_send_json - dump obj (stolen) and send it as a text

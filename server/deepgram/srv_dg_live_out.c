@@ -117,45 +117,6 @@ static void srv_dg_live_norm(const char *w, char out[SRV_DG_LIVE_NORM])
 	out[n] = '\0';
 }
 
-/* Split the space-separated s (modified) into at most max words. */
-static size_t srv_dg_live_split(char *s, char **out, size_t max)
-{
-	size_t n = 0;
-	char *save = NULL;
-	for (char *w = s ? strtok_r(s, " ", &save) : NULL; w && n < max;
-	     w = strtok_r(NULL, " ", &save))
-		out[n++] = w;
-	return n;
-}
-
-/* The words of before (space-separated, NULL: none) then norm[0..n),
- * the last `keep` of them (0: all) joined with spaces (owned); NULL when
- * out of memory. */
-static char *srv_dg_live_join(const char *before, size_t keep, char (*norm)[SRV_DG_LIVE_NORM],
-			      size_t n)
-{
-	char *copy = before ? mem_strdup(before) : NULL;
-	size_t cap = (before ? strlen(before) / 2 + 1 : 0) + n;
-	const char **all = mem_calloc(cap ? cap : 1, sizeof(*all));
-	struct srv_buf b;
-	srv_buf_init(&b, SIZE_MAX);
-	int rc = all && (copy || !before) && !srv_buf_append(&b, "", 1) ? 0 : -ST_NOMEM;
-	b.len = 0; /* the NUL stays: "" when nothing follows */
-	size_t m = rc ? 0 : srv_dg_live_split(copy, (char **)all, cap);
-	for (size_t i = 0; !rc && i < n; i++)
-		if (norm[i][0])
-			all[m++] = norm[i];
-	for (size_t i = keep && m > keep ? m - keep : 0; !rc && i < m; i++)
-		rc = srv_buf_printf(&b, "%s%s", b.len ? " " : "", all[i]);
-	mem_free(copy);
-	mem_free(all);
-	if (rc) {
-		srv_buf_fini(&b);
-		return NULL;
-	}
-	return srv_buf_steal(&b);
-}
-
 /* The words of t (all with word times) in order, with their normalized
  * forms: *w and *norm owned, [*nw]. 0 or -ST_NOMEM. */
 static int srv_dg_live_flatten(const struct eng_transcript *t, struct eng_word **w,
@@ -179,50 +140,57 @@ static int srv_dg_live_flatten(const struct eng_transcript *t, struct eng_word *
 
 /* How many of the first words were committed before job: those whose
  * midpoint is before committed_end, then a repeat of the last committed
- * words (job->tail) at the head, near the boundary. -ST_NOMEM < 0. */
-static long srv_dg_live_committed(const struct srv_dg_live_job *job, const struct eng_word *w,
-				  char (*norm)[SRV_DG_LIVE_NORM], size_t nw)
+ * words (job->la.tail) at the head, near the boundary. */
+static size_t srv_dg_live_committed(const struct srv_dg_live_job *job, const struct eng_word *w,
+				    char (*norm)[SRV_DG_LIVE_NORM], size_t nw)
 {
 	double off = (double)job->seg.start / SRV_DG_LIVE_RATE;
 	double cend = (double)job->committed_end / SRV_DG_LIVE_RATE;
-	size_t i0 = 0;
+	size_t i0 = 0, nt = job->la.n_tail;
 	while (i0 < nw && off + (w[i0].start_s + w[i0].end_s) / 2 < cend)
 		i0++;
-	char *tail = job->tail ? mem_strdup(job->tail) : NULL;
-	if (job->tail && !tail)
-		return -ST_NOMEM;
-	char *tw[SRV_DG_LIVE_TAIL_WORDS];
-	size_t nt = srv_dg_live_split(tail, tw, SRV_DG_LIVE_TAIL_WORDS);
 	for (size_t n = nt < nw - i0 ? nt : nw - i0; n > 0; n--) {
 		size_t j = 0;
-		while (j < n && !strcmp(norm[i0 + j], tw[nt - n + j]))
+		while (j < n && !strcmp(norm[i0 + j], job->la.tail[nt - n + j]))
 			j++;
-		if (j == n && off + w[i0].start_s < cend + 1.0) {
-			i0 += n;
-			break;
-		}
+		if (j == n && off + w[i0].start_s < cend + 1.0)
+			return i0 + n;
 	}
-	mem_free(tail);
-	return (long)i0;
+	return i0;
 }
 
-/* LocalAgreement-2: how many of the n words agree with job->prev from
- * the start, the newest word left open. -ST_NOMEM < 0. */
-static long srv_dg_live_agree(const struct srv_dg_live_job *job, char (*norm)[SRV_DG_LIVE_NORM],
-			      size_t n)
+/* LocalAgreement-2: how many of the n words agree with job->la.hyp from
+ * the start, the newest word left open. */
+static size_t srv_dg_live_agree(const struct srv_dg_live_job *job, char (*norm)[SRV_DG_LIVE_NORM],
+				size_t n)
 {
-	if (job->is_final || !job->prev || n < 2)
-		return 0;
-	size_t cap = strlen(job->prev) / 2 + 1;
-	char *prev = mem_strdup(job->prev);
-	char **pw = mem_calloc(cap, sizeof(*pw));
-	long k = prev && pw ? 0 : -ST_NOMEM;
-	size_t np = k ? 0 : srv_dg_live_split(prev, pw, cap);
-	while ((size_t)k < np && (size_t)k + 1 < n && !strcmp(pw[k], norm[k]))
+	size_t k = 0;
+	while (!job->is_final && k < job->la.n_hyp && k + 1 < n && !strcmp(job->la.hyp[k], norm[k]))
 		k++;
-	mem_free(prev);
-	mem_free(pw);
 	return k;
+}
+
+/* job->new_la: the uncommitted words [n] as the hyp (an interim's), the
+ * tail with the k newly committed words ending it. 0 or -ST_NOMEM. */
+static int srv_dg_live_remember(struct srv_dg_live_job *job, char (*committed)[SRV_DG_LIVE_NORM],
+				size_t k, char (*rest)[SRV_DG_LIVE_NORM], size_t n)
+{
+	struct srv_dg_live_la *la = &job->new_la;
+	if (job->is_final)
+		return 0; /* the segment is over: nothing to remember */
+	*la = job->la;
+	la->hyp = n ? mem_alloc(sizeof(*la->hyp) * n) : NULL;
+	la->n_hyp = la->hyp ? n : 0;
+	if (n && !la->hyp)
+		return -ST_NOMEM;
+	if (n)
+		memcpy(la->hyp, rest, sizeof(*la->hyp) * n);
+	for (size_t i = 0; i < k; i++) {
+		if (la->n_tail == SRV_DG_LIVE_TAIL_WORDS)
+			memmove(la->tail, la->tail + 1, sizeof(la->tail[0]) * --la->n_tail);
+		memcpy(la->tail[la->n_tail++], committed[i], sizeof(la->tail[0]));
+	}
+	return 0;
 }
 
 int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript *t)
@@ -234,47 +202,33 @@ int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript
 	for (size_t i = 0; t && i < t->n_segments; i++)
 		timed = timed && (t->segments[i].words || !t->segments[i].n_tokens);
 	job->new_committed_end = job->is_final ? job->seg.end : job->committed_end;
-	job->new_prev = mem_strdup("");
-	if (!timed) { /* no word times: nothing is committed early */
-		job->new_tail = mem_strdup("");
-		int rc = job->new_prev && job->new_tail ? 0 : -ST_NOMEM;
-		return rc ? rc : srv_dg_live_msg(job, t, NULL, start, end, job->is_final, &job->msg);
-	}
+	if (!timed) /* no word times: nothing is committed early */
+		return srv_dg_live_msg(job, t, NULL, start, end, job->is_final, &job->msg);
 	struct eng_word *w = NULL;
 	char (*norm)[SRV_DG_LIVE_NORM] = NULL;
 	size_t nw = 0;
-	int rc = job->new_prev ? srv_dg_live_flatten(t, &w, &norm, &nw) : -ST_NOMEM;
-	long i0 = rc ? rc : srv_dg_live_committed(job, w, norm, nw);
-	long k = i0 < 0 ? i0 : srv_dg_live_agree(job, norm + i0, nw - (size_t)i0);
-	rc = k < 0 ? (int)k : 0;
+	int rc = srv_dg_live_flatten(t, &w, &norm, &nw);
+	size_t i0 = rc ? 0 : srv_dg_live_committed(job, w, norm, nw);
+	size_t k = rc ? 0 : srv_dg_live_agree(job, norm + i0, nw - i0);
 	/* a message starts at the last commit's end, or at its first word when
 	 * that starts sooner (word times of neighbours may overlap) */
-	if (!rc && (size_t)i0 < nw && off + w[i0].start_s < start)
+	if (!rc && i0 < nw && off + w[i0].start_s < start)
 		start = off + w[i0].start_s;
 	if (!rc && k) {
 		double cut = off + w[i0 + k - 1].end_s;
-		struct eng_segment s = { .words = w + i0, .n_words = (size_t)k, .text = "" };
+		struct eng_segment s = { .words = w + i0, .n_words = k, .text = "" };
 		rc = srv_dg_live_msg(job, t, &s, start, cut, true, &job->commit_msg);
 		job->new_committed_end = (int64_t)llround(cut * SRV_DG_LIVE_RATE);
 		start = cut;
-		if ((size_t)(i0 + k) < nw && off + w[i0 + k].start_s < start)
+		if (i0 + k < nw && off + w[i0 + k].start_s < start)
 			start = off + w[i0 + k].start_s;
 	}
-	size_t rest = rc ? 0 : nw - (size_t)(i0 + k);
 	if (!rc) {
-		struct eng_segment s = { .words = w + i0 + k, .n_words = rest, .text = "" };
+		struct eng_segment s = { .words = w + i0 + k, .n_words = nw - i0 - k, .text = "" };
 		rc = srv_dg_live_msg(job, t, &s, start, end, job->is_final, &job->msg);
 	}
-	if (!rc && !job->is_final) {
-		mem_free(job->new_prev);
-		job->new_prev = srv_dg_live_join(NULL, 0, norm + i0 + k, rest);
-		job->new_tail = srv_dg_live_join(job->tail, SRV_DG_LIVE_TAIL_WORDS, norm + i0,
-						 (size_t)k);
-	} else if (!rc) {
-		job->new_tail = mem_strdup("");
-	}
-	if (!rc && (!job->new_prev || !job->new_tail))
-		rc = -ST_NOMEM;
+	if (!rc)
+		rc = srv_dg_live_remember(job, norm + i0, k, norm + i0 + k, nw - i0 - k);
 	mem_free(w);
 	mem_free(norm);
 	return rc;
