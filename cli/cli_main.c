@@ -102,6 +102,7 @@ static struct eng_model_spec *specs_from_cfg(const struct cfg *cfg)
 			.vad_model = m->vad_model, /* NULL: beside the model (optional) */
 			.vad_model_optional = !m->vad_model,
 			.vad_filter = m->vad_filter != 0,
+			.live_window_ms = m->live_window_ms,
 		};
 		reps += m->n_replicas;
 	}

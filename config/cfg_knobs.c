@@ -84,6 +84,12 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .offset = offsetof(struct cfg_model, timeout_ms), .def = ST_SCHED_DEF_TIMEOUT_MS, .min = 0,
 	  .max = CFG_DAY_MS,
 	  .doc = "request deadline, 504 past it; 0 = none; Inferd-Timeout-Ms may shorten it" },
+	{ .path = "live_window_ms", .type = &cfg__type_int,
+	  .offset = offsetof(struct cfg_model, live_window_ms), .def = ST_SCHED_DEF_LIVE_WINDOW_MS,
+	  .min = 0, .max = 30000,
+	  .doc = "transcription: the shortest encoder window of a live stream's "
+		 "transcriptions: each covers its audio plus 2 s, at least this, instead of "
+		 "Whisper's 30 s (whisper.cpp's audio_ctx); cheaper, less accurate; 0 = 30 s" },
 	{ .path = "kv_cache_f16", .type = &cfg__type_bool,
 	  .offset = offsetof(struct cfg_model, kv_cache_f16), .def = 0, .min = 0, .max = 1,
 	  .doc = "generation: keep the KV cache in float16 (llama.cpp's default cache type): "

@@ -101,6 +101,11 @@ struct eng_model_spec {
 	const char *vad_model;
 	bool vad_model_optional;
 	bool vad_filter;
+	/* transcription: the shortest encoder window (ms, 0..30000; 0: 30 s)
+	 * of the model's live-stream transcriptions, which set
+	 * eng_transcribe_params.window_min_s from it (the server's policy,
+	 * kept with the model's other request defaults) */
+	int live_window_ms;
 };
 
 /* The Silero VAD weights a transcription model uses by default, relative
@@ -152,6 +157,8 @@ const char *eng_model_compute_type(const struct eng_model *m);
 /* eng_model_vad_filter - a transcription model's vad_filter default (the
  * spec's); eng_model_has_vad - whether its VAD is loaded. */
 bool eng_model_vad_filter(const struct eng_model *m);
+/* eng_model_live_window_ms - a model's eng_model_spec.live_window_ms. */
+int eng_model_live_window_ms(const struct eng_model *m);
 bool eng_model_has_vad(const struct eng_model *m);
 /* eng_model_vad_probs - Silero VAD (engine/vad/eng_vad.h eng_vad_probs)
  * with m's loaded VAD: the speech probability in [0, 1] of each
@@ -189,6 +196,10 @@ int eng_inspect(const char *path, FILE *out, char *err, size_t errlen);
 enum eng_priority {
 	ENG_PRIORITY_NORMAL = 0,
 	ENG_PRIORITY_HIGH,     /* taken before every waiting normal request */
+	ENG_PRIORITY_URGENT,   /* before every waiting high one: a live stream's final,
+				* which a caption is waiting for, ahead of other streams'
+				* interims */
+	ENG_PRIORITY_COUNT
 };
 
 struct eng_req_opts {
@@ -251,7 +262,16 @@ struct eng_transcribe_params {
 	 * a model that has no VAD loaded is -ST_INVAL. With batched, each
 	 * chunk is filtered on its own (the cuts stay energy's). */
 	enum eng_vad_filter vad_filter;
+	/* Encoder windows sized to the audio (default window_min_s 0: the
+	 * full 30 s, as the reference runs it). > 0: each window's encoder
+	 * pass covers its audio plus window_margin_s of padding, at least
+	 * window_min_s (both up to 30 s), rounded up to ENG_WINDOW_ROUND
+	 * positions (eng_whisper_enc_trim; whisper.cpp's audio_ctx). Far
+	 * cheaper for short audio, at an accuracy cost the model was not
+	 * trained for: live streams' re-transcriptions use it. */
+	float window_min_s, window_margin_s;
 };
+#define ENG_WINDOW_ROUND 16 /* encoder positions (0.32 s) a trimmed window is a multiple of */
 
 /* One word of a segment (word_timestamps; times in seconds from the audio
  * start). */

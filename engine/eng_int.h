@@ -43,6 +43,7 @@ struct eng_model {
 	struct eng_vad *vad;              /* Silero VAD (vad_model), or NULL */
 	char *vad_err;                    /* why vad is NULL (new), or NULL */
 	bool vad_filter;                  /* requests' default (eng_model_spec) */
+	int live_window_ms;               /* eng_model_spec's */
 	/* generation models (eng_generate.c) */
 	struct eng_llm *llm;              /* weight views into the GGUF map */
 	struct eng_tok *tok;              /* the GGUF vocabulary's tokenizer */

@@ -95,6 +95,7 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 			       (int)spec->compute_type);
 	m->compute_type = spec->compute_type;
 	m->kv_cache_f16 = spec->kv_cache_f16;
+	m->live_window_ms = spec->live_window_ms < 0 ? 0 : spec->live_window_ms;
 	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
 	if (rc)
 		return rc;
@@ -226,6 +227,11 @@ const char *eng_model_compute_type(const struct eng_model *m)
 bool eng_model_vad_filter(const struct eng_model *m)
 {
 	return m->vad_filter;
+}
+
+int eng_model_live_window_ms(const struct eng_model *m)
+{
+	return m->live_window_ms;
 }
 
 bool eng_model_has_vad(const struct eng_model *m)

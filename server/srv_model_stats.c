@@ -105,6 +105,11 @@ static double srv_v_prompt(const struct eng_stats *s) { return (double)s->model.
 static double srv_v_gen(const struct eng_stats *s) { return (double)s->model.generated_tokens; }
 static double srv_v_audio(const struct eng_stats *s) { return s->model.audio_seconds; }
 static double srv_v_compute(const struct eng_stats *s) { return s->model.compute_ms / 1e3; }
+static double srv_v_windows(const struct eng_stats *s) { return (double)s->model.encoder_windows; }
+static double srv_v_positions(const struct eng_stats *s)
+{
+	return (double)s->model.encoder_positions;
+}
 
 /* Per replica: busy seconds, busy ratio, running requests, ended ones. */
 #define SRV_PROM_REPLICA_FAMILIES 4
@@ -193,6 +198,14 @@ int srv__model_stats_prometheus(const struct eng *eng, struct srv_buf *out)
 		rc = srv_prom_scalar(out, &a, "inferd_model_compute_seconds_total", "counter",
 				     "Time the replicas spent in batched compute steps.",
 				     srv_v_compute);
+	if (!rc)
+		rc = srv_prom_scalar(out, &a, "inferd_model_encoder_windows_total", "counter",
+				     "Whisper encoder windows computed.", srv_v_windows);
+	if (!rc)
+		rc = srv_prom_scalar(out, &a, "inferd_model_encoder_positions_total", "counter",
+				     "Their encoder positions: 1500 per 30 s window, fewer in a "
+				     "live stream's trimmed windows (models[].live_window_ms).",
+				     srv_v_positions);
 	for (int w = 0; w < SRV_PROM_REPLICA_FAMILIES && !rc; w++)
 		rc = srv_prom_replicas(out, &a, w);
 	if (!rc)
@@ -247,6 +260,11 @@ static const char *srv_json_outcome(int rc)
 
 /* The last ended requests, oldest first; times in monotonic ms (the
  * clock of the model's "now_ms"). */
+static const char *srv_json_priority(int p)
+{
+	return p == ENG_PRIORITY_URGENT ? "urgent" : p == ENG_PRIORITY_HIGH ? "high" : "normal";
+}
+
 static json_t *srv_json_recent(const struct eng_model_stats *st)
 {
 	const struct eng_recent_req *e[ENG_STATS_RECENT];
@@ -255,7 +273,7 @@ static json_t *srv_json_recent(const struct eng_model_stats *st)
 	for (size_t i = 0; a && i < n; i++)
 		json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:f,s:f,s:f,s:I,s:I,s:f}",
 			"replica", e[i]->replica, "outcome", srv_json_outcome(e[i]->rc), "priority",
-			e[i]->priority == ENG_PRIORITY_HIGH ? "high" : "normal", "submitted_ms",
+			srv_json_priority(e[i]->priority), "submitted_ms",
 			e[i]->submitted_ms, "admitted_ms", e[i]->admitted_ms, "ended_ms",
 			e[i]->ended_ms, "prompt_tokens", (json_int_t)e[i]->prompt_tokens,
 			"generated_tokens", (json_int_t)e[i]->generated_tokens, "audio_seconds",

@@ -358,7 +358,7 @@ static bool ea_admit(struct ea_loop *l)
 /* The round's encoder passes: all windows stacked in one pass
  * (eng_whisper_encode_batch), or one by one when its scratch is not to be
  * had. Returns how many windows. */
-static int ea_encode_all(struct ea_loop *l)
+static int ea_encode_all(struct ea_loop *l, uint64_t *positions)
 {
 	int n = 0;
 	for (int i = 0; i < l->n; i++) {
@@ -370,6 +370,7 @@ static int ea_encode_all(struct ea_loop *l)
 		l->strides[n] = d->mel_stride;
 		l->frame0[n] = d->frame0;
 		l->n_frames[n] = d->n_frames;
+		*positions += eng_whisper_enc_ctx(d->enc);
 		d->state = EA_RUN;
 		n++;
 	}
@@ -388,7 +389,8 @@ static int ea_encode_all(struct ea_loop *l)
 static void ea_compute(struct ea_loop *l)
 {
 	double t0 = st_now_ms();
-	int n_enc = ea_encode_all(l), n_step = 0;
+	uint64_t positions = 0;
+	int n_enc = ea_encode_all(l, &positions), n_step = 0;
 	double t1 = st_now_ms();
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
@@ -414,6 +416,8 @@ static void ea_compute(struct ea_loop *l)
 	pthread_mutex_lock(&s->mu);
 	eng_stats_batch(&s->st, n_enc, t1 - t0);
 	eng_stats_batch(&s->st, n_step, t2 - t1);
+	s->st.encoder_windows += (uint64_t)n_enc;
+	s->st.encoder_positions += positions;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -28,7 +28,7 @@
 #include "kernels/kn_mel.h"
 
 #define ET_TIME_PRECISION 0.02 /* seconds per timestamp token */
-#define ET_INPUT_STRIDE 2      /* mel frames per encoder position */
+#define ET_INPUT_STRIDE ENG_WHISPER_INPUT_STRIDE /* mel frames per encoder position */
 #define ET_FRAME_S 0.01        /* seconds per mel frame */
 
 /* --- model load ---------------------------------------------------------- */
@@ -221,10 +221,25 @@ static int et_measure(const struct et *t, struct et_decoded *d)
 	return s ? 0 : -ST_NOMEM;
 }
 
+/* The encoder positions for n mel frames of audio: all of them, or the
+ * trimmed window the parameters ask for. */
+static size_t et_window_ctx(const struct et *t, size_t n)
+{
+	const struct eng_transcribe_params *p = t->p;
+	if (!(p->window_min_s > 0.0f))
+		return 0;
+	size_t frames = n + (size_t)(p->window_margin_s / ET_FRAME_S + 0.5);
+	size_t min = (size_t)(p->window_min_s / ET_FRAME_S + 0.5);
+	frames = frames < min ? min : frames;
+	size_t pos = (frames + ET_INPUT_STRIDE - 1) / ET_INPUT_STRIDE;
+	return (pos + ENG_WINDOW_ROUND - 1) / ENG_WINDOW_ROUND * ENG_WINDOW_ROUND;
+}
+
 /* The encoder on mel frames [frame0, frame0 + n): directly or through the
  * runner. */
 static void et_encode(struct et *t, size_t frame0, size_t n)
 {
+	eng_whisper_enc_trim(t->m->whisper, t->enc, et_window_ctx(t, n));
 	if (t->run)
 		t->run->encode(t->run->ctx, t->enc, t->mel, t->n_frames, frame0, n);
 	else
@@ -573,6 +588,9 @@ static int et_check_params(const struct eng_model *m, const struct eng_transcrib
 			       "language: '%.16s' is not a language code Whisper knows (ISO 639-1, "
 			       "e.g. en, de)",
 			       p->language);
+	if (!(p->window_min_s >= 0.0f && p->window_min_s <= 30.0f) ||
+	    !(p->window_margin_s >= 0.0f && p->window_margin_s <= 30.0f))
+		return st_errf(-ST_INVAL, err, errlen, "window_min_s, window_margin_s: expected 0..30");
 	if (p->prompt && !st_utf8_valid(p->prompt, strlen(p->prompt)))
 		return st_errf(-ST_INVAL, err, errlen, "prompt: not valid UTF-8");
 	if (p->task && strcmp(p->task, "transcribe") && strcmp(p->task, "translate"))

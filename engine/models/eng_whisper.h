@@ -34,6 +34,7 @@ struct dev_pool;
 
 #define ENG_WHISPER_N_FRAMES 3000 /* mel frames in one 30 s window */
 #define ENG_WHISPER_HOP 160       /* samples per mel frame at 16 kHz */
+#define ENG_WHISPER_INPUT_STRIDE 2 /* mel frames per encoder position */
 #define ENG_WHISPER_SAMPLE_RATE 16000
 
 /* Hyper-parameters, all read from the variables' shapes. */
@@ -82,9 +83,20 @@ const char *eng_whisper_compute_type(const struct eng_whisper *w);
 int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whisper_enc **out);
 void eng_whisper_enc_destroy(struct eng_whisper_enc *e);
 
+/* eng_whisper_enc_trim - the encoder positions e's next encoder pass
+ * computes: the first n_ctx (0, or n_ctx >= n_audio_ctx: all 1500, the
+ * default). A trimmed window is the first 2 * n_ctx mel frames (at 10 ms)
+ * of the 30 s one; its positions attend only to each other, and the
+ * decoder's cross-attention and word alignment over e see n_ctx columns.
+ * This is whisper.cpp's audio_ctx: far less compute for short audio, at
+ * some cost in accuracy the model was not trained for (the caller sizes
+ * it with a margin past the audio). eng_whisper_enc_ctx - e's positions. */
+void eng_whisper_enc_trim(const struct eng_whisper *w, struct eng_whisper_enc *e, size_t n_ctx);
+size_t eng_whisper_enc_ctx(const struct eng_whisper_enc *e);
+
 /* eng_whisper_encode - run the encoder on mel frames [frame0, frame0 +
  * n_frames) of a [n_mels, mel_stride] mel-major spectrogram; frames past
- * n_frames up to 3000 are zero-padded (openai/whisper pad_or_trim; the
+ * n_frames up to 3000 (up to 2 * eng_whisper_enc_ctx) are zero-padded (openai/whisper pad_or_trim; the
  * padding value 0 is what the reference feeds). Fills e. Work is split
  * over pool p (NULL: the calling thread; at most the nth e was made for). */
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
@@ -94,7 +106,7 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 /* eng_whisper_encode_batch - eng_whisper_encode for n windows (of
  * different transcriptions) in one pass: the convolutions per window, then
  * every layer's norms and matrix products over the n windows' rows stacked
- * (n x n_audio_ctx rows: one read of each weight matrix), attention per
+ * (each window's eng_whisper_enc_ctx rows: one read of each weight matrix), attention per
  * window, and the cross-attention keys/values of all windows in one
  * product per decoder layer. encs[b] receives window b's output exactly as
  * eng_whisper_encode would give it (every product is per row). Needs

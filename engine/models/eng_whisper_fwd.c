@@ -69,8 +69,20 @@ int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whis
 		eng_whisper_enc_destroy(e);
 		return -ST_NOMEM;
 	}
+	e->n_ctx = A;
 	*out = e;
 	return 0;
+}
+
+void eng_whisper_enc_trim(const struct eng_whisper *w, struct eng_whisper_enc *e, size_t n_ctx)
+{
+	size_t A = (size_t)w->hp.n_audio_ctx;
+	e->n_ctx = n_ctx && n_ctx < A ? n_ctx : A;
+}
+
+size_t eng_whisper_enc_ctx(const struct eng_whisper_enc *e)
+{
+	return e->n_ctx;
 }
 
 void eng_whisper_enc_destroy(struct eng_whisper_enc *e)
@@ -198,11 +210,13 @@ static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc
 			     size_t n_frames)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t T = ENG_WHISPER_N_FRAMES, M = (size_t)hp->n_mels, d = (size_t)hp->d_model;
-	size_t A = (size_t)hp->n_audio_ctx;
+	size_t A = e->n_ctx, T = ENG_WHISPER_INPUT_STRIDE * A;
+	size_t M = (size_t)hp->n_mels, d = (size_t)hp->d_model;
 	if (n_frames > T)
 		n_frames = T;
-	/* transpose the window to time-major, zero past the audio */
+	/* transpose the window to time-major, zero past the audio (a trimmed
+	 * window's last frames are padding too, so its positions see what the
+	 * full window's first A positions see) */
 	for (size_t t = 0; t < T; t++)
 		for (size_t m = 0; m < M; m++)
 			e->mel_t[t * M + m] = t < n_frames ? mel[m * stride + frame0 + t] : 0.0f;
@@ -217,7 +231,7 @@ static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_la
 			     struct eng_whisper_enc *e, struct dev_pool *p)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
+	size_t A = e->n_ctx, d = (size_t)hp->d_model;
 	ew_layer_norm_rows(p, &l->ln_attn, e->x, e->attn, A, d);
 	ew_linear_apply(p, &l->qkv, e->attn, e->h, A);
 	ew_encoder_attention(w, p, A, e->h, e->attn, e->scratch);
@@ -227,10 +241,10 @@ static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_la
 }
 
 static void ew_cross_kv16(const struct eng_whisper_hp *hp, struct dev_pool *p, const float *kv,
-			  uint16_t *out)
+			  size_t A, uint16_t *out)
 {
 	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
-	eng_par_kv16_pack(p, kv, 2 * d, (size_t)hp->n_audio_ctx, H, d / H, out);
+	eng_par_kv16_pack(p, kv, 2 * d, A, H, d / H, out);
 }
 
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
@@ -238,7 +252,7 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 			size_t n_frames)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
+	size_t A = e->n_ctx, d = (size_t)hp->d_model;
 	ew_encoder_front(w, e, p, mel, mel_stride, frame0, n_frames);
 	for (int i = 0; i < hp->enc_layers; i++)
 		ew_encoder_layer(w, &w->enc[i], e, p);
@@ -247,11 +261,11 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
 	 * encoder output: compute them once per window (in bfloat16 through
 	 * h, which is free now). */
 	for (int i = 0; i < hp->dec_layers; i++) {
-		size_t off = (size_t)i * A * 2 * d;
+		size_t off = (size_t)i * (size_t)hp->n_audio_ctx * 2 * d;
 		ew_linear_apply(p, &w->dec[i].cross_kv, e->x,
 				e->cross_kv16 ? e->h : e->cross_kv + off, A);
 		if (e->cross_kv16)
-			ew_cross_kv16(hp, p, e->h, e->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
+			ew_cross_kv16(hp, p, e->h, A, e->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
 	}
 }
 
@@ -264,28 +278,50 @@ struct ew_win {
 	size_t stride, frame0, n_frames;
 };
 
-/* The layers over n windows' rows stacked ([n*A, d]): norms and matrix
- * products over all rows at once, attention per window. */
+/* The layers over n windows' rows stacked ([sum A_b, d], window b's A_b =
+ * encs[b]->n_ctx rows from row r0[b]): norms and matrix products over all
+ * rows at once, attention per window. */
 static void ew_encoder_stacked(const struct eng_whisper *w, struct dev_pool *p,
-			       const struct eng_whisper_enc *e0, float *X, float *H, float *T,
-			       float *U, size_t n)
+			       struct eng_whisper_enc *const *encs, const size_t *r0, float *X,
+			       float *H, float *T, float *U, size_t n, size_t rows)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
-	size_t rows = n * A;
+	size_t d = (size_t)hp->d_model;
 	for (int i = 0; i < hp->enc_layers; i++) {
 		const struct ew_enc_layer *l = &w->enc[i];
 		ew_layer_norm_rows(p, &l->ln_attn, X, T, rows, d);
 		ew_linear_apply(p, &l->qkv, T, H, rows);
-		for (size_t b = 0; b < n; b++) {
-			const float *h = H + b * A * 3 * d;
-			ew_encoder_attention(w, p, A, h, T + b * A * d, e0->scratch);
-		}
+		for (size_t b = 0; b < n; b++)
+			ew_encoder_attention(w, p, encs[b]->n_ctx, H + r0[b] * 3 * d, T + r0[b] * d,
+					     encs[0]->scratch);
 		ew_linear_apply(p, &l->out, T, U, rows);
 		eng_par_add(p, X, U, rows * d);
 		ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, X, T, H, rows, d);
 	}
 	ew_layer_norm_rows(p, &w->enc_ln, X, X, rows, d);
+}
+
+/* The cross-attention keys and values of every window, one product per
+ * decoder layer over all rows (U: [rows, 2d] scratch). */
+static void ew_cross_kv_stacked(const struct eng_whisper *w, struct dev_pool *p,
+				struct eng_whisper_enc *const *encs, const size_t *r0,
+				const float *X, float *U, size_t n, size_t rows)
+{
+	const struct eng_whisper_hp *hp = &w->hp;
+	size_t d = (size_t)hp->d_model, Af = (size_t)hp->n_audio_ctx;
+	for (int i = 0; i < hp->dec_layers; i++) {
+		ew_linear_apply(p, &w->dec[i].cross_kv, X, U, rows);
+		for (size_t b = 0; b < n; b++) {
+			size_t A = encs[b]->n_ctx;
+			const float *u = U + r0[b] * 2 * d;
+			if (encs[b]->cross_kv16)
+				ew_cross_kv16(hp, p, u, A,
+					      encs[b]->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
+			else
+				memcpy(encs[b]->cross_kv + (size_t)i * Af * 2 * d, u,
+				       A * 2 * d * sizeof(float));
+		}
+	}
 }
 
 int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
@@ -294,36 +330,30 @@ int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
 			     size_t n)
 {
 	const struct eng_whisper_hp *hp = &w->hp;
-	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model, rows = n * A;
+	size_t d = (size_t)hp->d_model, rows = 0;
 	if (n == 0)
 		return 0;
+	size_t *r0 = mem_alloc(n * sizeof(size_t));
+	for (size_t b = 0; r0 && b < n; b++) {
+		r0[b] = rows;
+		rows += encs[b]->n_ctx;
+	}
 	float *X = mem_alloc(rows * d * sizeof(float));
 	float *H = mem_alloc(rows * ew_max(3 * d, (size_t)hp->d_ffn) * sizeof(float));
 	float *T = mem_alloc(rows * d * sizeof(float));
 	float *U = mem_alloc(rows * 2 * d * sizeof(float));
-	int rc = X && H && T && U ? 0 : -ST_NOMEM;
+	int rc = r0 && X && H && T && U ? 0 : -ST_NOMEM;
 	for (size_t b = 0; !rc && b < n; b++) {
 		ew_encoder_front(w, encs[b], p, mels[b], strides[b], frame0[b], n_frames[b]);
-		memcpy(X + b * A * d, encs[b]->x, A * d * sizeof(float));
+		memcpy(X + r0[b] * d, encs[b]->x, encs[b]->n_ctx * d * sizeof(float));
 	}
 	if (!rc)
-		ew_encoder_stacked(w, p, encs[0], X, H, T, U, n);
+		ew_encoder_stacked(w, p, encs, r0, X, H, T, U, n, rows);
 	for (size_t b = 0; !rc && b < n; b++)
-		memcpy(encs[b]->x, X + b * A * d, A * d * sizeof(float));
-	/* cross-attention keys and values of every window, one product per
-	 * decoder layer over all rows */
-	for (int i = 0; !rc && i < hp->dec_layers; i++) {
-		ew_linear_apply(p, &w->dec[i].cross_kv, X, U, rows);
-		for (size_t b = 0; b < n; b++) {
-			size_t off = (size_t)i * A * 2 * d;
-			if (encs[b]->cross_kv16)
-				ew_cross_kv16(hp, p, U + b * A * 2 * d,
-					      encs[b]->cross_kv16 + (size_t)i * ew_kv16_layer(hp));
-			else
-				memcpy(encs[b]->cross_kv + off, U + b * A * 2 * d,
-				       A * 2 * d * sizeof(float));
-		}
-	}
+		memcpy(encs[b]->x, X + r0[b] * d, encs[b]->n_ctx * d * sizeof(float));
+	if (!rc)
+		ew_cross_kv_stacked(w, p, encs, r0, X, U, n, rows);
+	mem_free(r0);
 	mem_free(X);
 	mem_free(H);
 	mem_free(T);
@@ -340,13 +370,13 @@ static void ew_cross_attention(struct dev_pool *p, const struct eng_whisper_hp *
 			       const struct eng_whisper_enc *e, int li, const float *q, float *out,
 			       size_t n, float *scores)
 {
-	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = (size_t)hp->n_audio_ctx;
+	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = e->n_ctx;
 	if (e->cross_kv16) {
 		const uint16_t *c = e->cross_kv16 + (size_t)li * ew_kv16_layer(hp);
 		eng_par_attention_kv16(p, n, A, H, d / H, q, d, c, out, d, scores);
 		return;
 	}
-	const float *kv = e->cross_kv + (size_t)li * A * 2 * d;
+	const float *kv = e->cross_kv + (size_t)li * (size_t)hp->n_audio_ctx * 2 * d;
 	eng_par_attention(p, n, A, H, d / H, q, d, kv, 2 * d, kv + d, 2 * d, out, d, false, 0,
 			  scores);
 }
@@ -400,7 +430,7 @@ static void ew_capture_scores(const struct eng_whisper_hp *hp, const struct eng_
 			      int li, const float *q, size_t n, const struct ew_capture *c)
 {
 	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, hd = d / H;
-	size_t A = (size_t)hp->n_audio_ctx;
+	size_t A = e->n_ctx, Af = (size_t)hp->n_audio_ctx;
 	for (size_t k = 0; k < c->n_heads; k++) {
 		if (c->heads[k][0] != li)
 			continue;
@@ -412,7 +442,7 @@ static void ew_capture_scores(const struct eng_whisper_hp *hp, const struct eng_
 						 c->n_cols);
 		else
 			kn_attention_scores(n, c->n_cols, hd, q + h * hd, d,
-					    e->cross_kv + (size_t)li * A * 2 * d + h * hd, 2 * d, out,
+					    e->cross_kv + (size_t)li * Af * 2 * d + h * hd, 2 * d, out,
 					    c->n_cols);
 	}
 }
@@ -492,7 +522,7 @@ int eng_whisper_align_pass(const struct eng_whisper *w, const struct eng_whisper
 	size_t d = (size_t)hp->d_model, V = (size_t)hp->n_vocab;
 	if (n == 0 || n > (size_t)hp->n_text_ctx)
 		return -ST_TOOBIG;
-	if (n_cols == 0 || n_cols > (size_t)hp->n_audio_ctx || (n_probs && r0 + n_probs >= n) ||
+	if (n_cols == 0 || n_cols > e->n_ctx || (n_probs && r0 + n_probs >= n) ||
 	    n_text < 1 || (size_t)n_text > V)
 		return -ST_INVAL;
 	for (size_t k = 0; k < n_heads; k++)

@@ -72,6 +72,9 @@ struct eng_whisper {
 
 /* One window's encoder scratch and output; cross K/V for the decoder. */
 struct eng_whisper_enc {
+	size_t n_ctx;   /* encoder positions the window has (eng_whisper_enc_trim):
+			 * n_audio_ctx, or fewer; rows below are [n_ctx, ...] of
+			 * buffers sized for n_audio_ctx */
 	float *x;       /* [n_audio_ctx, d]: encoder output after the final norm */
 	float *cross_kv; /* [dec_layers][n_audio_ctx, 2d], or NULL when: */
 	uint16_t *cross_kv16; /* the same in bfloat16 (model bf16 set), else NULL:

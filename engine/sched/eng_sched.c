@@ -143,14 +143,15 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 static struct eng__req *es_detach_waiting(struct eng_sched *s)
 {
 	struct eng__req *all = NULL;
-	for (int p = 1; p >= 0; p--)
+	for (int p = ENG_PRIORITY_COUNT - 1; p >= 0; p--) {
 		while (s->queue[p]) {
 			struct eng__req *r = s->queue[p];
 			s->queue[p] = r->next;
 			r->next = all;
 			all = r;
 		}
-	s->tail[0] = s->tail[1] = NULL;
+		s->tail[p] = NULL;
+	}
 	s->n_waiting = 0;
 	s->n_waiting_groups = 0;
 	return all;
@@ -189,9 +190,9 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 	if (o && o->timeout_ms > 0 && (!timeout || o->timeout_ms < timeout))
 		timeout = o->timeout_ms; /* a request may shorten the model's deadline */
 	double now = st_now_ms();
-	int p = o && o->priority == ENG_PRIORITY_HIGH;
+	int p = o && o->priority > 0 && o->priority < ENG_PRIORITY_COUNT ? (int)o->priority : 0;
 	for (size_t i = 0; i < n; i++) {
-		rs[i]->priority = p ? ENG_PRIORITY_HIGH : ENG_PRIORITY_NORMAL;
+		rs[i]->priority = (enum eng_priority)p;
 		rs[i]->t_submit = now;
 		rs[i]->t_deadline = timeout > 0 ? now + timeout : 0;
 		rs[i]->next = NULL;
@@ -289,7 +290,9 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 	size_t k = 0;
 	double now = st_now_ms();
 	while (k < max && s->n_waiting && es_eligible(rp)) {
-		int p = s->queue[1] ? 1 : 0;
+		int p = ENG_PRIORITY_COUNT - 1;
+		while (p > 0 && !s->queue[p])
+			p--;
 		struct eng__req *r = s->queue[p];
 		s->queue[p] = r->next;
 		if (!s->queue[p])
@@ -352,7 +355,7 @@ bool eng__sched_sweep(struct eng__replica *rp)
 	struct eng__req *gone = NULL;
 	double now = st_now_ms();
 	pthread_mutex_lock(&s->mu);
-	for (int p = 0; p < 2; p++) {
+	for (int p = 0; p < ENG_PRIORITY_COUNT; p++) {
 		struct eng__req **link = &s->queue[p], *last = NULL;
 		while (*link) {
 			struct eng__req *r = *link;

@@ -5,7 +5,7 @@
  * every model has one or more replicas, each bound to a device queue
  * (devices/dev.h) and owning its scratch and caches; the weights are the
  * model's, mapped once and read by all. Submitted requests wait in the
- * model's queue (high priority first, then arrival order). Each replica
+ * model's queue (urgent, then high priority first, then arrival order). Each replica
  * runs one long work item on its device queue, the task's loop
  * (eng_gen_replica.c for generation, eng_asr_replica.c for transcription),
  * which takes requests when it has room and runs them batched. Work goes
@@ -78,8 +78,8 @@ struct eng_sched {
 	pthread_cond_t cv;          /* loops wait here for work (with mu) */
 	struct eng__replica *reps;
 	int n_reps;
-	struct eng__req *queue[2];  /* [priority] FIFO heads */
-	struct eng__req *tail[2];
+	struct eng__req *queue[ENG_PRIORITY_COUNT]; /* [priority] FIFO heads */
+	struct eng__req *tail[ENG_PRIORITY_COUNT];
 	size_t n_waiting;           /* requests in the queue */
 	size_t n_waiting_groups;    /* groups among them (what max_queue_size limits) */
 	bool closing;

@@ -71,6 +71,9 @@ struct eng_model_stats {
 	uint64_t rejected;     /* refused at submit: queue full (-ST_BUSY) */
 	uint64_t prompt_tokens, generated_tokens;
 	double audio_seconds;  /* transcribed */
+	uint64_t encoder_windows, encoder_positions; /* Whisper encoder windows computed and
+					* their positions (1500 a full 30 s window; fewer
+					* trimmed: eng_transcribe_params.window_min_s) */
 	double compute_ms;     /* sum over replicas of batched compute time */
 	struct eng_hist queue_wait_ms; /* submit -> admitted into a batch */
 	struct eng_hist batch_size;    /* sequences (generation) or windows (transcription) per step */

@@ -413,6 +413,8 @@ static struct srv_dg_live_job *srv_dg_live_job_new(struct srv_dg_live *l,
 	job->params.vad_filter = ENG_VAD_FILTER_OFF; /* the segment is speech already */
 	job->params.condition_on_previous_text = false;
 	job->params.cancel = &l->cancel;
+	job->params.window_min_s = (float)eng_model_live_window_ms(l->model) / 1000.0f;
+	job->params.window_margin_s = SRV_DG_LIVE_WINDOW_MARGIN_S;
 	if (!is_final)
 		job->params.n_temperatures = 1; /* interims: greedy at 0 only, no fallback */
 	return job;
@@ -435,7 +437,10 @@ static void srv_dg_live_submit(struct srv_dg_live *l, const struct srv_dg_live_s
 		return;
 	}
 	struct eng_asr_input in = { .samples = job->samples, .n_samples = job->n };
-	struct eng_req_opts opts = { .priority = ENG_PRIORITY_HIGH };
+	/* live work before REST work, and a final (a caption someone waits
+	 * for) before other streams' interims */
+	struct eng_req_opts opts = { .priority = is_final ? ENG_PRIORITY_URGENT
+							  : ENG_PRIORITY_HIGH };
 	int rc = eng_transcribe_submit(l->model, &in, &job->params, &opts, srv_dg_live_job_done,
 				       job, err, sizeof(err));
 	if (!rc)

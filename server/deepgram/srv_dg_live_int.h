@@ -14,7 +14,13 @@
  * CloseStream close the open segment at once; a segment never passes
  * SRV_DG_LIVE_MAX_SEGMENT. Every transcription is one job on the model's
  * scheduler (the REST path's eng_transcribe_submit on 16 kHz samples), at
- * most one per stream in flight; finals wait in order in finals[].
+ * most one per stream in flight; finals wait in order in finals[]. Jobs
+ * run before uploads (ENG_PRIORITY_HIGH), finals before other streams'
+ * interims (ENG_PRIORITY_URGENT), and their encoder windows are trimmed to
+ * the audio plus SRV_DG_LIVE_WINDOW_MARGIN_S, at least the model's
+ * live_window_ms (eng_transcribe_params.window_min_s; whisper.cpp's
+ * audio_ctx), since re-encoding a padded 30 s window every 0.5 s is what
+ * limits the streams per core.
  *
  * Inside a segment, words are committed by LocalAgreement-2 (Machacek,
  * Dabre and Bojar 2023, whisper_streaming's policy): the words two
@@ -67,6 +73,8 @@
 #define SRV_AUDIO_OUT_MAX_LIVE   (4u << 20)   /* ceiling on one rendered Results message */
 #define SRV_DG_LIVE_SPEECH_ON    0.5f         /* VAD probability that starts speech */
 #define SRV_DG_LIVE_SPEECH_OFF   0.35f        /* ... below which it is silence */
+#define SRV_DG_LIVE_WINDOW_MARGIN_S 2.0f /* seconds of padding past the audio in a trimmed
+					  * encoder window (models[].live_window_ms) */
 #define SRV_DG_LIVE_TAIL_WORDS   5            /* committed words kept to drop their repeat */
 #define SRV_DG_LIVE_NORM         64           /* bytes of a word compared by LocalAgreement */
 

@@ -492,6 +492,63 @@ def test_not_a_websocket(srv):
     assert r.status == 400
 
 
+def encoder_counters(d):
+    """The model's Whisper encoder windows and positions computed so far
+    (/metrics)."""
+    text = request(d.port, "GET", "/metrics").body.decode()
+    got = []
+    for name in ("inferd_model_encoder_windows_total", "inferd_model_encoder_positions_total"):
+        m = re.search(r'^%s\{model="%s"\} (\S+)$' % (name, MODEL), text, re.M)
+        assert m, name
+        got.append(int(float(m.group(1))))
+    return got
+
+
+@pytest.fixture(scope="module")
+def trim_srv():
+    """A model with live_window_ms 10000 (the default, 0, keeps 30 s)."""
+    cfg = live_config()
+    cfg["models"] = [dict(cfg["models"][0], live_window_ms=10000)]
+    d = Daemon(cfg, env={"INFERD_API_KEY": API_KEY})
+    yield d
+    assert_stopped_clean(d)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_live_windows_are_trimmed_and_finals_urgent(srv, trim_srv):
+    """What the daemon records of a live stream's transcriptions: with
+    models[].live_window_ms 10000 their encoder windows are trimmed (the
+    audio plus 2 s, at least 10 s = 500 positions, a multiple of 16; jfk's
+    segments are under 11 s, so at most 13 s = 656), an upload's is the
+    full 30 s (1500 positions), as are a stream's at the default 0; finals
+    are scheduled urgent, interims high, the upload normal (the recent
+    requests' priorities)."""
+    w0, p0 = encoder_counters(srv)
+    col, (code, _) = run_stream(srv, jfk_pcm(), 3200, 20.0, encoding="linear16",
+                                sample_rate=16000)
+    assert code == 1000
+    w1, p1 = encoder_counters(srv)
+    assert w1 - w0 >= 1 and p1 - p0 == 1500 * (w1 - w0), (w1 - w0, p1 - p0)
+    srv = trim_srv
+    w0, p0 = encoder_counters(srv)
+    col, (code, _) = run_stream(srv, jfk_pcm(), 3200, 4.0, encoding="linear16",
+                                sample_rate=16000, interim_results="true")
+    assert code == 1000
+    w1, p1 = encoder_counters(srv)
+    n = w1 - w0
+    assert n >= 2 and (p1 - p0) % 16 == 0, (n, p1 - p0)
+    assert 500 * n <= p1 - p0 <= 656 * n, (n, p1 - p0)
+    _rest_words(srv)
+    w2, p2 = encoder_counters(srv)
+    assert w2 - w1 >= 1 and p2 - p1 == 1500 * (w2 - w1), (w2 - w1, p2 - p1)
+    r = request(srv.port, "GET", "/v2/models/%s/stats" % MODEL,
+                headers={"Authorization": "Token " + API_KEY})
+    assert r.status == 200, r.body
+    prio = [e["priority"] for e in r.json()["model_stats"][0]["inferd"]["recent_requests"]]
+    assert prio[-1] == "normal", prio
+    assert "urgent" in prio and "high" in prio, prio
+
+
 # --- bad input --------------------------------------------------------------------
 
 

@@ -783,6 +783,7 @@ static void test_help(void **state)
 		"models[].max_num_seqs (integer, default 16, 1..256)",
 		"models[].max_batch_tokens (integer, default 512, 16..65536)",
 		"models[].timeout_ms (integer, default 0, 0..86400000)",
+		"models[].live_window_ms (integer, default 0, 0..30000)",
 		"models[].kv_cache_f16 (boolean, default false)",
 		"models[].compute_type (string, default \"default\")",
 		"models[].vad_filter (boolean, default false)",
@@ -801,7 +802,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 32);
+	assert_int_equal(lines, 2 * 33);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");

@@ -265,7 +265,10 @@ static void test_generate_context(void **state)
  * log-mel input against eng_whisper_encode of each (output and
  * cross-attention keys/values), and eng_whisper_decode_steps against
  * eng_whisper_decode per sequence: three sequences (two on one window, at
- * different cache lengths), five steps. */
+ * different cache lengths), five steps. Window 0 is trimmed to 1008
+ * encoder positions (eng_whisper_enc_trim, a live stream's 20 s), so the
+ * stacked rows, the cross-attention and the decode steps mix window
+ * sizes; a trim to 0 or past 1500 is the full window. */
 static void test_whisper_batched_steps(void **state)
 {
 	(void)state;
@@ -291,16 +294,23 @@ static void test_whisper_batched_steps(void **state)
 		}
 		assert_int_equal(eng_whisper_enc_create(w, 1, &enc[e]), 0);
 		assert_int_equal(eng_whisper_enc_create(w, 1, &benc[e]), 0);
+		eng_whisper_enc_trim(w, enc[e], e ? 0 : 1008);
+		eng_whisper_enc_trim(w, benc[e], e ? 5000 : 1008);
 		eng_whisper_encode(w, enc[e], NULL, m, T, 0, e ? T : 2000); /* window 0: 20 s */
 	}
+	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
+	assert_int_equal(eng_whisper_enc_ctx(enc[0]), 1008);
+	assert_int_equal(eng_whisper_enc_ctx(benc[1]), A);
 	const float *mels[2] = { mel, mel2 };
 	const size_t strides[2] = { T, T }, f0[2] = { 0, 0 }, nf[2] = { 2000, T };
 	assert_int_equal(eng_whisper_encode_batch(w, NULL, benc, mels, strides, f0, nf, 2), 0);
-	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
 	for (int e = 0; e < 2; e++) {
-		assert_memory_equal(enc[e]->x, benc[e]->x, A * d * sizeof(float));
-		assert_memory_equal(enc[e]->cross_kv, benc[e]->cross_kv,
-				    (size_t)hp->dec_layers * A * 2 * d * sizeof(float));
+		size_t n = eng_whisper_enc_ctx(enc[e]);
+		assert_memory_equal(enc[e]->x, benc[e]->x, n * d * sizeof(float));
+		for (int li = 0; li < hp->dec_layers; li++)
+			assert_memory_equal(enc[e]->cross_kv + (size_t)li * A * 2 * d,
+					    benc[e]->cross_kv + (size_t)li * A * 2 * d,
+					    n * 2 * d * sizeof(float));
 	}
 	/* caches 0..2 alone, 3..5 batched; sequence i uses window i % 2 */
 	struct eng_whisper_kv *kv[6];
