@@ -313,6 +313,25 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 	return k;
 }
 
+/* When the next release under load is due (monotonic ms; 0: not armed). */
+static _Atomic long long es_busy_release_at;
+
+/* A request ended: when ENG_SCHED_BUSY_RELEASE_MS have passed since the
+ * last release under load (or since the first end), hand the freed
+ * memory back; one thread wins the exchange, the others go on. */
+static void es_release_when_due(void)
+{
+	long long now = (long long)st_now_ms();
+	long long at = atomic_load(&es_busy_release_at);
+	if (at && now < at)
+		return;
+	if (!atomic_compare_exchange_strong(&es_busy_release_at, &at,
+					    now + ENG_SCHED_BUSY_RELEASE_MS))
+		return;
+	if (at)
+		mem_release_freed();
+}
+
 void eng__sched_finish(struct eng__replica *rp)
 {
 	struct eng_sched *s = rp->s;
@@ -322,6 +341,7 @@ void eng__sched_finish(struct eng__replica *rp)
 	if (s->n_waiting)
 		pthread_cond_broadcast(&s->cv); /* the balance moved */
 	pthread_mutex_unlock(&s->mu);
+	es_release_when_due();
 }
 
 /* Under mu: the outcome counters. */
