@@ -974,7 +974,15 @@ class LiveServer:
         """Send a frame now, or after delay s from a timer thread (the
         reading goes on meanwhile, so that frames' arrivals stay true)."""
         if delay:
-            threading.Timer(delay, self._send, (conn, rec, opcode, payload)).start()
+            # a Timer may wake a little early (its wait is not on the
+            # monotonic clock everywhere): sleep out the rest before sending
+            due = time.monotonic() + delay
+
+            def later():
+                while (left := due - time.monotonic()) > 0:
+                    time.sleep(left)
+                self._send(conn, rec, opcode, payload)
+            threading.Thread(target=later, daemon=True).start()
             return
         with self.lock:
             try:
