@@ -26,7 +26,7 @@ RUN apt-get update \
       libuv1-dev libjansson-dev libopenblas-dev libzstd-dev \
       libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
       libhwloc-dev node-llhttp zlib1g-dev \
-      libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nettle-dev libwslay-dev \
+      libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nettle-dev libwslay-dev libjemalloc-dev \
  && if [ "$BAKE_MODELS" = 1 ]; then \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         python3-pip unzip ca-certificates; \
@@ -55,7 +55,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libuv1 libjansson4 libopenblas0-pthread libzstd1 \
       libavformat59 libavcodec59 libswresample4 libavutil57 \
-      libhwloc15 zlib1g libnghttp2-14 libprotobuf-c1 libnettle8 libwslay1 curl \
+      libhwloc15 zlib1g libnghttp2-14 libprotobuf-c1 libnettle8 libwslay1 libjemalloc2 curl \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /nonexistent \
       --shell /usr/sbin/nologin inferd

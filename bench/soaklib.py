@@ -4,8 +4,8 @@ asyncio that records what each request saw at the socket (refused, reset,
 cut mid-answer, hung, the status and its Retry-After), an open-loop Poisson
 driver for it, the misbehaving clients of the fault phase, the process
 sampler (RSS, fds, threads, queue depth) and a snapshot of the daemon's
-accepted TCP connections from /proc/net/tcp, and glibc's account of the
-heap (malloc_info through gdb, at idle moments).
+accepted TCP connections from /proc/net/tcp, and the allocator's account
+of the heap (from /metrics, at idle moments).
 
 Standard library only; bench/soak puts this folder on sys.path.
 """
@@ -16,10 +16,8 @@ import mimetypes
 import os
 import random
 import re
-import shutil
 import socket
 import struct
-import subprocess
 import threading
 import time
 
@@ -452,10 +450,12 @@ def proc_sample(pid):
 
 
 _QD = re.compile(r'^inferd_model_queue_depth\{model="([^"]*)"\} (\S+)$', re.M)
+_HEAP = re.compile(r'^inferd_memory_(allocated|allocator_resident)_bytes'
+                   r'\{allocator="([^"]*)"\} (\S+)$', re.M)
 
 
-def queue_depth(port, timeout=5.0):
-    """{model: requests waiting} from GET /metrics, or None."""
+def metrics_text(port, timeout=5.0):
+    """GET /metrics's body, or None."""
     try:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         c.request("GET", "/metrics", headers={"Connection": "close"})
@@ -464,7 +464,27 @@ def queue_depth(port, timeout=5.0):
         c.close()
     except (OSError, http.client.HTTPException):
         return None
-    return {m: int(float(v)) for m, v in _QD.findall(text)} if r.status == 200 else None
+    return text if r.status == 200 else None
+
+
+def queue_depth(port, timeout=5.0):
+    """{model: requests waiting} from GET /metrics, or None."""
+    text = metrics_text(port, timeout)
+    return None if text is None else {m: int(float(v)) for m, v in _QD.findall(text)}
+
+
+def heap_in_use(port):
+    """The allocator's own account from /metrics (inferd_memory_allocated_bytes,
+    inferd_memory_allocator_resident_bytes): {allocator, in_use_mb, kept_mb
+    (resident but not allocated: freed blocks kept for reuse, metadata)},
+    or None (no such series, or an allocator that reports nothing)."""
+    text = metrics_text(port)
+    got = {kind: (alloc, float(v)) for kind, alloc, v in _HEAP.findall(text or "")}
+    if len(got) != 2 or not got["allocated"][0]:
+        return None
+    in_use, resident = got["allocated"][1], got["allocator_resident"][1]
+    return {"allocator": got["allocated"][0], "in_use_mb": in_use / 1e6,
+            "kept_mb": max(0.0, resident - in_use) / 1e6}
 
 
 class Sampler(threading.Thread):
@@ -476,7 +496,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid_fn, self.port, self.interval_s, self.t0 = pid_fn, port, interval_s, t0
         self.phase, self.samples, self.halt = "start", [], threading.Event()
-        self.lock = threading.Lock()  # held while sampling (heap_in_use takes it too)
+        self.lock = threading.Lock()  # held while sampling
 
     def take(self):
         s = {"t": round(time.monotonic() - self.t0, 2), "phase": self.phase}
@@ -491,41 +511,6 @@ class Sampler(threading.Thread):
         while not self.halt.is_set():
             self.take()
             self.halt.wait(self.interval_s)
-
-
-_MALLOC_TOTALS = re.compile(
-    r'</heap>\s*<total type="fast" count="\d+" size="(\d+)"/>\s*'
-    r'<total type="rest" count="\d+" size="(\d+)"/>\s*'
-    r'<total type="mmap" count="\d+" size="(\d+)"/>\s*<system type="current" size="(\d+)"/>')
-
-
-def heap_in_use(pid, log_path):
-    """glibc's own account of the daemon's heap, asked through gdb
-    (malloc_info(3) written to the daemon's stderr, which goes to
-    log_path): {in_use_mb, free_mb (freed, kept by malloc), mmap_mb,
-    arenas}, or None (no gdb, no ptrace, not glibc). It stops the process
-    for a moment: call it only when the daemon is idle."""
-    gdb = shutil.which("gdb")
-    if not gdb:
-        return None
-    try:
-        n = os.path.getsize(log_path)
-        subprocess.run([gdb, "-p", str(pid), "-batch", "-nx",
-                        "-ex", "call (int)malloc_info(0, *(void**)&stderr)"],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=120)
-        time.sleep(0.2)
-        with open(log_path, "rb") as f:
-            f.seek(n)
-            text = f.read().decode("utf-8", "replace")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = _MALLOC_TOTALS.search(text.split('<malloc version="1">')[-1])
-    if not m:
-        return None
-    fast, rest, mm, cur = (int(x) for x in m.groups())
-    return {"in_use_mb": (cur - fast - rest) / 1e6, "free_mb": (fast + rest) / 1e6,
-            "mmap_mb": mm / 1e6, "arenas": text.count("<heap nr=")}
 
 
 # ---------------------------------------------------------------- /proc/net/tcp

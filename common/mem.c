@@ -8,7 +8,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __GLIBC__
+#ifdef INFERD_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#elif defined(__GLIBC__)
 #include <malloc.h>
 #endif
 #ifdef __linux__
@@ -30,6 +35,47 @@ static int mem_should_fail(void)
 	return b == 0;
 }
 
+#ifdef INFERD_JEMALLOC
+/* jemalloc reads this at its first allocation, before main (MALLOC_CONF in
+ * the environment, read after it, may override). oversize_threshold:0: no
+ * separate arena for blocks of 8 MiB and more, whose freed pages jemalloc
+ * would hand back at once; a Whisper window's 18 MB cross-attention keys
+ * and values are such blocks, reused by every window. background_thread:
+ * see mem_keep_freed. */
+const char *malloc_conf = "oversize_threshold:0,background_thread:true";
+
+void mem_keep_freed(void)
+{
+	/* Purging on its own thread, so that an idle daemon's dirty pages
+	 * still go back after the decay time (without it, jemalloc purges
+	 * only when some thread allocates). Refused (already on, or no
+	 * threads): purging stays on the allocating threads, no harm. */
+	bool on = true;
+	(void)mallctl("background_thread", NULL, NULL, &on, sizeof(on));
+}
+
+void mem_release_freed(void)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "arena.%u.purge", (unsigned)MALLCTL_ARENAS_ALL);
+	(void)mallctl(name, NULL, NULL, NULL, 0);
+}
+
+void mem_stats_read(struct mem_stats *out)
+{
+	*out = (struct mem_stats){ .allocator = "jemalloc" };
+	uint64_t epoch = 1;
+	size_t len = sizeof(epoch);
+	(void)mallctl("epoch", &epoch, &len, &epoch, len);
+	size_t v;
+	len = sizeof(v);
+	if (mallctl("stats.allocated", &v, &len, NULL, 0) == 0)
+		out->allocated = v;
+	len = sizeof(v);
+	if (mallctl("stats.resident", &v, &len, NULL, 0) == 0)
+		out->resident = v;
+}
+#else
 void mem_keep_freed(void)
 {
 #ifdef __GLIBC__
@@ -37,13 +83,8 @@ void mem_keep_freed(void)
 	 * DEFAULT_MMAP_THRESHOLD_MAX); a larger value would be refused. */
 	mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-	/* One arena per CPU, not glibc's 8: each request's thread takes an
-	 * arena, and an arena other than the main one keeps its freed top
-	 * even through malloc_trim (mem_release_freed), so with 8 per CPU a
-	 * burst's peak stayed (bench/soak: +10 % RSS after an overload, at 13
-	 * arenas). With 2 on 2 CPUs, 8 concurrent transcriptions took the
-	 * anonymous RSS from 950 to 1377 MB, and 4 s idle brought it back to
-	 * 979 MB. */
+	/* One arena per CPU, not glibc's 8: an arena other than the main
+	 * one keeps its freed top even through malloc_trim. */
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	mallopt(M_ARENA_MAX, ncpu > 2 ? (int)ncpu : 2);
 #endif
@@ -55,6 +96,18 @@ void mem_release_freed(void)
 	malloc_trim(0);
 #endif
 }
+
+void mem_stats_read(struct mem_stats *out)
+{
+	*out = (struct mem_stats){ .allocator = "" };
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+	struct mallinfo2 mi = mallinfo2();
+	out->allocator = "glibc";
+	out->allocated = mi.uordblks + mi.hblkhd;
+	out->resident = mi.arena + mi.hblkhd;
+#endif
+}
+#endif
 
 void mem_fail_after(long n)
 {

@@ -26,26 +26,49 @@ void mem_free(void *p);
  * EPYC Zen 4). Freed by mem_free. NULL on failure. */
 void *mem_alloc_huge(size_t size_bytes);
 
-/* mem_keep_freed - ask the allocator (glibc's malloc) to serve blocks up to
- * 32 MB from its heaps and to keep what is freed there for reuse, instead of
- * mapping each big block anew and returning it at free (M_MMAP_THRESHOLD,
- * M_TRIM_THRESHOLD; mallopt(3)). A request's buffers (a Whisper window's
- * cross-attention keys and values are 18 MB) then cost no page faults when
- * the next request takes them again. Also at most one arena per CPU
- * (M_ARENA_MAX), so that mem_release_freed can reach most of what is kept.
- * Call once at start-up, before any thread; the process keeps its peak
- * heap until mem_release_freed. A no-op where the C library has no
- * mallopt. */
+/* mem_keep_freed - set up the allocator at start-up, before any thread:
+ * freed blocks stay in the process for reuse a while, so that a request's
+ * big buffers (a Whisper window's cross-attention keys and values are
+ * 18 MB) cost no page faults when the next request takes them again, and
+ * what stays unused goes back to the system on its own.
+ *   jemalloc (the default build): its background purging thread on
+ *   (mallctl "background_thread"); unused dirty pages go back after
+ *   jemalloc's decay time (opt.dirty_decay_ms, 10 s by default; MALLOC_CONF
+ *   may change it).
+ *   glibc (sanitizer builds, -Dallocator=libc): blocks up to 32 MB from
+ *   its heaps, kept after free (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD;
+ *   mallopt(3)), at most one arena per CPU (M_ARENA_MAX) so that
+ *   mem_release_freed reaches most of what is kept; the process keeps its
+ *   peak heap until mem_release_freed.
+ * A no-op where the C library is neither. */
 void mem_keep_freed(void);
 
 /* mem_release_freed - hand what the allocator keeps freed back to the
- * system (glibc's malloc_trim(0): every arena, free pages inside the heaps
- * too), undoing mem_keep_freed's hoard once the process goes idle: after a
- * burst of requests, each transcription's thread arena otherwise holds its
- * peak (bench/soak: +10 % RSS after an overload, heap in use unchanged).
- * Walks every arena: call off the event loop, when idle. A no-op where the
- * C library has no malloc_trim. */
+ * system now: jemalloc purges every arena's unused pages
+ * ("arena.<MALLCTL_ARENAS_ALL>.purge"), glibc trims every arena and frees
+ * the pages inside its heaps (malloc_trim(0)). The scheduler calls it when
+ * the engine goes idle and every 30 s under load that never pauses. Walks
+ * every arena: call it off the event loop. */
 void mem_release_freed(void);
+
+/* struct mem_stats - the allocator's own account, in bytes.
+ *   allocated  what the program holds (allocated and not yet freed)
+ *   resident   what the allocator holds in memory: allocated, plus freed
+ *              blocks kept for reuse and its metadata (jemalloc's
+ *              stats.resident; glibc: its heaps' size plus mmapped blocks,
+ *              an upper bound, for trimmed pages inside a heap stay
+ *              counted)
+ * allocator is "jemalloc", "glibc" or "" (unknown: both figures 0). */
+struct mem_stats {
+	size_t allocated;
+	size_t resident;
+	const char *allocator;
+};
+
+/* mem_stats_read - fill *out with the allocator's figures now (jemalloc:
+ * refreshes its statistics epoch; glibc: mallinfo2(3), which locks each
+ * arena in turn). Cheap enough for a metrics scrape. */
+void mem_stats_read(struct mem_stats *out);
 
 /* mem_fail_after - test hook: the next n allocations succeed and every later one fails, until called
  * again with n < 0 (never fail, the default). Process-wide, for tests only. */

@@ -1,6 +1,8 @@
 /* srv_metrics.c - counters and histograms in the Prometheus text format. */
 #include "server/srv_metrics.h"
 
+#include "common/mem.h"
+
 #include <llhttp.h>
 
 static const double srv_dur_bounds[SRV_METRICS_N_BUCKETS] = {
@@ -111,6 +113,23 @@ static int srv_metrics_render_conns(const struct srv_metrics *m, struct srv_buf 
 		(unsigned long long)m->bytes_in, (unsigned long long)m->bytes_out);
 }
 
+/* The allocator's account (mem_stats_read): what the daemon's RSS holds
+ * beyond live data is resident - allocated (Redis INFO's
+ * allocator_resident against used_memory). */
+static int srv_metrics_render_memory(struct srv_buf *out)
+{
+	struct mem_stats st;
+	mem_stats_read(&st);
+	return srv_buf_printf(out,
+		"# HELP inferd_memory_allocated_bytes Heap bytes the daemon holds, by the allocator's account.\n"
+		"# TYPE inferd_memory_allocated_bytes gauge\n"
+		"inferd_memory_allocated_bytes{allocator=\"%s\"} %zu\n"
+		"# HELP inferd_memory_allocator_resident_bytes Bytes the allocator holds in memory: allocated, freed blocks kept for reuse, its metadata.\n"
+		"# TYPE inferd_memory_allocator_resident_bytes gauge\n"
+		"inferd_memory_allocator_resident_bytes{allocator=\"%s\"} %zu\n",
+		st.allocator, st.allocated, st.allocator, st.resident);
+}
+
 int srv_metrics_render(const struct srv_metrics *m, struct srv_buf *out,
 		       const char *(*route_name)(int i), int n_routes)
 {
@@ -121,5 +140,7 @@ int srv_metrics_render(const struct srv_metrics *m, struct srv_buf *out,
 		rc = srv_metrics_render_durations(m, out, route_name, n_routes);
 	if (!rc)
 		rc = srv_metrics_render_conns(m, out);
+	if (!rc)
+		rc = srv_metrics_render_memory(out);
 	return rc;
 }

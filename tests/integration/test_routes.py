@@ -138,6 +138,23 @@ def test_metrics_prometheus_text(daemon):
     assert m['inferd_model_ready{model="whisper-tiny.en",task="transcription"}'] == 1
 
 
+def test_metrics_allocator(daemon):
+    """The allocator's own account beside the HTTP figures: one series each,
+    labelled with the allocator the build links (jemalloc unless a sanitizer
+    brings its own malloc); what it holds resident covers what is allocated,
+    and the loaded models' weights are in what is allocated."""
+    m = parse_metrics(request(daemon.port, "GET", "/metrics").body.decode())
+    alloc = {k: v for k, v in m.items() if k.startswith("inferd_memory_allocated_bytes{")}
+    res = {k: v for k, v in m.items() if k.startswith("inferd_memory_allocator_resident_bytes{")}
+    assert len(alloc) == 1 and len(res) == 1, (alloc, res)
+    (key, allocated), = alloc.items()
+    label = re.fullmatch(r'inferd_memory_allocated_bytes\{allocator="(\w*)"\}', key).group(1)
+    assert label in ("jemalloc", "glibc", ""), key
+    (resident,) = res.values()
+    if label == "jemalloc":
+        assert allocated > 50e6 and resident >= allocated, (allocated, resident)
+
+
 def test_metrics_count_unmatched_routes(daemon):
     request(daemon.port, "GET", "/no/such/route")
     m = parse_metrics(request(daemon.port, "GET", "/metrics").body.decode())
