@@ -450,7 +450,7 @@ def proc_sample(pid):
 
 
 _QD = re.compile(r'^inferd_model_queue_depth\{model="([^"]*)"\} (\S+)$', re.M)
-_HEAP = re.compile(r'^inferd_memory_(allocated|allocator_resident)_bytes'
+_HEAP = re.compile(r'^inferd_memory_(allocated|allocator_kept)_bytes'
                    r'\{allocator="([^"]*)"\} (\S+)$', re.M)
 
 
@@ -475,16 +475,15 @@ def queue_depth(port, timeout=5.0):
 
 def heap_in_use(port):
     """The allocator's own account from /metrics (inferd_memory_allocated_bytes,
-    inferd_memory_allocator_resident_bytes): {allocator, in_use_mb, kept_mb
-    (resident but not allocated: freed blocks kept for reuse, metadata)},
-    or None (no such series, or an allocator that reports nothing)."""
+    inferd_memory_allocator_kept_bytes): {allocator, in_use_mb, kept_mb
+    (freed pages kept for reuse, not yet handed back)}, or None (no such
+    series, or an allocator that reports nothing)."""
     text = metrics_text(port)
     got = {kind: (alloc, float(v)) for kind, alloc, v in _HEAP.findall(text or "")}
     if len(got) != 2 or not got["allocated"][0]:
         return None
-    in_use, resident = got["allocated"][1], got["allocator_resident"][1]
-    return {"allocator": got["allocated"][0], "in_use_mb": in_use / 1e6,
-            "kept_mb": max(0.0, resident - in_use) / 1e6}
+    return {"allocator": got["allocated"][0], "in_use_mb": got["allocated"][1] / 1e6,
+            "kept_mb": got["allocator_kept"][1] / 1e6}
 
 
 class Sampler(threading.Thread):

@@ -41,8 +41,10 @@ static int mem_should_fail(void)
  * separate arena for blocks of 8 MiB and more, whose freed pages jemalloc
  * would hand back at once; a Whisper window's 18 MB cross-attention keys
  * and values are such blocks, reused by every window. background_thread:
- * see mem_keep_freed. */
-const char *malloc_conf = "oversize_threshold:0,background_thread:true";
+ * see mem_keep_freed; one such thread for every arena, started at once, so
+ * that the daemon's thread count does not grow the first time a thread
+ * takes a new arena. */
+const char *malloc_conf = "oversize_threshold:0,background_thread:true,max_background_threads:1";
 
 void mem_keep_freed(void)
 {
@@ -67,13 +69,20 @@ void mem_stats_read(struct mem_stats *out)
 	uint64_t epoch = 1;
 	size_t len = sizeof(epoch);
 	(void)mallctl("epoch", &epoch, &len, &epoch, len);
-	size_t v;
+	size_t v, page = 4096, dirty = 0, muzzy = 0;
 	len = sizeof(v);
 	if (mallctl("stats.allocated", &v, &len, NULL, 0) == 0)
 		out->allocated = v;
-	len = sizeof(v);
-	if (mallctl("stats.resident", &v, &len, NULL, 0) == 0)
-		out->resident = v;
+	len = sizeof(page);
+	(void)mallctl("arenas.page", &page, &len, NULL, 0);
+	char name[48];
+	snprintf(name, sizeof(name), "stats.arenas.%u.pdirty", (unsigned)MALLCTL_ARENAS_ALL);
+	len = sizeof(dirty);
+	(void)mallctl(name, &dirty, &len, NULL, 0);
+	snprintf(name, sizeof(name), "stats.arenas.%u.pmuzzy", (unsigned)MALLCTL_ARENAS_ALL);
+	len = sizeof(muzzy);
+	(void)mallctl(name, &muzzy, &len, NULL, 0);
+	out->kept = (dirty + muzzy) * page;
 }
 #else
 void mem_keep_freed(void)
@@ -104,7 +113,7 @@ void mem_stats_read(struct mem_stats *out)
 	struct mallinfo2 mi = mallinfo2();
 	out->allocator = "glibc";
 	out->allocated = mi.uordblks + mi.hblkhd;
-	out->resident = mi.arena + mi.hblkhd;
+	out->kept = mi.fordblks;
 #endif
 }
 #endif

@@ -52,16 +52,17 @@ void mem_keep_freed(void);
 void mem_release_freed(void);
 
 /* struct mem_stats - the allocator's own account, in bytes.
- *   allocated  what the program holds (allocated and not yet freed)
- *   resident   what the allocator holds in memory: allocated, plus freed
- *              blocks kept for reuse and its metadata (jemalloc's
- *              stats.resident; glibc: its heaps' size plus mmapped blocks,
- *              an upper bound, for trimmed pages inside a heap stay
- *              counted)
+ *   allocated  what the program holds (allocated and not yet freed; may
+ *              exceed the RSS: pages of a block never written are not
+ *              resident, as in a KV cache sized for the whole context)
+ *   kept       pages the program freed and the allocator keeps for reuse,
+ *              not yet handed back (jemalloc's dirty and muzzy pages;
+ *              glibc: the free chunks in its arenas, an upper bound, for
+ *              pages malloc_trim gave back inside a heap stay counted)
  * allocator is "jemalloc", "glibc" or "" (unknown: both figures 0). */
 struct mem_stats {
 	size_t allocated;
-	size_t resident;
+	size_t kept;
 	const char *allocator;
 };
 

@@ -113,21 +113,21 @@ static int srv_metrics_render_conns(const struct srv_metrics *m, struct srv_buf 
 		(unsigned long long)m->bytes_in, (unsigned long long)m->bytes_out);
 }
 
-/* The allocator's account (mem_stats_read): what the daemon's RSS holds
- * beyond live data is resident - allocated (Redis INFO's
- * allocator_resident against used_memory). */
+/* The allocator's account (mem_stats_read): what the program holds, and
+ * what it freed that the allocator keeps for reuse (Redis INFO's
+ * used_memory and allocator fragmentation bytes, in spirit). */
 static int srv_metrics_render_memory(struct srv_buf *out)
 {
 	struct mem_stats st;
 	mem_stats_read(&st);
 	return srv_buf_printf(out,
-		"# HELP inferd_memory_allocated_bytes Heap bytes the daemon holds, by the allocator's account.\n"
+		"# HELP inferd_memory_allocated_bytes Heap bytes the daemon holds, by the allocator's account (pages never written are not resident, so this may exceed the RSS).\n"
 		"# TYPE inferd_memory_allocated_bytes gauge\n"
 		"inferd_memory_allocated_bytes{allocator=\"%s\"} %zu\n"
-		"# HELP inferd_memory_allocator_resident_bytes Bytes the allocator holds in memory: allocated, freed blocks kept for reuse, its metadata.\n"
-		"# TYPE inferd_memory_allocator_resident_bytes gauge\n"
-		"inferd_memory_allocator_resident_bytes{allocator=\"%s\"} %zu\n",
-		st.allocator, st.allocated, st.allocator, st.resident);
+		"# HELP inferd_memory_allocator_kept_bytes Freed pages the allocator keeps for reuse and has not yet handed back to the system.\n"
+		"# TYPE inferd_memory_allocator_kept_bytes gauge\n"
+		"inferd_memory_allocator_kept_bytes{allocator=\"%s\"} %zu\n",
+		st.allocator, st.allocated, st.allocator, st.kept);
 }
 
 int srv_metrics_render(const struct srv_metrics *m, struct srv_buf *out,
