@@ -24,12 +24,11 @@
  * system once (mem_release_freed), so that a burst's peak does not stay
  * in the process's RSS (bench/soak). Under load that never pauses, the
  * first request to end after ENG_SCHED_BUSY_RELEASE_MS since the last
- * release does it (on its replica's thread): without that, 10 minutes at
- * 10x capacity grew the RSS by 16 % while the heap in use stayed flat,
- * glibc's arenas keeping ever more freed, fragmented memory (bench/soak's
- * overload, 728 -> 1403 MB kept); with it the growth was 9.8 %, still
- * past the soak's 2 % bar: the buffers churned per request are the cause
- * left to remove.
+ * release does it (on its replica's thread). With glibc's malloc, 10
+ * minutes at 10x capacity grew the RSS by 16 % without it and 9.8 % with
+ * it, its arenas fragmenting while the heap in use stayed flat; with
+ * jemalloc (the default build, common/mem.c) the overload's peak RSS held
+ * flat (bench/soak: 1350.8 -> 1352.1 MB, first half to second).
  *
  * Thread: submit from any thread; the loops on their queue threads; one
  * mutex per model guards the queue and counters.
