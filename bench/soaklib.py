@@ -495,14 +495,12 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid_fn, self.port, self.interval_s, self.t0 = pid_fn, port, interval_s, t0
         self.phase, self.samples, self.halt = "start", [], threading.Event()
-        self.lock = threading.Lock()  # held while sampling
 
     def take(self):
         s = {"t": round(time.monotonic() - self.t0, 2), "phase": self.phase}
-        with self.lock:
-            p = proc_sample(self.pid_fn())
-            s.update(p or {"rss_mb": None, "fds": None, "threads": None})
-            s["queue"] = queue_depth(self.port) if p else None
+        p = proc_sample(self.pid_fn())
+        s.update(p or {"rss_mb": None, "fds": None, "threads": None})
+        s["queue"] = queue_depth(self.port) if p else None
         self.samples.append(s)
         return s
 

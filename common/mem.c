@@ -10,9 +10,7 @@
 #include <string.h>
 #ifdef INFERD_JEMALLOC
 #include <jemalloc/jemalloc.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #elif defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -41,48 +39,45 @@ static int mem_should_fail(void)
  * separate arena for blocks of 8 MiB and more, whose freed pages jemalloc
  * would hand back at once; a Whisper window's 18 MB cross-attention keys
  * and values are such blocks, reused by every window. background_thread:
- * see mem_keep_freed; one such thread for every arena, started at once, so
+ * purging on its own thread, so that an idle daemon's dirty pages still go
+ * back after the decay time (without it jemalloc purges only when some
+ * thread allocates); one such thread for every arena, started at once, so
  * that the daemon's thread count does not grow the first time a thread
  * takes a new arena. */
 const char *malloc_conf = "oversize_threshold:0,background_thread:true,max_background_threads:1";
 
+/* mallctl names for every arena at once (MALLCTL_ARENAS_ALL, a literal) */
+#define MEM_STR_(x) #x
+#define MEM_STR(x) MEM_STR_(x)
+#define MEM_ARENAS_ALL(what) "arena." MEM_STR(MALLCTL_ARENAS_ALL) "." what
+#define MEM_STATS_ALL(what) "stats.arenas." MEM_STR(MALLCTL_ARENAS_ALL) "." what
+
 void mem_keep_freed(void)
 {
-	/* Purging on its own thread, so that an idle daemon's dirty pages
-	 * still go back after the decay time (without it, jemalloc purges
-	 * only when some thread allocates). Refused (already on, or no
-	 * threads): purging stays on the allocating threads, no harm. */
-	bool on = true;
-	(void)mallctl("background_thread", NULL, NULL, &on, sizeof(on));
+	/* nothing to do at run time: malloc_conf above set jemalloc up */
 }
 
 void mem_release_freed(void)
 {
-	char name[32];
-	snprintf(name, sizeof(name), "arena.%u.purge", (unsigned)MALLCTL_ARENAS_ALL);
-	(void)mallctl(name, NULL, NULL, NULL, 0);
+	(void)mallctl(MEM_ARENAS_ALL("purge"), NULL, NULL, NULL, 0);
+}
+
+/* One size_t statistic, 0 when jemalloc does not know it. */
+static size_t mem_je_size(const char *name)
+{
+	size_t v = 0, len = sizeof(v);
+	return mallctl(name, &v, &len, NULL, 0) == 0 ? v : 0;
 }
 
 void mem_stats_read(struct mem_stats *out)
 {
-	*out = (struct mem_stats){ .allocator = "jemalloc" };
 	uint64_t epoch = 1;
 	size_t len = sizeof(epoch);
-	(void)mallctl("epoch", &epoch, &len, &epoch, len);
-	size_t v, page = 4096, dirty = 0, muzzy = 0;
-	len = sizeof(v);
-	if (mallctl("stats.allocated", &v, &len, NULL, 0) == 0)
-		out->allocated = v;
-	len = sizeof(page);
-	(void)mallctl("arenas.page", &page, &len, NULL, 0);
-	char name[48];
-	snprintf(name, sizeof(name), "stats.arenas.%u.pdirty", (unsigned)MALLCTL_ARENAS_ALL);
-	len = sizeof(dirty);
-	(void)mallctl(name, &dirty, &len, NULL, 0);
-	snprintf(name, sizeof(name), "stats.arenas.%u.pmuzzy", (unsigned)MALLCTL_ARENAS_ALL);
-	len = sizeof(muzzy);
-	(void)mallctl(name, &muzzy, &len, NULL, 0);
-	out->kept = (dirty + muzzy) * page;
+	(void)mallctl("epoch", &epoch, &len, &epoch, len); /* refresh the statistics */
+	size_t pages = mem_je_size(MEM_STATS_ALL("pdirty")) + mem_je_size(MEM_STATS_ALL("pmuzzy"));
+	*out = (struct mem_stats){ .allocator = "jemalloc",
+				   .allocated = mem_je_size("stats.allocated"),
+				   .kept = pages * mem_je_size("arenas.page") };
 }
 #else
 void mem_keep_freed(void)

@@ -31,10 +31,10 @@ void *mem_alloc_huge(size_t size_bytes);
  * big buffers (a Whisper window's cross-attention keys and values are
  * 18 MB) cost no page faults when the next request takes them again, and
  * what stays unused goes back to the system on its own.
- *   jemalloc (the default build): its background purging thread on
- *   (mallctl "background_thread"); unused dirty pages go back after
- *   jemalloc's decay time (opt.dirty_decay_ms, 10 s by default; MALLOC_CONF
- *   may change it).
+ *   jemalloc (the default build): nothing at run time; mem.c's
+ *   malloc_conf turned its background purging thread on, and unused dirty
+ *   pages go back after jemalloc's decay time (opt.dirty_decay_ms, 10 s by
+ *   default; MALLOC_CONF may change it).
  *   glibc (sanitizer builds, -Dallocator=libc): blocks up to 32 MB from
  *   its heaps, kept after free (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD;
  *   mallopt(3)), at most one arena per CPU (M_ARENA_MAX) so that

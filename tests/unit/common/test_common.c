@@ -128,10 +128,10 @@ static size_t rss_bytes(void)
 }
 
 /* 64 MiB freed: mem_release_freed hands them back (RSS falls by at least
- * 48 MiB of them); glibc, as mem_keep_freed sets it, kept them until
- * then. Whichever
- * allocator the build links (jemalloc by default, glibc's with
- * -Dallocator=libc); mem_stats_read sees the 64 MiB held. */
+ * 48 MiB of them); glibc, as mem_keep_freed sets it, kept them until then.
+ * Whichever allocator the build links (jemalloc by default, glibc's with
+ * -Dallocator=libc); mem_stats_read sees the 64 MiB held, and what stayed
+ * resident after the free as kept. */
 static void test_mem_release_freed(void **state)
 {
 	(void)state;
