@@ -47,7 +47,9 @@ static void test_default_json(void **state)
 	expect_count(&cfg->models[0], 1);
 	expect_sched_defaults(&cfg->models[0]);
 	assert_int_equal(cfg->models[0].live_window_ms, 10000); /* measured: bench/live */
+	assert_int_equal(cfg->models[0].compute_type, CFG_COMPUTE_INT8); /* bench/live */
 	assert_int_equal(cfg->models[1].live_window_ms, 0);
+	assert_int_equal(cfg->models[1].compute_type, CFG_COMPUTE_DEFAULT);
 	assert_string_equal(cfg->models[1].name, "whisper-base");
 	assert_string_equal(cfg->models[1].path, "models/whisper-base");
 	assert_int_equal(cfg->models[1].format, CFG_MODEL_FORMAT_CT2);
