@@ -144,7 +144,8 @@ static void check_container(const char *name, const struct eng_audio_raw *raw,
 		if (n + m > whole.n_samples + 4096)
 			fail_msg("%s: %zu samples streamed, %zu in the file", name, n + m,
 				 whole.n_samples);
-		memcpy(out + n, got, sizeof(*got) * m);
+		if (m)
+			memcpy(out + n, got, sizeof(*got) * m);
 		n += m;
 		off += step;
 	}
@@ -152,7 +153,8 @@ static void check_container(const char *name, const struct eng_audio_raw *raw,
 	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), 0);
 	if (n + m > whole.n_samples + 4096)
 		fail_msg("%s: %zu samples streamed, %zu in the file", name, n + m, whole.n_samples);
-	memcpy(out + n, got, sizeof(*got) * m);
+	if (m)
+		memcpy(out + n, got, sizeof(*got) * m);
 	n += m;
 	print_message("%s: %zu samples streamed (%zu at the finish), %zu in the file\n", name,
 		      n, n - before_finish, whole.n_samples);
