@@ -189,7 +189,8 @@ static int srv_dg_live_append(struct srv_dg_live *l, const float *s, size_t n)
 		l->audio = p;
 		l->audio_cap = cap;
 	}
-	memcpy(l->audio + l->audio_n, s, sizeof(*s) * n);
+	if (n) /* a container's first bytes may complete no sample yet (audio still NULL) */
+		memcpy(l->audio + l->audio_n, s, sizeof(*s) * n);
 	l->audio_n += n;
 	return 0;
 }
