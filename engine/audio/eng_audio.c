@@ -19,6 +19,7 @@ static const char *const encoding_names[] = {
 	[ENG_AUDIO_ENCODING_LINEAR16] = "linear16", [ENG_AUDIO_ENCODING_LINEAR32] = "linear32",
 	[ENG_AUDIO_ENCODING_MULAW] = "mulaw",	    [ENG_AUDIO_ENCODING_ALAW] = "alaw",
 	[ENG_AUDIO_ENCODING_FLAC] = "flac",	    [ENG_AUDIO_ENCODING_OGG_OPUS] = "ogg-opus",
+	[ENG_AUDIO_ENCODING_OPUS] = "opus",
 };
 _Static_assert(sizeof(encoding_names) / sizeof(encoding_names[0]) == ENG_AUDIO_ENCODING_COUNT,
 	       "one name per encoding");
@@ -28,7 +29,7 @@ int eng_audio_encoding_parse(const char *name, enum eng_audio_encoding *out)
 	if (!name || !out)
 		return -ST_INVAL;
 	for (int i = 0; i < ENG_AUDIO_ENCODING_COUNT; i++) {
-		if (strcmp(name, encoding_names[i]) == 0) {
+		if (i != ENG_AUDIO_ENCODING_OPUS && strcmp(name, encoding_names[i]) == 0) {
 			*out = (enum eng_audio_encoding)i;
 			return 0;
 		}
@@ -71,8 +72,12 @@ static void audio_log_quiet(void)
 	av_log_set_level(AV_LOG_QUIET);
 }
 
-/* A raw descriptor in range; FLAC and ogg-opus describe themselves. */
-static int audio_raw_check(const struct eng_audio_raw *raw, char *err, size_t errlen)
+void eng__audio_init(void)
+{
+	call_once(&audio_log_once, audio_log_quiet);
+}
+
+int eng__audio_raw_check(const struct eng_audio_raw *raw, bool stream, char *err, size_t errlen)
 {
 	if ((unsigned)raw->encoding >= ENG_AUDIO_ENCODING_COUNT)
 		return st_errf(-ST_UNSUPPORTED, err, errlen, "unsupported raw encoding %d",
@@ -80,6 +85,11 @@ static int audio_raw_check(const struct eng_audio_raw *raw, char *err, size_t er
 	if (raw->encoding == ENG_AUDIO_ENCODING_FLAC ||
 	    raw->encoding == ENG_AUDIO_ENCODING_OGG_OPUS)
 		return 0;
+	if (raw->encoding == ENG_AUDIO_ENCODING_OPUS && !stream)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "raw opus packets can only be streamed");
+	if (raw->encoding == ENG_AUDIO_ENCODING_OPUS && (raw->channels < 1 || raw->channels > 2))
+		return st_errf(-ST_INVAL, err, errlen, "raw opus needs channels 1 or 2");
 	if (raw->sample_rate < ENG_AUDIO_MIN_RATE || raw->sample_rate > ENG_AUDIO_MAX_RATE ||
 	    raw->channels < 1 || raw->channels > ENG_AUDIO_MAX_CHANNELS)
 		return st_errf(-ST_INVAL, err, errlen,
@@ -134,9 +144,9 @@ int eng_audio_decode_channel(const void *data, size_t len, const struct eng_audi
 	int rc = audio_check_args(data, len, max_seconds, out, err, errlen);
 	if (rc)
 		return rc;
-	if (raw && (rc = audio_raw_check(raw, err, errlen)) != 0)
+	if (raw && (rc = eng__audio_raw_check(raw, false, err, errlen)) != 0)
 		return rc;
-	call_once(&audio_log_once, audio_log_quiet);
+	eng__audio_init();
 	struct audio_dec d = {
 		.mem = {.data = data, .len = (int64_t)len},
 		.raw = raw,
@@ -168,82 +178,4 @@ void eng_audio_fini(struct eng_audio *a)
 		return;
 	mem_free(a->samples);
 	memset(a, 0, sizeof(*a));
-}
-
-/* --- streams ------------------------------------------------------------ */
-
-struct eng_audio_stream {
-	struct audio_dec d;	 /* the open decoder; d.raw points at raw */
-	struct eng_audio_raw raw; /* copied from the caller */
-	uint8_t *buf;		  /* [buf_cap]: an incomplete frame's bytes, then the new ones */
-	size_t n_part;		  /* bytes of the incomplete frame at buf's start */
-	size_t buf_cap;
-};
-
-int eng_audio_stream_create(const struct eng_audio_raw *raw, struct eng_audio_stream **out,
-			    char *err, size_t errlen)
-{
-	*out = NULL;
-	int rc = raw ? audio_raw_check(raw, err, errlen) : -ST_INVAL;
-	if (rc)
-		return rc;
-	if (raw->encoding == ENG_AUDIO_ENCODING_FLAC || raw->encoding == ENG_AUDIO_ENCODING_OGG_OPUS)
-		return st_errf(-ST_UNSUPPORTED, err, errlen, "encoding %s cannot be streamed",
-			       eng_audio_encoding_name(raw->encoding));
-	call_once(&audio_log_once, audio_log_quiet);
-	struct eng_audio_stream *s = mem_calloc(1, sizeof(*s));
-	if (!s)
-		return -ST_NOMEM;
-	s->raw = *raw;
-	s->d = (struct audio_dec){ .raw = &s->raw, .max_seconds = 1e18, .channel = -1,
-				   .max_in = INT64_MAX / 2 };
-	rc = eng__audio_src_open(&s->d, err, errlen);
-	if (rc) {
-		eng_audio_stream_destroy(s);
-		return rc;
-	}
-	*out = s;
-	return 0;
-}
-
-int eng_audio_stream_push(struct eng_audio_stream *s, const void *data, size_t len,
-			  const float **samples, size_t *n, char *err, size_t errlen)
-{
-	*samples = NULL;
-	*n = 0;
-	if (s->n_part + len > s->buf_cap) {
-		size_t cap = s->n_part + len;
-		uint8_t *p = mem_realloc(s->buf, cap);
-		if (!p)
-			return -ST_NOMEM;
-		s->buf = p;
-		s->buf_cap = cap;
-	}
-	if (len)
-		memcpy(s->buf + s->n_part, data, len);
-	struct audio_dec *d = &s->d;
-	d->mem = (struct audio_mem){ .data = s->buf, .len = (int64_t)(s->n_part + len) };
-	d->n_out = 0;
-	int rc = eng__audio_feed(d, false, err, errlen);
-	if (!rc && d->n_bad)
-		rc = st_errf(-ST_INVAL, err, errlen, "audio sample %lld is not a finite number",
-			     (long long)d->first_bad);
-	if (rc)
-		return rc == -ST_NOMEM ? st_errf(rc, err, errlen, "out of memory decoding audio") : rc;
-	s->n_part = (size_t)(d->mem.len - d->mem.pos); /* less than one frame */
-	memmove(s->buf, s->buf + d->mem.pos, s->n_part);
-	*samples = d->out;
-	*n = d->n_out;
-	return 0;
-}
-
-void eng_audio_stream_destroy(struct eng_audio_stream *s)
-{
-	if (!s)
-		return;
-	mem_free(s->d.out);
-	mem_free(s->d.s16);
-	eng__audio_close(&s->d);
-	mem_free(s->buf);
-	mem_free(s);
 }

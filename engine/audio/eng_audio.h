@@ -48,6 +48,9 @@ enum eng_audio_encoding {
 	ENG_AUDIO_ENCODING_ALAW,	 /* "alaw": G.711 A-law, 8 bits */
 	ENG_AUDIO_ENCODING_FLAC,	 /* "flac": self-describing; decoded as a container */
 	ENG_AUDIO_ENCODING_OGG_OPUS,	 /* "ogg-opus": self-describing; decoded as a container */
+	ENG_AUDIO_ENCODING_OPUS,	 /* "opus": raw Opus packets, streams only (see
+					  * eng_audio_stream_push); eng_audio_encoding_parse
+					  * does not return it, uploads refuse it */
 	ENG_AUDIO_ENCODING_COUNT
 };
 
@@ -72,7 +75,8 @@ struct eng_audio {
 };
 
 /* eng_audio_encoding_parse - Deepgram `encoding` name -> enum. Other
- * Deepgram names (amr-nb, amr-wb, opus (raw packets), speex, g729) and
+ * Deepgram names (amr-nb, amr-wb, opus (raw packets: a live stream's
+ * caller sets ENG_AUDIO_ENCODING_OPUS itself), speex, g729) and
  * anything unknown give -ST_UNSUPPORTED; NULL gives -ST_INVAL. */
 int eng_audio_encoding_parse(const char *name, enum eng_audio_encoding *out);
 
@@ -107,29 +111,66 @@ int eng_audio_decode_channel(const void *data, size_t len, const struct eng_audi
 int eng_audio_decode(const void *data, size_t len, const struct eng_audio_raw *raw,
 		     struct eng_audio *out, char *err, size_t errlen);
 
-/* A headerless stream decoded as it arrives (Deepgram's live audio): the
- * same FFmpeg PCM decoder and libswresample resampler as eng_audio_decode,
- * kept open between pushes so that the resampler's filter runs across
- * chunk boundaries as over one file. Opaque; one thread at a time. */
+/* Audio decoded as it arrives (Deepgram's live audio), in one of three
+ * modes chosen at creation:
+ *  - headerless PCM (linear16, linear32, mulaw, alaw): the same FFmpeg PCM
+ *    decoder and libswresample resampler as eng_audio_decode, kept open
+ *    between pushes so that the resampler's filter runs across chunk
+ *    boundaries as over one file;
+ *  - a container (raw NULL, or encoding flac / ogg-opus, which describe
+ *    themselves; sample_rate and channels are then ignored): libavformat
+ *    cannot be fed push-wise, so a thread per stream runs the demuxer,
+ *    decoder and resampler over a pipe whose read blocks until bytes are
+ *    pushed (eng_audio_pipe.c). The formats are eng_audio_decode's
+ *    (WAV, Ogg Opus/Vorbis/FLAC, WebM/Matroska, MP3, FLAC, ...), detected
+ *    from the first bytes (a probe needs 2 KiB at least, and up to 16 KiB
+ *    of bytes that are not clearly audio are refused);
+ *  - raw Opus packets (ENG_AUDIO_ENCODING_OPUS; libavcodec's Opus decoder
+ *    at 48 kHz, channels 1 or 2 from raw, sample_rate ignored): the bytes
+ *    pushed are a sequence of records, each a 4-byte little-endian packet
+ *    length then the packet (ENG_AUDIO_OPUS_MAX_PACKET bytes at most); a
+ *    record may span pushes. Deepgram's raw opus is one packet per
+ *    WebSocket message: the server writes the length prefixes, since it
+ *    joins messages before they are pushed.
+ * Opaque; one thread at a time. */
 struct eng_audio_stream;
 
-/* eng_audio_stream_create - a stream of headerless audio laid out as raw
- * (linear16, linear32, mulaw or alaw; FLAC and ogg-opus are -ST_UNSUPPORTED
- * here). *out is new (eng_audio_stream_destroy). Errors: -ST_INVAL or
- * -ST_UNSUPPORTED for a bad descriptor, -ST_NOMEM; err names it. */
+#define ENG_AUDIO_OPUS_MAX_PACKET   (64 << 10)  /* bytes of one raw Opus packet */
+#define ENG_AUDIO_STREAM_MAX_PUSH   (16u << 20) /* bytes one push may carry */
+
+/* eng_audio_stream_create - a stream of audio laid out as raw (borrowed;
+ * NULL: a container, detected). *out is new (eng_audio_stream_destroy);
+ * a container stream owns a thread from here to destroy. Errors: -ST_INVAL
+ * or -ST_UNSUPPORTED for a bad descriptor, -ST_NOMEM, -ST_IO (no thread);
+ * err names it. */
 int eng_audio_stream_create(const struct eng_audio_raw *raw, struct eng_audio_stream **out,
 			    char *err, size_t errlen);
 
 /* eng_audio_stream_push - decode len more bytes (borrowed; any length: a
- * partial frame waits for the next push). *samples points at the 16 kHz
- * mono float samples they completed (*n of them; owned by the stream,
- * valid until the next push). Errors: -ST_INVAL (a NaN or infinite sample:
- * the stream is unusable afterwards), -ST_NOMEM, -ST_IO; err says which.
- * Not the loop thread (compute). */
+ * partial frame, packet record or container page waits for the next push).
+ * *samples points at the 16 kHz mono float samples they completed (*n of
+ * them; owned by the stream, valid until the next push or finish). A
+ * container stream's push returns once its thread has used every byte
+ * pushed and waits for more (or has stopped), so everything decodable
+ * from the bytes so far is out, but for what a demuxer reads in blocks
+ * before it returns a packet (WAV: 4 KiB). Errors: -ST_INVAL (data that is
+ * not decodable audio: a NaN or infinite sample, a container that cannot
+ * be recognised or stops being readable, a bad Opus record; the stream is
+ * unusable afterwards), -ST_TOOBIG (len past ENG_AUDIO_STREAM_MAX_PUSH),
+ * -ST_NOMEM, -ST_IO; err says which. Not the loop thread (compute). */
 int eng_audio_stream_push(struct eng_audio_stream *s, const void *data, size_t len,
 			  const float **samples, size_t *n, char *err, size_t errlen);
 
-/* eng_audio_stream_destroy - free; NULL is a no-op. */
+/* eng_audio_stream_finish - the end of the stream (Deepgram's
+ * CloseStream): decode what was held back waiting for more bytes (a
+ * container's last block, the decoder's and resampler's delay) into
+ * *samples / *n as push does. Pushes after it are -ST_INVAL. Errors as
+ * push. Not the loop thread. */
+int eng_audio_stream_finish(struct eng_audio_stream *s, const float **samples, size_t *n,
+			    char *err, size_t errlen);
+
+/* eng_audio_stream_destroy - free; a container stream's thread is woken
+ * and joined, wherever it waits. NULL is a no-op. */
 void eng_audio_stream_destroy(struct eng_audio_stream *s);
 
 /* eng_audio_fini - free a's samples and zero it; NULL is a no-op. */

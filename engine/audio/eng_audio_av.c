@@ -33,10 +33,36 @@
 #define AUDIO_SWR_MAX_CH      64   /* libswresample's SWR_CH_MAX (not public) */
 #define AUDIO_MAX_DEC_ERRORS  1000 /* consecutive decoder errors before giving up */
 
+/* Raw Opus: the next whole record (4-byte little-endian length, then
+ * the packet) into d->pkt: 0, 1 when the bytes end before one,
+ * -ST_INVAL for a length of 0 or past ENG_AUDIO_OPUS_MAX_PACKET,
+ * -ST_NOMEM. */
+static int audio_opus_record(struct audio_dec *d)
+{
+	const uint8_t *p = d->mem.data + d->mem.pos;
+	int64_t left = d->mem.len - d->mem.pos;
+	if (left < 4)
+		return 1;
+	uint32_t n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		     (uint32_t)p[3] << 24;
+	if (n == 0 || n > ENG_AUDIO_OPUS_MAX_PACKET)
+		return -ST_INVAL;
+	if (left - 4 < (int64_t)n)
+		return 1;
+	if (av_new_packet(d->pkt, (int)n) < 0)
+		return -ST_NOMEM;
+	memcpy(d->pkt->data, p + 4, n);
+	d->mem.pos += 4 + (int64_t)n;
+	return 0;
+}
+
 /* Next packet of the audio stream into d->pkt: 0, 1 at the end (or at
- * data the demuxer cannot read: truncation ends the stream), -ST_NOMEM. */
+ * data the demuxer cannot read: truncation ends the stream), -ST_NOMEM,
+ * -ST_INVAL (a bad raw Opus record). */
 static int audio_next_packet(struct audio_dec *d)
 {
+	if (!d->fmt && d->raw->encoding == ENG_AUDIO_ENCODING_OPUS)
+		return audio_opus_record(d);
 	if (!d->fmt) { /* headerless: whole frames, AUDIO_RAW_PACKET at a time */
 		size_t left = (size_t)(d->mem.len - d->mem.pos) / d->raw_frame_bytes;
 		size_t n = (left < AUDIO_RAW_PACKET ? left : AUDIO_RAW_PACKET) * d->raw_frame_bytes;
@@ -243,6 +269,10 @@ int eng__audio_feed(struct audio_dec *d, bool last, char *err, size_t errlen)
 	int n_err = 0, end = 0, rc = 0;
 	while (!end && !rc && n_err < AUDIO_MAX_DEC_ERRORS) {
 		end = audio_next_packet(d);
+		if (end == -ST_INVAL)
+			return st_errf(end, err, errlen, "bad raw Opus record (a packet of 1..%d "
+				       "bytes after its 4-byte little-endian length)",
+				       ENG_AUDIO_OPUS_MAX_PACKET);
 		if (end < 0)
 			return end;
 		if (end && !last)

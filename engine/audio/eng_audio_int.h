@@ -31,6 +31,10 @@ struct audio_dec {
 	/* packet source */
 	struct audio_mem mem;		     /* the request bytes */
 	const struct eng_audio_raw *raw;     /* headerless layout, or NULL */
+	int (*io_read)(void *, uint8_t *, int); /* a live container's pipe (no seeking,
+					      * probed strictly, not read ahead), or
+					      * NULL: the container is in mem */
+	void *io_user;			     /* io_read's first argument */
 	AVIOContext *pio;		     /* custom I/O over mem (containers) */
 	AVFormatContext *fmt;		     /* demuxer (containers), or NULL */
 	int stream;			     /* index of the first audio stream */
@@ -81,5 +85,32 @@ int eng__audio_feed(struct audio_dec *d, bool last, char *err, size_t errlen);
 
 /* eng__audio_close - free everything d holds but d->out. */
 void eng__audio_close(struct audio_dec *d);
+
+/* eng__audio_init - once per process: FFmpeg's log silenced. */
+void eng__audio_init(void);
+
+/* eng__audio_raw_check - raw's descriptor in range (FLAC and ogg-opus
+ * describe themselves; raw Opus packets only when stream is true).
+ * -ST_UNSUPPORTED or -ST_INVAL with err set. */
+int eng__audio_raw_check(const struct eng_audio_raw *raw, bool stream, char *err, size_t errlen);
+
+/* A container decoded by its own thread as its bytes arrive
+ * (eng_audio_pipe.c; the stream modes are described in eng_audio.h). */
+struct audio_pipe;
+
+/* eng__audio_pipe_create - start the thread; *out new. -ST_NOMEM, -ST_IO. */
+int eng__audio_pipe_create(struct audio_pipe **out, char *err, size_t errlen);
+
+/* eng__audio_pipe_push - hand len bytes (borrowed) to the thread (last:
+ * the end of the stream after them) and wait until it has used them all
+ * and waits for more (last: until it has stopped); *samples / *n the
+ * samples made meanwhile (owned by p, valid until the next push).
+ * Errors as eng_audio_stream_push. */
+int eng__audio_pipe_push(struct audio_pipe *p, const void *data, size_t len, bool last,
+			 const float **samples, size_t *n, char *err, size_t errlen);
+
+/* eng__audio_pipe_destroy - wake the thread wherever it waits, join it,
+ * free; NULL is a no-op. */
+void eng__audio_pipe_destroy(struct audio_pipe *p);
 
 #endif /* ENG_AUDIO_INT_H */

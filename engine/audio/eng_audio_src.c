@@ -5,6 +5,14 @@
  * The demuxers are limited to audio containers (format_whitelist) and a
  * container can open nothing else (io_open refuses: no playlists, no
  * references to other files or URLs), so request bytes reach no file.
+ *
+ * A live container (d->io_read, a pipe whose read blocks until the client
+ * sends more) cannot seek, so the probe is strict (libavformat probes
+ * 2, 4, 8 then 16 KiB; what scores under AVPROBE_SCORE_RETRY is not
+ * taken for audio, where an upload's probe takes any match at its end),
+ * and avformat_find_stream_info, which would wait for seconds of audio,
+ * runs only when the header leaves the codec unknown; the decoder learns
+ * the rate and layout from its first frame anyway.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -15,6 +23,7 @@
 #include "engine/audio/eng_audio_int.h"
 
 #define AUDIO_IO_BLOCK	 4096 /* bytes per AVIOContext read */
+#define AUDIO_PIPE_PROBE 16384 /* bytes a live container's probe reads at most */
 
 /* Demuxers a request may use (libavformat's names; "matroska" covers
  * WebM, "mov" MP4/M4A/3GP). */
@@ -96,12 +105,56 @@ static int audio_stated_duration(struct audio_dec *d, char *err, size_t errlen)
 	return 0;
 }
 
+/* The audio stream: the first one (PyAV's decode(audio=0)), its decoder
+ * open; an upload's stated duration checked first. */
+static int audio_container_stream(struct audio_dec *d, char *err, size_t errlen)
+{
+	d->stream = -1;
+	for (unsigned i = 0; i < d->fmt->nb_streams && d->stream < 0; i++)
+		if (d->fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO)
+			d->stream = (int)i;
+	if (d->stream < 0)
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "no audio stream in the %s data",
+			       d->fmt->iformat->name);
+	int rc = d->io_read ? 0 : audio_stated_duration(d, err, errlen);
+	if (rc)
+		return rc;
+	return audio_codec_open(d, d->fmt->streams[d->stream]->codecpar, err, errlen);
+}
+
+/* Whether the header named the first audio stream's codec (a live
+ * container skips avformat_find_stream_info then). */
+static bool audio_codec_known(const AVFormatContext *fmt)
+{
+	for (unsigned i = 0; i < fmt->nb_streams; i++)
+		if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO)
+			return fmt->streams[i]->codecpar->codec_id != AV_CODEC_ID_NONE;
+	return false;
+}
+
+/* A live container's format, probed strictly from the pipe. */
+static int audio_pipe_probe(struct audio_dec *d, const AVInputFormat **fmt, char *err,
+			    size_t errlen)
+{
+	int score = av_probe_input_buffer2(d->pio, fmt, "", NULL, 0, AUDIO_PIPE_PROBE);
+	if (score == AVERROR(ENOMEM))
+		return -ST_NOMEM;
+	if (score < AVPROBE_SCORE_RETRY)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "unrecognised or unsupported audio format%s",
+			       score < 0 ? " (too short)" : "");
+	return 0;
+}
+
 static int audio_container_open(struct audio_dec *d, char *err, size_t errlen)
 {
 	uint8_t *buf = av_malloc(AUDIO_IO_BLOCK);
 	if (!buf)
 		return -ST_NOMEM;
-	d->pio = avio_alloc_context(buf, AUDIO_IO_BLOCK, 0, &d->mem, mem_read, NULL, mem_seek);
+	d->pio = d->io_read ? avio_alloc_context(buf, AUDIO_IO_BLOCK, 0, d->io_user, d->io_read,
+						 NULL, NULL)
+			    : avio_alloc_context(buf, AUDIO_IO_BLOCK, 0, &d->mem, mem_read, NULL,
+						 mem_seek);
 	d->fmt = d->pio ? avformat_alloc_context() : NULL;
 	if (!d->fmt) {
 		if (!d->pio)
@@ -111,33 +164,34 @@ static int audio_container_open(struct audio_dec *d, char *err, size_t errlen)
 	d->fmt->pb = d->pio;
 	d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
 	d->fmt->io_open = audio_no_open;
+	const AVInputFormat *probed = NULL;
+	int rc = d->io_read ? audio_pipe_probe(d, &probed, err, errlen) : 0;
+	if (rc)
+		return rc;
 	AVDictionary *opt = NULL;
 	av_dict_set(&opt, "format_whitelist", audio_formats, 0);
 	av_dict_set(&opt, "protocol_whitelist", "none", 0);
-	int rc = avformat_open_input(&d->fmt, NULL, NULL, &opt); /* frees fmt on failure */
+	if (d->io_read) { /* should the stream info be needed: read little ahead */
+		av_dict_set(&opt, "probesize", "32768", 0);
+		av_dict_set(&opt, "analyzeduration", "500000", 0);
+	}
+	rc = avformat_open_input(&d->fmt, NULL, probed, &opt); /* frees fmt on failure */
 	av_dict_free(&opt);
 	if (rc < 0)
 		return st_errf(rc == AVERROR(ENOMEM) ? -ST_NOMEM : -ST_UNSUPPORTED, err, errlen,
 			       "unrecognised or unsupported audio format: %s", av_err2str(rc));
-	rc = avformat_find_stream_info(d->fmt, NULL);
-	if (rc < 0)
-		return st_errf(-ST_UNSUPPORTED, err, errlen, "unreadable audio: %s",
-			       av_err2str(rc));
-	d->stream = -1;
-	for (unsigned i = 0; i < d->fmt->nb_streams && d->stream < 0; i++)
-		if (d->fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO)
-			d->stream = (int)i; /* PyAV's decode(audio=0): the first one */
-	if (d->stream < 0)
-		return st_errf(-ST_UNSUPPORTED, err, errlen, "no audio stream in the %s data",
-			       d->fmt->iformat->name);
-	rc = audio_stated_duration(d, err, errlen);
-	if (rc)
-		return rc;
-	return audio_codec_open(d, d->fmt->streams[d->stream]->codecpar, err, errlen);
+	if (!d->io_read || !audio_codec_known(d->fmt)) {
+		rc = avformat_find_stream_info(d->fmt, NULL);
+		if (rc < 0)
+			return st_errf(-ST_UNSUPPORTED, err, errlen, "unreadable audio: %s",
+				       av_err2str(rc));
+	}
+	return audio_container_stream(d, err, errlen);
 }
 
 /* Headerless PCM: the caller's rate and channels, one of libavcodec's
- * PCM decoders (the packets are cut from the bytes in eng_audio_av.c). */
+ * PCM decoders (the packets are cut from the bytes in eng_audio_av.c);
+ * raw Opus packets the same way with the Opus decoder. */
 static int audio_raw_open(struct audio_dec *d, char *err, size_t errlen)
 {
 	static const enum AVCodecID ids[] = {
@@ -145,17 +199,20 @@ static int audio_raw_open(struct audio_dec *d, char *err, size_t errlen)
 		[ENG_AUDIO_ENCODING_LINEAR32] = AV_CODEC_ID_PCM_F32LE,
 		[ENG_AUDIO_ENCODING_MULAW] = AV_CODEC_ID_PCM_MULAW,
 		[ENG_AUDIO_ENCODING_ALAW] = AV_CODEC_ID_PCM_ALAW,
+		[ENG_AUDIO_ENCODING_OPUS] = AV_CODEC_ID_OPUS,
 	};
 	static const int bytes[] = {[ENG_AUDIO_ENCODING_LINEAR16] = 2,
 				    [ENG_AUDIO_ENCODING_LINEAR32] = 4,
 				    [ENG_AUDIO_ENCODING_MULAW] = 1,
-				    [ENG_AUDIO_ENCODING_ALAW] = 1};
+				    [ENG_AUDIO_ENCODING_ALAW] = 1,
+				    [ENG_AUDIO_ENCODING_OPUS] = 1}; /* records, not frames */
 	AVCodecParameters *par = avcodec_parameters_alloc();
 	if (!par)
 		return -ST_NOMEM;
 	par->codec_type = AVMEDIA_TYPE_AUDIO;
 	par->codec_id = ids[d->raw->encoding];
-	par->sample_rate = d->raw->sample_rate;
+	/* raw Opus: 48 kHz whatever sample_rate says (the decoder's rate) */
+	par->sample_rate = par->codec_id == AV_CODEC_ID_OPUS ? 48000 : d->raw->sample_rate;
 	av_channel_layout_default(&par->ch_layout, d->raw->channels);
 	d->raw_frame_bytes = (size_t)bytes[d->raw->encoding] * (size_t)d->raw->channels;
 	par->block_align = (int)d->raw_frame_bytes;

@@ -71,6 +71,7 @@ struct srv_dg_live_opts {
 	char model[SRV_DG_VALUE_MAX]; /* "": the first transcription model */
 	char language[16];            /* ISO 639-1 code given to Whisper ("en" default) */
 	struct eng_audio_raw raw;     /* encoding, sample_rate, channels */
+	bool container;               /* no encoding: containerised audio, detected */
 	bool interim_results;         /* default false */
 	bool punctuate;               /* punctuate or smart_format */
 	bool vad_events;              /* SpeechStarted messages */
@@ -85,11 +86,15 @@ struct srv_dg_live_opts {
 /* srv__dg_live_query_parse - read the live API's query string q (after
  * '?') into *o: booleans true/false/True/False/1/0, a repeated key's last
  * value wins, unknown keys (keywords, keyterm, tier, ...) are ignored.
+ * No encoding is containerised audio (o->container; o->raw unused), as
+ * are flac and ogg-opus (their sample_rate optional and ignored); opus is
+ * raw Opus packets, one per binary message.
  * Refused (-ST_INVAL, err says why): a malformed value, an unknown
- * encoding, encoding without sample_rate, utterance_end_ms without
- * interim_results or below 1000, a language Whisper does not know.
- * -ST_UNSUPPORTED (not yet: err says so): no encoding (containerised
- * audio), opus / ogg-opus / flac, multichannel=true with channels > 1.
+ * encoding, a headerless encoding without sample_rate, opus with more
+ * than 2 channels, utterance_end_ms without interim_results or below
+ * 1000, a language Whisper does not know.
+ * -ST_UNSUPPORTED (not yet: err says so): multichannel=true with
+ * channels > 1 or a container.
  * Any thread; no allocation. */
 int srv__dg_live_query_parse(const char *q, struct srv_dg_live_opts *o, char *err, size_t errlen);
 

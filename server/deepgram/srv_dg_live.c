@@ -185,7 +185,7 @@ static struct srv_dg_live *srv_dg_live_new(struct srv_req *req, const struct srv
 	srv_buf_init(&l->raw, SRV_DG_LIVE_MAX_RAW);
 	srv_buf_init(&l->work_raw, SRV_DG_LIVE_MAX_RAW);
 	sha256_init(&l->sha);
-	int rc = eng_audio_stream_create(&o->raw, &l->dec, err, n);
+	int rc = eng_audio_stream_create(o->container ? NULL : &o->raw, &l->dec, err, n);
 	if (!rc)
 		rc = srv__ws_create(req->conn, SRV_DG_LIVE_MAX_MSG, &srv_dg_live_ws_cbs, l, &l->ws);
 	if (rc) {

@@ -65,8 +65,12 @@ static void srv_dg_live_work(uv_work_t *w)
 	const float *s;
 	size_t n;
 	sha256_update(&l->sha, l->work_raw.len, (const uint8_t *)l->work_raw.data);
-	l->work_rc = eng_audio_stream_push(l->dec, l->work_raw.data, l->work_raw.len, &s, &n,
-					   l->work_err, sizeof(l->work_err));
+	if (l->work_eof) /* CloseStream: what the decoder held back for more bytes */
+		l->work_rc = eng_audio_stream_finish(l->dec, &s, &n, l->work_err,
+						     sizeof(l->work_err));
+	else
+		l->work_rc = eng_audio_stream_push(l->dec, l->work_raw.data, l->work_raw.len, &s,
+						   &n, l->work_err, sizeof(l->work_err));
 	if (l->work_rc)
 		return;
 	float *in = mem_realloc(l->work_in, sizeof(*in) * (l->work_n + n + 1));
@@ -92,11 +96,15 @@ static void srv_dg_live_work(uv_work_t *w)
 
 static void srv_dg_live_work_done(uv_work_t *w, int status);
 
-/* Start decoding what arrived: the context and the samples not yet scored
+/* Start decoding what arrived (or, after CloseStream and the bytes before
+ * it, the end of the stream): the context and the samples not yet scored
  * are copied in, the bytes handed over. */
 static void srv_dg_live_work_start(struct srv_dg_live *l)
 {
-	if (l->work_busy || !l->ws || l->raw.len == 0 || l->state == SRV_DG_LIVE_STATE_DONE)
+	if (l->work_busy || !l->ws || l->state == SRV_DG_LIVE_STATE_DONE)
+		return;
+	bool eof = l->raw.len == 0 && l->want_eof && !l->eof_done;
+	if (l->raw.len == 0 && !eof)
 		return;
 	int64_t from = l->vad_pos - SRV_DG_LIVE_VAD_CTX;
 	from = from < l->audio_base ? l->audio_base : from;
@@ -117,6 +125,8 @@ static void srv_dg_live_work_start(struct srv_dg_live *l)
 	l->raw = t;
 	l->raw.len = 0;
 	l->work.data = l;
+	l->work_eof = eof;
+	l->eof_done |= eof;
 	if (uv_queue_work(&l->srv->loop, &l->work, srv_dg_live_work, srv_dg_live_work_done)) {
 		srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, "could not queue the audio decoder");
 		return;
@@ -128,7 +138,13 @@ void srv__dg_live_audio(struct srv_dg_live *l, const uint8_t *data, size_t n)
 {
 	if (l->state != SRV_DG_LIVE_STATE_OPEN)
 		return;
-	if (srv_buf_append(&l->raw, data, n)) {
+	/* raw Opus: one packet per message, and messages are joined before
+	 * they are decoded, so each keeps its length (eng_audio.h's records) */
+	uint8_t len_le[4] = { (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16),
+			      (uint8_t)(n >> 24) };
+	bool opus = !l->o.container && l->o.raw.encoding == ENG_AUDIO_ENCODING_OPUS;
+	if ((opus && srv_buf_append(&l->raw, len_le, sizeof(len_le))) ||
+	    srv_buf_append(&l->raw, data, n)) {
 		srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, "audio arrives faster than it can be "
 				  "decoded (more than 8 MiB waiting)");
 		return;
@@ -173,7 +189,8 @@ static int srv_dg_live_append(struct srv_dg_live *l, const float *s, size_t n)
 		l->audio = p;
 		l->audio_cap = cap;
 	}
-	memcpy(l->audio + l->audio_n, s, sizeof(*s) * n);
+	if (n) /* a container's first bytes may complete no sample yet (audio still NULL) */
+		memcpy(l->audio + l->audio_n, s, sizeof(*s) * n);
 	l->audio_n += n;
 	return 0;
 }
@@ -264,7 +281,7 @@ static void srv_dg_live_window(struct srv_dg_live *l, int64_t w0, float p)
  * before it is decoded: the open segment (or an empty one) becomes a final. */
 static void srv_dg_live_flush_now(struct srv_dg_live *l)
 {
-	if (!l->want_finalize || l->work_busy || l->raw.len)
+	if (!l->want_finalize || l->work_busy || l->raw.len || (l->want_eof && !l->eof_done))
 		return;
 	l->want_finalize = false;
 	int64_t end = l->audio_base + (int64_t)l->audio_n;
@@ -309,6 +326,7 @@ void srv__dg_live_flush(struct srv_dg_live *l, bool from_finalize)
 		l->state = SRV_DG_LIVE_STATE_FLUSHING;
 		srv__conn_timer_start(l->conn, 0); /* no idle timeout while we answer */
 	}
+	l->want_eof |= !from_finalize;
 	l->finalize_flag = (l->want_finalize && l->finalize_flag) || from_finalize;
 	l->want_finalize = true;
 	srv_dg_live_flush_now(l);

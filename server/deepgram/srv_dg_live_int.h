@@ -179,6 +179,9 @@ struct srv_dg_live {
 	size_t n_finals;
 	struct srv_dg_live_job *job;  /* in flight, or NULL */
 	bool want_finalize;           /* Finalize/CloseStream waits for the audio before it */
+	bool want_eof;                /* CloseStream: the decoder is told the audio ended */
+	bool eof_done;                /* ... and that work has started */
+	bool work_eof;                /* the work running is that end (eng_audio_stream_finish) */
 	bool finalize_flag;           /* that flush came from Finalize */
 	/* UtteranceEnd: a gap of utterance_end_ms after speech is seen by the
 	 * VAD (ue_due_at: where the gap began, -1 none); the message goes once

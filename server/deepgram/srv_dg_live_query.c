@@ -16,14 +16,18 @@ struct srv_dg_live_seen {
 	bool encoding, rate, multichannel, language;
 };
 
+/* encoding: the headerless ones, flac and ogg-opus (containers that
+ * describe themselves) and opus (raw packets, one per binary message). */
 static int srv_dg_live_encoding(struct srv_dg_live_opts *o, const char *v, char *err, size_t n)
 {
-	if (!strcmp(v, "opus") || !strcmp(v, "ogg-opus") || !strcmp(v, "flac"))
-		return snprintf(err, n, "encoding '%s' is not supported yet on live streams (use "
-				"linear16, linear32, mulaw or alaw)", v), -ST_UNSUPPORTED;
+	if (!strcmp(v, "opus")) {
+		o->raw.encoding = ENG_AUDIO_ENCODING_OPUS;
+		return 0;
+	}
 	if (eng_audio_encoding_parse(v, &o->raw.encoding))
 		return snprintf(err, n, "invalid value for query parameter 'encoding' (supported "
-				"on live streams: linear16, linear32, mulaw, alaw)"), -ST_INVAL;
+				"on live streams: linear16, linear32, mulaw, alaw, opus, ogg-opus, "
+				"flac, or none for containerised audio)"), -ST_INVAL;
 	return 0;
 }
 
@@ -97,14 +101,14 @@ static int srv_dg_live_param(struct srv_dg_live_opts *o, struct srv_dg_live_seen
 static int srv_dg_live_check(const struct srv_dg_live_opts *o, const struct srv_dg_live_seen *seen,
 			     char *err, size_t n)
 {
-	if (!seen->encoding)
-		return snprintf(err, n, "containerised audio (no encoding parameter) is not "
-				"supported yet on live streams: send raw audio with encoding and "
-				"sample_rate"), -ST_UNSUPPORTED;
-	if (!seen->rate)
+	bool boxed = !seen->encoding || o->raw.encoding == ENG_AUDIO_ENCODING_FLAC ||
+		     o->raw.encoding == ENG_AUDIO_ENCODING_OGG_OPUS;
+	if (!boxed && !seen->rate) /* a container's own rate wins: sample_rate is ignored */
 		return snprintf(err, n, "encoding '%s' needs a sample_rate query parameter",
 				eng_audio_encoding_name(o->raw.encoding)), -ST_INVAL;
-	if (seen->multichannel && o->raw.channels > 1)
+	if (o->raw.encoding == ENG_AUDIO_ENCODING_OPUS && o->raw.channels > 2)
+		return snprintf(err, n, "encoding 'opus' takes channels 1 or 2"), -ST_INVAL;
+	if (seen->multichannel && (boxed || o->raw.channels > 1))
 		return snprintf(err, n, "multichannel=true is not supported yet on live streams "
 				"(channels are mixed to one without it)"), -ST_UNSUPPORTED;
 	if (o->utterance_end_ms && !o->interim_results)
@@ -135,5 +139,7 @@ int srv__dg_live_query_parse(const char *q, struct srv_dg_live_opts *o, char *er
 		return rc;
 	if (!p.seen.language)
 		snprintf(o->language, sizeof(o->language), "en");
-	return srv_dg_live_check(o, &p.seen, err, errlen);
+	rc = srv_dg_live_check(o, &p.seen, err, errlen);
+	o->container = !rc && !p.seen.encoding;
+	return rc;
 }

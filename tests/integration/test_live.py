@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -422,9 +423,8 @@ def test_default_idle_timeout_is_10s(default_srv):
      "utterance_end_ms"),
     ("encoding=linear16&sample_rate=16000&utterance_end_ms=1000", 400, "interim_results"),
     ("encoding=linear16&sample_rate=16000&language=xx", 400, "language"),
-    ("sample_rate=16000", 400, "not supported yet"),
-    ("encoding=opus&sample_rate=48000", 400, "not supported yet"),
-    ("encoding=ogg-opus", 400, "not supported yet"),
+    ("encoding=opus&sample_rate=48000&channels=3", 400, "channels"),
+    ("multichannel=true", 400, "not supported yet"),
     ("encoding=linear16&sample_rate=16000&channels=2&multichannel=true", 400,
      "not supported yet"),
     ("encoding=linear16&sample_rate=16000&model=nope", 404, "nope"),
@@ -749,3 +749,122 @@ def test_sigterm_drains_live_streams():
         assert d.proc.wait(30) == 0
     finally:
         assert_stopped_clean(d)
+
+
+# --- containerised audio and raw Opus ------------------------------------------------
+
+
+def ffmpeg_jfk(*args):
+    """jfk.wav encoded by ffmpeg (args: output options, ending in -f FORMAT)."""
+    return subprocess.run(["ffmpeg", "-v", "error", "-i", os.path.join(AUDIO, "jfk.wav"),
+                           *args, "-"], capture_output=True, check=True).stdout
+
+
+def ogg_packets(data):
+    """The packets of a one-stream Ogg file (RFC 3533 pages, lacing values)."""
+    out, cur, off = [], b"", 0
+    while off < len(data):
+        assert data[off:off + 4] == b"OggS"
+        n_seg = data[off + 26]
+        lacing = data[off + 27:off + 27 + n_seg]
+        body = off + 27 + n_seg
+        for v in lacing:
+            cur += data[body:body + v]
+            body += v
+            if v < 255:
+                out.append(cur)
+                cur = b""
+        off = body
+    return out
+
+
+def stream_raw(d, query, messages, close=True):
+    """Send the binary messages (as fast as they go), then CloseStream: the
+    server's frames to its close."""
+    s, rd, r = ws_open(d.port, query)
+    assert r.status == 101, r.body
+    for m in messages:
+        s.sendall(frame(2, m))
+    if close:
+        s.sendall(frame(1, b'{"type":"CloseStream"}'))
+    frames = read_frames(s, rd, timeout=120)
+    s.close()
+    return frames
+
+
+def frames_final_words(frames):
+    texts = [json.loads(p) for op, p in frames if op == 1]
+    return [w for m in texts if m["type"] == "Results" and m["is_final"]
+            for w in words(m["channel"]["alternatives"][0]["transcript"])]
+
+
+OPUS = ["-c:a", "libopus", "-b:a", "32k"]
+
+
+@pytest.mark.parametrize("name,query,args,chunk", [
+    ("ogg-opus", "", [*OPUS, "-f", "ogg"], 3000),
+    ("ogg-opus-param", "encoding=ogg-opus", [*OPUS, "-f", "ogg"], 1777),
+    ("webm-opus", "", [*OPUS, "-f", "webm"], 3000),
+    ("wav-16k", "sample_rate=8000", ["-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav"], 3200),
+    ("mp3", "", ["-c:a", "libmp3lame", "-b:a", "64k", "-f", "mp3"], 1000),
+    ("flac", "encoding=flac", ["-c:a", "flac", "-f", "flac"], 5000),
+])
+def test_containers_same_words(srv, name, query, args, chunk):
+    """Containers, detected or named by encoding (sample_rate then ignored),
+    in odd-sized messages faster than real time: the linear16 stream's
+    words (REST's), within LA_WORDS for the lossy codecs."""
+    data = ffmpeg_jfk(*args)
+    frames = stream_raw(srv, query, [data[o:o + chunk] for o in range(0, len(data), chunk)])
+    assert close_of(frames)[0] == 1000, frames[-1]
+    got = frames_final_words(frames)
+    assert wer(rest_words(srv), got) * len(rest_words(srv)) <= LA_WORDS, got
+    meta = json.loads([p for op, p in frames if op == 1][-1])
+    # 11.088 s for MP3: a stream cannot trim the encoder's padding at the
+    # end (the whole-file decode reads it from the LAME header's end)
+    assert meta["type"] == "Metadata" and meta["duration"] == pytest.approx(11.0, abs=0.1)
+
+
+def test_wav_header_is_no_click(srv):
+    """A WAV stream's first samples are the file's, not its header read as
+    PCM: the 44-byte header as linear16 would be 22 samples of noise."""
+    data = ffmpeg_jfk("-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav")
+    frames = stream_raw(srv, "", [data[o:o + 3200] for o in range(0, len(data), 3200)])
+    assert close_of(frames)[0] == 1000
+    assert frames_final_words(frames) == rest_words(srv)
+
+
+def test_raw_opus_packets_same_words(srv):
+    """encoding=opus: one raw Opus packet per message (taken from an Ogg
+    file's pages), 48 kHz."""
+    pkts = ogg_packets(ffmpeg_jfk(*OPUS, "-ar", "48000", "-ac", "1", "-f", "ogg"))
+    assert pkts[0].startswith(b"OpusHead") and pkts[1].startswith(b"OpusTags")
+    frames = stream_raw(srv, "encoding=opus&sample_rate=48000", pkts[2:])
+    assert close_of(frames)[0] == 1000, frames[-1]
+    got = frames_final_words(frames)
+    assert wer(rest_words(srv), got) * len(rest_words(srv)) <= LA_WORDS, got
+
+
+def test_container_garbage_closes_1002(srv):
+    """Random bytes with no encoding: no container is recognised within the
+    probe's 16 KiB, the socket closes 1002 DATA-0000 at once."""
+    junk = bytes(random.Random(7).getrandbits(8) for _ in range(64000))
+    t0 = time.monotonic()
+    frames = stream_raw(srv, "", [junk[o:o + 4000] for o in range(0, len(junk), 4000)],
+                        close=False)
+    code, reason = close_of(frames)
+    assert code == 1002 and "DATA-0000" in reason, reason
+    assert time.monotonic() - t0 < 10
+    assert_still_serves(srv)
+
+
+def test_client_vanishes_mid_ogg_page(srv):
+    """A client that goes away mid-page (its decoder thread waiting in the
+    read): the stream is freed, its thread joined, the daemon serves on."""
+    data = ffmpeg_jfk(*OPUS, "-f", "ogg")
+    for cut in (100, len(data) // 2 + 33):
+        s, rd, r = ws_open(srv.port, "")
+        assert r.status == 101
+        s.sendall(frame(2, data[:cut]))
+        time.sleep(0.5)
+        s.close()
+    assert_still_serves(srv)
