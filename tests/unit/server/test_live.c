@@ -100,13 +100,35 @@ static void test_refused(void **state)
 	expect("encoding=linear16&sample_rate=16000&language=klingon", -ST_INVAL, "language");
 	expect("encoding=linear16&sample_rate=16000&language=xx", -ST_INVAL, "language");
 	expect("encoding=linear16&sample_rate=16000&punctuate=%zz", -ST_INVAL, "punctuate");
-	expect("", -ST_UNSUPPORTED, "not supported yet");
-	expect("sample_rate=16000", -ST_UNSUPPORTED, "containerised");
-	expect("encoding=opus&sample_rate=48000", -ST_UNSUPPORTED, "not supported yet");
-	expect("encoding=ogg-opus", -ST_UNSUPPORTED, "not supported yet");
-	expect("encoding=flac", -ST_UNSUPPORTED, "not supported yet");
+	expect("encoding=opus", -ST_INVAL, "sample_rate"); /* raw packets: headerless */
+	expect("encoding=opus&sample_rate=48000&channels=3", -ST_INVAL, "channels 1 or 2");
 	expect("encoding=linear16&sample_rate=16000&channels=2&multichannel=true",
 	       -ST_UNSUPPORTED, "multichannel");
+	expect("multichannel=true", -ST_UNSUPPORTED, "multichannel"); /* a container */
+}
+
+/* Containers (no encoding; flac and ogg-opus describe themselves, their
+ * sample_rate ignored) and raw Opus packets are accepted. */
+static void test_containers(void **state)
+{
+	(void)state;
+	struct srv_dg_live_opts o;
+	char err[256] = "";
+	assert_int_equal(parse("", &o, err), 0);
+	assert_true(o.container);
+	assert_int_equal(parse("sample_rate=16000&multichannel=false", &o, err), 0);
+	assert_true(o.container);
+	assert_int_equal(parse("encoding=ogg-opus", &o, err), 0);
+	assert_false(o.container);
+	assert_int_equal(o.raw.encoding, ENG_AUDIO_ENCODING_OGG_OPUS);
+	assert_int_equal(parse("encoding=flac&sample_rate=44100", &o, err), 0);
+	assert_int_equal(o.raw.encoding, ENG_AUDIO_ENCODING_FLAC);
+	assert_int_equal(parse("encoding=opus&sample_rate=48000&channels=2", &o, err), 0);
+	assert_false(o.container);
+	assert_int_equal(o.raw.encoding, ENG_AUDIO_ENCODING_OPUS);
+	assert_int_equal(o.raw.channels, 2);
+	assert_int_equal(parse("encoding=linear16&sample_rate=16000", &o, err), 0);
+	assert_false(o.container);
 }
 
 int main(void)
@@ -116,6 +138,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_containers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
