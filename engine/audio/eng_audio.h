@@ -139,12 +139,15 @@ struct eng_audio_stream;
 #define ENG_AUDIO_STREAM_MAX_PUSH   (16u << 20) /* bytes one push may carry */
 
 /* eng_audio_stream_create - a stream of audio laid out as raw (borrowed;
- * NULL: a container, detected). *out is new (eng_audio_stream_destroy);
- * a container stream owns a thread from here to destroy. Errors: -ST_INVAL
+ * NULL: a container, detected), giving its channel `channel` alone
+ * (Deepgram's multichannel, as eng_audio_decode_channel) or, with -1, the
+ * mean of its channels. *out is new (eng_audio_stream_destroy); a
+ * container stream owns a thread from here to destroy. Errors: -ST_INVAL
  * or -ST_UNSUPPORTED for a bad descriptor, -ST_NOMEM, -ST_IO (no thread);
- * err names it. */
-int eng_audio_stream_create(const struct eng_audio_raw *raw, struct eng_audio_stream **out,
-			    char *err, size_t errlen);
+ * err names it. A channel the audio does not have fails the first push
+ * that decodes a frame (-ST_INVAL). */
+int eng_audio_stream_create(const struct eng_audio_raw *raw, int channel,
+			    struct eng_audio_stream **out, char *err, size_t errlen);
 
 /* eng_audio_stream_push - decode len more bytes (borrowed; any length: a
  * partial frame, packet record or container page waits for the next push).

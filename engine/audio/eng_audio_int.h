@@ -98,8 +98,9 @@ int eng__audio_raw_check(const struct eng_audio_raw *raw, bool stream, char *err
  * (eng_audio_pipe.c; the stream modes are described in eng_audio.h). */
 struct audio_pipe;
 
-/* eng__audio_pipe_create - start the thread; *out new. -ST_NOMEM, -ST_IO. */
-int eng__audio_pipe_create(struct audio_pipe **out, char *err, size_t errlen);
+/* eng__audio_pipe_create - start the thread, which keeps the given
+ * channel (-1: all mixed); *out new. -ST_NOMEM, -ST_IO. */
+int eng__audio_pipe_create(int channel, struct audio_pipe **out, char *err, size_t errlen);
 
 /* eng__audio_pipe_push - hand len bytes (borrowed) to the thread (last:
  * the end of the stream after them) and wait until it has used them all

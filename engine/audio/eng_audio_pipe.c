@@ -89,14 +89,14 @@ static int audio_pipe_main(void *arg)
 	return 0;
 }
 
-int eng__audio_pipe_create(struct audio_pipe **out, char *err, size_t errlen)
+int eng__audio_pipe_create(int channel, struct audio_pipe **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct audio_pipe *p = mem_calloc(1, sizeof(*p));
 	if (!p)
 		return -ST_NOMEM;
 	p->d = (struct audio_dec){ .io_read = audio_pipe_read, .io_user = p, .max_seconds = 1e18,
-				   .channel = -1, .max_in = INT64_MAX / 2 };
+				   .channel = channel, .max_in = INT64_MAX / 2 };
 	if (mtx_init(&p->mu, mtx_plain) != thrd_success)
 		goto out_free;
 	if (cnd_init(&p->cv) != thrd_success)

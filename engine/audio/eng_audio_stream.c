@@ -26,8 +26,8 @@ static bool audio_stream_is_container(const struct eng_audio_raw *raw)
 	       raw->encoding == ENG_AUDIO_ENCODING_OGG_OPUS;
 }
 
-int eng_audio_stream_create(const struct eng_audio_raw *raw, struct eng_audio_stream **out,
-			    char *err, size_t errlen)
+int eng_audio_stream_create(const struct eng_audio_raw *raw, int channel,
+			    struct eng_audio_stream **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	int rc = raw ? eng__audio_raw_check(raw, true, err, errlen) : 0;
@@ -38,11 +38,11 @@ int eng_audio_stream_create(const struct eng_audio_raw *raw, struct eng_audio_st
 	if (!s)
 		return -ST_NOMEM;
 	if (audio_stream_is_container(raw)) {
-		rc = eng__audio_pipe_create(&s->pipe, err, errlen);
+		rc = eng__audio_pipe_create(channel, &s->pipe, err, errlen);
 		goto out;
 	}
 	s->raw = *raw;
-	s->d = (struct audio_dec){ .raw = &s->raw, .max_seconds = 1e18, .channel = -1,
+	s->d = (struct audio_dec){ .raw = &s->raw, .max_seconds = 1e18, .channel = channel,
 				   .max_in = INT64_MAX / 2 };
 	rc = eng__audio_src_open(&s->d, err, errlen);
 out:

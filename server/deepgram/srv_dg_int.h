@@ -72,6 +72,8 @@ struct srv_dg_live_opts {
 	char language[16];            /* ISO 639-1 code given to Whisper ("en" default) */
 	struct eng_audio_raw raw;     /* encoding, sample_rate, channels */
 	bool container;               /* no encoding: containerised audio, detected */
+	int n_channels;               /* result streams: raw.channels with multichannel=true,
+				       * else 1 (the channels mixed) */
 	bool interim_results;         /* default false */
 	bool punctuate;               /* punctuate or smart_format */
 	bool vad_events;              /* SpeechStarted messages */
@@ -82,6 +84,7 @@ struct srv_dg_live_opts {
 #define SRV_DG_LIVE_MAX_ENDPOINTING_MS 60000
 #define SRV_DG_LIVE_MIN_UTTERANCE_END_MS 1000 /* Deepgram's floor */
 #define SRV_DG_LIVE_MAX_UTTERANCE_END_MS 60000
+#define SRV_DG_LIVE_MAX_CHANNELS 8 /* multichannel: each channel is a stream of its own */
 
 /* srv__dg_live_query_parse - read the live API's query string q (after
  * '?') into *o: booleans true/false/True/False/1/0, a repeated key's last
@@ -93,8 +96,10 @@ struct srv_dg_live_opts {
  * encoding, a headerless encoding without sample_rate, opus with more
  * than 2 channels, utterance_end_ms without interim_results or below
  * 1000, a language Whisper does not know.
- * -ST_UNSUPPORTED (not yet: err says so): multichannel=true with
- * channels > 1 or a container.
+ * multichannel=true with channels N > 1 transcribes each channel as a
+ * stream of its own (o->n_channels = N, at most SRV_DG_LIVE_MAX_CHANNELS);
+ * with a container it is -ST_UNSUPPORTED (the channels are not known at
+ * the handshake).
  * Any thread; no allocation. */
 int srv__dg_live_query_parse(const char *q, struct srv_dg_live_opts *o, char *err, size_t errlen);
 

@@ -4,7 +4,9 @@
  * browser's "Sec-WebSocket-Protocol: token, KEY"; the query parsed by
  * srv_dg_live_query.c; refusals are HTTP 4xx with a dg-error header and
  * Deepgram's JSON error body), then the client's messages:
- *   binary             audio in the query's encoding (an empty one: CloseStream)
+ *   binary             audio in the query's encoding (an empty one: CloseStream);
+ *                      with multichannel=true every channel is a stream of its
+ *                      own (srv_dg_live_int.h), each message goes to each
  *   {"type":"KeepAlive"}    resets the idle timer
  *   {"type":"Finalize"}     flush: finals carry from_finalize, the stream stays open
  *   {"type":"CloseStream"}  flush, finals, a Metadata summary, close 1000
@@ -31,6 +33,28 @@ static void srv_dg_live_idle_arm(struct srv_dg_live *l)
 	srv__conn_timer_start(l->conn, (uint64_t)l->srv->cfg->live_idle_timeout_ms);
 }
 
+/* Finalize or CloseStream on every channel. */
+static void srv_dg_live_flush_all(struct srv_dg_live *lead, bool from_finalize)
+{
+	for (int i = 0; i < lead->n_chan; i++)
+		srv__dg_live_flush(lead->chans[i], from_finalize);
+}
+
+/* The socket has gone (destroyed by the caller): every channel ends, and
+ * each is freed once its decode work and job are over (the lead last,
+ * since the loop reads its chans). */
+static void srv_dg_live_detach(struct srv_dg_live *lead)
+{
+	for (int i = 0; i < lead->n_chan; i++) {
+		lead->chans[i]->cancel = 1;
+		lead->chans[i]->state = SRV_DG_LIVE_STATE_DONE;
+		lead->chans[i]->ws = NULL;
+	}
+	for (int i = 1; i < lead->n_chan; i++)
+		srv__dg_live_release(lead->chans[i]);
+	srv__dg_live_release(lead);
+}
+
 /* --- client messages ------------------------------------------------------ */
 
 static void srv_dg_live_on_text(void *ud, const uint8_t *msg, size_t n)
@@ -44,9 +68,9 @@ static void srv_dg_live_on_text(void *ud, const uint8_t *msg, size_t n)
 	else if (!strcmp(type, "KeepAlive"))
 		srv_dg_live_idle_arm(l);
 	else if (!strcmp(type, "Finalize"))
-		srv__dg_live_flush(l, true);
+		srv_dg_live_flush_all(l, true);
 	else if (!strcmp(type, "CloseStream"))
-		srv__dg_live_flush(l, false);
+		srv_dg_live_flush_all(l, false);
 	else
 		fprintf(stderr, "inferd: live %s: ignoring a message of unknown type '%.40s'\n",
 			l->request_id, type);
@@ -57,11 +81,12 @@ static void srv_dg_live_on_binary(void *ud, const uint8_t *msg, size_t n)
 {
 	struct srv_dg_live *l = ud;
 	if (n == 0) { /* old clients' CloseStream */
-		srv__dg_live_flush(l, false);
+		srv_dg_live_flush_all(l, false);
 		return;
 	}
 	srv_dg_live_idle_arm(l);
-	srv__dg_live_audio(l, msg, n);
+	for (int i = 0; i < l->n_chan; i++) /* each decodes its own channel */
+		srv__dg_live_audio(l->chans[i], msg, n);
 }
 
 /* The peer closed (or broke the protocol): nobody reads results any more. */
@@ -69,8 +94,10 @@ static void srv_dg_live_on_end(void *ud, uint16_t code)
 {
 	struct srv_dg_live *l = ud;
 	(void)code;
-	l->state = SRV_DG_LIVE_STATE_DONE;
-	l->cancel = 1;
+	for (int i = 0; i < l->n_chan; i++) {
+		l->chans[i]->state = SRV_DG_LIVE_STATE_DONE;
+		l->chans[i]->cancel = 1;
+	}
 }
 
 static const struct srv_ws_cbs srv_dg_live_ws_cbs = {
@@ -98,10 +125,13 @@ static void srv_dg_live_on_eof(void *ud)
 static void srv_dg_live_on_timeout(void *ud)
 {
 	struct srv_dg_live *l = ud;
-	if (l->job || l->n_finals || l->work_busy || l->want_finalize) {
-		/* the client waits on us (a Finalize's results, say): not idle */
-		srv_dg_live_idle_arm(l);
-		return;
+	for (int i = 0; i < l->n_chan; i++) {
+		const struct srv_dg_live *c = l->chans[i];
+		if (c->job || c->n_finals || c->work_busy || c->want_finalize) {
+			/* the client waits on us (a Finalize's results, say): not idle */
+			srv_dg_live_idle_arm(l);
+			return;
+		}
 	}
 	fprintf(stderr, "inferd: live %s: idle for %d ms, closing (NET-0001)\n", l->request_id,
 		l->srv->cfg->live_idle_timeout_ms);
@@ -117,24 +147,24 @@ static void srv_dg_live_on_drain(void *ud)
 		return;
 	l->close_code = SRV_WS_CLOSE_AWAY; /* before the flush, which may end at once */
 	srv__dg_live_enter(l);
-	srv__dg_live_flush(l, false);
+	srv_dg_live_flush_all(l, false);
 	srv__dg_live_leave(l);
 }
 
 static void srv_dg_live_on_close(void *ud)
 {
 	struct srv_dg_live *l = ud;
+	unsigned finals = 0;
+	for (int i = 0; i < l->n_chan; i++)
+		finals += l->chans[i]->n_finals_sent;
 	if (l->srv->cfg->access_log) /* the stream's end; its start was the 101's line */
 		fprintf(stderr, "access remote=%s method=GET path=\"/v1/listen\" live_end=1 "
 			"audio_s=%.3f finals=%u close=%u duration_ms=%.3f request_id=%s\n",
 			l->conn->remote, (double)(l->audio_base + (int64_t)l->audio_n) / SRV_DG_LIVE_RATE,
-			l->n_finals_sent, l->close_sent, (double)(uv_hrtime() - l->start_ns) / 1e6,
+			finals, l->close_sent, (double)(uv_hrtime() - l->start_ns) / 1e6,
 			l->request_id);
-	l->cancel = 1;
-	l->state = SRV_DG_LIVE_STATE_DONE;
 	srv__ws_destroy(l->ws);
-	l->ws = NULL;
-	srv__dg_live_release(l);
+	srv_dg_live_detach(l);
 }
 
 static const struct srv_conn_upgrade srv_dg_live_up = {
@@ -169,15 +199,31 @@ static const char *srv_dg_live_protocol(const struct srv_req *req)
 	return !strncasecmp(v, "token", 5) && strchr(" \t,", v[5]) ? "token" : NULL;
 }
 
-static struct srv_dg_live *srv_dg_live_new(struct srv_req *req, const struct srv_dg_live_opts *o,
-					   const struct eng_model *m, char *err, size_t n)
+/* Free a stream not yet counted in its connection's work. */
+static void srv_dg_live_discard(struct srv_dg_live *l)
+{
+	eng_audio_stream_destroy(l->dec);
+	srv_buf_fini(&l->raw);
+	srv_buf_fini(&l->work_raw);
+	mem_free(l->chans);
+	mem_free(l);
+}
+
+/* Channel chan's stream (its own lead until told otherwise; no socket
+ * yet), decoding that channel alone when there are several. NULL with err
+ * set (a decoder refusal) or empty (out of memory). */
+static struct srv_dg_live *srv_dg_live_chan_new(struct srv_req *req,
+						const struct srv_dg_live_opts *o,
+						const struct eng_model *m, int chan, char *err,
+						size_t n)
 {
 	struct srv_dg_live *l = mem_calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	*l = (struct srv_dg_live){ .srv = req->conn->srv, .conn = req->conn, .o = *o, .model = m,
 				   .close_code = SRV_WS_CLOSE_NORMAL, .quiet_since = -1,
-				   .ue_due_at = -1 };
+				   .ue_due_at = -1, .lead = l, .chan = chan,
+				   .n_chan = o->n_channels };
 	memcpy(l->request_id, req->request_id, sizeof(l->request_id));
 	l->start_ns = uv_hrtime();
 	srv__dg_created(l->created);
@@ -185,16 +231,42 @@ static struct srv_dg_live *srv_dg_live_new(struct srv_req *req, const struct srv
 	srv_buf_init(&l->raw, SRV_DG_LIVE_MAX_RAW);
 	srv_buf_init(&l->work_raw, SRV_DG_LIVE_MAX_RAW);
 	sha256_init(&l->sha);
-	int rc = eng_audio_stream_create(o->container ? NULL : &o->raw, &l->dec, err, n);
+	if (eng_audio_stream_create(o->container ? NULL : &o->raw, o->n_channels > 1 ? chan : -1,
+				    &l->dec, err, n)) {
+		srv_dg_live_discard(l);
+		return NULL;
+	}
+	return l;
+}
+
+/* The lead and its channels, sharing one socket. */
+static struct srv_dg_live *srv_dg_live_new(struct srv_req *req, const struct srv_dg_live_opts *o,
+					   const struct eng_model *m, char *err, size_t n)
+{
+	struct srv_dg_live *l = srv_dg_live_chan_new(req, o, m, 0, err, n);
+	if (!l)
+		return NULL;
+	l->chans = mem_calloc((size_t)l->n_chan, sizeof(*l->chans));
+	int rc = l->chans ? 0 : -ST_NOMEM;
+	if (!rc)
+		l->chans[0] = l;
+	for (int c = 1; !rc && c < l->n_chan; c++) {
+		l->chans[c] = srv_dg_live_chan_new(req, o, m, c, err, n);
+		rc = l->chans[c] ? 0 : -ST_NOMEM;
+		if (!rc)
+			l->chans[c]->lead = l;
+	}
 	if (!rc)
 		rc = srv__ws_create(req->conn, SRV_DG_LIVE_MAX_MSG, &srv_dg_live_ws_cbs, l, &l->ws);
 	if (rc) {
-		eng_audio_stream_destroy(l->dec);
-		srv_buf_fini(&l->raw);
-		srv_buf_fini(&l->work_raw);
-		mem_free(l);
+		for (int c = 1; l->chans && c < l->n_chan; c++)
+			if (l->chans[c])
+				srv_dg_live_discard(l->chans[c]);
+		srv_dg_live_discard(l);
 		return NULL;
 	}
+	for (int c = 1; c < l->n_chan; c++)
+		l->chans[c]->ws = l->ws;
 	return l;
 }
 
@@ -227,12 +299,11 @@ void srv__h_deepgram_live(struct srv_req *req)
 	}
 	char extra[SRV_REQUEST_ID_MAX + 32];
 	snprintf(extra, sizeof(extra), "dg-request-id: %s\r\n", l->request_id);
-	req->conn->n_work++; /* the stream holds the connection until it is freed */
+	/* each channel's stream holds the connection until it is freed */
+	req->conn->n_work += l->n_chan;
 	if (srv__ws_handshake(req, srv_dg_live_protocol(req), extra, &srv_dg_live_up, l)) {
 		srv__ws_destroy(l->ws);
-		l->ws = NULL;
-		l->state = SRV_DG_LIVE_STATE_DONE;
-		srv__dg_live_release(l);
+		srv_dg_live_detach(l);
 		return;
 	}
 	srv_dg_live_idle_arm(l);

@@ -22,6 +22,7 @@ static void srv_dg_live_free(struct srv_dg_live *l)
 	mem_free(l->work_probs);
 	mem_free(l->audio);
 	mem_free(l->la.hyp);
+	mem_free(l->chans);
 	mem_free(l);
 	srv__conn_work_done(conn);
 }
@@ -49,10 +50,13 @@ void srv__dg_live_fail(struct srv_dg_live *l, uint16_t code, const char *reason)
 {
 	if (l->state == SRV_DG_LIVE_STATE_DONE || !l->ws)
 		return;
-	l->state = SRV_DG_LIVE_STATE_DONE;
-	l->cancel = 1;
-	l->close_sent = code;
-	srv__ws_close(l->ws, code, reason);
+	struct srv_dg_live *lead = l->lead; /* every channel ends with the socket */
+	for (int i = 0; i < lead->n_chan; i++) {
+		lead->chans[i]->state = SRV_DG_LIVE_STATE_DONE;
+		lead->chans[i]->cancel = 1;
+	}
+	lead->close_sent = code;
+	srv__ws_close(lead->ws, code, reason);
 }
 
 /* --- the decode + VAD work (thread pool) ------------------------------------ */
@@ -64,7 +68,8 @@ static void srv_dg_live_work(uv_work_t *w)
 	struct srv_dg_live *l = w->data;
 	const float *s;
 	size_t n;
-	sha256_update(&l->sha, l->work_raw.len, (const uint8_t *)l->work_raw.data);
+	if (l->chan == 0) /* Metadata's hash; every channel gets the same bytes */
+		sha256_update(&l->sha, l->work_raw.len, (const uint8_t *)l->work_raw.data);
 	if (l->work_eof) /* CloseStream: what the decoder held back for more bytes */
 		l->work_rc = eng_audio_stream_finish(l->dec, &s, &n, l->work_err,
 						     sizeof(l->work_err));
@@ -484,6 +489,23 @@ static void srv_dg_live_check_utterance_end(struct srv_dg_live *l)
 		srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, "out of memory");
 }
 
+/* The lead's Metadata and close, once every channel has flushed. */
+static void srv_dg_live_close_all(struct srv_dg_live *lead)
+{
+	for (int i = 0; i < lead->n_chan; i++)
+		if (!lead->chans[i]->flushed)
+			return;
+	int rc = srv__dg_live_metadata(lead);
+	if (rc) {
+		srv__dg_live_fail(lead, SRV_WS_CLOSE_ERROR, st_str(rc));
+		return;
+	}
+	for (int i = 0; i < lead->n_chan; i++)
+		lead->chans[i]->state = SRV_DG_LIVE_STATE_DONE;
+	lead->close_sent = lead->close_code;
+	srv__ws_close(lead->ws, lead->close_code, "");
+}
+
 void srv__dg_live_pump(struct srv_dg_live *l)
 {
 	if (!l->ws || l->state == SRV_DG_LIVE_STATE_DONE)
@@ -507,14 +529,8 @@ void srv__dg_live_pump(struct srv_dg_live *l)
 		return;
 	}
 	if (l->state == SRV_DG_LIVE_STATE_FLUSHING && !l->want_finalize && !l->work_busy &&
-	    !l->seg_open) {
-		int rc = srv__dg_live_metadata(l);
-		if (rc) {
-			srv__dg_live_fail(l, SRV_WS_CLOSE_ERROR, st_str(rc));
-			return;
-		}
-		l->state = SRV_DG_LIVE_STATE_DONE;
-		l->close_sent = l->close_code;
-		srv__ws_close(l->ws, l->close_code, "");
+	    !l->seg_open && !l->flushed) {
+		l->flushed = true;
+		srv_dg_live_close_all(l->lead);
 	}
 }

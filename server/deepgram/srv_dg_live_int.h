@@ -133,6 +133,16 @@ struct srv_dg_live {
 	struct srv *srv;
 	struct srv_conn *conn;        /* held through conn->n_work until freed */
 	struct srv_ws *ws;            /* NULL once the connection has gone */
+	/* multichannel=true: each channel of the audio is a stream of its own
+	 * (all of this struct but the socket, which they share); the lead,
+	 * channel 0, gets the socket's and the connection's events and hands
+	 * them to every channel, and sends Metadata and the close once all
+	 * are flushed. Without it one stream (n_chan 1) hears the channels
+	 * mixed. The other channels reach the lead only while ws is set. */
+	struct srv_dg_live *lead;     /* channel 0 (itself for the lead) */
+	struct srv_dg_live **chans;   /* lead only: [n_chan], chans[0] the lead, mem.h */
+	int chan, n_chan;             /* this stream's channel_index, of how many */
+	bool flushed;                 /* FLUSHING and all its finals out */
 	struct srv_dg_live_opts o;
 	const struct eng_model *model;
 	enum srv_dg_live_state state;
@@ -228,8 +238,9 @@ int srv__dg_live_render(struct srv_dg_live_job *job, const struct eng_transcript
 /* srv__dg_live_send_json - dump obj (stolen) and send it as a text
  * message; 0 (also when the socket is closing), -ST_NOMEM, -ST_TOOBIG. */
 int srv__dg_live_send_json(struct srv_dg_live *l, json_t *obj);
-/* SpeechStarted at stream second t; UtteranceEnd after l->last_word_end;
- * the closing Metadata. Errors as srv__dg_live_send_json. */
+/* SpeechStarted at stream second t; UtteranceEnd after l->last_word_end
+ * (both with l's channel); the closing Metadata (the lead's: all
+ * channels). Errors as srv__dg_live_send_json. */
 int srv__dg_live_speech_started(struct srv_dg_live *l, double t);
 int srv__dg_live_utterance_end(struct srv_dg_live *l);
 int srv__dg_live_metadata(struct srv_dg_live *l);

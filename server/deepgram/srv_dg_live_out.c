@@ -89,7 +89,7 @@ static int srv_dg_live_msg(struct srv_dg_live_job *job, const struct eng_transcr
 				       srv_dg_live_model_info(l), "model_uuid", l->model_uuid)
 			   : NULL;
 	json_t *msg = meta ? json_pack("{s:s,s:[i,i],s:f,s:f,s:b,s:b,s:b,s:{s:[o]},s:o}",
-		"type", "Results", "channel_index", 0, 1, "duration", end_s - start_s,
+		"type", "Results", "channel_index", l->chan, l->n_chan, "duration", end_s - start_s,
 		"start", start_s, "is_final", is_final,
 		"speech_final", is_final && job->is_final && job->seg.speech_final,
 		"from_finalize", is_final && job->is_final && job->seg.from_finalize,
@@ -248,13 +248,14 @@ int srv__dg_live_send_json(struct srv_dg_live *l, json_t *obj)
 int srv__dg_live_speech_started(struct srv_dg_live *l, double t)
 {
 	return srv__dg_live_send_json(l, json_pack("{s:s,s:[i,i],s:f}", "type", "SpeechStarted",
-					    "channel", 0, 1, "timestamp", t));
+					    "channel", l->chan, l->n_chan, "timestamp", t));
 }
 
 int srv__dg_live_utterance_end(struct srv_dg_live *l)
 {
 	return srv__dg_live_send_json(l, json_pack("{s:s,s:[i,i],s:f}", "type", "UtteranceEnd",
-					    "channel", 0, 1, "last_word_end", l->last_word_end));
+					    "channel", l->chan, l->n_chan, "last_word_end",
+					    l->last_word_end));
 }
 
 int srv__dg_live_metadata(struct srv_dg_live *l)
@@ -267,6 +268,6 @@ int srv__dg_live_metadata(struct srv_dg_live *l)
 	double duration = (double)(l->audio_base + (int64_t)l->audio_n) / SRV_DG_LIVE_RATE;
 	return srv__dg_live_send_json(l, json_pack("{s:s,s:s,s:s,s:s,s:s,s:f,s:i,s:[s],s:{s:o}}",
 		"type", "Metadata", "transaction_key", "deprecated", "request_id", l->request_id,
-		"sha256", hex, "created", l->created, "duration", duration, "channels", 1,
+		"sha256", hex, "created", l->created, "duration", duration, "channels", l->n_chan,
 		"models", l->model_uuid, "model_info", l->model_uuid, srv_dg_live_model_info(l)));
 }

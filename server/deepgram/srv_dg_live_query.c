@@ -108,9 +108,14 @@ static int srv_dg_live_check(const struct srv_dg_live_opts *o, const struct srv_
 				eng_audio_encoding_name(o->raw.encoding)), -ST_INVAL;
 	if (o->raw.encoding == ENG_AUDIO_ENCODING_OPUS && o->raw.channels > 2)
 		return snprintf(err, n, "encoding 'opus' takes channels 1 or 2"), -ST_INVAL;
-	if (seen->multichannel && (boxed || o->raw.channels > 1))
-		return snprintf(err, n, "multichannel=true is not supported yet on live streams "
-				"(channels are mixed to one without it)"), -ST_UNSUPPORTED;
+	if (seen->multichannel && boxed)
+		return snprintf(err, n, "multichannel=true is not supported on containerised live "
+				"audio (send raw audio with encoding, sample_rate and channels; "
+				"without multichannel the channels are mixed to one)"),
+		       -ST_UNSUPPORTED;
+	if (seen->multichannel && o->raw.channels > SRV_DG_LIVE_MAX_CHANNELS)
+		return snprintf(err, n, "multichannel=true takes at most %d channels on live streams",
+				SRV_DG_LIVE_MAX_CHANNELS), -ST_INVAL;
 	if (o->utterance_end_ms && !o->interim_results)
 		return snprintf(err, n, "utterance_end_ms needs interim_results=true"), -ST_INVAL;
 	return 0;
@@ -141,5 +146,6 @@ int srv__dg_live_query_parse(const char *q, struct srv_dg_live_opts *o, char *er
 		snprintf(o->language, sizeof(o->language), "en");
 	rc = srv_dg_live_check(o, &p.seen, err, errlen);
 	o->container = !rc && !p.seen.encoding;
+	o->n_channels = !rc && p.seen.multichannel ? o->raw.channels : 1;
 	return rc;
 }

@@ -7,6 +7,7 @@ streamed finals must carry the words the REST route (POST /v1/listen)
 gives for the same file. Handshake refusals, idle timeouts, KeepAlive,
 Finalize, CloseStream, SIGTERM drain and bad input are checked one by one,
 each followed by proof that the daemon still serves."""
+import array
 import base64
 import hashlib
 import json
@@ -424,9 +425,9 @@ def test_default_idle_timeout_is_10s(default_srv):
     ("encoding=linear16&sample_rate=16000&utterance_end_ms=1000", 400, "interim_results"),
     ("encoding=linear16&sample_rate=16000&language=xx", 400, "language"),
     ("encoding=opus&sample_rate=48000&channels=3", 400, "channels"),
-    ("multichannel=true", 400, "not supported yet"),
-    ("encoding=linear16&sample_rate=16000&channels=2&multichannel=true", 400,
-     "not supported yet"),
+    ("multichannel=true", 400, "containerised"),
+    ("encoding=linear16&sample_rate=16000&channels=9&multichannel=true", 400,
+     "at most 8 channels"),
     ("encoding=linear16&sample_rate=16000&model=nope", 404, "nope"),
 ])
 def test_bad_query_refused_at_handshake(srv, query, status, needle):
@@ -867,4 +868,107 @@ def test_client_vanishes_mid_ogg_page(srv):
         s.sendall(frame(2, data[:cut]))
         time.sleep(0.5)
         s.close()
+    assert_still_serves(srv)
+
+
+# --- multichannel ----------------------------------------------------------------
+
+
+def clip_pcm16k(name):
+    """A test clip as 16 kHz mono s16le (ffmpeg), and the same as WAV."""
+    path = os.path.join(AUDIO, name)
+    pcm = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-ar", "16000", "-ac", "1",
+                          "-f", "s16le", "-"], capture_output=True, check=True).stdout
+    wav = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-ar", "16000", "-ac", "1",
+                          "-c:a", "pcm_s16le", "-f", "wav", "-"],
+                         capture_output=True, check=True).stdout
+    return pcm, wav
+
+
+def rest_words_of(d, wav):
+    r = request(d.port, "POST", "/v1/listen?model=" + MODEL,
+                headers={"Authorization": "Token " + API_KEY, "Content-Type": "audio/wav"},
+                body=wav)
+    assert r.status == 200, r.body
+    return words(r.json()["results"]["channels"][0]["alternatives"][0]["transcript"])
+
+
+def interleave(*chans):
+    """s16le mono byte strings -> one interleaved s16le stream (the shorter
+    ones padded with silence)."""
+    n = max(len(c) for c in chans) // 2
+    arrs = []
+    for c in chans:
+        a = array.array("h")
+        a.frombytes(c)
+        a.extend([0] * (n - len(a)))
+        arrs.append(a)
+    out = array.array("h", [0] * (n * len(chans)))
+    for i, a in enumerate(arrs):
+        out[i::len(chans)] = a
+    return out.tobytes()
+
+
+def test_multichannel_one_result_stream_per_channel(srv):
+    """Stereo linear16 with multichannel=true, jfk on the left and another
+    clip on the right: each channel's finals (channel_index [c, 2]) are
+    the words REST gives for that channel's audio alone, exactly (the same
+    samples; no interims), SpeechStarted comes for both channels, and one
+    Metadata (channels 2) precedes the close 1000. Without multichannel the
+    channels are mixed into one result stream (channel_index [0, 1])."""
+    left = jfk_pcm()
+    right, right_wav = clip_pcm16k("LJ001-0004.flac")
+    data = interleave(left, right)
+    msgs = [data[o:o + 6400] for o in range(0, len(data), 6400)]  # 100 ms
+    frames = stream_raw(srv, "encoding=linear16&sample_rate=16000&channels=2&multichannel=true"
+                             "&vad_events=true", msgs)
+    assert close_of(frames)[0] == 1000, frames[-1]
+    texts = [json.loads(p) for op, p in frames if op == 1]
+    results = [m for m in texts if m["type"] == "Results"]
+    assert {tuple(m["channel_index"]) for m in results} == {(0, 2), (1, 2)}
+    by_chan = {c: [w for m in results if m["is_final"] and m["channel_index"][0] == c
+                   for w in words(m["channel"]["alternatives"][0]["transcript"])]
+               for c in (0, 1)}
+    assert by_chan[0] == rest_words(srv)
+    assert by_chan[1] == rest_words_of(srv, right_wav)
+    started = {tuple(m["channel"]) for m in texts if m["type"] == "SpeechStarted"}
+    assert started == {(0, 2), (1, 2)}
+    metas = [m for m in texts if m["type"] == "Metadata"]
+    assert len(metas) == 1 and metas[0]["channels"] == 2 and texts[-1]["type"] == "Metadata"
+    assert metas[0]["duration"] == pytest.approx(len(left) / 32000, abs=0.05)
+    mixed = stream_raw(srv, "encoding=linear16&sample_rate=16000&channels=2", msgs)
+    assert close_of(mixed)[0] == 1000
+    mres = [json.loads(p) for op, p in mixed if op == 1]
+    assert {tuple(m["channel_index"]) for m in mres if m["type"] == "Results"} == {(0, 1)}
+    assert [m["channels"] for m in mres if m["type"] == "Metadata"] == [1]
+
+
+def test_multichannel_finalize_and_vanish(srv):
+    """Finalize flushes every channel (from_finalize finals on both, the
+    socket stays open for the rest of the audio), and a client gone
+    mid-stream frees every channel."""
+    left = jfk_pcm()
+    right, _ = clip_pcm16k("LJ001-0004.flac")
+    data = interleave(left, right)
+    half = len(data) // 2 // 4 * 4
+    query = "encoding=linear16&sample_rate=16000&channels=2&multichannel=true"
+    s, rd, r = ws_open(srv.port, query)
+    assert r.status == 101, r.body
+    s.sendall(frame(2, data[:half]))
+    s.sendall(frame(1, b'{"type":"Finalize"}'))
+    s.sendall(frame(2, data[half:]))
+    s.sendall(frame(1, b'{"type":"CloseStream"}'))
+    frames = read_frames(s, rd, timeout=120)
+    s.close()
+    assert close_of(frames)[0] == 1000, frames[-1]
+    texts = [json.loads(p) for op, p in frames if op == 1]
+    fin = {m["channel_index"][0] for m in texts
+           if m["type"] == "Results" and m["from_finalize"]}
+    assert fin == {0, 1}, texts
+    assert [m["channels"] for m in texts if m["type"] == "Metadata"] == [2]
+    s, rd, r = ws_open(srv.port, query)
+    assert r.status == 101
+    s.sendall(frame(2, data[:half]))
+    time.sleep(0.5)
+    s.close()  # gone mid-stream, both channels' state in place
     assert_still_serves(srv)

@@ -102,9 +102,10 @@ static void test_refused(void **state)
 	expect("encoding=linear16&sample_rate=16000&punctuate=%zz", -ST_INVAL, "punctuate");
 	expect("encoding=opus", -ST_INVAL, "sample_rate"); /* raw packets: headerless */
 	expect("encoding=opus&sample_rate=48000&channels=3", -ST_INVAL, "channels 1 or 2");
-	expect("encoding=linear16&sample_rate=16000&channels=2&multichannel=true",
-	       -ST_UNSUPPORTED, "multichannel");
+	expect("encoding=linear16&sample_rate=16000&channels=9&multichannel=true", -ST_INVAL,
+	       "at most 8 channels");
 	expect("multichannel=true", -ST_UNSUPPORTED, "multichannel"); /* a container */
+	expect("encoding=ogg-opus&multichannel=true", -ST_UNSUPPORTED, "multichannel");
 }
 
 /* Containers (no encoding; flac and ogg-opus describe themselves, their
@@ -129,6 +130,29 @@ static void test_containers(void **state)
 	assert_int_equal(o.raw.channels, 2);
 	assert_int_equal(parse("encoding=linear16&sample_rate=16000", &o, err), 0);
 	assert_false(o.container);
+	assert_int_equal(o.n_channels, 1);
+}
+
+/* multichannel=true: one result stream per channel; without it (or with
+ * one channel) the channels are mixed into one. */
+static void test_multichannel(void **state)
+{
+	(void)state;
+	struct srv_dg_live_opts o;
+	char err[256] = "";
+	assert_int_equal(parse("encoding=linear16&sample_rate=16000&channels=2&multichannel=true",
+			       &o, err), 0);
+	assert_int_equal(o.n_channels, 2);
+	assert_int_equal(parse("encoding=mulaw&sample_rate=8000&channels=8&multichannel=True",
+			       &o, err), 0);
+	assert_int_equal(o.n_channels, 8);
+	assert_int_equal(parse("encoding=linear16&sample_rate=16000&channels=2&multichannel=false",
+			       &o, err), 0);
+	assert_int_equal(o.n_channels, 1);
+	assert_int_equal(parse("encoding=linear16&sample_rate=16000&channels=2", &o, err), 0);
+	assert_int_equal(o.n_channels, 1);
+	assert_int_equal(parse("encoding=linear16&sample_rate=16000&multichannel=true", &o, err), 0);
+	assert_int_equal(o.n_channels, 1);
 }
 
 int main(void)
@@ -139,6 +163,7 @@ int main(void)
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_containers),
+		cmocka_unit_test(test_multichannel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,13 +44,13 @@ static uint8_t *make_s16(int rate, int channels, size_t *len)
 }
 
 /* Push data in pieces of the sizes in steps (cycled); the samples joined. */
-static float *push_all(const struct eng_audio_raw *raw, const uint8_t *data, size_t len,
-		       size_t *n_out)
+static float *push_all(const struct eng_audio_raw *raw, int channel, const uint8_t *data,
+		       size_t len, size_t *n_out)
 {
 	static const size_t steps[] = { 1, 7, 4799, 333, 2, 10000, 3 };
 	struct eng_audio_stream *s;
 	char err[256];
-	assert_int_equal(eng_audio_stream_create(raw, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_create(raw, channel, &s, err, sizeof(err)), 0);
 	float *out = mem_alloc(sizeof(*out) * (len * 48 + 16));
 	assert_non_null(out);
 	size_t n = 0;
@@ -71,7 +71,8 @@ static float *push_all(const struct eng_audio_raw *raw, const uint8_t *data, siz
 	return out;
 }
 
-static void check_same(int rate, int channels, size_t max_missing)
+/* channel: the one kept (multichannel), -1 all mixed. */
+static void check_same(int rate, int channels, int channel, size_t max_missing)
 {
 	size_t len, n;
 	uint8_t *data = make_s16(rate, channels, &len);
@@ -79,8 +80,9 @@ static void check_same(int rate, int channels, size_t max_missing)
 				     .channels = channels };
 	struct eng_audio whole;
 	char err[256];
-	assert_int_equal(eng_audio_decode(data, len, &raw, &whole, err, sizeof(err)), 0);
-	float *streamed = push_all(&raw, data, len, &n);
+	assert_int_equal(eng_audio_decode_channel(data, len, &raw, ENG_AUDIO_MAX_SECONDS, channel,
+						  &whole, err, sizeof(err)), 0);
+	float *streamed = push_all(&raw, channel, data, len, &n);
 	assert_true(n <= whole.n_samples);
 	if (whole.n_samples - n > max_missing)
 		fail_msg("%d Hz x%d: %zu of %zu samples", rate, channels, n, whole.n_samples);
@@ -94,11 +96,44 @@ static void check_same(int rate, int channels, size_t max_missing)
 static void test_same_as_whole(void **state)
 {
 	(void)state;
-	check_same(16000, 1, 0);
-	check_same(16000, 2, 0);
-	check_same(48000, 1, 64);
-	check_same(8000, 1, 64);
-	check_same(44100, 2, 64);
+	check_same(16000, 1, -1, 0);
+	check_same(16000, 2, -1, 0);
+	check_same(48000, 1, -1, 64);
+	check_same(8000, 1, -1, 64);
+	check_same(44100, 2, -1, 64);
+}
+
+/* Deepgram's multichannel: one channel kept, as eng_audio_decode_channel
+ * keeps it (the two channels differ: their 440 Hz tones are out of phase
+ * by 1 rad), and a channel the audio lacks refused at the first frame. */
+static void test_one_channel(void **state)
+{
+	(void)state;
+	check_same(16000, 2, 0, 0);
+	check_same(16000, 2, 1, 0);
+	check_same(8000, 3, 2, 64);
+	size_t len;
+	uint8_t *data = make_s16(16000, 2, &len);
+	struct eng_audio_raw raw = { .encoding = ENG_AUDIO_ENCODING_LINEAR16, .sample_rate = 16000,
+				     .channels = 2 };
+	struct eng_audio a, b;
+	char err[256];
+	assert_int_equal(eng_audio_decode_channel(data, len, &raw, ENG_AUDIO_MAX_SECONDS, 0, &a,
+						  err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_decode_channel(data, len, &raw, ENG_AUDIO_MAX_SECONDS, 1, &b,
+						  err, sizeof(err)), 0);
+	assert_true(fabsf(a.samples[100] - b.samples[100]) > 0.01f); /* not the same signal */
+	eng_audio_fini(&a);
+	eng_audio_fini(&b);
+	struct eng_audio_stream *s;
+	const float *got;
+	size_t m;
+	assert_int_equal(eng_audio_stream_create(&raw, 2, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_push(s, data, len, &got, &m, err, sizeof(err)),
+			 -ST_INVAL);
+	assert_non_null(strstr(err, "channel 2"));
+	eng_audio_stream_destroy(s);
+	mem_free(data);
 }
 
 static uint8_t *read_clip(const char *name, size_t *len)
@@ -131,7 +166,7 @@ static void check_container(const char *name, const struct eng_audio_raw *raw,
 	char err[256];
 	assert_int_equal(eng_audio_decode(data, len, NULL, &whole, err, sizeof(err)), 0);
 	struct eng_audio_stream *s;
-	assert_int_equal(eng_audio_stream_create(raw, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_create(raw, -1, &s, err, sizeof(err)), 0);
 	float *out = mem_alloc(sizeof(*out) * (whole.n_samples + 4096));
 	assert_non_null(out);
 	size_t n = 0, m;
@@ -197,7 +232,7 @@ static void test_container_garbage(void **state)
 	uint32_t x = 12345;
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 24);
-	assert_int_equal(eng_audio_stream_create(NULL, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_create(NULL, -1, &s, err, sizeof(err)), 0);
 	const float *got;
 	size_t m;
 	int rc = 0, k;
@@ -209,7 +244,7 @@ static void test_container_garbage(void **state)
 			 -ST_INVAL);
 	eng_audio_stream_destroy(s);
 	/* a short stream finished before the probe had its 2 KiB */
-	assert_int_equal(eng_audio_stream_create(NULL, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_create(NULL, -1, &s, err, sizeof(err)), 0);
 	assert_int_equal(eng_audio_stream_push(s, junk, 100, &got, &m, err, sizeof(err)), 0);
 	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), -ST_INVAL);
 	eng_audio_stream_destroy(s);
@@ -225,12 +260,12 @@ static void test_container_destroy(void **state)
 	char err[256];
 	const float *got;
 	size_t m;
-	assert_int_equal(eng_audio_stream_create(NULL, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_create(NULL, -1, &s, err, sizeof(err)), 0);
 	assert_int_equal(eng_audio_stream_push(s, data, len / 2 + 17, &got, &m, err, sizeof(err)),
 			 0);
 	assert_true(m > 0);
 	eng_audio_stream_destroy(s);
-	assert_int_equal(eng_audio_stream_create(NULL, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_create(NULL, -1, &s, err, sizeof(err)), 0);
 	eng_audio_stream_destroy(s);
 	mem_free(data);
 }
@@ -242,14 +277,14 @@ static void test_refused(void **state)
 	char err[256];
 	struct eng_audio_raw raw = { .encoding = ENG_AUDIO_ENCODING_OPUS, .sample_rate = 48000,
 				     .channels = 3 };
-	assert_int_equal(eng_audio_stream_create(&raw, &s, err, sizeof(err)), -ST_INVAL);
+	assert_int_equal(eng_audio_stream_create(&raw, -1, &s, err, sizeof(err)), -ST_INVAL);
 	assert_null(s);
 	raw = (struct eng_audio_raw){ .encoding = ENG_AUDIO_ENCODING_LINEAR16, .sample_rate = 10,
 				      .channels = 1 };
-	assert_int_not_equal(eng_audio_stream_create(&raw, &s, err, sizeof(err)), 0);
+	assert_int_not_equal(eng_audio_stream_create(&raw, -1, &s, err, sizeof(err)), 0);
 	raw = (struct eng_audio_raw){ .encoding = ENG_AUDIO_ENCODING_LINEAR32,
 				      .sample_rate = 16000, .channels = 1 };
-	assert_int_equal(eng_audio_stream_create(&raw, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_create(&raw, -1, &s, err, sizeof(err)), 0);
 	float f[4096] = { 0 };
 	f[4000] = NAN;
 	const float *got;
@@ -265,6 +300,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_as_whole),
+		cmocka_unit_test(test_one_channel),
 		cmocka_unit_test(test_containers),
 		cmocka_unit_test(test_container_garbage),
 		cmocka_unit_test(test_container_destroy),
