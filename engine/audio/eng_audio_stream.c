@@ -78,7 +78,8 @@ static int audio_stream_feed(struct eng_audio_stream *s, const void *data, size_
 	if (rc)
 		return rc;
 	s->n_part = (size_t)(d->mem.len - d->mem.pos); /* less than one frame or record */
-	memmove(s->buf, s->buf + d->mem.pos, s->n_part);
+	if (s->n_part) /* (buf is NULL until the first bytes: nothing to move) */
+		memmove(s->buf, s->buf + d->mem.pos, s->n_part);
 	*samples = d->out;
 	*n = d->n_out;
 	return 0;

@@ -103,6 +103,30 @@ static void test_same_as_whole(void **state)
 	check_same(44100, 2, -1, 64);
 }
 
+/* CloseStream before any audio (or right after a push that ended on a
+ * frame boundary): finish gives no sample and no error. */
+static void test_finish_empty(void **state)
+{
+	(void)state;
+	struct eng_audio_raw raw = { .encoding = ENG_AUDIO_ENCODING_LINEAR16, .sample_rate = 16000,
+				     .channels = 1 };
+	struct eng_audio_stream *s;
+	const float *got;
+	size_t m;
+	char err[256];
+	assert_int_equal(eng_audio_stream_create(&raw, -1, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), 0);
+	assert_int_equal(m, 0);
+	eng_audio_stream_destroy(s);
+	static const uint8_t two[4] = { 1, 0, 2, 0 };
+	assert_int_equal(eng_audio_stream_create(&raw, -1, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_push(s, two, sizeof(two), &got, &m, err, sizeof(err)), 0);
+	assert_int_equal(m, 2);
+	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), 0);
+	assert_int_equal(m, 0);
+	eng_audio_stream_destroy(s);
+}
+
 /* Deepgram's multichannel: one channel kept, as eng_audio_decode_channel
  * keeps it (the two channels differ: their 440 Hz tones are out of phase
  * by 1 rad), and a channel the audio lacks refused at the first frame. */
@@ -301,6 +325,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_as_whole),
 		cmocka_unit_test(test_one_channel),
+		cmocka_unit_test(test_finish_empty),
 		cmocka_unit_test(test_containers),
 		cmocka_unit_test(test_container_garbage),
 		cmocka_unit_test(test_container_destroy),
