@@ -142,7 +142,7 @@ struct eng_audio_stream;
  * NULL: a container, detected), giving its channel `channel` alone
  * (Deepgram's multichannel, as eng_audio_decode_channel) or, with -1, the
  * mean of its channels. *out is new (eng_audio_stream_destroy); a
- * container stream owns a thread from here to destroy. Errors: -ST_INVAL
+ * container stream owns a thread from its first bytes to destroy. Errors: -ST_INVAL
  * or -ST_UNSUPPORTED for a bad descriptor, -ST_NOMEM, -ST_IO (no thread);
  * err names it. A channel the audio does not have fails the first push
  * that decodes a frame (-ST_INVAL). */
@@ -158,7 +158,8 @@ int eng_audio_stream_create(const struct eng_audio_raw *raw, int channel,
  * from the bytes so far is out, but for what a demuxer reads in blocks
  * before it returns a packet (WAV: 4 KiB). Errors: -ST_INVAL (data that is
  * not decodable audio: a NaN or infinite sample, a container that cannot
- * be recognised or stops being readable, a bad Opus record; the stream is
+ * be recognised or stops being readable, a bad Opus record, 50 packets in
+ * a row the decoder refuses (ENG__AUDIO_STREAM_MAX_DEC_ERR); the stream is
  * unusable afterwards), -ST_TOOBIG (len past ENG_AUDIO_STREAM_MAX_PUSH),
  * -ST_NOMEM, -ST_IO; err says which. Not the loop thread (compute). */
 int eng_audio_stream_push(struct eng_audio_stream *s, const void *data, size_t len,
@@ -167,7 +168,9 @@ int eng_audio_stream_push(struct eng_audio_stream *s, const void *data, size_t l
 /* eng_audio_stream_finish - the end of the stream (Deepgram's
  * CloseStream): decode what was held back waiting for more bytes (a
  * container's last block, the decoder's and resampler's delay) into
- * *samples / *n as push does. Pushes after it are -ST_INVAL. Errors as
+ * *samples / *n as push does. A container that ended before any audio
+ * (no byte, a header alone, fewer bytes than its probe needs) is an empty
+ * stream: no sample, no error. Pushes after it are -ST_INVAL. Errors as
  * push. Not the loop thread. */
 int eng_audio_stream_finish(struct eng_audio_stream *s, const float **samples, size_t *n,
 			    char *err, size_t errlen);

@@ -266,12 +266,14 @@ static int audio_drain(struct audio_dec *d, int *n_err, char *err, size_t errlen
 
 int eng__audio_feed(struct audio_dec *d, bool last, char *err, size_t errlen)
 {
-	int n_err = 0, end = 0, rc = 0;
-	while (!end && !rc && n_err < AUDIO_MAX_DEC_ERRORS) {
+	int end = 0, rc = 0;
+	int *n_err = &d->n_dec_err; /* across feeds: a stream's pushes are one decode */
+	int max_err = d->max_dec_err ? d->max_dec_err : AUDIO_MAX_DEC_ERRORS;
+	while (!end && !rc && *n_err < max_err) {
 		end = audio_next_packet(d);
-		if (end == -ST_INVAL)
-			return st_errf(end, err, errlen, "bad raw Opus record (a packet of 1..%d "
-				       "bytes after its 4-byte little-endian length)",
+		if (end == -ST_INVAL) /* the server frames each message as one record */
+			return st_errf(end, err, errlen, "a raw Opus packet of more than %d bytes "
+				       "(encoding=opus takes one Opus packet per binary message)",
 				       ENG_AUDIO_OPUS_MAX_PACKET);
 		if (end < 0)
 			return end;
@@ -282,12 +284,16 @@ int eng__audio_feed(struct audio_dec *d, bool last, char *err, size_t errlen)
 		if (rc == AVERROR(ENOMEM))
 			return -ST_NOMEM;
 		if (rc < 0) { /* a corrupt packet: skip it */
-			n_err++;
+			(*n_err)++;
 			rc = 0;
 			continue;
 		}
-		rc = audio_drain(d, &n_err, err, errlen);
+		rc = audio_drain(d, n_err, err, errlen);
 	}
+	if (!rc && d->max_dec_err && *n_err >= d->max_dec_err)
+		return st_errf(-ST_INVAL, err, errlen, "the audio cannot be decoded (%d %s packets in "
+			       "a row refused by the decoder)", *n_err,
+			       d->codec ? d->codec->codec->name : "audio");
 	while (last && !rc && d->swr && !d->n_bad) { /* what the resampler still holds */
 		size_t before = d->n_out;
 		rc = audio_resample(d, NULL, 0);

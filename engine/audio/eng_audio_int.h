@@ -57,6 +57,10 @@ struct audio_dec {
 	int64_t max_in;			     /* ceiling on n_in, from max_seconds */
 	size_t n_bad;			     /* samples that were NaN or infinite */
 	int64_t first_bad;		     /* source frame of the first of them */
+	int n_dec_err;			     /* packets in a row the decoder refused */
+	int max_dec_err;		     /* 0: stop quietly after 1000 of them (an
+					      * upload keeps what came before); a
+					      * stream: fail (-ST_INVAL) after this many */
 	/* output */
 	float *out;			     /* (cap) mono 16 kHz samples, mem.h */
 	size_t n_out, cap;		     /* samples held, capacity */
@@ -97,6 +101,9 @@ int eng__audio_raw_check(const struct eng_audio_raw *raw, bool stream, char *err
 /* A container decoded by its own thread as its bytes arrive
  * (eng_audio_pipe.c; the stream modes are described in eng_audio.h). */
 struct audio_pipe;
+
+#define ENG__AUDIO_STREAM_MAX_DEC_ERR 50 /* a stream's undecodable packets in a row before
+					  * it fails (1 s of 20 ms Opus packets) */
 
 /* eng__audio_pipe_create - start the thread, which keeps the given
  * channel (-1: all mixed); *out new. -ST_NOMEM, -ST_IO. */

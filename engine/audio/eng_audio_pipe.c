@@ -35,6 +35,7 @@ struct audio_pipe {
 	bool abort;	       /* destroy: reads return AVERROR_EXIT */
 	bool idle;	       /* the thread waits in the read with nothing to read */
 	bool done;	       /* the thread has stopped (rc, err) */
+	bool any;	       /* some push has returned samples */
 	int rc;
 	char err[256];
 	struct audio_dec d;    /* the thread's; d.out / d.n_out read by a push once idle */
@@ -76,7 +77,10 @@ static int audio_pipe_main(void *arg)
 		rc = st_errf(-ST_INVAL, err, sizeof(err), "audio sample %lld is not a finite number",
 			     (long long)p->d.first_bad);
 	mtx_lock(&p->mu);
-	if (!rc && !p->eof && !p->abort)
+	if (rc && rc != -ST_NOMEM && p->eof && !p->any && !p->d.n_out)
+		rc = 0; /* ended before any audio (a header, a few bytes): an empty stream,
+			 * as a headerless one that got no whole frame */
+	else if (!rc && !p->eof && !p->abort)
 		rc = st_errf(-ST_INVAL, err, sizeof(err), "the %s audio stops being readable",
 			     p->d.fmt ? p->d.fmt->iformat->name : "container");
 	else if (rc == -ST_UNSUPPORTED) /* the bytes are not audio we can read */
@@ -96,7 +100,8 @@ int eng__audio_pipe_create(int channel, struct audio_pipe **out, char *err, size
 	if (!p)
 		return -ST_NOMEM;
 	p->d = (struct audio_dec){ .io_read = audio_pipe_read, .io_user = p, .max_seconds = 1e18,
-				   .channel = channel, .max_in = INT64_MAX / 2 };
+				   .channel = channel, .max_in = INT64_MAX / 2,
+				   .max_dec_err = ENG__AUDIO_STREAM_MAX_DEC_ERR };
 	if (mtx_init(&p->mu, mtx_plain) != thrd_success)
 		goto out_free;
 	if (cnd_init(&p->cv) != thrd_success)
@@ -153,6 +158,7 @@ int eng__audio_pipe_push(struct audio_pipe *p, const void *data, size_t len, boo
 		goto out_failed;
 	*samples = p->d.out;
 	*n = p->d.n_out;
+	p->any |= *n > 0;
 	goto out_unlock;
 out_failed:
 	rc = p->rc ? p->rc : -ST_INVAL;

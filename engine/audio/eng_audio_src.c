@@ -141,8 +141,8 @@ static int audio_pipe_probe(struct audio_dec *d, const AVInputFormat **fmt, char
 		return -ST_NOMEM;
 	if (score < AVPROBE_SCORE_RETRY)
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
-			       "unrecognised or unsupported audio format%s",
-			       score < 0 ? " (too short)" : "");
+			       "unrecognised or unsupported audio format (no container recognised in "
+			       "the first bytes; headerless audio needs encoding and sample_rate)");
 	return 0;
 }
 

@@ -10,7 +10,10 @@
 #include "engine/audio/eng_audio_int.h"
 
 struct eng_audio_stream {
-	struct audio_pipe *pipe;  /* a container's thread, or NULL: d decodes here */
+	bool container;		  /* decoded by a thread of its own (eng_audio_pipe.c) */
+	int channel;		  /* the channel kept, -1 all mixed */
+	struct audio_pipe *pipe;  /* a container's thread, from its first bytes on, or
+				   * NULL: none yet (or d decodes here) */
 	struct audio_dec d;	  /* the open decoder; d.raw points at raw */
 	struct eng_audio_raw raw; /* copied from the caller */
 	uint8_t *buf;		  /* [buf_cap]: an incomplete frame's bytes, then the new ones */
@@ -37,15 +40,17 @@ int eng_audio_stream_create(const struct eng_audio_raw *raw, int channel,
 	struct eng_audio_stream *s = mem_calloc(1, sizeof(*s));
 	if (!s)
 		return -ST_NOMEM;
-	if (audio_stream_is_container(raw)) {
-		rc = eng__audio_pipe_create(channel, &s->pipe, err, errlen);
-		goto out;
+	s->container = audio_stream_is_container(raw);
+	s->channel = channel;
+	if (s->container) { /* its thread starts with the first bytes */
+		*out = s;
+		return 0;
 	}
 	s->raw = *raw;
 	s->d = (struct audio_dec){ .raw = &s->raw, .max_seconds = 1e18, .channel = channel,
-				   .max_in = INT64_MAX / 2 };
+				   .max_in = INT64_MAX / 2,
+				   .max_dec_err = ENG__AUDIO_STREAM_MAX_DEC_ERR };
 	rc = eng__audio_src_open(&s->d, err, errlen);
-out:
 	if (rc) {
 		eng_audio_stream_destroy(s);
 		return rc;
@@ -95,8 +100,14 @@ int eng_audio_stream_push(struct eng_audio_stream *s, const void *data, size_t l
 	if (len > ENG_AUDIO_STREAM_MAX_PUSH)
 		return st_errf(-ST_TOOBIG, err, errlen, "more than %u bytes of audio at once",
 			       ENG_AUDIO_STREAM_MAX_PUSH);
-	int rc = s->pipe ? eng__audio_pipe_push(s->pipe, data, len, false, samples, n, err, errlen)
-			 : audio_stream_feed(s, data, len, false, samples, n, err, errlen);
+	int rc = 0;
+	if (s->container && !s->pipe && len) /* no thread for a socket that sends nothing */
+		rc = eng__audio_pipe_create(s->channel, &s->pipe, err, errlen);
+	if (!rc && s->container)
+		rc = s->pipe ? eng__audio_pipe_push(s->pipe, data, len, false, samples, n, err,
+						    errlen) : 0;
+	else if (!rc)
+		rc = audio_stream_feed(s, data, len, false, samples, n, err, errlen);
 	return rc == -ST_NOMEM ? st_errf(rc, err, errlen, "out of memory decoding audio") : rc;
 }
 
@@ -108,6 +119,8 @@ int eng_audio_stream_finish(struct eng_audio_stream *s, const float **samples, s
 	if (s->finished)
 		return 0;
 	s->finished = true;
+	if (s->container && !s->pipe)
+		return 0; /* no byte came: an empty stream */
 	int rc = s->pipe ? eng__audio_pipe_push(s->pipe, NULL, 0, true, samples, n, err, errlen)
 			 : audio_stream_feed(s, NULL, 0, true, samples, n, err, errlen);
 	return rc == -ST_NOMEM ? st_errf(rc, err, errlen, "out of memory decoding audio") : rc;

@@ -858,6 +858,55 @@ def test_container_garbage_closes_1002(srv):
     assert_still_serves(srv)
 
 
+@pytest.mark.parametrize("query,first", [
+    ("", b""),                                # CloseStream before any byte
+    ("", None),                               # an empty binary message (old clients)
+    ("encoding=ogg-opus", "ogg-header"),      # the container's header alone
+])
+def test_container_closed_before_audio_is_empty(srv, query, first):
+    """A container stream closed before any audio (a browser stopped before
+    MediaRecorder's first chunk) is an empty stream, as a linear16 one:
+    Metadata with duration 0 and close 1000, not an error."""
+    msgs = []
+    if first == "ogg-header":
+        msgs = [ogg_header()]
+    elif first is None:
+        msgs = [b""]
+    s, rd, r = ws_open(srv.port, query)
+    assert r.status == 101, r.body
+    for m in msgs:
+        s.sendall(frame(2, m))
+    if first is not None:
+        s.sendall(frame(1, b'{"type":"CloseStream"}'))
+    frames = read_frames(s, rd, timeout=60)
+    s.close()
+    assert close_of(frames)[0] == 1000, frames[-1]
+    texts = [json.loads(p) for op, p in frames if op == 1]
+    assert [m["type"] for m in texts] == ["Metadata"] and texts[0]["duration"] == 0
+
+
+def ogg_header():
+    """The first two pages of jfk's Ogg Opus file (OpusHead, OpusTags): no audio."""
+    data = ffmpeg_jfk(*OPUS, "-f", "ogg")
+    off = 0
+    for _ in range(2):
+        n_seg = data[off + 26]
+        off += 27 + n_seg + sum(data[off + 27:off + 27 + n_seg])
+    return data[:off]
+
+
+def test_raw_opus_garbage_closes_1002(srv):
+    """encoding=opus messages the Opus decoder refuses close 1002 DATA-0000
+    once 50 in a row are refused, instead of an empty transcript. (Ogg
+    bytes sent as raw Opus are not caught: most byte strings are valid Opus
+    packets, decoded to noise.)"""
+    frames = stream_raw(srv, "encoding=opus&sample_rate=48000", [b"\xff" * 1000] * 80,
+                        close=False)
+    code, reason = close_of(frames)
+    assert code == 1002 and "DATA-0000" in reason and "cannot be decoded" in reason, reason
+    assert_still_serves(srv)
+
+
 def test_client_vanishes_mid_ogg_page(srv):
     """A client that goes away mid-page (its decoder thread waiting in the
     read): the stream is freed, its thread joined, the daemon serves on."""

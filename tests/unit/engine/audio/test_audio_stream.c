@@ -267,10 +267,57 @@ static void test_container_garbage(void **state)
 	assert_int_equal(eng_audio_stream_push(s, junk, 1, &got, &m, err, sizeof(err)),
 			 -ST_INVAL);
 	eng_audio_stream_destroy(s);
-	/* a short stream finished before the probe had its 2 KiB */
+	assert_non_null(strstr(err, "no container recognised"));
+	/* a short stream finished before the probe had its 2 KiB: it ended
+	 * before any audio, an empty stream (as CloseStream before any byte,
+	 * or a container's header alone) */
 	assert_int_equal(eng_audio_stream_create(NULL, -1, &s, err, sizeof(err)), 0);
 	assert_int_equal(eng_audio_stream_push(s, junk, 100, &got, &m, err, sizeof(err)), 0);
-	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), -ST_INVAL);
+	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), 0);
+	assert_int_equal(m, 0);
+	eng_audio_stream_destroy(s);
+	assert_int_equal(eng_audio_stream_create(NULL, -1, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), 0);
+	assert_int_equal(m, 0);
+	eng_audio_stream_destroy(s);
+	size_t len;
+	uint8_t *ogg = read_clip("containers/jfk.opus", &len);
+	assert_int_equal(eng_audio_stream_create(NULL, -1, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_push(s, ogg, 120, &got, &m, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_finish(s, &got, &m, err, sizeof(err)), 0);
+	assert_int_equal(m, 0);
+	eng_audio_stream_destroy(s);
+	mem_free(ogg);
+}
+
+/* Raw Opus records that are no Opus packets fail the stream once
+ * ENG__AUDIO_STREAM_MAX_DEC_ERR (50) come in a row, over several pushes
+ * (an upload's decode would stop quietly); a packet past the limit is
+ * named as one message. */
+static void test_opus_garbage(void **state)
+{
+	(void)state;
+	struct eng_audio_raw raw = { .encoding = ENG_AUDIO_ENCODING_OPUS, .sample_rate = 48000,
+				     .channels = 1 };
+	struct eng_audio_stream *s;
+	char err[256];
+	const float *got;
+	size_t m;
+	uint8_t rec[4 + 1000] = { 0xe8, 0x03, 0, 0 }; /* 1000 bytes of 0xff */
+	memset(rec + 4, 0xff, 1000);
+	assert_int_equal(eng_audio_stream_create(&raw, -1, &s, err, sizeof(err)), 0);
+	int rc = 0, k;
+	for (k = 0; k < 100 && !rc; k++)
+		rc = eng_audio_stream_push(s, rec, sizeof(rec), &got, &m, err, sizeof(err));
+	assert_int_equal(rc, -ST_INVAL);
+	assert_int_equal(k, 50);
+	assert_non_null(strstr(err, "cannot be decoded"));
+	eng_audio_stream_destroy(s);
+	uint8_t big[4] = { 0x01, 0x00, 0x01, 0x00 }; /* 65537 bytes */
+	assert_int_equal(eng_audio_stream_create(&raw, -1, &s, err, sizeof(err)), 0);
+	assert_int_equal(eng_audio_stream_push(s, big, sizeof(big), &got, &m, err, sizeof(err)),
+			 -ST_INVAL);
+	assert_non_null(strstr(err, "one Opus packet per binary message"));
 	eng_audio_stream_destroy(s);
 }
 
@@ -328,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_finish_empty),
 		cmocka_unit_test(test_containers),
 		cmocka_unit_test(test_container_garbage),
+		cmocka_unit_test(test_opus_garbage),
 		cmocka_unit_test(test_container_destroy),
 		cmocka_unit_test(test_refused),
 	};
