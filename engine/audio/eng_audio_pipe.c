@@ -20,15 +20,15 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <threads.h>
+#include <pthread.h>
 
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/audio/eng_audio_int.h"
 
 struct audio_pipe {
-	mtx_t mu;
-	cnd_t cv;	       /* any change below (both directions wait on it) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	       /* any change below (both directions wait on it) */
 	uint8_t *buf;	       /* [cap] pushed bytes, mem.h */
 	size_t len, pos, cap;  /* bytes held, of which read */
 	bool eof;	       /* the end was declared */
@@ -39,18 +39,19 @@ struct audio_pipe {
 	int rc;
 	char err[256];
 	struct audio_dec d;    /* the thread's; d.out / d.n_out read by a push once idle */
-	thrd_t thread;
+	pthread_t thread; /* (pthreads, not C11 threads: ThreadSanitizer intercepts only
+			   * pthread_create) */
 };
 
 /* AVIOContext read: at most size bytes, blocking until some are pushed. */
 static int audio_pipe_read(void *user, uint8_t *dst, int size)
 {
 	struct audio_pipe *p = user;
-	mtx_lock(&p->mu);
+	pthread_mutex_lock(&p->mu);
 	while (p->pos == p->len && !p->eof && !p->abort) {
 		p->idle = true;
-		cnd_broadcast(&p->cv);
-		cnd_wait(&p->cv, &p->mu);
+		pthread_cond_broadcast(&p->cv);
+		pthread_cond_wait(&p->cv, &p->mu);
 	}
 	p->idle = false;
 	int n = AVERROR_EXIT;
@@ -62,11 +63,11 @@ static int audio_pipe_read(void *user, uint8_t *dst, int size)
 		p->pos += k;
 		n = (int)k;
 	}
-	mtx_unlock(&p->mu);
+	pthread_mutex_unlock(&p->mu);
 	return n;
 }
 
-static int audio_pipe_main(void *arg)
+static void *audio_pipe_main(void *arg)
 {
 	struct audio_pipe *p = arg;
 	char err[sizeof(p->err)] = "";
@@ -76,7 +77,7 @@ static int audio_pipe_main(void *arg)
 	if (!rc && p->d.n_bad)
 		rc = st_errf(-ST_INVAL, err, sizeof(err), "audio sample %lld is not a finite number",
 			     (long long)p->d.first_bad);
-	mtx_lock(&p->mu);
+	pthread_mutex_lock(&p->mu);
 	if (rc && rc != -ST_NOMEM && p->eof && !p->any && !p->d.n_out)
 		rc = 0; /* ended before any audio (a header, a few bytes): an empty stream,
 			 * as a headerless one that got no whole frame */
@@ -88,9 +89,9 @@ static int audio_pipe_main(void *arg)
 	p->rc = rc;
 	memcpy(p->err, err, sizeof(err));
 	p->done = true;
-	cnd_broadcast(&p->cv);
-	mtx_unlock(&p->mu);
-	return 0;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
 }
 
 int eng__audio_pipe_create(int channel, struct audio_pipe **out, char *err, size_t errlen)
@@ -102,18 +103,18 @@ int eng__audio_pipe_create(int channel, struct audio_pipe **out, char *err, size
 	p->d = (struct audio_dec){ .io_read = audio_pipe_read, .io_user = p, .max_seconds = 1e18,
 				   .channel = channel, .max_in = INT64_MAX / 2,
 				   .max_dec_err = ENG__AUDIO_STREAM_MAX_DEC_ERR };
-	if (mtx_init(&p->mu, mtx_plain) != thrd_success)
+	if (pthread_mutex_init(&p->mu, NULL))
 		goto out_free;
-	if (cnd_init(&p->cv) != thrd_success)
+	if (pthread_cond_init(&p->cv, NULL))
 		goto out_mtx;
-	if (thrd_create(&p->thread, audio_pipe_main, p) != thrd_success)
+	if (pthread_create(&p->thread, NULL, audio_pipe_main, p))
 		goto out_cnd;
 	*out = p;
 	return 0;
 out_cnd:
-	cnd_destroy(&p->cv);
+	pthread_cond_destroy(&p->cv);
 out_mtx:
-	mtx_destroy(&p->mu);
+	pthread_mutex_destroy(&p->mu);
 out_free:
 	mem_free(p);
 	return st_errf(-ST_IO, err, errlen, "cannot start the audio decoder thread");
@@ -124,7 +125,7 @@ out_free:
 static void audio_pipe_wait(struct audio_pipe *p, bool last)
 {
 	while (!p->done && (last || !(p->idle && p->pos == p->len)))
-		cnd_wait(&p->cv, &p->mu);
+		pthread_cond_wait(&p->cv, &p->mu);
 }
 
 int eng__audio_pipe_push(struct audio_pipe *p, const void *data, size_t len, bool last,
@@ -133,7 +134,7 @@ int eng__audio_pipe_push(struct audio_pipe *p, const void *data, size_t len, boo
 	*samples = NULL;
 	*n = 0;
 	int rc = 0;
-	mtx_lock(&p->mu);
+	pthread_mutex_lock(&p->mu);
 	audio_pipe_wait(p, false); /* the thread may not have reached its first read yet */
 	if (p->done)
 		goto out_failed;
@@ -152,7 +153,7 @@ int eng__audio_pipe_push(struct audio_pipe *p, const void *data, size_t len, boo
 	p->len = len;
 	p->eof = last;
 	p->d.n_out = 0;
-	cnd_broadcast(&p->cv);
+	pthread_cond_broadcast(&p->cv);
 	audio_pipe_wait(p, last);
 	if (p->done && (!last || p->rc))
 		goto out_failed;
@@ -167,7 +168,7 @@ out_failed:
 	else
 		st_errf(0, err, errlen, "%s", p->err[0] ? p->err : "the audio stream has ended");
 out_unlock:
-	mtx_unlock(&p->mu);
+	pthread_mutex_unlock(&p->mu);
 	return rc;
 }
 
@@ -175,13 +176,13 @@ void eng__audio_pipe_destroy(struct audio_pipe *p)
 {
 	if (!p)
 		return;
-	mtx_lock(&p->mu);
+	pthread_mutex_lock(&p->mu);
 	p->abort = true;
-	cnd_broadcast(&p->cv);
-	mtx_unlock(&p->mu);
-	thrd_join(p->thread, NULL);
-	cnd_destroy(&p->cv);
-	mtx_destroy(&p->mu);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
 	mem_free(p->d.out);
 	mem_free(p->d.s16);
 	eng__audio_close(&p->d);
