@@ -105,14 +105,20 @@ static int audio_stated_duration(struct audio_dec *d, char *err, size_t errlen)
 	return 0;
 }
 
-/* The audio stream: the first one (PyAV's decode(audio=0)), its decoder
- * open; an upload's stated duration checked first. */
+/* The index of fmt's first audio stream (PyAV's decode(audio=0)), -1 none. */
+static int audio_first_stream(const AVFormatContext *fmt)
+{
+	for (unsigned i = 0; i < fmt->nb_streams; i++)
+		if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO)
+			return (int)i;
+	return -1;
+}
+
+/* The audio stream: the first one, its decoder open; an upload's stated
+ * duration checked first. */
 static int audio_container_stream(struct audio_dec *d, char *err, size_t errlen)
 {
-	d->stream = -1;
-	for (unsigned i = 0; i < d->fmt->nb_streams && d->stream < 0; i++)
-		if (d->fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO)
-			d->stream = (int)i;
+	d->stream = audio_first_stream(d->fmt);
 	if (d->stream < 0)
 		return st_errf(-ST_UNSUPPORTED, err, errlen, "no audio stream in the %s data",
 			       d->fmt->iformat->name);
@@ -126,10 +132,8 @@ static int audio_container_stream(struct audio_dec *d, char *err, size_t errlen)
  * container skips avformat_find_stream_info then). */
 static bool audio_codec_known(const AVFormatContext *fmt)
 {
-	for (unsigned i = 0; i < fmt->nb_streams; i++)
-		if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO)
-			return fmt->streams[i]->codecpar->codec_id != AV_CODEC_ID_NONE;
-	return false;
+	int i = audio_first_stream(fmt);
+	return i >= 0 && fmt->streams[i]->codecpar->codec_id != AV_CODEC_ID_NONE;
 }
 
 /* A live container's format, probed strictly from the pipe. */
