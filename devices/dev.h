@@ -35,7 +35,8 @@ struct dev_pool;
 
 enum dev_kind {
 	DEV_KIND_CPU = 0,
-	DEV_KIND_CUDA, /* reserved: no back end yet (dev_open says so) */
+	DEV_KIND_CUDA,	 /* reserved: no back end yet (dev_open says so) */
+	DEV_KIND_OPENCL, /* devices/dev_ocl.c: any OpenCL 1.2+ device */
 };
 
 #define DEV_MAX_CPUS 1024 /* CPU ids accepted in a spec: 0 .. DEV_MAX_CPUS-1 */
@@ -51,6 +52,9 @@ struct dev_caps {
 	const char *simd;         /* kernel ISA in use when opened (kn_ops()->name):
 				   * "ref", "avx2", "avx512"; static storage */
 	uint64_t mem_bytes;       /* memory the device can address (cpu: physical RAM) */
+	char model[DEV_NAME_MAX]; /* what the hardware calls itself: the CPU's model
+				   * name, the OpenCL device's CL_DEVICE_NAME */
+	int compute_units;	  /* cpu: n_cores; opencl: CL_DEVICE_MAX_COMPUTE_UNITS */
 };
 
 /* dev_cpus_available - the CPU ids this process may run on, ascending,
@@ -95,6 +99,20 @@ const int *dev_cpu_ids(const struct dev *d, int *n);
 void *dev_alloc(struct dev *d, size_t n);
 void dev_free(struct dev *d, void *p);
 void dev_copy(struct dev *d, void *dst, const void *src, size_t n);
+
+/* dev_upload / dev_download - n bytes from host memory to device memory
+ * (dst from dev_alloc of q's device, plus an offset) or back, after the
+ * work already on q; both return once the bytes have arrived (src may be
+ * reused, dst read). cpu: memcpy. Returns 0 or -ST_IO (the driver failed;
+ * the device is then unusable). n == 0 touches nothing. */
+int dev_upload(struct dev_queue *q, void *dst, const void *src, size_t n);
+int dev_download(struct dev_queue *q, void *dst, const void *src, size_t n);
+
+/* dev_list - the caps of every device this build can open, cpu first
+ * (one entry: every available core), then each back end's in its own
+ * order, into out[0..max); returns how many it stored. A back end whose
+ * driver is absent lists nothing. */
+int dev_list(struct dev_caps *out, int max);
 
 /* A work item: runs on the queue's thread; pool is the queue's compute
  * team (dev_pool_run(pool, ...); NULL where the back end has none). */

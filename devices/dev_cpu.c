@@ -12,6 +12,7 @@
  */
 #include <hwloc.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,12 +24,6 @@
 #include "kernels/kn.h"
 
 #define DEV_ALIGN 64 /* bytes: a cache line, and an AVX-512 vector */
-
-struct dev {
-	struct dev_caps caps;
-	int n_cpus;		/* == caps.n_cores */
-	int cpus[DEV_MAX_CPUS]; /* [n_cpus] ascending */
-};
 
 int dev__probe_hwloc(struct dev__hw *hw)
 {
@@ -99,28 +94,6 @@ int dev_cpus_available(int *cpus, int max)
 	return n;
 }
 
-/* The kind of spec, "cpu" or "cpu:<list>" (0, *list set to the list or
- * NULL), else why not. A kind is lowercase letters. */
-static int dev_spec_kind(const char *spec, const char **list, char *err, size_t errlen)
-{
-	size_t k = strspn(spec, "abcdefghijklmnopqrstuvwxyz");
-	*list = NULL;
-	if (k == 0 || (spec[k] != '\0' && spec[k] != ':'))
-		return st_errf(-ST_INVAL, err, errlen,
-			       "bad device spec \"%s\": expected cpu, cpu:N, cpu:A-B or cpu:0,2-3",
-			       spec);
-	if (k == 3 && !strncmp(spec, "cpu", 3)) {
-		*list = spec[k] == ':' ? spec + k + 1 : NULL;
-		return 0;
-	}
-	if (k == 4 && !strncmp(spec, "cuda", 4))
-		return st_errf(-ST_UNSUPPORTED, err, errlen,
-			       "device \"%s\": no cuda back end in this build", spec);
-	return st_errf(-ST_UNSUPPORTED, err, errlen,
-		       "device \"%s\": unknown kind \"%.*s\" (this build has: cpu)", spec, (int)k,
-		       spec);
-}
-
 /* Every id of d must be one hw offers (both lists ascending). */
 static int dev_check_available(const struct dev *d, const struct dev__hw *hw, char *err,
 			       size_t errlen)
@@ -140,6 +113,22 @@ static int dev_check_available(const struct dev *d, const struct dev__hw *hw, ch
 	return 0;
 }
 
+/* The CPU's model name from hwloc's "CPUModel" info of the first
+ * package, else "" (left as is). */
+static void dev_cpu_model(char *buf, size_t len)
+{
+	hwloc_topology_t topo;
+	if (hwloc_topology_init(&topo))
+		return;
+	if (!hwloc_topology_load(topo)) {
+		hwloc_obj_t pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
+		const char *m = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+		if (m)
+			snprintf(buf, len, "%s", m);
+	}
+	hwloc_topology_destroy(topo);
+}
+
 static void dev_caps_fill(struct dev *d, const struct dev__hw *hw)
 {
 	d->caps.kind = DEV_KIND_CPU;
@@ -148,6 +137,8 @@ static void dev_caps_fill(struct dev *d, const struct dev__hw *hw)
 	d->caps.n_cores = d->n_cpus;
 	d->caps.simd = kn_ops()->name; /* keeps an earlier kn_init's choice */
 	d->caps.mem_bytes = hw->mem_bytes;
+	d->caps.compute_units = d->n_cpus;
+	dev_cpu_model(d->caps.model, sizeof(d->caps.model));
 }
 
 /* The cores of spec's list (every available one when list is NULL). */
@@ -169,48 +160,34 @@ static int dev_cpus_pick(struct dev *d, const char *list, struct dev__hw *hw, ch
 	return dev_check_available(d, hw, err, errlen);
 }
 
-int dev_open(const char *spec, struct dev **out, char *err, size_t errlen)
+static int cpu_open(struct dev *d, const char *spec, const char *list, char *err, size_t errlen)
 {
-	*out = NULL;
-	st_errf(0, err, errlen, "%s", "");
-	if (!spec)
-		return st_errf(-ST_INVAL, err, errlen, "no device spec");
-	const char *list;
-	int rc = dev_spec_kind(spec, &list, err, errlen);
+	(void)spec;
+	struct dev__hw hw;
+	int rc = dev_cpus_pick(d, list, &hw, err, errlen);
 	if (rc)
 		return rc;
-	struct dev *d = mem_calloc(1, sizeof(*d));
-	if (!d)
-		return st_errf(-ST_NOMEM, err, errlen, "device \"%s\": out of memory", spec);
-	struct dev__hw hw;
-	rc = dev_cpus_pick(d, list, &hw, err, errlen);
-	if (rc)
-		goto out_free;
 	dev_caps_fill(d, &hw);
-	*out = d;
 	return 0;
-out_free:
-	mem_free(d);
-	return rc;
 }
 
-void dev_close(struct dev *d)
+static void cpu_close(struct dev *d)
 {
-	mem_free(d);
+	(void)d;
 }
 
-const struct dev_caps *dev_caps(const struct dev *d)
+static int cpu_list(struct dev_caps *out, int max)
 {
-	return &d->caps;
+	struct dev d = { 0 };
+	struct dev__hw hw;
+	if (max < 1 || dev_cpus_pick(&d, NULL, &hw, NULL, 0))
+		return 0;
+	dev_caps_fill(&d, &hw);
+	out[0] = d.caps;
+	return 1;
 }
 
-const int *dev_cpu_ids(const struct dev *d, int *n)
-{
-	*n = d->n_cpus;
-	return d->cpus;
-}
-
-void *dev_alloc(struct dev *d, size_t n)
+static void *cpu_alloc(struct dev *d, size_t n)
 {
 	(void)d;
 	size_t extra = DEV_ALIGN + sizeof(void *);
@@ -225,19 +202,37 @@ void *dev_alloc(struct dev *d, size_t n)
 	return (void *)p;
 }
 
-void dev_free(struct dev *d, void *p)
+static void cpu_free(struct dev *d, void *p)
 {
 	(void)d;
-	if (!p)
-		return;
 	void *base;
 	memcpy(&base, (char *)p - sizeof(void *), sizeof(base));
 	mem_free(base);
 }
 
-void dev_copy(struct dev *d, void *dst, const void *src, size_t n)
+static void cpu_copy(struct dev *d, void *dst, const void *src, size_t n)
 {
 	(void)d;
-	if (n)
-		memcpy(dst, src, n);
+	memcpy(dst, src, n);
 }
+
+/* Host memory both ways: the queue's earlier work has returned when the
+ * caller (an item on it, or after dev_queue_sync) gets here. */
+static int cpu_transfer(struct dev_queue *q, void *dst, const void *src, size_t n)
+{
+	(void)q;
+	memcpy(dst, src, n);
+	return 0;
+}
+
+const struct dev_backend dev__cpu_backend = {
+	.kind = "cpu",
+	.open = cpu_open,
+	.close = cpu_close,
+	.alloc = cpu_alloc,
+	.free = cpu_free,
+	.copy = cpu_copy,
+	.upload = cpu_transfer,
+	.download = cpu_transfer,
+	.list = cpu_list,
+};

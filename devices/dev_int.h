@@ -1,5 +1,10 @@
-/* dev_int.h - internals of devices/ shared by dev_spec.c, dev_cpu.c,
- * dev_queue.c and the unit tests; engine/ includes dev.h only.
+/* dev_int.h - internals of devices/ shared by dev.c, the back ends
+ * (dev_cpu.c, dev_ocl.c), dev_spec.c, dev_queue.c and the unit tests;
+ * engine/ includes dev.h only.
+ *
+ * A back end is a struct dev_backend: dev.c parses the kind of a spec
+ * ("cpu", "opencl") and hands the rest to that back end's open; every
+ * other call of dev.h goes through the table of the device it is given.
  */
 #ifndef DEV_INT_H
 #define DEV_INT_H
@@ -8,6 +13,47 @@
 #include <stdint.h>
 
 #include "devices/dev.h"
+
+struct dev_backend;
+
+/* A device: what every back end has, and its own state in impl. */
+struct dev {
+	const struct dev_backend *be;
+	struct dev_caps caps;
+	int n_cpus;		/* host cores its queue threads are pinned to (cpu:
+				 * the device's cores; others: 0, unpinned) */
+	int cpus[DEV_MAX_CPUS]; /* [n_cpus] ascending */
+	void *impl;		/* the back end's, freed by its close */
+};
+
+/* A back end's table. open fills d (caps, cpus, impl) from the part of
+ * the spec after "kind:" (rest; NULL for a bare "kind"), err saying why
+ * not; close frees impl. Memory: alloc/free/copy as dev_alloc/dev_free/
+ * dev_copy (synchronous); upload/download order themselves after the
+ * queue's earlier work and return when the bytes have arrived.
+ * queue_open/queue_close make and free q's device-side stream (NULL:
+ * the back end needs none). list stores the caps of up to max devices of
+ * this kind (returns how many, >= 0; a missing driver is 0 devices). */
+struct dev_backend {
+	const char *kind;
+	int (*open)(struct dev *d, const char *spec, const char *rest, char *err, size_t errlen);
+	void (*close)(struct dev *d);
+	void *(*alloc)(struct dev *d, size_t n);
+	void (*free)(struct dev *d, void *p);
+	void (*copy)(struct dev *d, void *dst, const void *src, size_t n);
+	int (*upload)(struct dev_queue *q, void *dst, const void *src, size_t n);
+	int (*download)(struct dev_queue *q, void *dst, const void *src, size_t n);
+	int (*queue_open)(struct dev_queue *q, char *err, size_t errlen);
+	void (*queue_close)(struct dev_queue *q);
+	int (*list)(struct dev_caps *out, int max);
+};
+
+extern const struct dev_backend dev__cpu_backend;
+
+/* dev__queue_impl / dev__queue_set_impl - the back end's state of a
+ * queue (its stream), set by its queue_open. */
+void *dev__queue_impl(const struct dev_queue *q);
+void dev__queue_set_impl(struct dev_queue *q, void *impl);
 
 /* What the machine offers this process (filled by the probes). */
 struct dev__hw {

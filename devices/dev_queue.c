@@ -1,10 +1,12 @@
-/* dev_queue.c - in-order work queues of the cpu back end (dev.h).
+/* dev_queue.c - in-order work queues (dev.h), for every back end.
  *
- * A queue is one host thread pinned to the device's first core plus a
- * dev_pool whose workers are pinned to the next threads - 1 cores; the
+ * cpu: a queue is one host thread pinned to the device's first core plus
+ * a dev_pool whose workers are pinned to the next threads - 1 cores; the
  * queue thread is the pool's ith 0 (it is the one that calls
  * dev_pool_run inside items), so a queue has exactly `threads` compute
- * threads and never more than the device has cores.
+ * threads and never more than the device has cores. Other back ends: one
+ * host thread, unpinned, with no pool (threads is 1: the device computes),
+ * and the back end's stream (its queue_open) in impl.
  *
  * Items are a FIFO list under mu. Tickets make sync exact: n_submitted
  * counts items accepted, n_done items returned, and both only grow, so
@@ -42,7 +44,18 @@ struct dev_queue {
 	uint64_t n_submitted;	/* items accepted so far */
 	uint64_t n_done;	/* items that have returned */
 	bool closing;		/* destroy began: nothing new accepted */
+	void *impl;		/* the back end's stream (dev__queue_impl) */
 };
+
+void *dev__queue_impl(const struct dev_queue *q)
+{
+	return q->impl;
+}
+
+void dev__queue_set_impl(struct dev_queue *q, void *impl)
+{
+	q->impl = impl;
+}
 
 /* Wait for the next item and unlink it; NULL when closing and drained.
  * Called and returns with mu held. */
@@ -80,7 +93,8 @@ static void *dev_queue_main(void *arg)
 	return NULL;
 }
 
-/* Start the queue thread pinned to cpu from its first instruction. */
+/* Start the queue thread pinned to cpu from its first instruction (cpu
+ * < 0: unpinned). */
 static int dev_queue_start(struct dev_queue *q, int cpu)
 {
 	pthread_attr_t attr;
@@ -88,8 +102,11 @@ static int dev_queue_start(struct dev_queue *q, int cpu)
 		return -ST_IO;
 	cpu_set_t set;
 	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	int rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set) ? -ST_IO : 0;
+	int rc = 0;
+	if (cpu >= 0) {
+		CPU_SET(cpu, &set);
+		rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set) ? -ST_IO : 0;
+	}
 	pthread_mutex_lock(&q->mu); /* the thread first waits here for q->thread */
 	if (!rc && pthread_create(&q->thread, &attr, dev_queue_main, q))
 		rc = -ST_IO;
@@ -100,6 +117,8 @@ static int dev_queue_start(struct dev_queue *q, int cpu)
 
 static void dev_queue_free(struct dev_queue *q)
 {
+	if (q->dev->be->queue_close)
+		q->dev->be->queue_close(q);
 	dev_pool_destroy(q->pool);
 	pthread_cond_destroy(&q->cv_done);
 	pthread_cond_destroy(&q->cv_work);
@@ -110,11 +129,11 @@ static void dev_queue_free(struct dev_queue *q)
 int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	int n_cpus;
-	const int *cpus = dev_cpu_ids(d, &n_cpus);
-	if (threads < 1 || threads > n_cpus)
+	int n_cpus = d->n_cpus, max = n_cpus ? n_cpus : 1;
+	const int *cpus = d->cpus;
+	if (threads < 1 || threads > max)
 		return st_errf(-ST_INVAL, err, errlen, "%d threads on %s: it has %d cores (1..%d)",
-			       threads, dev_caps(d)->name, n_cpus, n_cpus);
+			       threads, dev_caps(d)->name, max, max);
 	struct dev_queue *q = mem_calloc(1, sizeof(*q));
 	if (!q)
 		return st_errf(-ST_NOMEM, err, errlen, "queue on %s: out of memory",
@@ -124,17 +143,28 @@ int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *e
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv_work, NULL);
 	pthread_cond_init(&q->cv_done, NULL);
-	int rc = dev_pool_create(threads, cpus, &q->pool);
-	if (!rc)
-		rc = dev_queue_start(q, cpus[0]);
+	int rc = n_cpus ? dev_pool_create(threads, cpus, &q->pool) : 0;
 	if (rc) {
 		st_errf(0, err, errlen, "queue on %s with %d threads: %s", dev_caps(d)->name,
 			threads, rc == -ST_NOMEM ? "out of memory" : "cannot start a thread");
-		dev_queue_free(q);
-		return rc;
+		goto out_free;
+	}
+	if (d->be->queue_open) {
+		rc = d->be->queue_open(q, err, errlen);
+		if (rc)
+			goto out_free;
+	}
+	rc = dev_queue_start(q, n_cpus ? cpus[0] : -1);
+	if (rc) {
+		st_errf(0, err, errlen, "queue on %s with %d threads: cannot start a thread",
+			dev_caps(d)->name, threads);
+		goto out_free;
 	}
 	*out = q;
 	return 0;
+out_free:
+	dev_queue_free(q);
+	return rc;
 }
 
 void dev_queue_destroy(struct dev_queue *q)
