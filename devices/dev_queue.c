@@ -133,11 +133,11 @@ int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *e
 	const int *cpus = d->cpus;
 	if (threads < 1 || threads > max)
 		return st_errf(-ST_INVAL, err, errlen, "%d threads on %s: it has %d cores (1..%d)",
-			       threads, dev_caps(d)->name, max, max);
+			       threads, d->caps.name, max, max);
 	struct dev_queue *q = mem_calloc(1, sizeof(*q));
 	if (!q)
 		return st_errf(-ST_NOMEM, err, errlen, "queue on %s: out of memory",
-			       dev_caps(d)->name);
+			       d->caps.name);
 	q->dev = d;
 	q->threads = threads;
 	pthread_mutex_init(&q->mu, NULL);
@@ -145,7 +145,7 @@ int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *e
 	pthread_cond_init(&q->cv_done, NULL);
 	int rc = n_cpus ? dev_pool_create(threads, cpus, &q->pool) : 0;
 	if (rc) {
-		st_errf(0, err, errlen, "queue on %s with %d threads: %s", dev_caps(d)->name,
+		st_errf(0, err, errlen, "queue on %s with %d threads: %s", d->caps.name,
 			threads, rc == -ST_NOMEM ? "out of memory" : "cannot start a thread");
 		goto out_free;
 	}
@@ -157,7 +157,7 @@ int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *e
 	rc = dev_queue_start(q, n_cpus ? cpus[0] : -1);
 	if (rc) {
 		st_errf(0, err, errlen, "queue on %s with %d threads: cannot start a thread",
-			dev_caps(d)->name, threads);
+			d->caps.name, threads);
 		goto out_free;
 	}
 	*out = q;
