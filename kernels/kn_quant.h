@@ -194,7 +194,7 @@ struct kn_qpack {
 	/* The kernels on the packed layout: type, geom, xq_bytes, quantize_x,
 	 * gemv_xq and gemm_xq (n_rows a multiple of `rows`, W at a group);
 	 * dequant, gemv, round_x and to_q8_0 are NULL, so the packed matrix
-	 * goes only to the integer path (eng_par_qlinear with scratch). */
+	 * goes only to the integer path (dev_par_qlinear with scratch). */
 	const struct kn_qops *ops;
 	size_t rows; /* rows per group */
 	/* dst (n_rows * row_bytes bytes, row_bytes the plain row size) = the

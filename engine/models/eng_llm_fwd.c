@@ -15,7 +15,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev_pool.h"
-#include "engine/models/eng_par.h"
+#include "devices/dev_par.h"
 #include "engine/models/eng_llm_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
@@ -101,7 +101,7 @@ struct eng_llm_scratch {
 	float *x, *h, *q, *k, *v, *att, *g, *u, *o;
 	float *scores; /* nth * scores_ld: kn_attention_window(_f16)'s scratch per thread */
 	size_t scores_ld; /* cap_rows * cap_ctx, and a chunk of widened binary16 keys */
-	float *tile;   /* (nth * ENG_PAR_QTILE + cap_rows) * kmax: eng_par_qlinear scratch */
+	float *tile;   /* (nth * DEV_PAR_QTILE + cap_rows) * kmax: dev_par_qlinear scratch */
 	float *logits; /* EL_OUT_ROWS * n_vocab */
 	float *rope[2];	     /* per row, n_rot floats: kn_rope_angles at rope_base, rope_base_swa */
 	int32_t *pos, *tok;  /* per row */
@@ -155,8 +155,8 @@ int eng_llm_scratch_create(const struct eng_llm *m, size_t rows, size_t n_ctx, i
 	b->o = mem_alloc(rows * d * sizeof(float));
 	b->scores_ld = rows * n_ctx + KN_WIN16_CHUNK * (size_t)hp->head_dim_k;
 	b->scores = mem_alloc((size_t)nth * b->scores_ld * sizeof(float));
-	/* eng_par_qlinear's scratch: weight tiles, and x rounded for F16/BF16 */
-	b->tile = mem_alloc(((size_t)nth * ENG_PAR_QTILE + rows) * kmax * sizeof(float));
+	/* dev_par_qlinear's scratch: weight tiles, and x rounded for F16/BF16 */
+	b->tile = mem_alloc(((size_t)nth * DEV_PAR_QTILE + rows) * kmax * sizeof(float));
 	b->logits = mem_alloc((size_t)EL_OUT_ROWS * (size_t)hp->n_vocab * sizeof(float));
 	for (int i = 0; i < 2; i++)
 		b->rope[i] = mem_alloc((rows * (size_t)hp->n_rot + 1) * sizeof(float));
@@ -178,22 +178,22 @@ int eng_llm_scratch_create(const struct eng_llm *m, size_t rows, size_t n_ctx, i
 static void el_linear(struct dev_pool *p, const struct el_mat *w, const float *bias,
 		      const float *x, float *y, size_t n, struct eng_llm_scratch *b)
 {
-	eng_par_qlinear(p, n, (size_t)w->n_rows, (size_t)w->n_cols, x, w->data, w->row_bytes, w->q,
+	dev_par_qlinear(p, n, (size_t)w->n_rows, (size_t)w->n_cols, x, w->data, w->row_bytes, w->q,
 			bias, y, b->tile);
 }
 
-/* The products of up to ENG_PAR_QMULTI_MAX matrices over the same x (n
- * rows), x quantized once (eng_par_qlinear_multi). */
+/* The products of up to DEV_PAR_QMULTI_MAX matrices over the same x (n
+ * rows), x quantized once (dev_par_qlinear_multi). */
 static void el_linear_n(struct dev_pool *p, const struct el_mat *const *w,
 			const float *const *bias, float *const *y, size_t n_mats, const float *x,
 			size_t n, struct eng_llm_scratch *b)
 {
-	struct eng_par_qmat m[ENG_PAR_QMULTI_MAX];
+	struct dev_par_qmat m[DEV_PAR_QMULTI_MAX];
 	for (size_t i = 0; i < n_mats; i++)
-		m[i] = (struct eng_par_qmat){ .W = w[i]->data, .row_bytes = w[i]->row_bytes,
+		m[i] = (struct dev_par_qmat){ .W = w[i]->data, .row_bytes = w[i]->row_bytes,
 					      .N = (size_t)w[i]->n_rows, .q = w[i]->q,
 					      .b = bias[i], .y = y[i] };
-	eng_par_qlinear_multi(p, n, (size_t)w[0]->n_cols, x, m, n_mats, b->tile);
+	dev_par_qlinear_multi(p, n, (size_t)w[0]->n_cols, x, m, n_mats, b->tile);
 }
 
 /* y[r] = rms_norm(x[r]) * w for rows of width d (w NULL: no weight). */
@@ -210,7 +210,7 @@ static void el_residual(struct dev_pool *p, const struct eng_llm_hp *hp, float *
 {
 	if (hp->residual_scale != 1.0f)
 		kn_ops()->scale_add(o, hp->residual_scale, NULL, n);
-	eng_par_add(p, x, o, n);
+	dev_par_add(p, x, o, n);
 }
 
 /* n logits in place: divided by the logit scale (granite, as ggml_scale
@@ -220,7 +220,7 @@ static void el_logit_caps(struct dev_pool *p, const struct eng_llm_hp *hp, float
 	if (hp->logit_scale != 1.0f)
 		kn_ops()->scale_add(l, 1.0f / hp->logit_scale, NULL, n);
 	if (hp->final_softcap > 0.0f)
-		eng_par_softcap(p, l, n, hp->final_softcap);
+		dev_par_softcap(p, l, n, hp->final_softcap);
 }
 
 /* A block's input: x RMS-normed by w into h, or x itself where the
@@ -405,7 +405,7 @@ static void el_embed(const struct eng_llm *m, size_t n, struct eng_llm_scratch *
 /* The lm head over the k normed rows in b->h: their logits into
  * dst[0..k), or (ids not NULL) only each row's argmax into *ids[i].
  * Without caps each tile of logits goes to its row's buffer while it is
- * in cache, or only its maximum is kept (eng_par_qmat yrows, argmax);
+ * in cache, or only its maximum is kept (dev_par_qmat yrows, argmax);
  * else through b->logits, capped there. */
 static void el_lm_head(const struct eng_llm *m, struct dev_pool *p, struct eng_llm_scratch *b,
 		       float *const *dst, int32_t *const *ids, size_t k)
@@ -415,13 +415,13 @@ static void el_lm_head(const struct eng_llm *m, struct dev_pool *p, struct eng_l
 	bool caps = hp->logit_scale != 1.0f || hp->final_softcap > 0.0f;
 	const struct el_mat *w = &m->output;
 	int32_t best[EL_OUT_ROWS];
-	struct eng_par_qmat o = { .W = w->data, .row_bytes = w->row_bytes, .N = nv, .q = w->q,
+	struct dev_par_qmat o = { .W = w->data, .row_bytes = w->row_bytes, .N = nv, .q = w->q,
 				  .b = m->output_b, .y = b->logits };
 	if (!caps && ids)
 		o.argmax = best;
 	else if (!caps)
 		o.yrows = dst;
-	eng_par_qlinear_multi(p, k, (size_t)hp->n_embd, b->h, &o, 1, b->tile);
+	dev_par_qlinear_multi(p, k, (size_t)hp->n_embd, b->h, &o, 1, b->tile);
 	if (caps)
 		el_logit_caps(p, hp, b->logits, k * nv);
 	for (size_t i = 0; ids && i < k; i++)

@@ -14,7 +14,7 @@
 #include "kernels/kn_attn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_blas.h"
-#include "engine/models/eng_par.h"
+#include "devices/dev_par.h"
 #include "devices/dev_pool.h"
 
 #define EW_LN_EPS 1e-5f /* torch.nn.LayerNorm default, used by Whisper */
@@ -49,9 +49,9 @@ int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whis
 		nth = 1;
 	size_t hd = d / (size_t)hp->n_heads, per = A * A; /* floats per thread */
 	if (w->bf16)
-		per = eng_par_attention_bf16_scratch(A, A, hd);
+		per = dev_par_attention_bf16_scratch(A, A, hd);
 	else if (w->i8_attn)
-		per = eng_par_attention_i8_scratch(A, A, hd);
+		per = dev_par_attention_i8_scratch(A, A, hd);
 	e->scratch_len = ew_max(ew_max(A * 3 * d, T * 3 * (size_t)hp->n_mels), (size_t)nth * per);
 	e->x = mem_alloc(A * d * sizeof(float));
 	if (w->cross_bf16)
@@ -155,7 +155,7 @@ void eng_whisper_kv_reset(struct eng_whisper_kv *kv)
 static void ew_layer_norm_rows(struct dev_pool *p, const struct ew_norm *n, const float *x,
 			       float *y, size_t rows, size_t d)
 {
-	eng_par_layer_norm(p, rows, d, x, n->gamma, n->beta, y, EW_LN_EPS);
+	dev_par_layer_norm(p, rows, d, x, n->gamma, n->beta, y, EW_LN_EPS);
 }
 
 /* Rows at or below which binary16 weights are read instead of float32:
@@ -166,14 +166,14 @@ static void ew_linear_apply(struct dev_pool *p, const struct ew_linear *l, const
 			    float *y, size_t rows)
 {
 	if (l->wbf && rows > EW_F16_MAX_ROWS &&
-	    !eng_par_linear_bf16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->wbf, l->b, y))
+	    !dev_par_linear_bf16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->wbf, l->b, y))
 		return; /* compute type bfloat16 (out of memory: float32 below) */
 	if (l->i8.packed) /* compute type int8 */
-		eng_par_linear_i8(p, rows, x, &l->i8, l->b, y);
+		dev_par_linear_i8(p, rows, x, &l->i8, l->b, y);
 	else if (l->w16 && rows <= EW_F16_MAX_ROWS)
-		eng_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
+		dev_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
 	else
-		eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
+		dev_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
 }
 
 /* x += ffn2(gelu(ffn1(ln(x)))) over rows; h holds [rows, d_ffn], t [rows, d]. */
@@ -182,9 +182,9 @@ static void ew_mlp(struct dev_pool *p, const struct ew_norm *ln, const struct ew
 {
 	ew_layer_norm_rows(p, ln, x, t, rows, d);
 	ew_linear_apply(p, f1, t, h, rows);
-	eng_par_gelu(p, h, rows * (size_t)f1->n_out);
+	dev_par_gelu(p, h, rows * (size_t)f1->n_out);
 	ew_linear_apply(p, f2, h, t, rows);
-	eng_par_add(p, x, t, rows * d);
+	dev_par_add(p, x, t, rows * d);
 }
 
 /* --- encoder ------------------------------------------------------------ */
@@ -195,13 +195,13 @@ static void ew_encoder_attention(const struct eng_whisper *w, struct dev_pool *p
 {
 	size_t d = (size_t)w->hp.d_model, H = (size_t)w->hp.n_heads;
 	if (w->bf16)
-		eng_par_attention_bf16(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d,
+		dev_par_attention_bf16(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d,
 				       3 * d, out, d, scratch);
 	else if (w->i8_attn)
-		eng_par_attention_i8(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d,
+		dev_par_attention_i8(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d,
 				     3 * d, out, d, scratch);
 	else
-		eng_par_attention(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d,
+		dev_par_attention(p, A, A, H, d / H, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d,
 				  out, d, false, 0, scratch);
 }
 
@@ -220,11 +220,11 @@ static void ew_encoder_front(const struct eng_whisper *w, struct eng_whisper_enc
 	for (size_t t = 0; t < T; t++)
 		for (size_t m = 0; m < M; m++)
 			e->mel_t[t * M + m] = t < n_frames ? mel[m * stride + frame0 + t] : 0.0f;
-	eng_par_conv1d(p, T, M, d, 3, 1, 1, e->mel_t, w->conv1.w, w->conv1.b, e->conv1, e->scratch);
-	eng_par_gelu(p, e->conv1, T * d);
-	eng_par_conv1d(p, T, d, d, 3, 2, 1, e->conv1, w->conv2.w, w->conv2.b, e->x, e->scratch);
-	eng_par_gelu(p, e->x, A * d);
-	eng_par_add(p, e->x, w->enc_pos, A * d);
+	dev_par_conv1d(p, T, M, d, 3, 1, 1, e->mel_t, w->conv1.w, w->conv1.b, e->conv1, e->scratch);
+	dev_par_gelu(p, e->conv1, T * d);
+	dev_par_conv1d(p, T, d, d, 3, 2, 1, e->conv1, w->conv2.w, w->conv2.b, e->x, e->scratch);
+	dev_par_gelu(p, e->x, A * d);
+	dev_par_add(p, e->x, w->enc_pos, A * d);
 }
 
 static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_layer *l,
@@ -236,7 +236,7 @@ static void ew_encoder_layer(const struct eng_whisper *w, const struct ew_enc_la
 	ew_linear_apply(p, &l->qkv, e->attn, e->h, A);
 	ew_encoder_attention(w, p, A, e->h, e->attn, e->scratch);
 	ew_linear_apply(p, &l->out, e->attn, e->conv1, A); /* conv1 is free now: [A, d] temp */
-	eng_par_add(p, e->x, e->conv1, A * d);
+	dev_par_add(p, e->x, e->conv1, A * d);
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, e->x, e->attn, e->h, A, d);
 }
 
@@ -244,7 +244,7 @@ static void ew_cross_kv16(const struct eng_whisper_hp *hp, struct dev_pool *p, c
 			  size_t A, uint16_t *out)
 {
 	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads;
-	eng_par_kv16_pack(p, kv, 2 * d, A, H, d / H, out);
+	dev_par_kv16_pack(p, kv, 2 * d, A, H, d / H, out);
 }
 
 void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
@@ -295,7 +295,7 @@ static void ew_encoder_stacked(const struct eng_whisper *w, struct dev_pool *p,
 			ew_encoder_attention(w, p, encs[b]->n_ctx, H + r0[b] * 3 * d, T + r0[b] * d,
 					     encs[0]->scratch);
 		ew_linear_apply(p, &l->out, T, U, rows);
-		eng_par_add(p, X, U, rows * d);
+		dev_par_add(p, X, U, rows * d);
 		ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, X, T, H, rows, d);
 	}
 	ew_layer_norm_rows(p, &w->enc_ln, X, X, rows, d);
@@ -373,11 +373,11 @@ static void ew_cross_attention(struct dev_pool *p, const struct eng_whisper_hp *
 	size_t d = (size_t)hp->d_model, H = (size_t)hp->n_heads, A = e->n_ctx;
 	if (e->cross_kv16) {
 		const uint16_t *c = e->cross_kv16 + (size_t)li * ew_kv16_layer(hp);
-		eng_par_attention_kv16(p, n, A, H, d / H, q, d, c, out, d, scores);
+		dev_par_attention_kv16(p, n, A, H, d / H, q, d, c, out, d, scores);
 		return;
 	}
 	const float *kv = e->cross_kv + (size_t)li * (size_t)hp->n_audio_ctx * 2 * d;
-	eng_par_attention(p, n, A, H, d / H, q, d, kv, 2 * d, kv + d, 2 * d, out, d, false, 0,
+	dev_par_attention(p, n, A, H, d / H, q, d, kv, 2 * d, kv + d, 2 * d, out, d, false, 0,
 			  scores);
 }
 
@@ -463,10 +463,10 @@ static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct e
 		memcpy(K + (pos + r) * d, s->qkv + r * 3 * d + d, d * sizeof(float));
 		memcpy(V + (pos + r) * d, s->qkv + r * 3 * d + 2 * d, d * sizeof(float));
 	}
-	eng_par_attention(p, n, pos + n, H, d / H, s->qkv, 3 * d, K, d, V, d, s->t, d, true, pos,
+	dev_par_attention(p, n, pos + n, H, d / H, s->qkv, 3 * d, K, d, V, d, s->t, d, true, pos,
 			  s->scores);
 	ew_linear_apply(p, &l->self_out, s->t, s->h, n);
-	eng_par_add(p, s->x, s->h, n * d);
+	dev_par_add(p, s->x, s->h, n * d);
 	/* cross-attention over the encoder output */
 	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, n, d);
 	ew_linear_apply(p, &l->cross_q, s->t, s->qkv, n);
@@ -474,7 +474,7 @@ static void ew_decoder_layer(const struct eng_whisper *w, int li, const struct e
 		ew_capture_scores(hp, e, li, s->qkv, n, cap);
 	ew_cross_attention(p, hp, e, li, s->qkv, s->t, n, s->scores);
 	ew_linear_apply(p, &l->cross_out, s->t, s->h, n);
-	eng_par_add(p, s->x, s->h, n * d);
+	dev_par_add(p, s->x, s->h, n * d);
 	ew_mlp(p, &l->ln_ffn, &l->ffn1, &l->ffn2, s->x, s->t, s->h, n, d);
 }
 
@@ -486,11 +486,11 @@ static void ew_logits(const struct eng_whisper *w, struct dev_pool *p, const flo
 	size_t d = (size_t)hp->d_model;
 	kn_ops()->layer_norm(row, w->dec_ln.gamma, w->dec_ln.beta, tmp, d, EW_LN_EPS);
 	if (w->tok_emb_i8.packed)
-		eng_par_linear_i8(p, 1, tmp, &w->tok_emb_i8, NULL, logits);
+		dev_par_linear_i8(p, 1, tmp, &w->tok_emb_i8, NULL, logits);
 	else if (w->tok_emb16)
-		eng_par_linear_f16(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb16, NULL, logits);
+		dev_par_linear_f16(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb16, NULL, logits);
 	else
-		eng_par_linear(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
+		dev_par_linear(p, 1, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
 }
 
 /* logits[rows, n_vocab] = ln(x) . tok_emb^T for rows rows of x; tmp
@@ -504,11 +504,11 @@ static void ew_logits_rows(const struct eng_whisper *w, struct dev_pool *p, cons
 		kn_ops()->layer_norm(x + r * d, w->dec_ln.gamma, w->dec_ln.beta, tmp + r * d, d,
 				     EW_LN_EPS);
 	if (w->tok_emb_i8.packed)
-		eng_par_linear_i8(p, rows, tmp, &w->tok_emb_i8, NULL, logits);
+		dev_par_linear_i8(p, rows, tmp, &w->tok_emb_i8, NULL, logits);
 	else if (w->tok_emb16)
-		eng_par_linear_f16(p, rows, (size_t)hp->n_vocab, d, tmp, w->tok_emb16, NULL, logits);
+		dev_par_linear_f16(p, rows, (size_t)hp->n_vocab, d, tmp, w->tok_emb16, NULL, logits);
 	else
-		eng_par_linear(p, rows, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
+		dev_par_linear(p, rows, (size_t)hp->n_vocab, d, tmp, w->tok_emb, NULL, logits);
 }
 
 #define EW_ALIGN_ROWS 16 /* logits rows per product in an alignment pass */
@@ -604,11 +604,11 @@ static void ew_step_linear(struct dev_pool *p, const struct ew_linear *l, const 
 			   float *y, size_t rows)
 {
 	if (l->i8.packed) /* compute type int8 */
-		eng_par_linear_i8(p, rows, x, &l->i8, l->b, y);
+		dev_par_linear_i8(p, rows, x, &l->i8, l->b, y);
 	else if (l->w16)
-		eng_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
+		dev_par_linear_f16(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w16, l->b, y);
 	else
-		eng_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
+		dev_par_linear(p, rows, (size_t)l->n_out, (size_t)l->n_in, x, l->w, l->b, y);
 }
 
 /* Where each sequence's rows sit in the batch. */
@@ -640,23 +640,23 @@ static void ew_step_layer(const struct eng_whisper *w, int li, struct dev_pool *
 			memcpy(K + (kv->len + j) * d, q + j * 3 * d + d, d * sizeof(float));
 			memcpy(V + (kv->len + j) * d, q + j * 3 * d + 2 * d, d * sizeof(float));
 		}
-		eng_par_attention(p, st[i].n, kv->len + st[i].n, H, d / H, q, 3 * d, K, d, V, d,
+		dev_par_attention(p, st[i].n, kv->len + st[i].n, H, d / H, q, 3 * d, K, d, V, d,
 				  s->t + r0[i] * d, d, true, kv->len, s->scores);
 	}
 	ew_step_linear(p, &l->self_out, s->t, s->h, rows);
-	eng_par_add(p, s->x, s->h, rows * d);
+	dev_par_add(p, s->x, s->h, rows * d);
 	ew_layer_norm_rows(p, &l->ln_cross, s->x, s->t, rows, d);
 	ew_step_linear(p, &l->cross_q, s->t, s->qkv, rows);
 	for (size_t i = 0; i < n; i++)
 		ew_cross_attention(p, hp, st[i].e, li, s->qkv + r0[i] * d, s->t + r0[i] * d, st[i].n,
 				   s->scores);
 	ew_step_linear(p, &l->cross_out, s->t, s->h, rows);
-	eng_par_add(p, s->x, s->h, rows * d);
+	dev_par_add(p, s->x, s->h, rows * d);
 	ew_layer_norm_rows(p, &l->ln_ffn, s->x, s->t, rows, d);
 	ew_step_linear(p, &l->ffn1, s->t, s->h, rows);
-	eng_par_gelu(p, s->h, rows * (size_t)l->ffn1.n_out);
+	dev_par_gelu(p, s->h, rows * (size_t)l->ffn1.n_out);
 	ew_step_linear(p, &l->ffn2, s->h, s->t, rows);
-	eng_par_add(p, s->x, s->t, rows * d);
+	dev_par_add(p, s->x, s->t, rows * d);
 }
 
 /* The logits each sequence wants (its last row, and its at_index row when
@@ -685,11 +685,11 @@ static int ew_step_logits(const struct eng_whisper *w, struct dev_pool *p,
 			dst[k++] = out;
 		}
 	if (w->tok_emb_i8.packed)
-		eng_par_linear_i8(p, k, s->h, &w->tok_emb_i8, NULL, logits);
+		dev_par_linear_i8(p, k, s->h, &w->tok_emb_i8, NULL, logits);
 	else if (w->tok_emb16)
-		eng_par_linear_f16(p, k, nv, d, s->h, w->tok_emb16, NULL, logits);
+		dev_par_linear_f16(p, k, nv, d, s->h, w->tok_emb16, NULL, logits);
 	else
-		eng_par_linear(p, k, nv, d, s->h, w->tok_emb, NULL, logits);
+		dev_par_linear(p, k, nv, d, s->h, w->tok_emb, NULL, logits);
 	for (size_t i = 0; i < k; i++)
 		memcpy(dst[i], logits + i * nv, nv * sizeof(float));
 	mem_free(logits);

@@ -21,7 +21,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/format/eng_ct2.h"
-#include "engine/models/eng_par.h"
+#include "devices/dev_par.h"
 #include "engine/models/eng_whisper_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_bf16.h"
@@ -242,7 +242,7 @@ static void ew_linear_i8(struct ew_ld *ld, const char *name, int N, int K, const
 		return;
 	size_t np = kn_i8_npad((size_t)N), kp = kn_i8_kpad((size_t)K);
 	*q = (struct kn_i8w){ .N = (size_t)N, .K = (size_t)K };
-	if ((size_t)K > ENG_PAR_I8_MAX_K) {
+	if ((size_t)K > DEV_PAR_I8_MAX_K) {
 		ew_fail(ld, -ST_UNSUPPORTED, name, "too wide for the int8 product");
 		return;
 	}

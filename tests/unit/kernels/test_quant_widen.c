@@ -5,7 +5,7 @@
  *    bit for bit;
  *  - the format's meaning: Q8_0 dequant of the widened blocks equals the
  *    type's own dequant bit for bit;
- *  - what the engine relies on (engine/models/eng_par.c widens weight
+ *  - what the engine relies on (devices/dev_par.c widens weight
  *    tiles for many x rows): Q8_0 gemv_xq and gemm_xq on the widened rows
  *    equal the type's gemv_xq on the original rows bit for bit, in the same
  *    ISA, on 1..6 x rows, widths of 1, 3 and 20 blocks.

@@ -98,8 +98,8 @@ class CheckSrcTest(unittest.TestCase):
 
     def test_int_header_from_a_sibling_folder(self):
         # models/ may include tok/'s headers, but not its internal one
-        self.insert_include("engine/models/eng_par.c", '"engine/tok/eng_tok_int.h"')
-        out = self.assert_reports("include-private", "engine/models/eng_par.c", line=1)
+        self.insert_include("engine/models/eng_llm_fwd.c", '"engine/tok/eng_tok_int.h"')
+        out = self.assert_reports("include-private", "engine/models/eng_llm_fwd.c", line=1)
         self.assertIn("engine/tok/eng_tok_int.h", out)
 
     def test_folder_includes_upwards(self):

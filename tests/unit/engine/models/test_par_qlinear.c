@@ -1,4 +1,4 @@
-/* tests/unit/engine/models/test_par_qlinear.c - eng_par_qlinear (the
+/* tests/unit/engine/models/test_par_qlinear.c - dev_par_qlinear (the
  * threaded linear of the GGUF forward pass) on quantized weights, plain
  * and packed (kn_quant.h struct kn_qpack), against the kernels called
  * directly.
@@ -11,7 +11,7 @@
  * 768); 1, 2, 17, 40 and 70 x rows (up to 64 the results go through a
  * block on the thread's stack); pools of 1 and 3
  * threads; with and without a bias: y equals quantize_x + gemv_xq of the
- * whole matrix per x row, plus the bias, bit for bit (eng_par_qlinear's
+ * whole matrix per x row, plus the bias, bit for bit (dev_par_qlinear's
  * row tiles and thread splits never change a result), and nothing past y
  * is written.
  */
@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "devices/dev_pool.h"
-#include "engine/models/eng_par.h"
+#include "devices/dev_par.h"
 #include "kernels/kn.h"
 #include "kernels/kn_quant.h"
 #include "tests/unit/kernels/kn_test_quant.h"
@@ -35,7 +35,7 @@
 
 struct ops_case {
 	const char *name;
-	const struct kn_qops *q;  /* the kernels eng_par_qlinear gets */
+	const struct kn_qops *q;  /* the kernels dev_par_qlinear gets */
 	const struct kn_qpack *pk; /* their packer, or NULL (plain) */
 };
 
@@ -62,7 +62,7 @@ static void run_case(const struct ops_case *c, int type, struct dev_pool *pool, 
 	uint8_t *w = malloc(N * rb), *wp = malloc(N * rb);
 	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
 	float *want = malloc(M * N * sizeof(float)), *y = malloc((M * N + 16) * sizeof(float));
-	size_t n_scratch = (size_t)dev_pool_size(pool) * ENG_PAR_QTILE * K;
+	size_t n_scratch = (size_t)dev_pool_size(pool) * DEV_PAR_QTILE * K;
 	float *scratch = malloc(n_scratch * sizeof(float));
 	assert_true(w && wp && x && b && want && y && scratch);
 	fill_blocks(w, type, N * nb, 0);
@@ -77,7 +77,7 @@ static void run_case(const struct ops_case *c, int type, struct dev_pool *pool, 
 	}
 	expected(c->q, W, rb, x, with_bias ? b : NULL, M, N, K, want);
 	memset(y, 0xa5, (M * N + 16) * sizeof(float));
-	eng_par_qlinear(pool, M, N, K, x, W, rb, c->q, with_bias ? b : NULL, y, scratch);
+	dev_par_qlinear(pool, M, N, K, x, W, rb, c->q, with_bias ? b : NULL, y, scratch);
 	assert_memory_equal(y, want, M * N * sizeof(float));
 	for (size_t i = M * N; i < M * N + 16; i++)
 		assert_int_equal(f32_bits(y[i]), SENTINEL);
@@ -123,24 +123,24 @@ static void test_qlinear(void **state)
 								 (int)((wi + ri) & 1));
 				dev_pool_destroy(pool);
 			}
-			printf("%s %s: eng_par_qlinear == the kernels, bit for bit\n",
+			printf("%s %s: dev_par_qlinear == the kernels, bit for bit\n",
 			       kn_qtype_get(type)->name, c->name);
 		}
 	}
 }
 
-/* eng_par_qlinear_multi: matrices of mixed types and layouts over the
- * same x give each what eng_par_qlinear gives it alone (checked above
+/* dev_par_qlinear_multi: matrices of mixed types and layouts over the
+ * same x give each what dev_par_qlinear gives it alone (checked above
  * against the kernels), bit for bit, in y or in yrows; the fused
  * path (every N a multiple of 16) and the fallback (an N of 24). */
 static void run_multi(struct dev_pool *pool, size_t M, size_t K, const size_t *Ns, int with_yrows)
 {
 	const int types[3] = { KN_Q_Q8_0, KN_Q_Q5_0, KN_Q_Q4_K };
-	struct eng_par_qmat m[3];
+	struct dev_par_qmat m[3];
 	float *want[3], *rows[3][40], *bias[3];
 	uint8_t *wts[3];
 	float *x = malloc(M * K * sizeof(float));
-	size_t n_scratch = (size_t)dev_pool_size(pool) * ENG_PAR_QTILE * K;
+	size_t n_scratch = (size_t)dev_pool_size(pool) * DEV_PAR_QTILE * K;
 	float *scratch = malloc(n_scratch * sizeof(float));
 	assert_true(x && scratch && M <= 40);
 	for (size_t i = 0; i < M * K; i++)
@@ -169,12 +169,12 @@ static void run_multi(struct dev_pool *pool, size_t M, size_t K, const size_t *N
 			rows[i][r] = malloc(Ns[i] * sizeof(float));
 			assert_non_null(rows[i][r]);
 		}
-		m[i] = (struct eng_par_qmat){ .W = wts[i], .row_bytes = rb, .N = Ns[i], .q = q,
+		m[i] = (struct dev_par_qmat){ .W = wts[i], .row_bytes = rb, .N = Ns[i], .q = q,
 					      .b = i == 1 ? b : NULL, .y = y,
 					      .yrows = with_yrows ? rows[i] : NULL };
-		eng_par_qlinear(pool, M, Ns[i], K, x, wts[i], rb, q, m[i].b, want[i], scratch);
+		dev_par_qlinear(pool, M, Ns[i], K, x, wts[i], rb, q, m[i].b, want[i], scratch);
 	}
-	eng_par_qlinear_multi(pool, M, K, x, m, 3, scratch);
+	dev_par_qlinear_multi(pool, M, K, x, m, 3, scratch);
 	for (int i = 0; i < 3; i++) {
 		if (!with_yrows)
 			assert_memory_equal(m[i].y, want[i], M * Ns[i] * sizeof(float));
@@ -208,8 +208,8 @@ static void test_qlinear_multi(void **state)
 	}
 }
 
-/* eng_par_qmat argmax: each row's argmax equals kn argmax over the row
- * eng_par_qlinear gives (the greedy scan: first of equal maxima, a NaN
+/* dev_par_qmat argmax: each row's argmax equals kn argmax over the row
+ * dev_par_qlinear gives (the greedy scan: first of equal maxima, a NaN
  * never taken but at column 0), across tiles and threads: biases put a
  * NaN at column 0; NaNs at the starts of later tiles and thread shares
  * (64, 65, 128, 144); two equal maxima (1e30 at 5 and 150). */
@@ -222,7 +222,7 @@ static void run_argmax(struct dev_pool *pool, size_t M, size_t N, int bias_kind)
 	uint8_t *w = malloc(N * rb), *wp = malloc(N * rb);
 	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
 	float *y = malloc(M * N * sizeof(float)), *y2 = malloc(M * N * sizeof(float));
-	size_t n_scratch = (size_t)dev_pool_size(pool) * ENG_PAR_QTILE * K;
+	size_t n_scratch = (size_t)dev_pool_size(pool) * DEV_PAR_QTILE * K;
 	float *scratch = malloc(n_scratch * sizeof(float));
 	int32_t got[70];
 	assert_true(w && wp && x && b && y && y2 && scratch && M <= 70);
@@ -243,10 +243,10 @@ static void run_argmax(struct dev_pool *pool, size_t M, size_t N, int bias_kind)
 			b[nans[i]] = NAN;
 	if (bias_kind == 3 && N > 150)
 		b[5] = b[150] = 1e30f;
-	eng_par_qlinear(pool, M, N, K, x, wp, rb, q, b, y, scratch);
-	struct eng_par_qmat m = { .W = wp, .row_bytes = rb, .N = N, .q = q, .b = b, .y = y2,
+	dev_par_qlinear(pool, M, N, K, x, wp, rb, q, b, y, scratch);
+	struct dev_par_qmat m = { .W = wp, .row_bytes = rb, .N = N, .q = q, .b = b, .y = y2,
 				  .argmax = got };
-	eng_par_qlinear_multi(pool, M, K, x, &m, 1, scratch);
+	dev_par_qlinear_multi(pool, M, K, x, &m, 1, scratch);
 	for (size_t r = 0; r < M; r++)
 		assert_int_equal(got[r], (int32_t)kn_ops()->argmax(y + r * N, N));
 	if (bias_kind == 1)

@@ -1,12 +1,12 @@
-/* eng_par_q.c - the products with GGUF block-type weights over a device
- * pool (eng_par_qlinear, eng_par_qlinear_multi; see eng_par.h). */
+/* dev_par_q.c - the products with GGUF block-type weights over a device
+ * pool (dev_par_qlinear, dev_par_qlinear_multi; see dev_par.h). */
 #include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "devices/dev_pool.h"
-#include "engine/models/eng_par.h"
+#include "devices/dev_par.h"
 #include "kernels/kn.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_quant.h"
@@ -26,7 +26,7 @@ struct ep_qrange {
 	const char *xq;		   /* the M quantized x rows */
 	size_t xq_bytes;	   /* bytes of one (q->xq_bytes(K)) */
 	const struct kn_qops *q8;  /* Q4_0/Q5_0 tiles widened to Q8_0 for these, or NULL */
-	char *wide;		   /* per thread ENG_PAR_QTILE * wide_rb bytes */
+	char *wide;		   /* per thread DEV_PAR_QTILE * wide_rb bytes */
 	size_t wide_rb;		   /* bytes of a widened row */
 };
 
@@ -52,7 +52,7 @@ static void ep_q_tile_max(const float *v, size_t n, size_t c, float *bv, int32_t
 	}
 }
 
-/* The argmax per row over the threads' bests (eng_par_qmat argmax). */
+/* The argmax per row over the threads' bests (dev_par_qmat argmax). */
 static void ep_q_merge_max(const struct ep_qrange *r, int nth)
 {
 	for (size_t m = 0; m < r->M; m++) {
@@ -83,18 +83,18 @@ static void ep_q_merge_max(const struct ep_qrange *r, int nth)
  * 100.2 GOP/s, copy included). */
 static void ep_q_cols(const struct ep_qrange *a, int ith, size_t c0, size_t c1)
 {
-	float stage[EP_Q_STAGE_ROWS * ENG_PAR_QTILE];
+	float stage[EP_Q_STAGE_ROWS * DEV_PAR_QTILE];
 	bool staged = a->M <= EP_Q_STAGE_ROWS;
-	for (size_t c = c0; c < c1; c += ENG_PAR_QTILE) {
-		size_t nt = c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE;
+	for (size_t c = c0; c < c1; c += DEV_PAR_QTILE) {
+		size_t nt = c1 - c < DEV_PAR_QTILE ? c1 - c : DEV_PAR_QTILE;
 		const char *w = a->W + c * a->row_bytes;
 		float *yt = staged ? stage : a->y + c;
-		size_t ldy = staged ? ENG_PAR_QTILE : a->N;
+		size_t ldy = staged ? DEV_PAR_QTILE : a->N;
 		if (a->q8) {
 			/* many rows: the tile widened to Q8_0 once, then Q8_0's
 			 * faster kernel for all of them, the same bits (kn_quant.h
 			 * to_q8_0) */
-			char *wt = a->wide + (size_t)ith * ENG_PAR_QTILE * a->wide_rb;
+			char *wt = a->wide + (size_t)ith * DEV_PAR_QTILE * a->wide_rb;
 			a->q->to_q8_0(w, wt, nt * (a->K / a->q->geom->block_elems));
 			a->q8->gemm_xq(wt, a->wide_rb, a->xq, a->xq_bytes, a->M, yt, ldy, nt, a->K);
 		} else if (a->q->gemm_xq && a->M > 1) {
@@ -162,11 +162,11 @@ static void ep_qlinear_gemv(void *arg, int ith, int nth)
 static void ep_qlinear_tiles(void *arg, int ith, int nth)
 {
 	const struct ep_qfloat *a = arg;
-	float *tile = a->scratch + (size_t)ith * ENG_PAR_QTILE * a->K;
+	float *tile = a->scratch + (size_t)ith * DEV_PAR_QTILE * a->K;
 	long c0, c1;
-	dev_split((long)a->N, ith, nth, ENG_PAR_QTILE, &c0, &c1);
-	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
-		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+	dev_split((long)a->N, ith, nth, DEV_PAR_QTILE, &c0, &c1);
+	for (long c = c0; c < c1; c += DEV_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < DEV_PAR_QTILE ? c1 - c : DEV_PAR_QTILE);
 		const float *B = tile;
 		size_t ldb = a->K;
 		if (a->q->type == KN_Q_F32) {
@@ -188,10 +188,10 @@ static void ep_qlinear_tiles(void *arg, int ith, int nth)
 static const struct kn_qops *ep_q_widen(const struct kn_qops *q, size_t M)
 {
 	const struct kn_qops *q8 = q->to_q8_0 ? kn_qops_get(KN_Q_Q8_0) : NULL;
-	return q8 && q8->gemm_xq && M >= ENG_PAR_WIDEN_ROWS ? q8 : NULL;
+	return q8 && q8->gemm_xq && M >= DEV_PAR_WIDEN_ROWS ? q8 : NULL;
 }
 
-void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+void dev_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 		     const void *W, size_t row_bytes, const struct kn_qops *q, const float *b,
 		     float *y, float *scratch)
 {
@@ -213,14 +213,14 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 	 * quantized here into scratch, as many at a time as it holds. */
 	struct ep_qrange a = { .W = W, .row_bytes = row_bytes, .N = N, .K = K, .q = q, .b = b,
 			       .xq_bytes = q->xq_bytes(K) };
-	size_t cap = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * K * sizeof(float);
+	size_t cap = (size_t)dev_pool_size(p) * DEV_PAR_QTILE * K * sizeof(float);
 	/* Q4_0 / Q5_0 against many rows: each thread widens its weight tile
 	 * to Q8_0 (34 bytes per 32 weights) at the end of scratch, the rest
-	 * holds the quantized rows (at least ENG_PAR_WIDEN_ROWS of them). */
+	 * holds the quantized rows (at least DEV_PAR_WIDEN_ROWS of them). */
 	size_t wide_rb = kn_qtype_row_bytes(KN_Q_Q8_0, K);
-	size_t wide = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * wide_rb;
+	size_t wide = (size_t)dev_pool_size(p) * DEV_PAR_QTILE * wide_rb;
 	const struct kn_qops *q8 = ep_q_widen(q, M);
-	if (q8 && cap >= wide + ENG_PAR_WIDEN_ROWS * a.xq_bytes) {
+	if (q8 && cap >= wide + DEV_PAR_WIDEN_ROWS * a.xq_bytes) {
 		a.q8 = q8;
 		a.wide_rb = wide_rb;
 		cap -= wide;
@@ -241,9 +241,9 @@ void eng_par_qlinear(struct dev_pool *p, size_t M, size_t N, size_t K, const flo
 /* --- several matrices over the same x ------------------------------------ */
 
 struct ep_qmulti {
-	struct ep_qrange r[ENG_PAR_QMULTI_MAX];
+	struct ep_qrange r[DEV_PAR_QMULTI_MAX];
 	size_t n;		/* matrices */
-	bool quantize[ENG_PAR_QMULTI_MAX]; /* r[i] is the first with its partner rows */
+	bool quantize[DEV_PAR_QMULTI_MAX]; /* r[i] is the first with its partner rows */
 	const float *x;		/* [M, K], quantized by the threads first */
 	struct dev_pool *p;	/* for the barrier between the two phases */
 };
@@ -295,17 +295,17 @@ static void ep_qmulti_run(void *arg, int ith, int nth)
 	}
 }
 
-/* The fused form of eng_par_qlinear_multi, when its conditions hold: x
+/* The fused form of dev_par_qlinear_multi, when its conditions hold: x
  * quantized once per partner format, one run of the pool. 0, or -1 with
  * nothing done. */
 static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *x,
-			   const struct eng_par_qmat *mats, size_t n, char *scratch)
+			   const struct dev_par_qmat *mats, size_t n, char *scratch)
 {
-	size_t cap = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * K * sizeof(float), used = 0;
+	size_t cap = (size_t)dev_pool_size(p) * DEV_PAR_QTILE * K * sizeof(float), used = 0;
 	size_t wide_rb = kn_qtype_row_bytes(KN_Q_Q8_0, K);
-	size_t wide = (size_t)dev_pool_size(p) * ENG_PAR_QTILE * wide_rb;
+	size_t wide = (size_t)dev_pool_size(p) * DEV_PAR_QTILE * wide_rb;
 	struct ep_qmulti a = { .n = n };
-	if (n > ENG_PAR_QMULTI_MAX || !scratch || (n > 1 && mats[0].argmax))
+	if (n > DEV_PAR_QMULTI_MAX || !scratch || (n > 1 && mats[0].argmax))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		const struct kn_qops *q = mats[i].q;
@@ -356,14 +356,14 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 	return 0;
 }
 
-void eng_par_qlinear_multi(struct dev_pool *p, size_t M, size_t K, const float *x,
-			   const struct eng_par_qmat *mats, size_t n, float *scratch)
+void dev_par_qlinear_multi(struct dev_pool *p, size_t M, size_t K, const float *x,
+			   const struct dev_par_qmat *mats, size_t n, float *scratch)
 {
 	if (!ep_qmulti_fused(p, M, K, x, mats, n, (char *)scratch))
 		return;
 	for (size_t i = 0; i < n; i++) {
-		const struct eng_par_qmat *m = &mats[i];
-		eng_par_qlinear(p, M, m->N, K, x, m->W, m->row_bytes, m->q, m->b, m->y, scratch);
+		const struct dev_par_qmat *m = &mats[i];
+		dev_par_qlinear(p, M, m->N, K, x, m->W, m->row_bytes, m->q, m->b, m->y, scratch);
 		for (size_t r = 0; m->argmax && r < M; r++)
 			m->argmax[r] = (int32_t)kn_ops()->argmax(m->y + r * m->N, m->N);
 		for (size_t r = 0; !m->argmax && m->yrows && r < M; r++)

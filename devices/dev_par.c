@@ -1,5 +1,5 @@
-/* eng_par.c - parallel-for wrappers around the kernels (see eng_par.h). */
-#include "engine/models/eng_par.h"
+/* dev_par.c - parallel-for wrappers around the kernels (see dev_par.h). */
+#include "devices/dev_par.h"
 
 #include <string.h>
 
@@ -49,7 +49,7 @@ static void ep_linear_cols(void *arg, int ith, int nth)
 		a->y + c0, a->N);
 }
 
-void eng_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+void dev_par_linear(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 		    const float *W, const float *b, float *y)
 {
 	struct ep_linear a = { M, N, K, x, W, b, y };
@@ -64,7 +64,7 @@ struct ep_linear16 {
 	float *y;
 };
 
-/* Output columns in tiles of ENG_PAR_QTILE: every row passes over a tile
+/* Output columns in tiles of DEV_PAR_QTILE: every row passes over a tile
  * while it is in cache, so W is read once for all rows. gemv_f16 computes
  * each column alone (its own accumulator, the same operations whatever
  * the tile or the row count), so a row's result never depends on M. */
@@ -73,9 +73,9 @@ static void ep_linear16_cols(void *arg, int ith, int nth)
 	const struct ep_linear16 *a = arg;
 	const struct kn_ops *ops = kn_ops();
 	long c0, c1;
-	dev_split((long)a->N, ith, nth, ENG_PAR_QTILE, &c0, &c1);
-	for (long c = c0; c < c1; c += ENG_PAR_QTILE) {
-		size_t nt = (size_t)(c1 - c < ENG_PAR_QTILE ? c1 - c : ENG_PAR_QTILE);
+	dev_split((long)a->N, ith, nth, DEV_PAR_QTILE, &c0, &c1);
+	for (long c = c0; c < c1; c += DEV_PAR_QTILE) {
+		size_t nt = (size_t)(c1 - c < DEV_PAR_QTILE ? c1 - c : DEV_PAR_QTILE);
 		for (size_t m = 0; m < a->M; m++) {
 			float *row = a->y + m * a->N + (size_t)c;
 			ops->gemv_f16(a->W + (size_t)c * a->K, a->K, a->x + m * a->K, row, nt, a->K);
@@ -85,7 +85,7 @@ static void ep_linear16_cols(void *arg, int ith, int nth)
 	}
 }
 
-void eng_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+void dev_par_linear_f16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 			const uint16_t *W16, const float *b, float *y)
 {
 	struct ep_linear16 a = { M, N, K, x, b, W16, y };
@@ -107,7 +107,7 @@ struct ep_i8 {
  * stack buffer, then one kernel call per chunk. */
 static void ep_i8_run(const struct ep_i8 *a, size_t r0, size_t r1, size_t c0, size_t c1)
 {
-	int8_t xq[ENG_PAR_I8_MAX_K + 64];
+	int8_t xq[DEV_PAR_I8_MAX_K + 64];
 	float xs[EP_I8_ROWS];
 	const struct kn_i8_ops *o = kn_i8_ops();
 	size_t K = a->w->K, ldq = kn_i8_kpad(K);
@@ -141,7 +141,7 @@ static void ep_i8_cols(void *arg, int ith, int nth)
  * int8 product runs on the calling thread. */
 #define EP_I8_MIN_PAR_MACS 200000
 
-void eng_par_linear_i8(struct dev_pool *p, size_t M, const float *x, const struct kn_i8w *w,
+void dev_par_linear_i8(struct dev_pool *p, size_t M, const float *x, const struct kn_i8w *w,
 		       const float *b, float *y)
 {
 	struct ep_i8 a = { M, x, b, w, y };
@@ -171,7 +171,7 @@ static void ep_layer_norm(void *arg, int ith, int nth)
 				a->d, a->eps);
 }
 
-void eng_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,
+void dev_par_layer_norm(struct dev_pool *p, size_t rows, size_t d, const float *x,
 			const float *gamma, const float *beta, float *y, float eps)
 {
 	struct ep_rows a = { rows, d, x, gamma, beta, y, eps };
@@ -220,19 +220,19 @@ static void ep_softcap(void *arg, int ith, int nth)
 /* Element ops are worth a parallel run only when large (encoder rows). */
 #define EP_MIN_PAR_ELEMS 16384
 
-void eng_par_gelu(struct dev_pool *p, float *x, size_t n)
+void dev_par_gelu(struct dev_pool *p, float *x, size_t n)
 {
 	struct ep_elems a = { n, x, NULL };
 	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_gelu, &a);
 }
 
-void eng_par_add(struct dev_pool *p, float *y, const float *x, size_t n)
+void dev_par_add(struct dev_pool *p, float *y, const float *x, size_t n)
 {
 	struct ep_elems a = { n, y, x };
 	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_add, &a);
 }
 
-void eng_par_softcap(struct dev_pool *p, float *x, size_t n, float cap)
+void dev_par_softcap(struct dev_pool *p, float *x, size_t n, float cap)
 {
 	struct ep_cap a = { n, x, cap };
 	dev_pool_run(n >= EP_MIN_PAR_ELEMS ? p : NULL, ep_softcap, &a);
@@ -256,8 +256,8 @@ struct ep_attn {
 static size_t ep_attn_per(const struct ep_attn *a)
 {
 	switch (a->kind) {
-	case EP_ATTN_BF16: return eng_par_attention_bf16_scratch(a->n_q, a->n_kv, a->hd);
-	case EP_ATTN_I8: return eng_par_attention_i8_scratch(a->n_q, a->n_kv, a->hd);
+	case EP_ATTN_BF16: return dev_par_attention_bf16_scratch(a->n_q, a->n_kv, a->hd);
+	case EP_ATTN_I8: return dev_par_attention_i8_scratch(a->n_q, a->n_kv, a->hd);
 	default: return a->n_q * a->n_kv;
 	}
 }
@@ -285,7 +285,7 @@ static void ep_attention(void *arg, int ith, int nth)
 			     a->ldo, a->causal, a->q_pos0, scratch);
 }
 
-void eng_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+void dev_par_attention(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
 		       size_t head_dim, const float *q, size_t ldq, const float *k, size_t ldk,
 		       const float *v, size_t ldv, float *out, size_t ldo, bool causal,
 		       size_t q_pos0, float *scratch)
@@ -329,14 +329,14 @@ static void ep_kv16_pack(void *arg, int ith, int nth)
 				   (size_t)h1, a->cache);
 }
 
-void eng_par_kv16_pack(struct dev_pool *p, const float *kv, size_t ldkv, size_t n_kv,
+void dev_par_kv16_pack(struct dev_pool *p, const float *kv, size_t ldkv, size_t n_kv,
 		       size_t n_heads, size_t head_dim, uint16_t *cache)
 {
 	struct ep_kv16 a = { kv, ldkv, n_kv, n_heads, head_dim, cache };
 	dev_pool_run(p, ep_kv16_pack, &a);
 }
 
-void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+void dev_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
 			    size_t head_dim, const float *q, size_t ldq, const uint16_t *cache,
 			    float *out, size_t ldo, float *scratch)
 {
@@ -344,13 +344,13 @@ void eng_par_attention_kv16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t 
 	dev_pool_run(p, ep_attention_kv16, &a);
 }
 
-size_t eng_par_attention_bf16_scratch(size_t n_q, size_t n_kv, size_t head_dim)
+size_t dev_par_attention_bf16_scratch(size_t n_q, size_t n_kv, size_t head_dim)
 {
 	size_t need = kn_attention_bf16_scratch(n_kv, head_dim);
 	return n_q * n_kv > need ? n_q * n_kv : need;
 }
 
-void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+void dev_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
 			    size_t head_dim, const float *q, size_t ldq, const float *k,
 			    size_t ldk, const float *v, size_t ldv, float *out, size_t ldo,
 			    float *scratch)
@@ -360,13 +360,13 @@ void eng_par_attention_bf16(struct dev_pool *p, size_t n_q, size_t n_kv, size_t 
 	dev_pool_run(p, ep_attention, &a);
 }
 
-size_t eng_par_attention_i8_scratch(size_t n_q, size_t n_kv, size_t head_dim)
+size_t dev_par_attention_i8_scratch(size_t n_q, size_t n_kv, size_t head_dim)
 {
 	size_t need = (kn_attention_i8_scratch(n_kv, head_dim) + sizeof(float) - 1) / sizeof(float);
 	return n_q * n_kv > need ? n_q * n_kv : need;
 }
 
-void eng_par_attention_i8(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
+void dev_par_attention_i8(struct dev_pool *p, size_t n_q, size_t n_kv, size_t n_heads,
 			  size_t head_dim, const float *q, size_t ldq, const float *k, size_t ldk,
 			  const float *v, size_t ldv, float *out, size_t ldo, float *scratch)
 {
@@ -396,7 +396,7 @@ static void ep_linear_bf16_rows(void *arg, int ith, int nth)
 			       a->scratch + (size_t)ith * kn_bf16_scratch_len(a->K));
 }
 
-int eng_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
+int dev_par_linear_bf16(struct dev_pool *p, size_t M, size_t N, size_t K, const float *x,
 			const uint16_t *Wp, const float *b, float *y)
 {
 	uint16_t *scratch = mem_alloc((size_t)dev_pool_size(p) * kn_bf16_scratch_len(K) *
@@ -425,7 +425,7 @@ static void ep_conv1d(void *arg, int ith, int nth)
 		       a->scratch + (size_t)t0 * a->c_in * a->k);
 }
 
-void eng_par_conv1d(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
+void dev_par_conv1d(struct dev_pool *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
 		    size_t stride, size_t pad, const float *x, const float *w, const float *bias,
 		    float *y, float *scratch)
 {
