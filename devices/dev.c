@@ -13,6 +13,7 @@
 /* The back ends of this build, in dev_list's order. */
 static const struct dev_backend *const dev_backends[] = {
 	&dev__cpu_backend,
+	&dev__ocl_backend,
 };
 #define DEV_N_BACKENDS (sizeof(dev_backends) / sizeof(dev_backends[0]))
 
@@ -64,7 +65,7 @@ int dev_open(const char *spec, struct dev **out, char *err, size_t errlen)
 	st_errf(0, err, errlen, "%s", "");
 	if (!spec)
 		return st_errf(-ST_INVAL, err, errlen, "no device spec");
-	const struct dev_backend *be;
+	const struct dev_backend *be = NULL; /* set when rc is 0 (gcc cannot tell) */
 	const char *rest;
 	int rc = dev_spec_backend(spec, &be, &rest, err, errlen);
 	if (rc)

@@ -48,7 +48,8 @@ struct dev_backend {
 	int (*list)(struct dev_caps *out, int max);
 };
 
-extern const struct dev_backend dev__cpu_backend;
+extern const struct dev_backend dev__cpu_backend; /* dev_cpu.c */
+extern const struct dev_backend dev__ocl_backend; /* dev_ocl.c */
 
 /* dev__queue_impl / dev__queue_set_impl - the back end's state of a
  * queue (its stream), set by its queue_open. */
