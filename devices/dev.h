@@ -8,9 +8,13 @@
  * memory is host memory; a queue is one host thread pinned to the first of
  * its cores plus a team of worker threads (dev_pool.h) pinned one per
  * remaining core, so `threads` compute threads never exceed the cores
- * given. A `cuda` back end would be a GPU, device memory, and streams as
- * queues (the queue's thread enqueues kernels on its stream; dev_queue_pool
- * is NULL there): the calls below are the same.
+ * given. The `opencl` back end (dev_ocl.c, internals in dev_ocl.h): a
+ * device is one OpenCL device ("opencl", "opencl:N", "opencl:P.D"), its
+ * memory the device's (dev_alloc hands out fake addresses that fault on
+ * the host), a queue one unpinned host thread enqueueing on an in-order
+ * cl_command_queue (threads 1; dev_queue_pool is NULL there). A `cuda`
+ * back end would be the same with streams: the calls below do not change.
+ * `inferd devices` prints dev_list.
  *
  * Model of use (engine/sched/eng_sched.c): a model replica opens its device,
  * creates one queue with its thread count and submits its scheduling loop
@@ -67,10 +71,14 @@ struct dev_caps {
 int dev_cpus_available(int *cpus, int max);
 
 /* dev_open - the device named by spec: "cpu" (every available core),
- * "cpu:N", "cpu:A-B", or a comma list of those ("cpu:0,2-3"). Errors:
+ * "cpu:N", "cpu:A-B", or a comma list of those ("cpu:0,2-3"); "opencl"
+ * (the first OpenCL device), "opencl:N" (the Nth over all platforms) or
+ * "opencl:P.D" (platform P, device D). Errors:
  * -ST_INVAL (syntax, an empty set, a CPU id out of range), -ST_NOTFOUND
  * (a core this process may not use: err names it and lists the available
- * ones), -ST_UNSUPPORTED (a kind without a back end, "cuda:0"),
+ * ones; no such OpenCL device: err lists those present, or says no OpenCL
+ * platform was found), -ST_UNSUPPORTED (a kind without a back end,
+ * "cuda:0"), -ST_DEVICE (the OpenCL driver would not make a context),
  * -ST_NOMEM, -ST_IO (the CPUs could not be listed); err (may be NULL when
  * errlen is 0) says which, and is "" on success. Specs are strict: no
  * spaces, no empty items, ids 0 .. DEV_MAX_CPUS-1, A <= B; duplicates and

@@ -291,21 +291,6 @@ static void ocl_queue_close(struct dev_queue *q)
 	dev__queue_set_impl(q, NULL);
 }
 
-cl_context dev__ocl_context(const struct dev *d)
-{
-	return ((const struct dev_ocl *)d->impl)->ctx;
-}
-
-cl_device_id dev__ocl_device(const struct dev *d)
-{
-	return ((const struct dev_ocl *)d->impl)->device;
-}
-
-cl_command_queue dev__ocl_queue(const struct dev_queue *q)
-{
-	return ((const struct dev_ocl_queue *)dev__queue_impl(q))->cq;
-}
-
 const struct dev_backend dev__ocl_backend = {
 	.kind = "opencl",
 	.open = ocl_open,

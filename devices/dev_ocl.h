@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "devices/dev.h"
+#include "devices/dev_int.h"
 
 /* One allocation: host address range [base, base + span) reserved, the
  * first n bytes of it backed by mem (max(n, 1) bytes). */
@@ -70,14 +71,26 @@ struct dev_ocl_queue {
 };
 
 /* dev__ocl_context / dev__ocl_device - d's cl_context and cl_device_id
- * (d an opencl device). Borrowed: valid until dev_close. */
-cl_context dev__ocl_context(const struct dev *d);
-cl_device_id dev__ocl_device(const struct dev *d);
+ * (d an opencl device). Borrowed: valid until dev_close. Inline: the files
+ * using them are the ones dev_ocl.c's back-end table refers to, and a call
+ * back into dev_ocl.c would be a cycle (check-src's call-cycle). */
+static inline cl_context dev__ocl_context(const struct dev *d)
+{
+	return ((const struct dev_ocl *)d->impl)->ctx;
+}
+
+static inline cl_device_id dev__ocl_device(const struct dev *d)
+{
+	return ((const struct dev_ocl *)d->impl)->device;
+}
 
 /* dev__ocl_queue - q's in-order cl_command_queue (q on an opencl device).
  * Borrowed: valid until dev_queue_destroy. Work enqueued on it by q's
  * items runs in order with dev_upload/dev_download on q. */
-cl_command_queue dev__ocl_queue(const struct dev_queue *q);
+static inline cl_command_queue dev__ocl_queue(const struct dev_queue *q)
+{
+	return ((const struct dev_ocl_queue *)dev__queue_impl(q))->cq;
+}
 
 /* dev__ocl_resolve - the buffer and byte offset of device address addr,
  * which with the n bytes after it must lie inside one allocation of d

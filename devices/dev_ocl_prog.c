@@ -250,7 +250,8 @@ static int ocl_program_load(struct dev *d, char *err, size_t errlen)
 	uint8_t *bin = NULL;
 	size_t len = 0;
 	ocl_cache_key(d, key);
-	snprintf(path, sizeof(path), "%s/%s.bin", cache ? dir : ".", key);
+	if (cache)
+		snprintf(path, sizeof(path), "%s/%s.bin", dir, key);
 	if (cache && !ocl_cache_load(path, &bin, &len)) {
 		o->prog = ocl_from_binary(o, bin, len);
 		mem_free(bin);
