@@ -2,6 +2,7 @@
  *
  *   inferd [--config FILE] [--listen HOST:PORT]   serve
  *   inferd inspect FILE                           print a model's metadata
+ *   inferd devices                                list the devices (cpu, opencl)
  *   inferd --help | --version
  *
  * Exit status: 0 after a clean shutdown, 1 on a start-up error (one line on
@@ -45,6 +46,7 @@ static void usage(FILE *out)
 		"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
 		"                       [--top-k K] [--seed S] [--threads N]\n"
 		"                       [--kv-cache-f16] PROMPT\n"
+		"       inferd devices\n"
 		"       (inferd transcribe --help, inferd generate --help: each option)\n"
 		"       inferd --help | --version\n"
 		"\n"
@@ -56,6 +58,8 @@ static void usage(FILE *out)
 		"                      port 0 picks a free port, printed at start-up)\n"
 		"  inspect PATH        print a GGUF file's or CTranslate2 folder's metadata\n"
 		"                      and tensor table, then exit\n"
+		"  devices             list the devices a replica may run on (cpu,\n"
+		"                      opencl): spec, kind, compute units, memory, model\n"
 		"\n"
 		"Environment: INFERD_CONFIG and INFERD_LISTEN set --config and --listen\n"
 		"(the flags win); INFERD_GRPC_LISTEN replaces grpc_listen (\"\" = no gRPC\n"
@@ -180,6 +184,8 @@ int main(int argc, char **argv)
 		return cli_transcribe(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "generate"))
 		return cli_generate(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "devices"))
+		return cli_devices(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

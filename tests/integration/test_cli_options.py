@@ -91,3 +91,20 @@ def test_generate_kv_cache_f16_flag(flag, cache):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip(), r.stdout
     assert "generated in" in r.stderr and ("KV cache " + cache) in r.stderr, r.stderr
+
+
+def test_devices_lists_cpu_and_opencl():
+    """`inferd devices`: a header, the cpu device, then the OpenCL devices
+    (PoCL's CPU device at least: scripts/install-deps installs it)."""
+    r = run("devices")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["DEVICE", "KIND", "UNITS", "MEMORY", "SIMD", "MODEL"]
+    assert lines[1].startswith("cpu:") and lines[1].split()[1] == "cpu", lines
+    ocl = [ln.split() for ln in lines[2:] if ln.startswith("opencl:")]
+    assert ocl and ocl[0][0] == "opencl:0.0" and ocl[0][1] == "opencl", lines
+    assert int(ocl[0][2]) >= 1 and ocl[0][4] == "GiB" and ocl[0][5] == "opencl", lines
+    r = run("devices", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: inferd devices")
+    r = run("devices", "extra")
+    assert r.returncode == 2 and "usage: inferd devices" in r.stderr
