@@ -16,6 +16,11 @@
 # The HEALTHCHECK takes the HTTP port from INFERD_LISTEN: to serve on
 # another port, set INFERD_LISTEN (not --listen). scripts/container-smoke
 # builds and runs this file without a Docker engine (buildah, chroot).
+# OpenCL devices (`inferd devices`): the image has the ICD loader and PoCL
+# (the CPU as an OpenCL device); a GPU needs its vendor's ICD installed
+# beside it. Compiled OpenCL programs are cached under INFERD_CACHE_DIR
+# (mount a volume there to keep them across containers), else not at all
+# (the user has no home).
 ARG BASE_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE} AS build
@@ -27,6 +32,7 @@ RUN apt-get update \
       libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
       libhwloc-dev node-llhttp zlib1g-dev \
       libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nettle-dev libwslay-dev libjemalloc-dev \
+      ocl-icd-opencl-dev opencl-c-headers \
  && if [ "$BAKE_MODELS" = 1 ]; then \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         python3-pip unzip ca-certificates; \
@@ -56,6 +62,7 @@ RUN apt-get update \
       libuv1 libjansson4 libopenblas0-pthread libzstd1 \
       libavformat59 libavcodec59 libswresample4 libavutil57 \
       libhwloc15 zlib1g libnghttp2-14 libprotobuf-c1 libnettle8 libwslay1 libjemalloc2 curl \
+      ocl-icd-libopencl1 pocl-opencl-icd \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /nonexistent \
       --shell /usr/sbin/nologin inferd
