@@ -6,8 +6,9 @@
  * a queue, the on-disk program cache (written, used, a corrupt entry
  * rebuilt), thread counts and dev_list.
  *
- * The program cache goes to a temporary directory (INFERD_CACHE_DIR, set
- * by the group setup) so that the tests never touch ~/.cache. cmocka's
+ * inferd's program cache goes to a temporary directory (INFERD_CACHE_DIR,
+ * set by the group setup), never ~/.cache/inferd (PoCL keeps its own
+ * kernel cache, in ~/.cache/pocl unless POCL_CACHE_DIR says). cmocka's
  * assertions longjmp, so they run on the test's thread only: the work
  * item that launches a kernel records what it saw.
  */
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +394,27 @@ static bool build_cached(void)
 	return cached;
 }
 
+/* Replace cache file path by a well-formed entry (dev_ocl_prog.c's header,
+ * a right checksum) whose payload no driver would load. */
+static void cache_write_garbage(const char *path)
+{
+	uint8_t payload[64], hdr[8 + 8 + SHA256_DIGEST_SIZE];
+	uint64_t n = sizeof(payload);
+	struct sha256_ctx c;
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 31 + 7);
+	memcpy(hdr, "INFDOCL1", 8);
+	memcpy(hdr + 8, &n, sizeof(n));
+	sha256_init(&c);
+	sha256_update(&c, sizeof(payload), payload);
+	sha256_digest(&c, SHA256_DIGEST_SIZE, hdr + 16);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(hdr, 1, sizeof(hdr), f), sizeof(hdr));
+	assert_int_equal(fwrite(payload, 1, sizeof(payload), f), sizeof(payload));
+	assert_int_equal(fclose(f), 0);
+}
+
 static void test_cache(void **state)
 {
 	(void)state;
@@ -417,6 +440,10 @@ static void test_cache(void **state)
 	assert_int_equal(truncate(path, st.st_size / 3), 0);
 	assert_false(build_cached());
 	assert_int_equal(truncate(path, 0), 0);
+	assert_false(build_cached());
+	assert_true(build_cached());
+	/* intact, but not a binary the driver loads */
+	cache_write_garbage(path);
 	assert_false(build_cached());
 	assert_true(build_cached());
 	assert_int_equal(cache_files(cache_dir, path, sizeof(path)), 1);
