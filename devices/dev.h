@@ -111,8 +111,9 @@ void dev_copy(struct dev *d, void *dst, const void *src, size_t n);
 /* dev_upload / dev_download - n bytes from host memory to device memory
  * (dst from dev_alloc of q's device, plus an offset) or back, after the
  * work already on q; both return once the bytes have arrived (src may be
- * reused, dst read). cpu: memcpy. Returns 0 or -ST_IO (the driver failed;
- * the device is then unusable). n == 0 touches nothing. */
+ * reused, dst read). cpu: memcpy. Returns 0, -ST_INVAL (the range is not
+ * inside one allocation) or -ST_IO (the driver failed; the device is then
+ * unusable). n == 0 touches nothing. */
 int dev_upload(struct dev_queue *q, void *dst, const void *src, size_t n);
 int dev_download(struct dev_queue *q, void *dst, const void *src, size_t n);
 
@@ -121,6 +122,90 @@ int dev_download(struct dev_queue *q, void *dst, const void *src, size_t n);
  * order, into out[0..max); returns how many it stored. A back end whose
  * driver is absent lists nothing. */
 int dev_list(struct dev_caps *out, int max);
+
+/* --- compute ------------------------------------------------------------
+ * The operations the model families need, by what the models need
+ * (Whisper's encoder/decoder, the GGUF decoder-only models), each
+ * implemented by every back end (struct dev_ops, dev_int.h). An op is
+ * enqueued on q after the work already on it; on a back end with
+ * asynchronous queues it may return before it has run (cpu: it has run,
+ * split over the queue's pool). Ops are called by q's work items, or by
+ * one other thread while q runs none (tests, tools).
+ *
+ * Pointers are device addresses of q's device (from dev_alloc, plus an
+ * offset) unless named host. Rows are row-major float32 and contiguous:
+ * row r of width d at x + r * d. Every op returns 0, -ST_INVAL (a size of
+ * 0 where one is needed; an address range outside the device's memory),
+ * -ST_NOMEM, or -ST_DEVICE (the back end failed: the device is then
+ * unusable). Each op names the cpu reference it must agree with
+ * (kernels/kn.h) and the bound the tests hold other back ends to. */
+
+/* y = x / sqrt(mean(x^2) + eps) * w per row (w NULL: no weight; y may be
+ * x): kn rms_norm, ggml_rms_norm then a multiply. */
+int dev_rms_norm(struct dev_queue *q, const float *x, const float *w, float *y, size_t rows,
+		 size_t d, float eps);
+
+/* y = (x - mean) / sqrt(var + eps) * gamma + beta per row (y may be x):
+ * kn layer_norm. */
+int dev_layer_norm(struct dev_queue *q, const float *x, const float *gamma, const float *beta,
+		   float *y, size_t rows, size_t d, float eps);
+
+/* Element-wise over n floats: y += x; x *= s; x = cap tanh(x / cap)
+ * (gemma2's soft cap); x = gelu(x) with erf (Whisper). */
+int dev_add(struct dev_queue *q, float *y, const float *x, size_t n);
+int dev_scale(struct dev_queue *q, float *x, float s, size_t n);
+int dev_softcap(struct dev_queue *q, float *x, size_t n, float cap);
+int dev_gelu(struct dev_queue *q, float *x, size_t n);
+
+/* The gated activations of the MLPs: g = act(g) * u over n floats.
+ * SILU: x / (1 + e^-x) (SwiGLU: llama, qwen, olmo2, phi3, granite);
+ * GELU_TANH: the tanh approximation (GeGLU); GELU_F16: ggml's CPU GeGLU,
+ * the tanh GELU of g rounded to binary16, rounded to binary16 again
+ * (gemma2/3: what llama.cpp computes there). */
+enum dev_glu { DEV_GLU_SILU = 0, DEV_GLU_GELU_TANH, DEV_GLU_GELU_F16 };
+int dev_glu(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, size_t n);
+
+/* x = softmax(x) per row of n, in place, max subtracted first. */
+int dev_softmax(struct dev_queue *q, float *x, size_t rows, size_t n);
+
+/* y[i] = binary16(x[i]) over n (nearest even; a KV cache in float16). */
+int dev_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
+
+/* host out[r] = the index of row r's largest of n floats (the first of
+ * equals; kn argmax: a NaN is never taken but at index 0). Returns once
+ * out is written. */
+int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out);
+
+/* --- weights and matrix products ---------------------------------------- */
+
+/* Element types of weights, by GGUF's numbering (ggml_type): F32 0,
+ * F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q2_K 10, Q3_K 11,
+ * Q4_K 12, Q5_K 13, Q6_K 14, IQ4_NL 20, IQ4_XS 23, BF16 30: the block
+ * formats of ggml-common.h, kept on the device as they are in the file. */
+struct dev_mat;
+
+/* dev_mat_create - a weight matrix of rows x cols of `type` on d, made
+ * from host rows (row r at host + r * row_bytes, GGUF's layout) in the
+ * layout d's back end computes with: cpu borrows host (it must stay
+ * valid until dev_mat_destroy) or repacks it where its ISA has a faster
+ * layout (kernels/kn_quant.h kn_qpack); opencl copies it to the device.
+ * Weights are made once per device and shared by every queue of it.
+ * Returns 0, -ST_UNSUPPORTED (a type this back end lacks: err names it),
+ * -ST_INVAL (cols not a whole number of blocks, row_bytes wrong),
+ * -ST_NOMEM, -ST_DEVICE. */
+int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,
+		   size_t row_bytes, struct dev_mat **out, char *err, size_t errlen);
+void dev_mat_destroy(struct dev_mat *m);
+
+/* dev_linear - y[M, rows] = x[M, cols] W^T + b (b NULL: none), W a
+ * dev_mat of q's device; x, b, y device addresses, y not aliasing x.
+ * cpu: kernels/kn_quant.h's kernels as llama.cpp's CPU back end computes
+ * them (x quantized to the type's integer partner, Q8_0 / Q8_1 / Q8_K,
+ * where it has one; F16 and BF16 x rounded to the weights' precision).
+ * Other back ends may compute the float product of the dequantized
+ * weights; the tests hold them to the cpu within that quantization of x. */
+int dev_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
+	       const float *b, float *y);
 
 /* A work item: runs on the queue's thread; pool is the queue's compute
  * team (dev_pool_run(pool, ...); NULL where the back end has none). */

@@ -234,5 +234,8 @@ const struct dev_backend dev__cpu_backend = {
 	.copy = cpu_copy,
 	.upload = cpu_transfer,
 	.download = cpu_transfer,
+	.queue_open = dev__cpu_queue_open,
+	.queue_close = dev__cpu_queue_close,
 	.list = cpu_list,
+	.ops = &dev__cpu_ops,
 };

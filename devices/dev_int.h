@@ -16,6 +16,36 @@
 
 struct dev_backend;
 
+/* A back end's compute (dev.h's compute section, same arguments; the
+ * dispatch in dev_ops.c has checked sizes and skips empty work). */
+struct dev_ops {
+	int (*rms_norm)(struct dev_queue *q, const float *x, const float *w, float *y,
+			size_t rows, size_t d, float eps);
+	int (*layer_norm)(struct dev_queue *q, const float *x, const float *gamma,
+			  const float *beta, float *y, size_t rows, size_t d, float eps);
+	int (*add)(struct dev_queue *q, float *y, const float *x, size_t n);
+	int (*scale)(struct dev_queue *q, float *x, float s, size_t n);
+	int (*softcap)(struct dev_queue *q, float *x, size_t n, float cap);
+	int (*gelu)(struct dev_queue *q, float *x, size_t n);
+	int (*glu)(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, size_t n);
+	int (*softmax)(struct dev_queue *q, float *x, size_t rows, size_t n);
+	int (*to_f16)(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
+	int (*argmax)(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out);
+	/* fill m->impl (m's other fields set, row_bytes checked) */
+	int (*mat_create)(struct dev_mat *m, const void *host, char *err, size_t errlen);
+	void (*mat_destroy)(struct dev_mat *m);
+	int (*linear)(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
+		      const float *b, float *y);
+};
+
+/* A weight matrix (dev.h): what every back end has, its own in impl. */
+struct dev_mat {
+	struct dev *dev;
+	int type;
+	size_t rows, cols, row_bytes;
+	void *impl;
+};
+
 /* A device: what every back end has, and its own state in impl. */
 struct dev {
 	const struct dev_backend *be;
@@ -46,10 +76,22 @@ struct dev_backend {
 	int (*queue_open)(struct dev_queue *q, char *err, size_t errlen);
 	void (*queue_close)(struct dev_queue *q);
 	int (*list)(struct dev_caps *out, int max);
+	const struct dev_ops *ops;
 };
 
 extern const struct dev_backend dev__cpu_backend; /* dev_cpu.c */
 extern const struct dev_backend dev__ocl_backend; /* dev_ocl.c */
+
+extern const struct dev_ops dev__cpu_ops;
+extern const struct dev_ops dev__ocl_ops;
+
+/* dev__cpu_queue_open / close - the cpu back end's queue state (its
+ * products' scratch), in dev_cpu_ops.c. */
+int dev__cpu_queue_open(struct dev_queue *q, char *err, size_t errlen);
+void dev__cpu_queue_close(struct dev_queue *q);
+
+/* dev__queue_pool - q's worker team (cpu back end; NULL elsewhere). */
+struct dev_pool *dev__queue_pool(const struct dev_queue *q);
 
 /* dev__queue_impl / dev__queue_set_impl - the back end's state of a
  * queue (its stream), set by its queue_open. */

@@ -303,4 +303,5 @@ const struct dev_backend dev__ocl_backend = {
 	.queue_open = ocl_queue_open,
 	.queue_close = ocl_queue_close,
 	.list = ocl_list,
+	.ops = &dev__ocl_ops,
 };

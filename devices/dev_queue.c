@@ -47,6 +47,11 @@ struct dev_queue {
 	void *impl;		/* the back end's stream (dev__queue_impl) */
 };
 
+struct dev_pool *dev__queue_pool(const struct dev_queue *q)
+{
+	return q->pool;
+}
+
 void *dev__queue_impl(const struct dev_queue *q)
 {
 	return q->impl;

@@ -1,0 +1,241 @@
+/* dev_cpu_ops.c - the cpu back end's compute (struct dev_ops): the
+ * kernels of kernels/kn.h on host memory, split over the queue's pool
+ * (dev_par.c) where the forward passes split them today, so a pass
+ * through the device interface computes the same bits as a direct one.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "devices/dev.h"
+#include "devices/dev_int.h"
+#include "devices/dev_par.h"
+#include "devices/dev_pool.h"
+#include "kernels/kn.h"
+#include "kernels/kn_half.h"
+#include "kernels/kn_quant.h"
+
+static int cpu_rms_norm(struct dev_queue *q, const float *x, const float *w, float *y,
+			size_t rows, size_t d, float eps)
+{
+	(void)q;
+	const struct kn_ops *ops = kn_ops();
+	for (size_t r = 0; r < rows; r++)
+		ops->rms_norm(x + r * d, w, y + r * d, d, eps);
+	return 0;
+}
+
+static int cpu_layer_norm(struct dev_queue *q, const float *x, const float *gamma,
+			  const float *beta, float *y, size_t rows, size_t d, float eps)
+{
+	dev_par_layer_norm(dev__queue_pool(q), rows, d, x, gamma, beta, y, eps);
+	return 0;
+}
+
+static int cpu_add(struct dev_queue *q, float *y, const float *x, size_t n)
+{
+	dev_par_add(dev__queue_pool(q), y, x, n);
+	return 0;
+}
+
+static int cpu_scale(struct dev_queue *q, float *x, float s, size_t n)
+{
+	(void)q;
+	kn_ops()->scale_add(x, s, NULL, n);
+	return 0;
+}
+
+static int cpu_softcap(struct dev_queue *q, float *x, size_t n, float cap)
+{
+	dev_par_softcap(dev__queue_pool(q), x, n, cap);
+	return 0;
+}
+
+static int cpu_gelu(struct dev_queue *q, float *x, size_t n)
+{
+	dev_par_gelu(dev__queue_pool(q), x, n);
+	return 0;
+}
+
+/* ggml's CPU GELU table: the tanh approximation at every binary16 input,
+ * rounded to binary16 (ggml_table_gelu_f16), built once. */
+static float cpu_gelu_f16[65536];
+static pthread_once_t cpu_gelu_f16_once = PTHREAD_ONCE_INIT;
+
+static void cpu_gelu_f16_build(void)
+{
+	for (uint32_t i = 0; i < 65536; i++) {
+		float x = kn_f16_to_f32((uint16_t)i);
+		float y = 0.5f * x *
+			  (1.0f + tanhf(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
+		cpu_gelu_f16[i] = kn_f16_to_f32(kn_f32_to_f16(y));
+	}
+}
+
+/* The gated activation is split over the pool when the elements are many
+ * (a batch of rows): element-wise, so the split changes no bit. */
+#define CPU_PAR_GLU 16384
+
+struct cpu_glu {
+	enum dev_glu kind;
+	float *g;
+	const float *u;
+	size_t n;
+};
+
+static void cpu_glu_part(void *arg, int ith, int nth)
+{
+	const struct cpu_glu *a = arg;
+	long i0, i1;
+	dev_split((long)a->n, ith, nth, 64, &i0, &i1);
+	if (i1 <= i0)
+		return;
+	float *g = a->g + i0;
+	const float *u = a->u + i0;
+	size_t n = (size_t)(i1 - i0);
+	if (a->kind == DEV_GLU_GELU_F16)
+		kn_ops()->geglu_table_mul(g, u, cpu_gelu_f16, n);
+	else if (a->kind == DEV_GLU_GELU_TANH)
+		kn_ops()->gelu_tanh_mul(g, u, n);
+	else
+		kn_ops()->silu_mul(g, u, n);
+}
+
+static int cpu_glu(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, size_t n)
+{
+	if (kind == DEV_GLU_GELU_F16)
+		pthread_once(&cpu_gelu_f16_once, cpu_gelu_f16_build);
+	struct cpu_glu a = { kind, g, u, n };
+	dev_pool_run(n >= CPU_PAR_GLU ? dev__queue_pool(q) : NULL, cpu_glu_part, &a);
+	return 0;
+}
+
+static int cpu_softmax(struct dev_queue *q, float *x, size_t rows, size_t n)
+{
+	(void)q;
+	for (size_t r = 0; r < rows; r++)
+		kn_ops()->softmax(x + r * n, n);
+	return 0;
+}
+
+static int cpu_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n)
+{
+	(void)q;
+	for (size_t i = 0; i < n; i++)
+		y[i] = kn_f32_to_f16(x[i]);
+	return 0;
+}
+
+static int cpu_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out)
+{
+	(void)q;
+	for (size_t r = 0; r < rows; r++)
+		out[r] = (int32_t)kn_ops()->argmax(x + r * n, n);
+	return 0;
+}
+
+/* --- weights and products ------------------------------------------------ */
+
+/* A cpu weight matrix: host rows, borrowed or repacked. */
+struct cpu_mat {
+	const void *data;	 /* the rows q computes on */
+	const struct kn_qops *q; /* the type's kernels (on the packed layout when packed) */
+	void *packed;		 /* owned: kn_qpack's layout of the rows, or NULL */
+};
+
+static int cpu_mat_create(struct dev_mat *m, const void *host, char *err, size_t errlen)
+{
+	struct cpu_mat *c = mem_calloc(1, sizeof(*c));
+	if (!c)
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	c->data = host;
+	c->q = kn_qops_get(m->type);
+	if (!c->q) {
+		mem_free(c);
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "weights of type %s: no kernels",
+			       kn_qtype_get(m->type)->name);
+	}
+	const struct kn_qpack *pk = kn_qpack_get(m->type);
+	if (pk && m->rows % pk->rows == 0) {
+		c->packed = mem_alloc_huge(m->rows * m->row_bytes);
+		if (!c->packed) {
+			mem_free(c);
+			return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+		}
+		pk->pack(host, m->row_bytes, m->rows, m->cols, c->packed);
+		c->data = c->packed;
+		c->q = pk->ops;
+	}
+	m->impl = c;
+	return 0;
+}
+
+static void cpu_mat_destroy(struct dev_mat *m)
+{
+	struct cpu_mat *c = m->impl;
+	mem_free(c->packed);
+	mem_free(c);
+}
+
+/* A cpu queue's scratch for dev_par_qlinear, grown to the largest call. */
+struct cpu_queue {
+	float *scratch;
+	size_t cap; /* floats */
+};
+
+int dev__cpu_queue_open(struct dev_queue *q, char *err, size_t errlen)
+{
+	struct cpu_queue *c = mem_calloc(1, sizeof(*c));
+	if (!c)
+		return st_errf(-ST_NOMEM, err, errlen, "queue: out of memory");
+	dev__queue_set_impl(q, c);
+	return 0;
+}
+
+void dev__cpu_queue_close(struct dev_queue *q)
+{
+	struct cpu_queue *c = dev__queue_impl(q);
+	if (!c)
+		return;
+	mem_free(c->scratch);
+	mem_free(c);
+}
+
+static int cpu_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
+		      const float *b, float *y)
+{
+	const struct cpu_mat *m = w->impl;
+	struct dev_pool *p = dev__queue_pool(q);
+	struct cpu_queue *c = dev__queue_impl(q);
+	/* dev_par_qlinear's scratch (dev_par.h): x rounded or quantized, then
+	 * a tile of weights per thread */
+	size_t need = (M + (size_t)dev_pool_size(p) * DEV_PAR_QTILE) * w->cols;
+	if (need > c->cap) {
+		float *s = mem_alloc(need * sizeof(float));
+		if (!s)
+			return -ST_NOMEM;
+		mem_free(c->scratch);
+		c->scratch = s;
+		c->cap = need;
+	}
+	dev_par_qlinear(p, M, w->rows, w->cols, x, m->data, w->row_bytes, m->q, b, y, c->scratch);
+	return 0;
+}
+
+const struct dev_ops dev__cpu_ops = {
+	.rms_norm = cpu_rms_norm,
+	.layer_norm = cpu_layer_norm,
+	.add = cpu_add,
+	.scale = cpu_scale,
+	.softcap = cpu_softcap,
+	.gelu = cpu_gelu,
+	.glu = cpu_glu,
+	.softmax = cpu_softmax,
+	.to_f16 = cpu_to_f16,
+	.argmax = cpu_argmax,
+	.mat_create = cpu_mat_create,
+	.mat_destroy = cpu_mat_destroy,
+	.linear = cpu_linear,
+};

@@ -1,0 +1,226 @@
+/* dev_ocl_ops.c - the opencl back end's compute (struct dev_ops): each op
+ * resolves its device addresses to (buffer, offset) pairs and enqueues one
+ * kernel of kernels/opencl/dev_ops.cl on the queue's in-order command
+ * queue; only argmax, whose result is host memory, waits for it.
+ */
+#include <stdint.h>
+
+#include "common/st.h"
+#include "devices/dev.h"
+#include "devices/dev_int.h"
+#include "devices/dev_ocl.h"
+
+#define OCL_LOCAL 64	 /* work-group size of element kernels */
+#define OCL_ROW_LOCAL 256 /* most items per row of row kernels (OPS_LOCAL) */
+
+/* A kernel being set up: its arguments go in order; the first failure
+ * sticks in rc. */
+struct ocl_call {
+	struct dev_queue *q;
+	cl_kernel k;
+	cl_uint arg;
+	int rc;
+};
+
+static struct ocl_call ocl_begin(struct dev_queue *q, const char *name)
+{
+	struct ocl_call c = { q, NULL, 0, 0 };
+	c.rc = dev__ocl_kernel(q, name, &c.k, NULL, 0);
+	if (c.rc)
+		c.rc = -ST_DEVICE;
+	return c;
+}
+
+static void ocl_arg(struct ocl_call *c, size_t size, const void *v)
+{
+	if (!c->rc && clSetKernelArg(c->k, c->arg++, size, v) != CL_SUCCESS)
+		c->rc = -ST_DEVICE;
+}
+
+/* A device address as its buffer and byte offset (two arguments); the n
+ * bytes from p must lie in one allocation of the queue's device. */
+static void ocl_buf(struct ocl_call *c, const void *p, size_t n)
+{
+	cl_mem mem;
+	size_t off;
+	if (c->rc)
+		return;
+	if (dev__ocl_resolve(dev_queue_device(c->q), p, n, &mem, &off)) {
+		c->rc = -ST_INVAL;
+		return;
+	}
+	cl_ulong o = off;
+	ocl_arg(c, sizeof(mem), &mem);
+	ocl_arg(c, sizeof(o), &o);
+}
+
+static void ocl_u32(struct ocl_call *c, size_t v)
+{
+	cl_uint u = (cl_uint)v;
+	if (v > UINT32_MAX)
+		c->rc = c->rc ? c->rc : -ST_INVAL;
+	ocl_arg(c, sizeof(u), &u);
+}
+
+static void ocl_f32(struct ocl_call *c, float v)
+{
+	ocl_arg(c, sizeof(v), &v);
+}
+
+/* Enqueue c's kernel over groups x local items. */
+static int ocl_run(struct ocl_call *c, size_t groups, size_t local)
+{
+	if (c->rc)
+		return c->rc;
+	size_t global = groups * local;
+	if (clEnqueueNDRangeKernel(dev__ocl_queue(c->q), c->k, 1, NULL, &global, &local, 0, NULL,
+				   NULL) != CL_SUCCESS)
+		return -ST_DEVICE;
+	return 0;
+}
+
+/* One item per element, n of them. */
+static int ocl_run_elems(struct ocl_call *c, size_t n)
+{
+	return ocl_run(c, (n + OCL_LOCAL - 1) / OCL_LOCAL, OCL_LOCAL);
+}
+
+/* One work-group per row of d: a power of two of items, at most
+ * OCL_ROW_LOCAL and the device's limit, no more than d needs. */
+static int ocl_run_rows(struct ocl_call *c, size_t rows, size_t d)
+{
+	size_t max = OCL_ROW_LOCAL, dev_max = 0;
+	if (!c->rc && clGetKernelWorkGroupInfo(c->k, dev__ocl_device(dev_queue_device(c->q)),
+					       CL_KERNEL_WORK_GROUP_SIZE, sizeof(dev_max), &dev_max,
+					       NULL) == CL_SUCCESS &&
+	    dev_max < max)
+		max = dev_max;
+	size_t local = 1;
+	while (local * 2 <= max && local < d)
+		local *= 2;
+	return ocl_run(c, rows, local);
+}
+
+static int ocl_rms_norm(struct dev_queue *q, const float *x, const float *w, float *y,
+			size_t rows, size_t d, float eps)
+{
+	struct ocl_call c = ocl_begin(q, "rms_norm_f32");
+	size_t bytes = rows * d * sizeof(float);
+	ocl_buf(&c, x, bytes);
+	ocl_buf(&c, w ? (const void *)w : (const void *)x, w ? d * sizeof(float) : bytes);
+	ocl_u32(&c, w != NULL);
+	ocl_buf(&c, y, bytes);
+	ocl_u32(&c, d);
+	ocl_f32(&c, eps);
+	return ocl_run_rows(&c, rows, d);
+}
+
+static int ocl_layer_norm(struct dev_queue *q, const float *x, const float *gamma,
+			  const float *beta, float *y, size_t rows, size_t d, float eps)
+{
+	struct ocl_call c = ocl_begin(q, "layer_norm_f32");
+	size_t bytes = rows * d * sizeof(float);
+	ocl_buf(&c, x, bytes);
+	ocl_buf(&c, gamma, d * sizeof(float));
+	ocl_buf(&c, beta, d * sizeof(float));
+	ocl_buf(&c, y, bytes);
+	ocl_u32(&c, d);
+	ocl_f32(&c, eps);
+	return ocl_run_rows(&c, rows, d);
+}
+
+static int ocl_add(struct dev_queue *q, float *y, const float *x, size_t n)
+{
+	struct ocl_call c = ocl_begin(q, "add_f32");
+	ocl_buf(&c, y, n * sizeof(float));
+	ocl_buf(&c, x, n * sizeof(float));
+	ocl_u32(&c, n);
+	return ocl_run_elems(&c, n);
+}
+
+/* x *= s, or x = s tanh(x / s): one float parameter over n elements. */
+static int ocl_elems_f(struct dev_queue *q, const char *name, float *x, float s, size_t n)
+{
+	struct ocl_call c = ocl_begin(q, name);
+	ocl_buf(&c, x, n * sizeof(float));
+	ocl_f32(&c, s);
+	ocl_u32(&c, n);
+	return ocl_run_elems(&c, n);
+}
+
+static int ocl_scale(struct dev_queue *q, float *x, float s, size_t n)
+{
+	return ocl_elems_f(q, "scale_f32", x, s, n);
+}
+
+static int ocl_softcap(struct dev_queue *q, float *x, size_t n, float cap)
+{
+	return ocl_elems_f(q, "softcap_f32", x, cap, n);
+}
+
+static int ocl_gelu(struct dev_queue *q, float *x, size_t n)
+{
+	struct ocl_call c = ocl_begin(q, "gelu_f32");
+	ocl_buf(&c, x, n * sizeof(float));
+	ocl_u32(&c, n);
+	return ocl_run_elems(&c, n);
+}
+
+static int ocl_glu(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, size_t n)
+{
+	struct ocl_call c = ocl_begin(q, "glu_f32");
+	ocl_buf(&c, g, n * sizeof(float));
+	ocl_buf(&c, u, n * sizeof(float));
+	ocl_u32(&c, (size_t)kind);
+	ocl_u32(&c, n);
+	return ocl_run_elems(&c, n);
+}
+
+static int ocl_softmax(struct dev_queue *q, float *x, size_t rows, size_t n)
+{
+	struct ocl_call c = ocl_begin(q, "softmax_f32");
+	ocl_buf(&c, x, rows * n * sizeof(float));
+	ocl_u32(&c, n);
+	return ocl_run_rows(&c, rows, n);
+}
+
+static int ocl_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n)
+{
+	struct ocl_call c = ocl_begin(q, "to_f16_f32");
+	ocl_buf(&c, y, n * sizeof(uint16_t));
+	ocl_buf(&c, x, n * sizeof(float));
+	ocl_u32(&c, n);
+	return ocl_run_elems(&c, n);
+}
+
+/* The indices land in a device buffer of the queue's device, then come
+ * back to out. */
+static int ocl_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out)
+{
+	struct dev *d = dev_queue_device(q);
+	int32_t *ids = dev__ocl_alloc(d, rows * sizeof(int32_t));
+	if (!ids)
+		return -ST_NOMEM;
+	struct ocl_call c = ocl_begin(q, "argmax_f32");
+	ocl_buf(&c, x, rows * n * sizeof(float));
+	ocl_buf(&c, ids, rows * sizeof(int32_t));
+	ocl_u32(&c, n);
+	int rc = ocl_run_rows(&c, rows, n);
+	if (!rc)
+		rc = dev__ocl_download(q, out, ids, rows * sizeof(int32_t));
+	dev__ocl_free(d, ids);
+	return rc;
+}
+
+const struct dev_ops dev__ocl_ops = {
+	.rms_norm = ocl_rms_norm,
+	.layer_norm = ocl_layer_norm,
+	.add = ocl_add,
+	.scale = ocl_scale,
+	.softcap = ocl_softcap,
+	.gelu = ocl_gelu,
+	.glu = ocl_glu,
+	.softmax = ocl_softmax,
+	.to_f16 = ocl_to_f16,
+	.argmax = ocl_argmax,
+};

@@ -1,0 +1,123 @@
+/* dev_ops.c - dev.h's compute calls: sizes checked, empty work skipped,
+ * then the op of the queue's device's back end (struct dev_ops).
+ */
+#include "common/mem.h"
+#include "common/st.h"
+#include "devices/dev.h"
+#include "devices/dev_int.h"
+#include "kernels/kn_quant.h"
+
+static const struct dev_ops *dev_ops_of(const struct dev_queue *q)
+{
+	return dev_queue_device(q)->be->ops;
+}
+
+int dev_rms_norm(struct dev_queue *q, const float *x, const float *w, float *y, size_t rows,
+		 size_t d, float eps)
+{
+	if (d == 0)
+		return -ST_INVAL;
+	return rows ? dev_ops_of(q)->rms_norm(q, x, w, y, rows, d, eps) : 0;
+}
+
+int dev_layer_norm(struct dev_queue *q, const float *x, const float *gamma, const float *beta,
+		   float *y, size_t rows, size_t d, float eps)
+{
+	if (d == 0)
+		return -ST_INVAL;
+	return rows ? dev_ops_of(q)->layer_norm(q, x, gamma, beta, y, rows, d, eps) : 0;
+}
+
+int dev_add(struct dev_queue *q, float *y, const float *x, size_t n)
+{
+	return n ? dev_ops_of(q)->add(q, y, x, n) : 0;
+}
+
+int dev_scale(struct dev_queue *q, float *x, float s, size_t n)
+{
+	return n ? dev_ops_of(q)->scale(q, x, s, n) : 0;
+}
+
+int dev_softcap(struct dev_queue *q, float *x, size_t n, float cap)
+{
+	if (!(cap > 0.0f))
+		return -ST_INVAL;
+	return n ? dev_ops_of(q)->softcap(q, x, n, cap) : 0;
+}
+
+int dev_gelu(struct dev_queue *q, float *x, size_t n)
+{
+	return n ? dev_ops_of(q)->gelu(q, x, n) : 0;
+}
+
+int dev_glu(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, size_t n)
+{
+	if (kind != DEV_GLU_SILU && kind != DEV_GLU_GELU_TANH && kind != DEV_GLU_GELU_F16)
+		return -ST_INVAL;
+	return n ? dev_ops_of(q)->glu(q, kind, g, u, n) : 0;
+}
+
+int dev_softmax(struct dev_queue *q, float *x, size_t rows, size_t n)
+{
+	if (n == 0)
+		return -ST_INVAL;
+	return rows ? dev_ops_of(q)->softmax(q, x, rows, n) : 0;
+}
+
+int dev_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n)
+{
+	return n ? dev_ops_of(q)->to_f16(q, y, x, n) : 0;
+}
+
+int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out)
+{
+	if (n == 0)
+		return -ST_INVAL;
+	return rows ? dev_ops_of(q)->argmax(q, x, rows, n, out) : 0;
+}
+
+int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,
+		   size_t row_bytes, struct dev_mat **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	st_errf(0, err, errlen, "%s", "");
+	const struct kn_qtype_info *t = kn_qtype_get(type);
+	if (!t)
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "weight type %d: unknown", type);
+	if (rows == 0 || cols == 0 || cols % t->block_elems ||
+	    row_bytes != cols / t->block_elems * t->block_bytes)
+		return st_errf(-ST_INVAL, err, errlen,
+			       "%s weights of %zu x %zu: %zu bytes per row (the type makes "
+			       "rows of whole %u-element blocks, %u bytes each)",
+			       t->name, rows, cols, row_bytes, t->block_elems, t->block_bytes);
+	if (!d->be->ops->mat_create)
+		return st_errf(-ST_UNSUPPORTED, err, errlen, "%s: no weight matrices on this back end",
+			       d->caps.name);
+	struct dev_mat *m = mem_calloc(1, sizeof(*m));
+	if (!m)
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	*m = (struct dev_mat){ d, type, rows, cols, row_bytes, NULL };
+	int rc = d->be->ops->mat_create(m, host, err, errlen);
+	if (rc) {
+		mem_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void dev_mat_destroy(struct dev_mat *m)
+{
+	if (!m)
+		return;
+	m->dev->be->ops->mat_destroy(m);
+	mem_free(m);
+}
+
+int dev_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
+	       const float *b, float *y)
+{
+	if (w->dev != dev_queue_device(q))
+		return -ST_INVAL;
+	return M ? dev_ops_of(q)->linear(q, w, x, M, b, y) : 0;
+}

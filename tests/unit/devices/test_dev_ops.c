@@ -1,0 +1,309 @@
+/* test_dev_ops.c - every op of dev.h's compute section on the opencl back
+ * end (PoCL here: the CPU as an OpenCL device) against the cpu back end,
+ * whose ops are the kernels of kernels/kn.h the forward passes use.
+ *
+ * Random inputs of odd sizes (rows that are not a multiple of any work-
+ * group, widths past one work-group and below it) are uploaded to the
+ * OpenCL device, the op runs there and on host copies through the cpu
+ * back end, and the results are compared within each op's stated bound:
+ *  - exact where both compute the same IEEE operations (add, scale, the
+ *    binary16 rounding, argmax);
+ *  - a relative 2e-5 where only the order of a sum differs (RMSNorm,
+ *    LayerNorm over up to 1500 floats: float32 sums in a tree against the
+ *    cpu's sequential or double sums; softmax);
+ *  - a few float32 ulps where the math library's tanh / erf / exp may
+ *    differ (soft cap, GELU: 1e-6 absolute plus 1e-5 relative; SiLU and
+ *    tanh GELU times the up value: 1e-5 absolute, as 0.5 x (1 + tanh)
+ *    cancels near x = -20 where tanh is -1 within ulps);
+ *  - one binary16 ulp for ggml's binary16 GELU (a tanh one ulp apart can
+ *    round the other way).
+ * An op with an address outside the device's memory is refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "devices/dev.h"
+
+struct pair {
+	struct dev *cpu, *ocl;
+	struct dev_queue *qc, *qo;
+};
+
+static int setup(void **state)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	char err[256];
+	if (!p || dev_open("cpu", &p->cpu, err, sizeof(err)) ||
+	    dev_queue_create(p->cpu, 1, &p->qc, err, sizeof(err))) {
+		fprintf(stderr, "cpu: %s\n", err);
+		return -1;
+	}
+	if (dev_open("opencl", &p->ocl, err, sizeof(err)) ||
+	    dev_queue_create(p->ocl, 1, &p->qo, err, sizeof(err))) {
+		fprintf(stderr, "opencl (pocl-opencl-icd provides one on any CPU): %s\n", err);
+		return -1;
+	}
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct pair *p = *state;
+	dev_queue_destroy(p->qo);
+	dev_queue_destroy(p->qc);
+	dev_close(p->ocl);
+	dev_close(p->cpu);
+	free(p);
+	return 0;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+/* Uniform in [-a, a) (xorshift64*). */
+static float rnd(float a)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	uint64_t v = rng * 0x2545f4914f6cdd1dull;
+	return a * ((float)(v >> 40) / (float)(1u << 23) - 1.0f);
+}
+
+static float *rnd_vec(size_t n, float a)
+{
+	float *v = malloc(n * sizeof(float) + 1);
+	for (size_t i = 0; i < n; i++)
+		v[i] = rnd(a);
+	return v;
+}
+
+/* host copy -> a new allocation on the OpenCL device. */
+static void *up(struct pair *p, const void *host, size_t bytes)
+{
+	void *d = dev_alloc(p->ocl, bytes);
+	assert_non_null(d);
+	assert_int_equal(dev_upload(p->qo, d, host, bytes), 0);
+	return d;
+}
+
+/* The device's n floats, downloaded, then freed there. */
+static float *down(struct pair *p, void *d, size_t n)
+{
+	float *h = malloc(n * sizeof(float) + 1);
+	assert_int_equal(dev_download(p->qo, h, d, n * sizeof(float)), 0);
+	dev_free(p->ocl, d);
+	return h;
+}
+
+/* |got - want| <= abs + rel |want| for all n; NaN only where both are. */
+static void near(const float *got, const float *want, size_t n, float abs_b, float rel_b,
+		 const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (isnan(want[i]) && isnan(got[i]))
+			continue;
+		float e = fabsf(got[i] - want[i]);
+		if (!(e <= abs_b + rel_b * fabsf(want[i]))) {
+			fprintf(stderr, "%s: [%zu] opencl %.9g cpu %.9g\n", what, i, got[i], want[i]);
+			fail();
+		}
+	}
+}
+
+static const size_t shapes[][2] = { { 1, 1 }, { 3, 7 }, { 5, 384 }, { 2, 1500 }, { 17, 65 } };
+#define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+static void test_norms(void **state)
+{
+	struct pair *p = *state;
+	for (size_t s = 0; s < N_SHAPES; s++) {
+		size_t rows = shapes[s][0], d = shapes[s][1], n = rows * d;
+		float *x = rnd_vec(n, 3.0f), *w = rnd_vec(d, 1.5f), *b = rnd_vec(d, 0.5f);
+		float *y = malloc(n * sizeof(float));
+		for (int with_w = 0; with_w < 2; with_w++) {
+			void *dx = up(p, x, n * 4), *dw = up(p, w, d * 4), *dy = dev_alloc(p->ocl, n * 4);
+			assert_int_equal(dev_rms_norm(p->qc, x, with_w ? w : NULL, y, rows, d, 1e-6f), 0);
+			assert_int_equal(dev_rms_norm(p->qo, dx, with_w ? dw : NULL, dy, rows, d, 1e-6f), 0);
+			float *got = down(p, dy, n);
+			near(got, y, n, 1e-6f, 2e-5f, "rms_norm");
+			free(got);
+			dev_free(p->ocl, dw);
+			/* in place */
+			assert_int_equal(dev_rms_norm(p->qo, dx, NULL, dx, rows, d, 1e-6f), 0);
+			assert_int_equal(dev_rms_norm(p->qc, x, NULL, y, rows, d, 1e-6f), 0);
+			got = down(p, dx, n);
+			near(got, y, n, 1e-6f, 2e-5f, "rms_norm in place");
+			free(got);
+		}
+		void *dx = up(p, x, n * 4), *dg = up(p, w, d * 4), *db = up(p, b, d * 4);
+		void *dy = dev_alloc(p->ocl, n * 4);
+		assert_int_equal(dev_layer_norm(p->qc, x, w, b, y, rows, d, 1e-5f), 0);
+		assert_int_equal(dev_layer_norm(p->qo, dx, dg, db, dy, rows, d, 1e-5f), 0);
+		float *got = down(p, dy, n);
+		near(got, y, n, 1e-5f, 2e-5f, "layer_norm");
+		free(got);
+		dev_free(p->ocl, dx);
+		dev_free(p->ocl, dg);
+		dev_free(p->ocl, db);
+		free(x);
+		free(w);
+		free(b);
+		free(y);
+	}
+}
+
+static const size_t lens[] = { 1, 63, 64, 1000, 70001 };
+#define N_LENS (sizeof(lens) / sizeof(lens[0]))
+
+static void test_elementwise(void **state)
+{
+	struct pair *p = *state;
+	for (size_t s = 0; s < N_LENS; s++) {
+		size_t n = lens[s];
+		float *x = rnd_vec(n, 20.0f), *u = rnd_vec(n, 2.0f);
+		float *y = malloc(n * sizeof(float));
+		/* y += x, exact */
+		memcpy(y, u, n * 4);
+		void *dy = up(p, u, n * 4), *dx = up(p, x, n * 4);
+		assert_int_equal(dev_add(p->qc, y, x, n), 0);
+		assert_int_equal(dev_add(p->qo, dy, dx, n), 0);
+		float *got = down(p, dy, n);
+		near(got, y, n, 0.0f, 0.0f, "add");
+		free(got);
+		/* x *= s, exact */
+		memcpy(y, x, n * 4);
+		dy = up(p, x, n * 4);
+		assert_int_equal(dev_scale(p->qc, y, 0.37f, n), 0);
+		assert_int_equal(dev_scale(p->qo, dy, 0.37f, n), 0);
+		got = down(p, dy, n);
+		near(got, y, n, 0.0f, 0.0f, "scale");
+		free(got);
+		/* soft cap and erf GELU: the math library's tanh / erf */
+		memcpy(y, x, n * 4);
+		dy = up(p, x, n * 4);
+		assert_int_equal(dev_softcap(p->qc, y, n, 15.0f), 0);
+		assert_int_equal(dev_softcap(p->qo, dy, n, 15.0f), 0);
+		got = down(p, dy, n);
+		near(got, y, n, 1e-6f, 1e-5f, "softcap");
+		free(got);
+		memcpy(y, x, n * 4);
+		dy = up(p, x, n * 4);
+		assert_int_equal(dev_gelu(p->qc, y, n), 0);
+		assert_int_equal(dev_gelu(p->qo, dy, n), 0);
+		got = down(p, dy, n);
+		near(got, y, n, 1e-6f, 1e-5f, "gelu");
+		free(got);
+		/* gated activations */
+		for (int k = DEV_GLU_SILU; k <= DEV_GLU_GELU_F16; k++) {
+			memcpy(y, x, n * 4);
+			dy = up(p, x, n * 4);
+			void *du = up(p, u, n * 4);
+			assert_int_equal(dev_glu(p->qc, (enum dev_glu)k, y, u, n), 0);
+			assert_int_equal(dev_glu(p->qo, (enum dev_glu)k, dy, du, n), 0);
+			got = down(p, dy, n);
+			dev_free(p->ocl, du);
+			if (k == DEV_GLU_GELU_F16)
+				/* one binary16 ulp of act (2^-10 relative), times |u| <= 2 */
+				near(got, y, n, 1e-6f, 1.0f / 1024.0f, "glu gelu_f16");
+			else /* near act = 0 the tanh is -1 within ulps, times |x u| <= 40 */
+				near(got, y, n, 1e-5f, 1e-5f, k == DEV_GLU_SILU ? "glu silu" : "glu gelu_tanh");
+			free(got);
+		}
+		/* binary16, exact */
+		uint16_t *h = malloc(n * 2 + 2), *hg = malloc(n * 2 + 2);
+		void *dh = dev_alloc(p->ocl, n * 2);
+		assert_int_equal(dev_to_f16(p->qc, h, x, n), 0);
+		assert_int_equal(dev_to_f16(p->qo, dh, dx, n), 0);
+		assert_int_equal(dev_download(p->qo, hg, dh, n * 2), 0);
+		assert_memory_equal(hg, h, n * 2);
+		dev_free(p->ocl, dh);
+		dev_free(p->ocl, dx);
+		free(h);
+		free(hg);
+		free(x);
+		free(u);
+		free(y);
+	}
+}
+
+static void test_softmax_argmax(void **state)
+{
+	struct pair *p = *state;
+	for (size_t s = 0; s < N_SHAPES; s++) {
+		size_t rows = shapes[s][0], d = shapes[s][1], n = rows * d;
+		float *x = rnd_vec(n, 8.0f);
+		int32_t *ic = malloc(rows * 4), *io = malloc(rows * 4);
+		void *dx = up(p, x, n * 4);
+		assert_int_equal(dev_argmax(p->qc, x, rows, d, ic), 0);
+		assert_int_equal(dev_argmax(p->qo, dx, rows, d, io), 0);
+		assert_memory_equal(io, ic, rows * 4);
+		assert_int_equal(dev_softmax(p->qc, x, rows, d), 0);
+		assert_int_equal(dev_softmax(p->qo, dx, rows, d), 0);
+		float *got = down(p, dx, n);
+		near(got, x, n, 1e-7f, 2e-5f, "softmax");
+		free(got);
+		free(x);
+		free(ic);
+		free(io);
+	}
+	/* argmax's rule: the first of equals; NaN never taken but at 0 */
+	enum { D = 300 };
+	float rows[4][D];
+	for (int r = 0; r < 4; r++)
+		for (int i = 0; i < D; i++)
+			rows[r][i] = -1.0f;
+	rows[0][7] = rows[0][250] = 5.0f;			 /* tie: 7 */
+	rows[1][0] = NAN, rows[1][9] = 3.0f;			 /* NaN first: 0 */
+	rows[2][3] = NAN, rows[2][200] = 2.0f;			 /* NaN skipped: 200 */
+	for (int i = 0; i < D; i++)
+		rows[3][i] = -INFINITY;				 /* all -inf: 0 */
+	int32_t ic[4], io[4];
+	void *dx = up(p, rows, sizeof(rows));
+	assert_int_equal(dev_argmax(p->qc, &rows[0][0], 4, D, ic), 0);
+	assert_int_equal(dev_argmax(p->qo, dx, 4, D, io), 0);
+	assert_int_equal(ic[0], 7);
+	assert_int_equal(ic[1], 0);
+	assert_int_equal(ic[2], 200);
+	assert_int_equal(ic[3], 0);
+	assert_memory_equal(io, ic, sizeof(ic));
+	dev_free(p->ocl, dx);
+}
+
+/* Sizes the ops refuse, and an address range past the allocation. */
+static void test_refused(void **state)
+{
+	struct pair *p = *state;
+	float *d = dev_alloc(p->ocl, 64 * sizeof(float));
+	int32_t out[2];
+	assert_int_equal(dev_rms_norm(p->qo, d, NULL, d, 1, 0, 1e-6f), -ST_INVAL);
+	assert_int_equal(dev_softmax(p->qo, d, 1, 0), -ST_INVAL);
+	assert_int_equal(dev_argmax(p->qo, d, 1, 0, out), -ST_INVAL);
+	assert_int_equal(dev_softcap(p->qo, d, 4, 0.0f), -ST_INVAL);
+	assert_int_equal(dev_glu(p->qo, (enum dev_glu)7, d, d, 4), -ST_INVAL);
+	assert_int_equal(dev_add(p->qo, d, d + 32, 64), -ST_INVAL); /* x runs past the end */
+	assert_int_equal(dev_scale(p->qo, d, 2.0f, 0), 0);	     /* nothing to do */
+	dev_free(p->ocl, d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_norms),
+		cmocka_unit_test(test_elementwise),
+		cmocka_unit_test(test_softmax_argmax),
+		cmocka_unit_test(test_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
