@@ -138,4 +138,10 @@ int dev__ocl_upload(struct dev_queue *q, void *dst, const void *src, size_t n);
 int dev__ocl_download(struct dev_queue *q, void *dst, const void *src, size_t n);
 void dev__ocl_mem_fini(struct dev_ocl *o);
 
+/* The weights and products of struct dev_ops (dev_ocl_mat.c). */
+int dev__ocl_mat_create(struct dev_mat *m, const void *host, char *err, size_t errlen);
+void dev__ocl_mat_destroy(struct dev_mat *m);
+int dev__ocl_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
+		    const float *b, float *y);
+
 #endif /* DEV_OCL_H */

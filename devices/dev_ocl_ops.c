@@ -223,4 +223,7 @@ const struct dev_ops dev__ocl_ops = {
 	.softmax = ocl_softmax,
 	.to_f16 = ocl_to_f16,
 	.argmax = ocl_argmax,
+	.mat_create = dev__ocl_mat_create,
+	.mat_destroy = dev__ocl_mat_destroy,
+	.linear = dev__ocl_linear,
 };

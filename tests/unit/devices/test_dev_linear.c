@@ -1,0 +1,238 @@
+/* test_dev_linear.c - dev_mat_create and dev_linear on the opencl back end
+ * (PoCL here) against the cpu back end, for every weight type the opencl
+ * back end multiplies, at shapes that take the cpu's packed layouts (rows
+ * a multiple of 16) and its plain ones, one and several x rows, with and
+ * without a bias.
+ *
+ * The bound. opencl multiplies the dequantized weights by x in float32;
+ * the cpu, as llama.cpp's CPU back end, first quantizes x to the type's
+ * integer partner (Q8_0 / Q8_1: 32-element blocks scaled by their largest
+ * |x| / 127) or rounds it to binary16 / bfloat16. So each output may
+ * differ by sum_k |w_k| e_k, with e_k x_k's rounding: one step, the
+ * block's max |x| / 127, for the integer types; |x_k| 2^-11 for F16;
+ * |x_k| 2^-8 for BF16; 0 for F32; plus 2e-5 of sum_k |w_k x_k| for the
+ * order of the sums. Both back ends are held to that bound around the
+ * exact product of the reference dequantization (kernels/ref, in double),
+ * so the bound is checked to hold for the cpu too.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/st.h"
+#include "devices/dev.h"
+#include "kernels/kn.h"
+#include "kernels/kn_half.h"
+#include "kernels/kn_quant.h"
+
+struct pair {
+	struct dev *cpu, *ocl;
+	struct dev_queue *qc, *qo;
+};
+
+static int setup(void **state)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	char err[256];
+	if (!p || dev_open("cpu", &p->cpu, err, sizeof(err)) ||
+	    dev_queue_create(p->cpu, 1, &p->qc, err, sizeof(err)) ||
+	    dev_open("opencl", &p->ocl, err, sizeof(err)) ||
+	    dev_queue_create(p->ocl, 1, &p->qo, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct pair *p = *state;
+	dev_queue_destroy(p->qo);
+	dev_queue_destroy(p->qc);
+	dev_close(p->ocl);
+	dev_close(p->cpu);
+	free(p);
+	return 0;
+}
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+
+static uint32_t rnd_u32(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* Uniform in [lo, hi). */
+static float rnd(float lo, float hi)
+{
+	return lo + (hi - lo) * (float)(rnd_u32() >> 8) / (float)(1u << 24);
+}
+
+static void put_f16(uint8_t *p, float v)
+{
+	uint16_t h = kn_f32_to_f16(v);
+	memcpy(p, &h, 2);
+}
+
+/* Random rows of type: random codes, with each block's scale (and min)
+ * a sane binary16; F32/F16/BF16 elements in [-1, 1). */
+static void fill_rows(int type, uint8_t *w, size_t rows, size_t cols, size_t rb)
+{
+	const struct kn_qtype_info *t = kn_qtype_get(type);
+	for (size_t r = 0; r < rows; r++) {
+		uint8_t *row = w + r * rb;
+		for (size_t i = 0; i < rb; i++)
+			row[i] = (uint8_t)rnd_u32();
+		for (size_t k = 0; type == 0 && k < cols; k++) {
+			float v = rnd(-1, 1);
+			memcpy(row + 4 * k, &v, 4);
+		}
+		for (size_t k = 0; type == 1 && k < cols; k++)
+			put_f16(row + 2 * k, rnd(-1, 1));
+		for (size_t k = 0; type == 30 && k < cols; k++) {
+			uint16_t b = kn_f32_to_bf16(rnd(-1, 1));
+			memcpy(row + 2 * k, &b, 2);
+		}
+		if (t->block_elems == 1)
+			continue;
+		for (size_t b = 0; b < cols / t->block_elems; b++) {
+			uint8_t *blk = row + b * t->block_bytes;
+			put_f16(blk, rnd(0.001f, 0.02f)); /* d */
+			if (type == 3 || type == 7)
+				put_f16(blk + 2, rnd(-0.1f, 0.1f)); /* m */
+		}
+	}
+}
+
+/* x_k's rounding on the cpu's path (see the header). */
+static double x_err(int type, const float *x, size_t k, size_t K)
+{
+	if (type == 0)
+		return 0.0;
+	if (type == 1)
+		return fabs(x[k]) * ldexp(1.0, -11);
+	if (type == 30)
+		return fabs(x[k]) * ldexp(1.0, -8);
+	size_t b0 = k / 32 * 32;
+	double amax = 0.0;
+	for (size_t i = b0; i < b0 + 32 && i < K; i++)
+		amax = fmax(amax, fabs(x[i]));
+	return amax / 127.0;
+}
+
+static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, bool bias)
+{
+	size_t rb = kn_qtype_row_bytes(type, K);
+	assert_true(rb > 0);
+	uint8_t *w = malloc(N * rb);
+	fill_rows(type, w, N, K, rb);
+	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
+	for (size_t i = 0; i < M * K; i++)
+		x[i] = rnd(-2, 2);
+	for (size_t i = 0; i < N; i++)
+		b[i] = rnd(-1, 1);
+	/* cpu: host memory */
+	struct dev_mat *mc, *mo;
+	char err[256];
+	assert_int_equal(dev_mat_create(p->cpu, type, N, K, w, rb, &mc, err, sizeof(err)), 0);
+	float *yc = malloc(M * N * sizeof(float)), *yo = malloc(M * N * sizeof(float));
+	assert_int_equal(dev_linear(p->qc, mc, x, M, bias ? b : NULL, yc), 0);
+	/* opencl */
+	assert_int_equal(dev_mat_create(p->ocl, type, N, K, w, rb, &mo, err, sizeof(err)), 0);
+	float *dx = dev_alloc(p->ocl, M * K * 4), *db = dev_alloc(p->ocl, N * 4);
+	float *dy = dev_alloc(p->ocl, M * N * 4);
+	assert_int_equal(dev_upload(p->qo, dx, x, M * K * 4), 0);
+	assert_int_equal(dev_upload(p->qo, db, b, N * 4), 0);
+	assert_int_equal(dev_linear(p->qo, mo, dx, M, bias ? db : NULL, dy), 0);
+	assert_int_equal(dev_download(p->qo, yo, dy, M * N * 4), 0);
+	/* the exact product of the reference dequantization */
+	const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, type);
+	float *wd = malloc(K * sizeof(float));
+	for (size_t n = 0; n < N; n++) {
+		ref->dequant(w + n * rb, wd, K);
+		for (size_t m = 0; m < M; m++) {
+			const float *xr = x + m * K;
+			double exact = bias ? b[n] : 0.0, mag = 0.0, bound = 1e-6;
+			for (size_t k = 0; k < K; k++) {
+				exact += (double)wd[k] * xr[k];
+				mag += fabs((double)wd[k] * xr[k]);
+				bound += fabs(wd[k]) * x_err(type, xr, k, K);
+			}
+			bound += 2e-5 * mag;
+			double ec = fabs(yc[m * N + n] - exact), eo = fabs(yo[m * N + n] - exact);
+			if (!(ec <= bound) || !(eo <= bound)) {
+				fprintf(stderr,
+					"type %d M %zu N %zu K %zu [%zu,%zu]: exact %.7g cpu %.7g "
+					"opencl %.7g bound %.3g\n",
+					type, M, N, K, m, n, exact, yc[m * N + n], yo[m * N + n], bound);
+				fail();
+			}
+		}
+	}
+	free(wd);
+	dev_free(p->ocl, dx);
+	dev_free(p->ocl, db);
+	dev_free(p->ocl, dy);
+	dev_mat_destroy(mo);
+	dev_mat_destroy(mc);
+	free(w);
+	free(x);
+	free(b);
+	free(yc);
+	free(yo);
+}
+
+static const int types[] = { 0, 1, 30, 8, 2, 3, 6, 7 };
+
+static void test_types(void **state)
+{
+	struct pair *p = *state;
+	static const size_t shapes[][3] = {
+		{ 1, 16, 64 }, { 3, 33, 32 }, { 17, 64, 96 }, { 5, 1, 256 }, { 2, 48, 512 },
+	};
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+			check_type(p, types[t], shapes[s][0], shapes[s][1], shapes[s][2], s % 2 == 0);
+}
+
+/* Bad weights are refused with a reason; a type opencl lacks says so. */
+static void test_refused(void **state)
+{
+	struct pair *p = *state;
+	struct dev_mat *m;
+	char err[256];
+	uint8_t w[4096] = { 0 };
+	assert_int_equal(dev_mat_create(p->ocl, 8, 4, 33, w, 34, &m, err, sizeof(err)), -ST_INVAL);
+	assert_non_null(strstr(err, "Q8_0"));
+	assert_int_equal(dev_mat_create(p->ocl, 8, 4, 32, w, 36, &m, err, sizeof(err)), -ST_INVAL);
+	assert_int_equal(dev_mat_create(p->ocl, 99, 4, 32, w, 36, &m, err, sizeof(err)),
+			 -ST_UNSUPPORTED);
+	assert_null(m);
+	/* a matrix of one device on another's queue */
+	assert_int_equal(dev_mat_create(p->cpu, 0, 2, 4, w, 16, &m, err, sizeof(err)), 0);
+	float *y = dev_alloc(p->ocl, 64);
+	assert_int_equal(dev_linear(p->qo, m, y, 1, NULL, y + 4), -ST_INVAL);
+	dev_free(p->ocl, y);
+	dev_mat_destroy(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_types),
+		cmocka_unit_test(test_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
