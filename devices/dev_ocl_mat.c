@@ -21,6 +21,13 @@ static const char *ocl_linear_kernel(int type)
 	case 6: return "linear_q5_0";
 	case 7: return "linear_q5_1";
 	case 8: return "linear_q8_0";
+	case 10: return "linear_q2_K";
+	case 11: return "linear_q3_K";
+	case 12: return "linear_q4_K";
+	case 13: return "linear_q5_K";
+	case 14: return "linear_q6_K";
+	case 20: return "linear_iq4_nl";
+	case 23: return "linear_iq4_xs";
 	case 30: return "linear_bf16";
 	default: return NULL;
 	}

@@ -7,8 +7,9 @@
  * The bound. opencl multiplies the dequantized weights by x in float32;
  * the cpu, as llama.cpp's CPU back end, first quantizes x to the type's
  * integer partner (Q8_0 / Q8_1: 32-element blocks scaled by their largest
- * |x| / 127) or rounds it to binary16 / bfloat16. So each output may
- * differ by sum_k |w_k| e_k, with e_k x_k's rounding: one step, the
+ * |x| / 127; Q8_K, the K-quants' and IQ4_XS's: the same over 256-element
+ * blocks) or rounds it to binary16 / bfloat16. So each output may differ
+ * by sum_k |w_k| e_k, with e_k x_k's rounding: at most one step, the
  * block's max |x| / 127, for the integer types; |x_k| 2^-11 for F16;
  * |x_k| 2^-8 for BF16; 0 for F32; plus 2e-5 of sum_k |w_k x_k| for the
  * order of the sums. Both back ends are held to that bound around the
@@ -86,11 +87,22 @@ static void put_f16(uint8_t *p, float v)
 	memcpy(p, &h, 2);
 }
 
+/* Byte offsets in a block of its binary16 scale d and of its second
+ * binary16 field, Q4_1 / Q5_1's m or a K-quant's dmin (-1: none), as
+ * kernels/ref/quant.c lays them out. */
+static void half_fields(int type, int *d, int *m)
+{
+	*d = type == 10 ? 80 : type == 11 ? 108 : type == 14 ? 208 : 0; /* Q2_K, Q3_K, Q6_K */
+	*m = type == 10 ? 82 : type == 3 || type == 7 || type == 12 || type == 13 ? 2 : -1;
+}
+
 /* Random rows of type: random codes, with each block's scale (and min)
  * a sane binary16; F32/F16/BF16 elements in [-1, 1). */
 static void fill_rows(int type, uint8_t *w, size_t rows, size_t cols, size_t rb)
 {
 	const struct kn_qtype_info *t = kn_qtype_get(type);
+	int d_at, m_at;
+	half_fields(type, &d_at, &m_at);
 	for (size_t r = 0; r < rows; r++) {
 		uint8_t *row = w + r * rb;
 		for (size_t i = 0; i < rb; i++)
@@ -109,9 +121,11 @@ static void fill_rows(int type, uint8_t *w, size_t rows, size_t cols, size_t rb)
 			continue;
 		for (size_t b = 0; b < cols / t->block_elems; b++) {
 			uint8_t *blk = row + b * t->block_bytes;
-			put_f16(blk, rnd(0.001f, 0.02f)); /* d */
-			if (type == 3 || type == 7)
-				put_f16(blk + 2, rnd(-0.1f, 0.1f)); /* m */
+			put_f16(blk + d_at, rnd(0.001f, 0.02f)); /* d */
+			if (m_at >= 0 && t->block_elems == 256)
+				put_f16(blk + m_at, rnd(0.001f, 0.02f)); /* dmin */
+			else if (m_at >= 0)
+				put_f16(blk + m_at, rnd(-0.1f, 0.1f)); /* m */
 		}
 	}
 }
@@ -125,9 +139,10 @@ static double x_err(int type, const float *x, size_t k, size_t K)
 		return fabs(x[k]) * ldexp(1.0, -11);
 	if (type == 30)
 		return fabs(x[k]) * ldexp(1.0, -8);
-	size_t b0 = k / 32 * 32;
+	size_t n = kn_qtype_get(type)->block_elems == 256 ? 256 : 32; /* Q8_K or Q8_0/Q8_1 */
+	size_t b0 = k / n * n;
 	double amax = 0.0;
-	for (size_t i = b0; i < b0 + 32 && i < K; i++)
+	for (size_t i = b0; i < b0 + n && i < K; i++)
 		amax = fmax(amax, fabs(x[i]));
 	return amax / 127.0;
 }
@@ -194,17 +209,26 @@ static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, b
 	free(yo);
 }
 
-static const int types[] = { 0, 1, 30, 8, 2, 3, 6, 7 };
+static const int types[] = { 0, 1, 30, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23 };
 
 static void test_types(void **state)
 {
 	struct pair *p = *state;
-	static const size_t shapes[][3] = {
+	/* (M, N, K): N a multiple of 16 (the cpu's packed layouts) or not;
+	 * K whole blocks, 32 elements or 256 (the K-quants and IQ4_XS). */
+	static const size_t shapes32[][3] = {
 		{ 1, 16, 64 }, { 3, 33, 32 }, { 17, 64, 96 }, { 5, 1, 256 }, { 2, 48, 512 },
 	};
-	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
-		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
-			check_type(p, types[t], shapes[s][0], shapes[s][1], shapes[s][2], s % 2 == 0);
+	static const size_t shapes256[][3] = {
+		{ 1, 16, 256 }, { 3, 33, 512 }, { 17, 64, 256 }, { 5, 1, 512 }, { 2, 48, 768 },
+	};
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		bool k256 = kn_qtype_get(types[t])->block_elems == 256;
+		const size_t(*shapes)[3] = k256 ? shapes256 : shapes32;
+		for (size_t s = 0; s < sizeof(shapes32) / sizeof(shapes32[0]); s++)
+			check_type(p, types[t], shapes[s][0], shapes[s][1], shapes[s][2],
+				   s % 2 == 0);
+	}
 }
 
 /* Bad weights are refused with a reason; a type opencl lacks says so. */
