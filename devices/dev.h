@@ -30,6 +30,7 @@
 #ifndef DEV_H
 #define DEV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -175,6 +176,53 @@ int dev_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
  * equals; kn argmax: a NaN is never taken but at index 0). Returns once
  * out is written. */
 int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out);
+
+/* dev_rope_angles - the rotary angles of n_tok positions (host pos[])
+ * into cs [n_tok, n_rot] on q's device: cs[t n_rot + 2j] = cos theta_j,
+ * + 1 its sine, theta_j = pos freq_scale base^(-2j / n_rot) /
+ * freq_factors[j] (freq_factors NULL: none; a device address). Computed
+ * on the host in double (kn_rope_angles) and uploaded, so every back end
+ * rotates by the same angles; returns once cs is written. */
+int dev_rope_angles(struct dev_queue *q, float *cs, size_t n_tok, size_t n_rot,
+		    const int32_t *pos, float base, float freq_scale, const float *freq_factors);
+
+/* dev_rope - x [n_tok, ld] (n_head heads of head_dim at column h *
+ * head_dim) rotated in place by dev_rope_angles' cs: the first n_rot dims
+ * of each head, pairs (2j, 2j + 1), or (j, j + n_rot / 2) when neox
+ * (kn_rope_apply; llama.cpp's ROPE_TYPE_NORM / NEOX). */
+int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
+	     size_t head_dim, size_t n_rot, const float *cs, bool neox);
+
+/* Causal self-attention of a batch of sequences over their KV caches
+ * (grouped-query: query head h reads KV head h / (n_head / n_head_kv)).
+ * Query rows [r0, r0 + n) of q belong to sequence s, at positions pos0 ..
+ * pos0 + n - 1; row i sees cached keys [lo, pos0 + i] with lo =
+ * pos0 + i + 1 - window (window 0: from 0), scores scaled by scale and
+ * soft-capped by softcap (> 0; 0: none) before the softmax; its output
+ * goes to the same row of out. A sequence's k and v point at key 0 of its
+ * cache for this layer (KV head g at column g head_dim, key j at row j of
+ * ldk / ldv elements), in kv_type: 0 float32, 1 binary16 (read exactly).
+ * kn_attention_window(_f16) per (sequence, head); the cpu back end splits
+ * the pairs over its pool by rows times keys. */
+struct dev_attn {
+	size_t n_head, n_head_kv, head_dim;
+	const float *q;
+	size_t ldq;
+	float *out;
+	size_t ldo;
+	size_t ldk, ldv;
+	int kv_type;
+	size_t window;
+	float scale, softcap;
+};
+
+struct dev_attn_seq {
+	size_t r0, n, pos0;
+	const void *k, *v;
+};
+
+int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct dev_attn_seq *seqs,
+		  size_t n_seqs);
 
 /* --- weights and matrix products ---------------------------------------- */
 

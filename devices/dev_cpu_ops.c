@@ -14,6 +14,7 @@
 #include "devices/dev_par.h"
 #include "devices/dev_pool.h"
 #include "kernels/kn.h"
+#include "kernels/kn_attn.h"
 #include "kernels/kn_half.h"
 #include "kernels/kn_quant.h"
 
@@ -179,11 +180,29 @@ static void cpu_mat_destroy(struct dev_mat *m)
 	mem_free(c);
 }
 
-/* A cpu queue's scratch for dev_par_qlinear, grown to the largest call. */
+/* A cpu queue's scratch, grown to the largest call: dev_par_qlinear's,
+ * and the attention's scores (one region per thread). */
 struct cpu_queue {
 	float *scratch;
 	size_t cap; /* floats */
+	float *attn;
+	size_t attn_cap; /* floats */
 };
+
+/* *buf holds at least need floats (grown, contents dropped); 0 or
+ * -ST_NOMEM. */
+static int cpu_grow(float **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	float *s = mem_alloc(need * sizeof(float));
+	if (!s)
+		return -ST_NOMEM;
+	mem_free(*buf);
+	*buf = s;
+	*cap = need;
+	return 0;
+}
 
 int dev__cpu_queue_open(struct dev_queue *q, char *err, size_t errlen)
 {
@@ -200,6 +219,7 @@ void dev__cpu_queue_close(struct dev_queue *q)
 	if (!c)
 		return;
 	mem_free(c->scratch);
+	mem_free(c->attn);
 	mem_free(c);
 }
 
@@ -212,15 +232,89 @@ static int cpu_linear(struct dev_queue *q, const struct dev_mat *w, const float 
 	/* dev_par_qlinear's scratch (dev_par.h): x rounded or quantized, then
 	 * a tile of weights per thread */
 	size_t need = (M + (size_t)dev_pool_size(p) * DEV_PAR_QTILE) * w->cols;
-	if (need > c->cap) {
-		float *s = mem_alloc(need * sizeof(float));
-		if (!s)
-			return -ST_NOMEM;
-		mem_free(c->scratch);
-		c->scratch = s;
-		c->cap = need;
-	}
+	if (cpu_grow(&c->scratch, &c->cap, need))
+		return -ST_NOMEM;
 	dev_par_qlinear(p, M, w->rows, w->cols, x, m->data, w->row_bytes, m->q, b, y, c->scratch);
+	return 0;
+}
+
+/* --- rotary embedding and attention -------------------------------------- */
+
+static int cpu_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
+		    size_t head_dim, size_t n_rot, const float *cs, bool neox)
+{
+	(void)q;
+	kn_rope_apply(x, n_tok, ld, n_head, head_dim, n_rot, cs, neox);
+	return 0;
+}
+
+struct cpu_attn {
+	const struct dev_attn *a;
+	const struct dev_attn_seq *seqs;
+	size_t n_seqs;
+	float *scratch; /* nth regions of per floats */
+	size_t per;
+};
+
+/* A (sequence, head) pair's share of the work: its rows times the keys
+ * they see (the last row sees pos0 + n). */
+static size_t cpu_attn_cost(const struct dev_attn_seq *sg)
+{
+	return sg->n * (sg->pos0 + sg->n);
+}
+
+/* The (sequence, query head) pairs are split over the threads by their
+ * work (a decode batch mixes sequences of a few and of thousands of keys:
+ * an even count of pairs left one thread waiting): a thread takes the
+ * pairs whose work starts in its share of the total. */
+static void cpu_attn_heads(void *arg, int ith, int nth)
+{
+	const struct cpu_attn *t = arg;
+	const struct dev_attn *a = t->a;
+	size_t hd = a->head_dim, nh = a->n_head, group = a->n_head / a->n_head_kv;
+	float *scores = t->scratch + (size_t)ith * t->per;
+	size_t total = 0, at = 0;
+	for (size_t s = 0; s < t->n_seqs; s++)
+		total += nh * cpu_attn_cost(&t->seqs[s]);
+	/* rows times keys times heads times threads stays far below 2^64 */
+	uint64_t lo = (uint64_t)total * (unsigned)ith / (unsigned)nth;
+	uint64_t hi = (uint64_t)total * (unsigned)(ith + 1) / (unsigned)nth;
+	for (size_t j = 0; j < t->n_seqs * nh; j++) {
+		const struct dev_attn_seq *sg = &t->seqs[j / nh];
+		size_t start = at;
+		at += cpu_attn_cost(sg);
+		if (start < lo || start >= hi)
+			continue;
+		size_t h = j % nh, g = h / group;
+		const float *qr = a->q + sg->r0 * a->ldq + h * hd;
+		float *o = a->out + sg->r0 * a->ldo + h * hd;
+		if (a->kv_type == 1)
+			kn_attention_window_f16(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
+						(const uint16_t *)sg->k + g * hd, a->ldk,
+						(const uint16_t *)sg->v + g * hd, a->ldv, o, a->ldo,
+						sg->pos0, a->window, a->scale, a->softcap, scores);
+		else
+			kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
+					    (const float *)sg->k + g * hd, a->ldk,
+					    (const float *)sg->v + g * hd, a->ldv, o, a->ldo,
+					    sg->pos0, a->window, a->scale, a->softcap, scores);
+	}
+}
+
+static int cpu_attention(struct dev_queue *q, const struct dev_attn *a,
+			 const struct dev_attn_seq *seqs, size_t n_seqs)
+{
+	struct dev_pool *p = dev__queue_pool(q);
+	struct cpu_queue *c = dev__queue_impl(q);
+	size_t per = 0;
+	for (size_t s = 0; s < n_seqs; s++) /* kn_attention_window(_f16)'s scratch */
+		if (seqs[s].n * (seqs[s].pos0 + seqs[s].n) > per)
+			per = seqs[s].n * (seqs[s].pos0 + seqs[s].n);
+	per += KN_WIN16_CHUNK * a->head_dim;
+	if (cpu_grow(&c->attn, &c->attn_cap, per * (size_t)dev_pool_size(p)))
+		return -ST_NOMEM;
+	struct cpu_attn t = { a, seqs, n_seqs, c->attn, per };
+	dev_pool_run(p, cpu_attn_heads, &t);
 	return 0;
 }
 
@@ -235,6 +329,8 @@ const struct dev_ops dev__cpu_ops = {
 	.softmax = cpu_softmax,
 	.to_f16 = cpu_to_f16,
 	.argmax = cpu_argmax,
+	.rope = cpu_rope,
+	.attention = cpu_attention,
 	.mat_create = cpu_mat_create,
 	.mat_destroy = cpu_mat_destroy,
 	.linear = cpu_linear,

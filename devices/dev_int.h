@@ -9,6 +9,7 @@
 #ifndef DEV_INT_H
 #define DEV_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,10 @@ struct dev_ops {
 	int (*softmax)(struct dev_queue *q, float *x, size_t rows, size_t n);
 	int (*to_f16)(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
 	int (*argmax)(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out);
+	int (*rope)(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
+		    size_t head_dim, size_t n_rot, const float *cs, bool neox);
+	int (*attention)(struct dev_queue *q, const struct dev_attn *a,
+			 const struct dev_attn_seq *seqs, size_t n_seqs);
 	/* fill m->impl (m's other fields set, row_bytes checked) */
 	int (*mat_create)(struct dev_mat *m, const void *host, char *err, size_t errlen);
 	void (*mat_destroy)(struct dev_mat *m);

@@ -212,6 +212,94 @@ static int ocl_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n
 	return rc;
 }
 
+static void ocl_u64(struct ocl_call *c, size_t v)
+{
+	cl_ulong u = v;
+	ocl_arg(c, sizeof(u), &u);
+}
+
+static int ocl_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
+		    size_t head_dim, size_t n_rot, const float *cs, bool neox)
+{
+	struct ocl_call c = ocl_begin(q, "rope_f32");
+	ocl_buf(&c, x, ((n_tok - 1) * ld + n_head * head_dim) * sizeof(float));
+	ocl_u64(&c, ld);
+	ocl_u32(&c, head_dim);
+	ocl_u32(&c, n_rot);
+	ocl_buf(&c, cs, n_tok * n_rot * sizeof(float));
+	ocl_u32(&c, neox);
+	if (c.rc)
+		return c.rc;
+	size_t global[3] = { n_rot / 2, n_head, n_tok };
+	if (clEnqueueNDRangeKernel(dev__ocl_queue(q), c.k, 3, NULL, global, NULL, 0, NULL, NULL) !=
+	    CL_SUCCESS)
+		return -ST_DEVICE;
+	return 0;
+}
+
+/* Bytes of a strided block of rows: the last row's start plus its width. */
+static size_t ocl_rows_bytes(size_t rows, size_t ld, size_t width, size_t elem)
+{
+	return ((rows - 1) * ld + width) * elem;
+}
+
+/* One sequence's attention: a work-group per (row, head) over the
+ * scratch sc (n rows x n_head x its keys). */
+static int ocl_attn_seq(struct dev_queue *q, const struct dev_attn *a,
+			const struct dev_attn_seq *sg, float *sc)
+{
+	size_t n_kv = sg->pos0 + sg->n, hd = a->head_dim, esz = a->kv_type == 1 ? 2 : 4;
+	size_t kvw = a->n_head_kv * hd;
+	struct ocl_call c = ocl_begin(q, "attn_window");
+	ocl_buf(&c, a->q + sg->r0 * a->ldq, ocl_rows_bytes(sg->n, a->ldq, a->n_head * hd, 4));
+	ocl_u64(&c, a->ldq);
+	ocl_buf(&c, sg->k, ocl_rows_bytes(n_kv, a->ldk, kvw, esz));
+	ocl_buf(&c, sg->v, ocl_rows_bytes(n_kv, a->ldv, kvw, esz));
+	ocl_u64(&c, a->ldk);
+	ocl_u64(&c, a->ldv);
+	ocl_u32(&c, a->kv_type == 1);
+	ocl_buf(&c, a->out + sg->r0 * a->ldo, ocl_rows_bytes(sg->n, a->ldo, a->n_head * hd, 4));
+	ocl_u64(&c, a->ldo);
+	ocl_buf(&c, sc, sg->n * a->n_head * n_kv * sizeof(float));
+	ocl_u32(&c, n_kv);
+	ocl_u32(&c, hd);
+	ocl_u32(&c, a->n_head / a->n_head_kv);
+	ocl_u64(&c, sg->pos0);
+	ocl_u64(&c, a->window);
+	ocl_f32(&c, a->scale);
+	ocl_f32(&c, a->softcap);
+	if (c.rc)
+		return c.rc;
+	size_t local[2] = { OCL_LOCAL, 1 }, global[2] = { sg->n * OCL_LOCAL, a->n_head };
+	if (clEnqueueNDRangeKernel(dev__ocl_queue(q), c.k, 2, NULL, global, local, 0, NULL, NULL) !=
+	    CL_SUCCESS)
+		return -ST_DEVICE;
+	return 0;
+}
+
+/* The scores' scratch is one device buffer for the largest sequence,
+ * freed once the queue has run every sequence. */
+static int ocl_attention(struct dev_queue *q, const struct dev_attn *a,
+			 const struct dev_attn_seq *seqs, size_t n_seqs)
+{
+	struct dev *d = dev_queue_device(q);
+	size_t most = 0;
+	for (size_t s = 0; s < n_seqs; s++) {
+		size_t need = seqs[s].n * a->n_head * (seqs[s].pos0 + seqs[s].n);
+		most = need > most ? need : most;
+	}
+	float *sc = dev__ocl_alloc(d, most * sizeof(float));
+	if (!sc)
+		return -ST_NOMEM;
+	int rc = 0;
+	for (size_t s = 0; !rc && s < n_seqs; s++)
+		rc = ocl_attn_seq(q, a, &seqs[s], sc);
+	if (clFinish(dev__ocl_queue(q)) != CL_SUCCESS && !rc)
+		rc = -ST_DEVICE;
+	dev__ocl_free(d, sc);
+	return rc;
+}
+
 const struct dev_ops dev__ocl_ops = {
 	.rms_norm = ocl_rms_norm,
 	.layer_norm = ocl_layer_norm,
@@ -223,6 +311,8 @@ const struct dev_ops dev__ocl_ops = {
 	.softmax = ocl_softmax,
 	.to_f16 = ocl_to_f16,
 	.argmax = ocl_argmax,
+	.rope = ocl_rope,
+	.attention = ocl_attention,
 	.mat_create = dev__ocl_mat_create,
 	.mat_destroy = dev__ocl_mat_destroy,
 	.linear = dev__ocl_linear,

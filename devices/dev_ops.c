@@ -5,6 +5,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
+#include "kernels/kn_attn.h"
 #include "kernels/kn_quant.h"
 
 static const struct dev_ops *dev_ops_of(const struct dev_queue *q)
@@ -120,4 +121,54 @@ int dev_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, siz
 	if (w->dev != dev_queue_device(q))
 		return -ST_INVAL;
 	return M ? dev_ops_of(q)->linear(q, w, x, M, b, y) : 0;
+}
+
+int dev_rope_angles(struct dev_queue *q, float *cs, size_t n_tok, size_t n_rot,
+		    const int32_t *pos, float base, float freq_scale, const float *freq_factors)
+{
+	if (n_rot == 0 || n_rot % 2)
+		return -ST_INVAL;
+	if (n_tok == 0)
+		return 0;
+	struct dev *d = dev_queue_device(q);
+	float *ff = NULL, *host = NULL;
+	int rc = -ST_NOMEM;
+	if (freq_factors) { /* the factors live on the device */
+		ff = mem_alloc(n_rot / 2 * sizeof(float));
+		if (!ff)
+			goto out;
+		rc = d->be->download(q, ff, freq_factors, n_rot / 2 * sizeof(float));
+		if (rc)
+			goto out;
+	}
+	rc = -ST_NOMEM;
+	host = mem_alloc(n_tok * n_rot * sizeof(float));
+	if (!host)
+		goto out;
+	kn_rope_angles(host, n_tok, n_rot, pos, base, freq_scale, ff);
+	rc = d->be->upload(q, cs, host, n_tok * n_rot * sizeof(float));
+out:
+	mem_free(host);
+	mem_free(ff);
+	return rc;
+}
+
+int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
+	     size_t head_dim, size_t n_rot, const float *cs, bool neox)
+{
+	if (n_rot == 0 || n_rot % 2 || n_rot > head_dim || n_head * head_dim > ld)
+		return -ST_INVAL;
+	return n_tok ? dev_ops_of(q)->rope(q, x, n_tok, ld, n_head, head_dim, n_rot, cs, neox) : 0;
+}
+
+int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct dev_attn_seq *seqs,
+		  size_t n_seqs)
+{
+	if (a->n_head == 0 || a->n_head_kv == 0 || a->head_dim == 0 ||
+	    a->n_head % a->n_head_kv || (a->kv_type != 0 && a->kv_type != 1))
+		return -ST_INVAL;
+	for (size_t s = 0; s < n_seqs; s++)
+		if (seqs[s].n == 0)
+			return -ST_INVAL;
+	return n_seqs ? dev_ops_of(q)->attention(q, a, seqs, n_seqs) : 0;
 }

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +282,99 @@ static void test_softmax_argmax(void **state)
 	dev_free(p->ocl, dx);
 }
 
+/* RoPE: the angles are the host's on both (exact); the rotation may
+ * differ by a contracted multiply-add: 1e-6 absolute plus 1e-5 relative. */
+static void test_rope(void **state)
+{
+	struct pair *p = *state;
+	enum { T = 5, H = 3, HD = 16, LD = 56, ROT = 12 };
+	int32_t pos[T] = { 0, 1, 7, 300, 40000 };
+	float ff[ROT / 2];
+	for (int j = 0; j < ROT / 2; j++)
+		ff[j] = 1.0f + (float)j / 3.0f;
+	for (int variant = 0; variant < 4; variant++) {
+		bool neox = variant & 1, factors = variant & 2;
+		float *x = rnd_vec(T * LD, 2.0f), *cs = malloc(T * ROT * sizeof(float));
+		void *dx = up(p, x, sizeof(float) * T * LD), *dff = up(p, ff, sizeof(ff));
+		float *dcs = dev_alloc(p->ocl, T * ROT * sizeof(float));
+		assert_int_equal(dev_rope_angles(p->qc, cs, T, ROT, pos, 10000.0f, 0.5f,
+						 factors ? ff : NULL), 0);
+		assert_int_equal(dev_rope_angles(p->qo, dcs, T, ROT, pos, 10000.0f, 0.5f,
+						 factors ? dff : NULL), 0);
+		float *got = down(p, dcs, T * ROT);
+		near(got, cs, T * ROT, 0.0f, 0.0f, "rope angles");
+		free(got);
+		dcs = up(p, cs, T * ROT * sizeof(float));
+		assert_int_equal(dev_rope(p->qc, x, T, LD, H, HD, ROT, cs, neox), 0);
+		assert_int_equal(dev_rope(p->qo, dx, T, LD, H, HD, ROT, dcs, neox), 0);
+		got = down(p, dx, T * LD);
+		near(got, x, T * LD, 1e-6f, 1e-5f, neox ? "rope neox" : "rope");
+		free(got);
+		dev_free(p->ocl, dcs);
+		dev_free(p->ocl, dff);
+		free(x);
+		free(cs);
+	}
+}
+
+/* Attention of three sequences at different points over float32 and
+ * binary16 caches, grouped-query heads, with and without a window and a
+ * soft cap: sums in another order, 1e-6 absolute plus 2e-5 relative. */
+static void test_attention(void **state)
+{
+	struct pair *p = *state;
+	enum { NH = 4, NKV = 2, HD = 16, CTX = 80, ROWS = 14 };
+	size_t kvw = NKV * HD, qw = NH * HD;
+	struct dev_attn_seq seqs[3] = { { 0, 1, 40, 0, 0 }, { 1, 9, 0, 0, 0 }, { 10, 4, 70, 0, 0 } };
+	float *qh = rnd_vec(ROWS * qw, 1.0f);
+	void *dq = up(p, qh, ROWS * qw * 4);
+	for (int variant = 0; variant < 8; variant++) {
+		int f16 = variant & 1;
+		size_t esz = f16 ? 2 : 4;
+		struct dev_attn a = { NH, NKV, HD, qh, qw, NULL, qw, kvw, kvw, f16,
+				      variant & 2 ? 5 : 0, 0.25f, variant & 4 ? 3.0f : 0.0f };
+		void *hk[3], *hv[3], *dk[3], *dv[3];
+		struct dev_attn_seq so[3];
+		for (int s = 0; s < 3; s++) {
+			float *k = rnd_vec(CTX * kvw, 1.5f), *v = rnd_vec(CTX * kvw, 1.0f);
+			if (f16) { /* the caches in binary16 */
+				uint16_t *k16 = malloc(CTX * kvw * 2), *v16 = malloc(CTX * kvw * 2);
+				assert_int_equal(dev_to_f16(p->qc, k16, k, CTX * kvw), 0);
+				assert_int_equal(dev_to_f16(p->qc, v16, v, CTX * kvw), 0);
+				free(k);
+				free(v);
+				hk[s] = k16, hv[s] = v16;
+			} else {
+				hk[s] = k, hv[s] = v;
+			}
+			dk[s] = up(p, hk[s], CTX * kvw * esz);
+			dv[s] = up(p, hv[s], CTX * kvw * esz);
+			seqs[s].k = hk[s], seqs[s].v = hv[s];
+			so[s] = seqs[s];
+			so[s].k = dk[s], so[s].v = dv[s];
+		}
+		float *out = calloc(ROWS * qw, sizeof(float));
+		float *dout = dev_alloc(p->ocl, ROWS * qw * 4);
+		a.out = out;
+		assert_int_equal(dev_attention(p->qc, &a, seqs, 3), 0);
+		a.q = dq, a.out = dout;
+		assert_int_equal(dev_attention(p->qo, &a, so, 3), 0);
+		float *got = down(p, dout, ROWS * qw);
+		near(got, out, ROWS * qw, 1e-6f, 2e-5f, "attention");
+		free(got);
+		free(out);
+		for (int s = 0; s < 3; s++) {
+			dev_free(p->ocl, dk[s]);
+			dev_free(p->ocl, dv[s]);
+			free(hk[s]);
+			free(hv[s]);
+		}
+		a.q = qh;
+	}
+	dev_free(p->ocl, dq);
+	free(qh);
+}
+
 /* Sizes the ops refuse, and an address range past the allocation. */
 static void test_refused(void **state)
 {
@@ -303,6 +397,8 @@ int main(void)
 		cmocka_unit_test(test_norms),
 		cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_softmax_argmax),
+		cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
