@@ -169,6 +169,10 @@ int dev_glu(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, si
 /* x = softmax(x) per row of n, in place, max subtracted first. */
 int dev_softmax(struct dev_queue *q, float *x, size_t rows, size_t n);
 
+/* n bytes from src to dst, both device addresses of q's device (not
+ * overlapping), in order with q's other work (a KV cache's new rows). */
+int dev_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n);
+
 /* y[i] = binary16(x[i]) over n (nearest even; a KV cache in float16). */
 int dev_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
 
@@ -234,9 +238,11 @@ struct dev_mat;
 
 /* dev_mat_create - a weight matrix of rows x cols of `type` on d, made
  * from host rows (row r at host + r * row_bytes, GGUF's layout) in the
- * layout d's back end computes with: cpu borrows host (it must stay
- * valid until dev_mat_destroy) or repacks it where its ISA has a faster
- * layout (kernels/kn_quant.h kn_qpack); opencl copies it to the device.
+ * layout d's back end computes with: cpu borrows host or repacks it
+ * where its ISA has a faster layout (kernels/kn_quant.h kn_qpack); opencl
+ * copies it to the device. Every back end keeps reading host for
+ * dev_embed (looked up on the host, as llama.cpp keeps its input layer
+ * there), so host must stay valid until dev_mat_destroy.
  * Weights are made once per device and shared by every queue of it.
  * Returns 0, -ST_UNSUPPORTED (a type this back end lacks: err names it),
  * -ST_INVAL (cols not a whole number of blocks, row_bytes wrong),
@@ -254,6 +260,31 @@ void dev_mat_destroy(struct dev_mat *m);
  * weights; the tests hold them to the cpu within that quantization of x. */
 int dev_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
 	       const float *b, float *y);
+
+/* dev_linear_n - dev_linear for n (<= DEV_LINEAR_MAX) matrices over the
+ * same x [M, cols] (a layer's q, k and v; gate and up; the lm head): the
+ * same results as n calls, x prepared once (cpu: quantized once). Each
+ * output: y [M, rows] on the device; or, where yrows is not NULL, row m
+ * into host memory yrows[m] (rows floats); or, where argmax is not NULL,
+ * only each row's argmax (dev_argmax's rule) into host argmax[m]; y is
+ * then device scratch of [M, rows] whose contents are left unspecified.
+ * Host outputs are written when the call returns. */
+#define DEV_LINEAR_MAX 4
+struct dev_linear_out {
+	const struct dev_mat *w;
+	const float *b;
+	float *y;
+	float *const *yrows;
+	int32_t *argmax;
+};
+int dev_linear_n(struct dev_queue *q, const float *x, size_t M, const struct dev_linear_out *o,
+		 size_t n);
+
+/* dev_embed - y[i] = row ids[i] of m, dequantized to float32, for i < n
+ * (host ids, each < m's rows; y [n, cols] on q's device): a token
+ * embedding lookup. */
+int dev_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
+	      float *y);
 
 /* A work item: runs on the queue's thread; pool is the queue's compute
  * team (dev_pool_run(pool, ...); NULL where the back end has none). */

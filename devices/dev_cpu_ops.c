@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/mem.h"
 #include "common/st.h"
@@ -238,6 +239,46 @@ static int cpu_linear(struct dev_queue *q, const struct dev_mat *w, const float 
 	return 0;
 }
 
+static int cpu_linear_n(struct dev_queue *q, const float *x, size_t M,
+			const struct dev_linear_out *o, size_t n)
+{
+	struct dev_pool *p = dev__queue_pool(q);
+	struct cpu_queue *c = dev__queue_impl(q);
+	size_t K = o[0].w->cols;
+	if (cpu_grow(&c->scratch, &c->cap, (M + (size_t)dev_pool_size(p) * DEV_PAR_QTILE) * K))
+		return -ST_NOMEM;
+	struct dev_par_qmat m[DEV_LINEAR_MAX];
+	for (size_t i = 0; i < n; i++) {
+		const struct cpu_mat *w = o[i].w->impl;
+		m[i] = (struct dev_par_qmat){ .W = w->data, .row_bytes = o[i].w->row_bytes,
+					      .N = o[i].w->rows, .q = w->q, .b = o[i].b,
+					      .y = o[i].y, .yrows = o[i].yrows,
+					      .argmax = o[i].argmax };
+	}
+	dev_par_qlinear_multi(p, M, K, x, m, n, c->scratch);
+	return 0;
+}
+
+/* From the caller's rows with the type's plain kernels (a packed layout
+ * has no dequant). */
+static int cpu_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
+		     float *y)
+{
+	(void)q;
+	const struct kn_qops *plain = kn_qops_get(m->type);
+	for (size_t i = 0; i < n; i++)
+		plain->dequant((const char *)m->host + (size_t)ids[i] * m->row_bytes, y + i * m->cols,
+			       m->cols);
+	return 0;
+}
+
+static int cpu_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n)
+{
+	(void)q;
+	memcpy(dst, src, n);
+	return 0;
+}
+
 /* --- rotary embedding and attention -------------------------------------- */
 
 static int cpu_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
@@ -327,6 +368,7 @@ const struct dev_ops dev__cpu_ops = {
 	.gelu = cpu_gelu,
 	.glu = cpu_glu,
 	.softmax = cpu_softmax,
+	.memcpy = cpu_memcpy,
 	.to_f16 = cpu_to_f16,
 	.argmax = cpu_argmax,
 	.rope = cpu_rope,
@@ -334,4 +376,6 @@ const struct dev_ops dev__cpu_ops = {
 	.mat_create = cpu_mat_create,
 	.mat_destroy = cpu_mat_destroy,
 	.linear = cpu_linear,
+	.linear_n = cpu_linear_n,
+	.embed = cpu_embed,
 };

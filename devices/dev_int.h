@@ -30,6 +30,7 @@ struct dev_ops {
 	int (*gelu)(struct dev_queue *q, float *x, size_t n);
 	int (*glu)(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, size_t n);
 	int (*softmax)(struct dev_queue *q, float *x, size_t rows, size_t n);
+	int (*memcpy)(struct dev_queue *q, void *dst, const void *src, size_t n);
 	int (*to_f16)(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
 	int (*argmax)(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out);
 	int (*rope)(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
@@ -41,6 +42,10 @@ struct dev_ops {
 	void (*mat_destroy)(struct dev_mat *m);
 	int (*linear)(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
 		      const float *b, float *y);
+	int (*linear_n)(struct dev_queue *q, const float *x, size_t M,
+			const struct dev_linear_out *o, size_t n);
+	int (*embed)(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
+		     float *y);
 };
 
 /* A weight matrix (dev.h): what every back end has, its own in impl. */
@@ -48,6 +53,7 @@ struct dev_mat {
 	struct dev *dev;
 	int type;
 	size_t rows, cols, row_bytes;
+	const void *host; /* the caller's rows (borrowed): dev_embed reads them */
 	void *impl;
 };
 

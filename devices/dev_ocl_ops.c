@@ -5,10 +5,12 @@
  */
 #include <stdint.h>
 
+#include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
 #include "devices/dev_ocl.h"
+#include "kernels/kn_quant.h"
 
 #define OCL_LOCAL 64	 /* work-group size of element kernels */
 #define OCL_ROW_LOCAL 256 /* most items per row of row kernels (OPS_LOCAL) */
@@ -300,6 +302,54 @@ static int ocl_attention(struct dev_queue *q, const struct dev_attn *a,
 	return rc;
 }
 
+static int ocl_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n)
+{
+	struct dev *d = dev_queue_device(q);
+	cl_mem md, ms;
+	size_t od, os;
+	if (dev__ocl_resolve(d, dst, n, &md, &od) || dev__ocl_resolve(d, src, n, &ms, &os))
+		return -ST_INVAL;
+	if (clEnqueueCopyBuffer(dev__ocl_queue(q), ms, md, os, od, n, 0, NULL, NULL) != CL_SUCCESS)
+		return -ST_DEVICE;
+	return 0;
+}
+
+/* Each matrix in turn; host outputs come back from y: every row, or each
+ * row's argmax (argmax_f32 on the device, then the indices). */
+static int ocl_linear_n(struct dev_queue *q, const float *x, size_t M,
+			const struct dev_linear_out *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t N = o[i].w->rows;
+		int rc = dev__ocl_linear(q, o[i].w, x, M, o[i].b, o[i].y);
+		if (!rc && o[i].argmax)
+			rc = ocl_argmax(q, o[i].y, M, N, o[i].argmax);
+		for (size_t m = 0; !rc && o[i].yrows && m < M; m++)
+			rc = dev__ocl_download(q, o[i].yrows[m], o[i].y + m * N, N * sizeof(float));
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Looked up on the host (dev_mat keeps the caller's rows), then uploaded. */
+static int ocl_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
+		     float *y)
+{
+	const struct kn_qops *plain = kn_qops_get(m->type);
+	if (!plain)
+		return -ST_UNSUPPORTED;
+	float *rows = mem_alloc(n * m->cols * sizeof(float));
+	if (!rows)
+		return -ST_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		plain->dequant((const char *)m->host + (size_t)ids[i] * m->row_bytes,
+			       rows + i * m->cols, m->cols);
+	int rc = dev__ocl_upload(q, y, rows, n * m->cols * sizeof(float));
+	mem_free(rows);
+	return rc;
+}
+
 const struct dev_ops dev__ocl_ops = {
 	.rms_norm = ocl_rms_norm,
 	.layer_norm = ocl_layer_norm,
@@ -309,6 +359,7 @@ const struct dev_ops dev__ocl_ops = {
 	.gelu = ocl_gelu,
 	.glu = ocl_glu,
 	.softmax = ocl_softmax,
+	.memcpy = ocl_memcpy,
 	.to_f16 = ocl_to_f16,
 	.argmax = ocl_argmax,
 	.rope = ocl_rope,
@@ -316,4 +367,6 @@ const struct dev_ops dev__ocl_ops = {
 	.mat_create = dev__ocl_mat_create,
 	.mat_destroy = dev__ocl_mat_destroy,
 	.linear = dev__ocl_linear,
+	.linear_n = ocl_linear_n,
+	.embed = ocl_embed,
 };

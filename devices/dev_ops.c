@@ -1,6 +1,8 @@
 /* dev_ops.c - dev.h's compute calls: sizes checked, empty work skipped,
  * then the op of the queue's device's back end (struct dev_ops).
  */
+#include <stdbool.h>
+
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
@@ -65,6 +67,11 @@ int dev_softmax(struct dev_queue *q, float *x, size_t rows, size_t n)
 	return rows ? dev_ops_of(q)->softmax(q, x, rows, n) : 0;
 }
 
+int dev_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n)
+{
+	return n ? dev_ops_of(q)->memcpy(q, dst, src, n) : 0;
+}
+
 int dev_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n)
 {
 	return n ? dev_ops_of(q)->to_f16(q, y, x, n) : 0;
@@ -97,7 +104,7 @@ int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void
 	struct dev_mat *m = mem_calloc(1, sizeof(*m));
 	if (!m)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
-	*m = (struct dev_mat){ d, type, rows, cols, row_bytes, NULL };
+	*m = (struct dev_mat){ d, type, rows, cols, row_bytes, host, NULL };
 	int rc = d->be->ops->mat_create(m, host, err, errlen);
 	if (rc) {
 		mem_free(m);
@@ -115,12 +122,43 @@ void dev_mat_destroy(struct dev_mat *m)
 	mem_free(m);
 }
 
+/* Whether q may use m: a matrix lives in its device's memory, which every
+ * cpu device shares (the host's). */
+static bool dev_mat_usable(const struct dev_mat *m, const struct dev_queue *q)
+{
+	const struct dev *d = dev_queue_device(q);
+	return m->dev == d || (m->dev->be == d->be && d->caps.kind == DEV_KIND_CPU);
+}
+
 int dev_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
 	       const float *b, float *y)
 {
-	if (w->dev != dev_queue_device(q))
+	if (!dev_mat_usable(w, q))
 		return -ST_INVAL;
 	return M ? dev_ops_of(q)->linear(q, w, x, M, b, y) : 0;
+}
+
+int dev_linear_n(struct dev_queue *q, const float *x, size_t M, const struct dev_linear_out *o,
+		 size_t n)
+{
+	if (n == 0 || n > DEV_LINEAR_MAX)
+		return -ST_INVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!dev_mat_usable(o[i].w, q) || o[i].w->cols != o[0].w->cols ||
+		    (o[i].yrows && o[i].argmax))
+			return -ST_INVAL;
+	return M ? dev_ops_of(q)->linear_n(q, x, M, o, n) : 0;
+}
+
+int dev_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
+	      float *y)
+{
+	if (!dev_mat_usable(m, q))
+		return -ST_INVAL;
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] < 0 || (size_t)ids[i] >= m->rows)
+			return -ST_INVAL;
+	return n ? dev_ops_of(q)->embed(q, m, ids, n, y) : 0;
 }
 
 int dev_rope_angles(struct dev_queue *q, float *cs, size_t n_tok, size_t n_rot,

@@ -2,7 +2,8 @@
  * (PoCL here) against the cpu back end, for every weight type the opencl
  * back end multiplies, at shapes that take the cpu's packed layouts (rows
  * a multiple of 16) and its plain ones, one and several x rows, with and
- * without a bias.
+ * without a bias; dev_linear_n against dev_linear and dev_embed against
+ * the reference dequantization, on each back end.
  *
  * The bound. opencl multiplies the dequantized weights by x in float32;
  * the cpu, as llama.cpp's CPU back end, first quantizes x to the type's
@@ -231,6 +232,135 @@ static void test_types(void **state)
 	}
 }
 
+/* dev_linear_n on one back end: q, k, v style matrices over one x, one
+ * output on the device, one into host rows, then an lm head's argmax,
+ * each equal bit for bit to dev_linear (and dev_argmax of its result) on
+ * the same back end. */
+static void check_linear_n(struct dev *d, struct dev_queue *q, bool on_dev)
+{
+	enum { M = 5, K = 256 };
+	static const int mtypes[3] = { 8, 12, 3 };
+	static const size_t rows[3] = { 32, 16, 24 };
+	struct dev_mat *w[3];
+	uint8_t *hw[3];
+	char err[256];
+	float *x = malloc(M * K * 4), *b = malloc(32 * 4);
+	for (size_t i = 0; i < M * K; i++)
+		x[i] = rnd(-2, 2);
+	for (size_t i = 0; i < 32; i++)
+		b[i] = rnd(-1, 1);
+	for (int i = 0; i < 3; i++) {
+		size_t rb = kn_qtype_row_bytes(mtypes[i], K);
+		hw[i] = malloc(rows[i] * rb);
+		fill_rows(mtypes[i], hw[i], rows[i], K, rb);
+		assert_int_equal(dev_mat_create(d, mtypes[i], rows[i], K, hw[i], rb, &w[i], err,
+						sizeof(err)), 0);
+	}
+	/* device buffers (host memory on the cpu) */
+	float *dx = on_dev ? dev_alloc(d, M * K * 4) : x, *db = on_dev ? dev_alloc(d, 32 * 4) : b;
+	if (on_dev) {
+		assert_int_equal(dev_upload(q, dx, x, M * K * 4), 0);
+		assert_int_equal(dev_upload(q, db, b, 32 * 4), 0);
+	}
+	float *y[3], *one = dev_alloc(d, M * 32 * 4);
+	for (int i = 0; i < 3; i++)
+		y[i] = dev_alloc(d, M * rows[i] * 4);
+	float host_rows[M][24], *yr[M];
+	for (int m = 0; m < M; m++)
+		yr[m] = host_rows[m];
+	struct dev_linear_out o[3] = { { w[0], db, y[0], NULL, NULL },
+				       { w[1], NULL, y[1], NULL, NULL },
+				       { w[2], db, y[2], yr, NULL } };
+	assert_int_equal(dev_linear_n(q, dx, M, o, 3), 0);
+	float got[M * 32], want[M * 32];
+	for (int i = 0; i < 3; i++) {
+		size_t n = M * rows[i];
+		assert_int_equal(dev_linear(q, w[i], dx, M, o[i].b, one), 0);
+		assert_int_equal(dev_download(q, want, one, n * 4), 0);
+		if (i < 2)
+			assert_int_equal(dev_download(q, got, y[i], n * 4), 0);
+		else
+			for (int m = 0; m < M; m++)
+				memcpy(got + m * rows[i], host_rows[m], rows[i] * 4);
+		assert_memory_equal(got, want, n * 4);
+	}
+	int32_t am[M], am_want[M];
+	struct dev_linear_out head = { w[0], db, y[0], NULL, am };
+	assert_int_equal(dev_linear_n(q, dx, M, &head, 1), 0);
+	assert_int_equal(dev_linear(q, w[0], dx, M, db, one), 0);
+	assert_int_equal(dev_argmax(q, one, M, 32, am_want), 0);
+	assert_memory_equal(am, am_want, sizeof(am));
+	/* refused: too many outputs, widths that differ, both host outputs */
+	struct dev_linear_out bad[5] = { o[0], o[1], o[2], o[0], o[1] };
+	assert_int_equal(dev_linear_n(q, dx, M, bad, 5), -ST_INVAL);
+	struct dev_mat *w64;
+	assert_int_equal(dev_mat_create(d, 0, 2, 64, x, 256, &w64, err, sizeof(err)), 0);
+	bad[1].w = w64;
+	assert_int_equal(dev_linear_n(q, dx, M, bad, 2), -ST_INVAL);
+	head.yrows = yr;
+	assert_int_equal(dev_linear_n(q, dx, M, &head, 1), -ST_INVAL);
+	dev_mat_destroy(w64);
+	for (int i = 0; i < 3; i++) {
+		dev_free(d, y[i]);
+		dev_mat_destroy(w[i]);
+		free(hw[i]);
+	}
+	dev_free(d, one);
+	if (on_dev) {
+		dev_free(d, dx);
+		dev_free(d, db);
+	}
+	free(x);
+	free(b);
+}
+
+static void test_linear_n(void **state)
+{
+	struct pair *p = *state;
+	check_linear_n(p->cpu, p->qc, false);
+	check_linear_n(p->ocl, p->qo, true);
+}
+
+/* dev_embed: rows looked up by id equal the reference dequantization of
+ * those rows exactly, on both back ends; an id past the rows is refused. */
+static void test_embed(void **state)
+{
+	struct pair *p = *state;
+	static const int etypes[] = { 0, 1, 8, 14, 12, 23 };
+	enum { ROWS = 40, K = 512, N = 4 };
+	int32_t ids[N] = { 0, 39, 7, 7 };
+	for (size_t t = 0; t < sizeof(etypes) / sizeof(etypes[0]); t++) {
+		size_t rb = kn_qtype_row_bytes(etypes[t], K);
+		uint8_t *w = malloc(ROWS * rb);
+		fill_rows(etypes[t], w, ROWS, K, rb);
+		struct dev_mat *mc, *mo;
+		char err[256];
+		assert_int_equal(dev_mat_create(p->cpu, etypes[t], ROWS, K, w, rb, &mc, err,
+						sizeof(err)), 0);
+		assert_int_equal(dev_mat_create(p->ocl, etypes[t], ROWS, K, w, rb, &mo, err,
+						sizeof(err)), 0);
+		float *yc = malloc(N * K * 4), *yo = malloc(N * K * 4), *want = malloc(N * K * 4);
+		float *dy = dev_alloc(p->ocl, N * K * 4);
+		const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, etypes[t]);
+		for (int i = 0; i < N; i++)
+			ref->dequant(w + (size_t)ids[i] * rb, want + i * K, K);
+		assert_int_equal(dev_embed(p->qc, mc, ids, N, yc), 0);
+		assert_int_equal(dev_embed(p->qo, mo, ids, N, dy), 0);
+		assert_int_equal(dev_download(p->qo, yo, dy, N * K * 4), 0);
+		assert_memory_equal(yc, want, N * K * 4);
+		assert_memory_equal(yo, want, N * K * 4);
+		int32_t bad = ROWS;
+		assert_int_equal(dev_embed(p->qo, mo, &bad, 1, dy), -ST_INVAL);
+		dev_free(p->ocl, dy);
+		dev_mat_destroy(mc);
+		dev_mat_destroy(mo);
+		free(w);
+		free(yc);
+		free(yo);
+		free(want);
+	}
+}
+
 /* Bad weights are refused with a reason; a type opencl lacks says so. */
 static void test_refused(void **state)
 {
@@ -256,6 +386,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_types),
+		cmocka_unit_test(test_linear_n),
+		cmocka_unit_test(test_embed),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

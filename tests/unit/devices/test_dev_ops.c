@@ -375,6 +375,32 @@ static void test_attention(void **state)
 	free(qh);
 }
 
+/* dev_memcpy in order with the queue's other ops: a copy taken between
+ * two scales sees the first only. */
+static void test_memcpy(void **state)
+{
+	struct pair *p = *state;
+	enum { N = 1000 };
+	float *x = rnd_vec(N, 1.0f), *want = malloc(N * sizeof(float));
+	float *d = up(p, x, N * 4), *e = dev_alloc(p->ocl, N * 4);
+	assert_int_equal(dev_scale(p->qo, d, 2.0f, N), 0);
+	assert_int_equal(dev_memcpy(p->qo, e, d, N * 4), 0);
+	assert_int_equal(dev_scale(p->qo, d, 3.0f, N), 0);
+	for (int i = 0; i < N; i++)
+		want[i] = x[i] * 2.0f;
+	float *got = down(p, e, N);
+	near(got, want, N, 0.0f, 0.0f, "memcpy");
+	free(got);
+	float *h = malloc(N * sizeof(float));
+	assert_int_equal(dev_memcpy(p->qc, h, x, N * 4), 0);
+	assert_memory_equal(h, x, N * 4);
+	assert_int_equal(dev_memcpy(p->qo, d, d + 10, N * 4), -ST_INVAL); /* past the end */
+	dev_free(p->ocl, d);
+	free(h);
+	free(x);
+	free(want);
+}
+
 /* Sizes the ops refuse, and an address range past the allocation. */
 static void test_refused(void **state)
 {
@@ -399,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_softmax_argmax),
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_memcpy),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
