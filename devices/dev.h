@@ -244,11 +244,16 @@ struct dev_mat;
  * dev_embed (looked up on the host, as llama.cpp keeps its input layer
  * there), so host must stay valid until dev_mat_destroy.
  * Weights are made once per device and shared by every queue of it.
+ * flags DEV_MAT_LOOKUP: the matrix only feeds dev_embed (an embedding
+ * table not tied to the output), so it is neither repacked nor copied,
+ * and dev_linear refuses it.
  * Returns 0, -ST_UNSUPPORTED (a type this back end lacks: err names it),
  * -ST_INVAL (cols not a whole number of blocks, row_bytes wrong),
  * -ST_NOMEM, -ST_DEVICE. */
+#define DEV_MAT_LOOKUP 1u
 int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,
-		   size_t row_bytes, struct dev_mat **out, char *err, size_t errlen);
+		   size_t row_bytes, unsigned flags, struct dev_mat **out, char *err,
+		   size_t errlen);
 void dev_mat_destroy(struct dev_mat *m);
 
 /* dev_linear - y[M, rows] = x[M, cols] W^T + b (b NULL: none), W a

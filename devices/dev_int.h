@@ -54,6 +54,7 @@ struct dev_mat {
 	int type;
 	size_t rows, cols, row_bytes;
 	const void *host; /* the caller's rows (borrowed): dev_embed reads them */
+	unsigned flags;	  /* DEV_MAT_LOOKUP: impl NULL, no products */
 	void *impl;
 };
 

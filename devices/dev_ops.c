@@ -85,7 +85,8 @@ int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32
 }
 
 int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,
-		   size_t row_bytes, struct dev_mat **out, char *err, size_t errlen)
+		   size_t row_bytes, unsigned flags, struct dev_mat **out, char *err,
+		   size_t errlen)
 {
 	*out = NULL;
 	st_errf(0, err, errlen, "%s", "");
@@ -104,8 +105,8 @@ int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void
 	struct dev_mat *m = mem_calloc(1, sizeof(*m));
 	if (!m)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
-	*m = (struct dev_mat){ d, type, rows, cols, row_bytes, host, NULL };
-	int rc = d->be->ops->mat_create(m, host, err, errlen);
+	*m = (struct dev_mat){ d, type, rows, cols, row_bytes, host, flags, NULL };
+	int rc = flags & DEV_MAT_LOOKUP ? 0 : d->be->ops->mat_create(m, host, err, errlen);
 	if (rc) {
 		mem_free(m);
 		return rc;
@@ -118,7 +119,8 @@ void dev_mat_destroy(struct dev_mat *m)
 {
 	if (!m)
 		return;
-	m->dev->be->ops->mat_destroy(m);
+	if (!(m->flags & DEV_MAT_LOOKUP))
+		m->dev->be->ops->mat_destroy(m);
 	mem_free(m);
 }
 
@@ -130,10 +132,16 @@ static bool dev_mat_usable(const struct dev_mat *m, const struct dev_queue *q)
 	return m->dev == d || (m->dev->be == d->be && d->caps.kind == DEV_KIND_CPU);
 }
 
+/* ... and multiply by it. */
+static bool dev_mat_multipliable(const struct dev_mat *m, const struct dev_queue *q)
+{
+	return dev_mat_usable(m, q) && !(m->flags & DEV_MAT_LOOKUP);
+}
+
 int dev_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
 	       const float *b, float *y)
 {
-	if (!dev_mat_usable(w, q))
+	if (!dev_mat_multipliable(w, q))
 		return -ST_INVAL;
 	return M ? dev_ops_of(q)->linear(q, w, x, M, b, y) : 0;
 }
@@ -144,7 +152,7 @@ int dev_linear_n(struct dev_queue *q, const float *x, size_t M, const struct dev
 	if (n == 0 || n > DEV_LINEAR_MAX)
 		return -ST_INVAL;
 	for (size_t i = 0; i < n; i++)
-		if (!dev_mat_usable(o[i].w, q) || o[i].w->cols != o[0].w->cols ||
+		if (!dev_mat_multipliable(o[i].w, q) || o[i].w->cols != o[0].w->cols ||
 		    (o[i].yrows && o[i].argmax))
 			return -ST_INVAL;
 	return M ? dev_ops_of(q)->linear_n(q, x, M, o, n) : 0;

@@ -162,11 +162,11 @@ static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, b
 	/* cpu: host memory */
 	struct dev_mat *mc, *mo;
 	char err[256];
-	assert_int_equal(dev_mat_create(p->cpu, type, N, K, w, rb, &mc, err, sizeof(err)), 0);
+	assert_int_equal(dev_mat_create(p->cpu, type, N, K, w, rb, 0, &mc, err, sizeof(err)), 0);
 	float *yc = malloc(M * N * sizeof(float)), *yo = malloc(M * N * sizeof(float));
 	assert_int_equal(dev_linear(p->qc, mc, x, M, bias ? b : NULL, yc), 0);
 	/* opencl */
-	assert_int_equal(dev_mat_create(p->ocl, type, N, K, w, rb, &mo, err, sizeof(err)), 0);
+	assert_int_equal(dev_mat_create(p->ocl, type, N, K, w, rb, 0, &mo, err, sizeof(err)), 0);
 	float *dx = dev_alloc(p->ocl, M * K * 4), *db = dev_alloc(p->ocl, N * 4);
 	float *dy = dev_alloc(p->ocl, M * N * 4);
 	assert_int_equal(dev_upload(p->qo, dx, x, M * K * 4), 0);
@@ -253,7 +253,7 @@ static void check_linear_n(struct dev *d, struct dev_queue *q, bool on_dev)
 		size_t rb = kn_qtype_row_bytes(mtypes[i], K);
 		hw[i] = malloc(rows[i] * rb);
 		fill_rows(mtypes[i], hw[i], rows[i], K, rb);
-		assert_int_equal(dev_mat_create(d, mtypes[i], rows[i], K, hw[i], rb, &w[i], err,
+		assert_int_equal(dev_mat_create(d, mtypes[i], rows[i], K, hw[i], rb, 0, &w[i], err,
 						sizeof(err)), 0);
 	}
 	/* device buffers (host memory on the cpu) */
@@ -294,7 +294,7 @@ static void check_linear_n(struct dev *d, struct dev_queue *q, bool on_dev)
 	struct dev_linear_out bad[5] = { o[0], o[1], o[2], o[0], o[1] };
 	assert_int_equal(dev_linear_n(q, dx, M, bad, 5), -ST_INVAL);
 	struct dev_mat *w64;
-	assert_int_equal(dev_mat_create(d, 0, 2, 64, x, 256, &w64, err, sizeof(err)), 0);
+	assert_int_equal(dev_mat_create(d, 0, 2, 64, x, 256, 0, &w64, err, sizeof(err)), 0);
 	bad[1].w = w64;
 	assert_int_equal(dev_linear_n(q, dx, M, bad, 2), -ST_INVAL);
 	head.yrows = yr;
@@ -335,9 +335,9 @@ static void test_embed(void **state)
 		fill_rows(etypes[t], w, ROWS, K, rb);
 		struct dev_mat *mc, *mo;
 		char err[256];
-		assert_int_equal(dev_mat_create(p->cpu, etypes[t], ROWS, K, w, rb, &mc, err,
+		assert_int_equal(dev_mat_create(p->cpu, etypes[t], ROWS, K, w, rb, 0, &mc, err,
 						sizeof(err)), 0);
-		assert_int_equal(dev_mat_create(p->ocl, etypes[t], ROWS, K, w, rb, &mo, err,
+		assert_int_equal(dev_mat_create(p->ocl, etypes[t], ROWS, K, w, rb, 0, &mo, err,
 						sizeof(err)), 0);
 		float *yc = malloc(N * K * 4), *yo = malloc(N * K * 4), *want = malloc(N * K * 4);
 		float *dy = dev_alloc(p->ocl, N * K * 4);
@@ -351,6 +351,15 @@ static void test_embed(void **state)
 		assert_memory_equal(yo, want, N * K * 4);
 		int32_t bad = ROWS;
 		assert_int_equal(dev_embed(p->qo, mo, &bad, 1, dy), -ST_INVAL);
+		/* a lookup-only table: the same rows, no products */
+		struct dev_mat *lk;
+		assert_int_equal(dev_mat_create(p->ocl, etypes[t], ROWS, K, w, rb, DEV_MAT_LOOKUP,
+						&lk, err, sizeof(err)), 0);
+		assert_int_equal(dev_embed(p->qo, lk, ids, N, dy), 0);
+		assert_int_equal(dev_download(p->qo, yo, dy, N * K * 4), 0);
+		assert_memory_equal(yo, want, N * K * 4);
+		assert_int_equal(dev_linear(p->qo, lk, dy, 1, NULL, dy + K), -ST_INVAL);
+		dev_mat_destroy(lk);
 		dev_free(p->ocl, dy);
 		dev_mat_destroy(mc);
 		dev_mat_destroy(mo);
@@ -368,14 +377,14 @@ static void test_refused(void **state)
 	struct dev_mat *m;
 	char err[256];
 	uint8_t w[4096] = { 0 };
-	assert_int_equal(dev_mat_create(p->ocl, 8, 4, 33, w, 34, &m, err, sizeof(err)), -ST_INVAL);
+	assert_int_equal(dev_mat_create(p->ocl, 8, 4, 33, w, 34, 0, &m, err, sizeof(err)), -ST_INVAL);
 	assert_non_null(strstr(err, "Q8_0"));
-	assert_int_equal(dev_mat_create(p->ocl, 8, 4, 32, w, 36, &m, err, sizeof(err)), -ST_INVAL);
-	assert_int_equal(dev_mat_create(p->ocl, 99, 4, 32, w, 36, &m, err, sizeof(err)),
+	assert_int_equal(dev_mat_create(p->ocl, 8, 4, 32, w, 36, 0, &m, err, sizeof(err)), -ST_INVAL);
+	assert_int_equal(dev_mat_create(p->ocl, 99, 4, 32, w, 36, 0, &m, err, sizeof(err)),
 			 -ST_UNSUPPORTED);
 	assert_null(m);
 	/* a matrix of one device on another's queue */
-	assert_int_equal(dev_mat_create(p->cpu, 0, 2, 4, w, 16, &m, err, sizeof(err)), 0);
+	assert_int_equal(dev_mat_create(p->cpu, 0, 2, 4, w, 16, 0, &m, err, sizeof(err)), 0);
 	float *y = dev_alloc(p->ocl, 64);
 	assert_int_equal(dev_linear(p->qo, m, y, 1, NULL, y + 4), -ST_INVAL);
 	dev_free(p->ocl, y);
