@@ -21,6 +21,7 @@
 #include "engine/eng.h"
 #include "engine/sched/eng_sched.h"
 
+struct dev;
 struct eng__gseq;
 struct eng_llm_kv;
 
@@ -41,9 +42,10 @@ void eng__gen_req_end(struct eng__req *r, int rc, const char *err);
 
 /* eng__gseq_start - tokenise p->prompt (special tokens parsed, BOS as the
  * model wants), check it fits the context with max_tokens, allocate the
- * KV cache, logits and sampler. Errors: -ST_TOOBIG (err gives the
- * numbers), -ST_INVAL (empty prompt), -ST_NOMEM. p must outlive it. */
-int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
+ * KV cache (on device d, the replica's: it outlives the sequence), logits
+ * and sampler. Errors: -ST_TOOBIG (err gives the numbers), -ST_INVAL
+ * (empty prompt), -ST_NOMEM. p must outlive it. */
+int eng__gseq_start(const struct eng_model *m, struct dev *d, const struct eng_gen_params *p,
 		    struct eng__gseq **out, char *err, size_t errlen);
 void eng__gseq_destroy(struct eng__gseq *g);
 

@@ -14,11 +14,13 @@
  * With nothing running the loop sleeps in eng__sched_take until work or
  * shutdown arrives. On shutdown running sequences end with -ST_CLOSED.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "common/mem.h"
 #include "common/st.h"
+#include "devices/dev.h"
 #include "devices/dev_pool.h"
 #include "engine/gen/eng_gen_int.h"
 #include "engine/eng_int.h"
@@ -81,7 +83,7 @@ static bool egl_admit(struct egl *l)
 		char err[512] = "";
 		r->t_admit = st_now_ms();
 		l->run[l->n_run++] = r;
-		int rc = eng__gseq_start(r->m, &r->p, &r->seq, err, sizeof(err));
+		int rc = eng__gseq_start(r->m, l->rp->dev, &r->p, &r->seq, err, sizeof(err));
 		if (rc)
 			egl_end(l, l->n_run - 1, rc, err);
 	}
@@ -172,7 +174,7 @@ static void egl_step(struct egl *l)
 {
 	size_t n = egl_batch(l);
 	double t0 = st_now_ms();
-	int rc = eng_llm_forward_batch(l->s->m->llm, l->pool, l->scratch, l->seqs, n);
+	int rc = eng_llm_forward_batch(l->s->m->llm, l->scratch, l->seqs, n);
 	double t1 = st_now_ms();
 	struct eng_sched *s = l->s;
 	pthread_mutex_lock(&s->mu);
@@ -221,8 +223,12 @@ static int egl_init(struct egl *l, struct eng__replica *rp, struct dev_pool *poo
 	l->ids = mem_calloc(seqs, sizeof(*l->ids));
 	if (!l->run || !l->taken || !l->seqs || !l->in || !l->due || !l->ids)
 		return -ST_NOMEM;
-	return eng_llm_scratch_create(s->m->llm, (size_t)s->max_batch_tokens,
-				      eng_model_context(s->m), dev_pool_size(pool), &l->scratch);
+	char err[256];
+	int rc = eng_llm_scratch_create(s->m->llm, rp->q, (size_t)s->max_batch_tokens,
+					eng_model_context(s->m), &l->scratch, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "inferd: %s on %s: %s\n", s->m->name, dev_caps(rp->dev)->name, err);
+	return rc;
 }
 
 static void egl_fini(struct egl *l)

@@ -306,7 +306,7 @@ void eng__gseq_destroy(struct eng__gseq *g)
 	mem_free(g);
 }
 
-int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
+int eng__gseq_start(const struct eng_model *m, struct dev *d, const struct eng_gen_params *p,
 		    struct eng__gseq **out, char *err, size_t errlen)
 {
 	const struct eng_llm_hp *hp = eng_llm_hp(m->llm);
@@ -331,7 +331,7 @@ int eng__gseq_start(const struct eng_model *m, const struct eng_gen_params *p,
 	if (!rc)
 		rc = eg_prompt(g, err, errlen);
 	if (!rc)
-		rc = eng_llm_kv_create(m->llm, eng_model_context(m), m->kv_cache_f16, &g->kv);
+		rc = eng_llm_kv_create(m->llm, d, eng_model_context(m), m->kv_cache_f16, &g->kv);
 	if (rc) {
 		if (err && errlen && !err[0])
 			st_errf(rc, err, errlen, "generation failed (%s)", st_str(rc));

@@ -10,10 +10,13 @@
  * the GGUF metadata keys of the GGUF specification ({arch}.block_count,
  * {arch}.attention.head_count, ...). Every size comes from the file.
  *
- * Weights stay where the GGUF reader mapped them (read-only, shared by
- * every replica); matrix products read the quantized blocks directly
- * (kernels/kn_quant.h). A struct eng_llm_kv is one sequence's KV cache.
- * Thread: eng_llm is immutable after load; a kv belongs to one caller.
+ * The pass runs through the device interface (devices/dev.h) on the
+ * queue it is given: the weights go to that queue's device once (the cpu
+ * back end reads the GGUF map's blocks in place or repacks them; others
+ * copy them) and are shared by every replica there; activations and KV
+ * caches live on the device. A struct eng_llm_kv is one sequence's KV
+ * cache. Thread: eng_llm is immutable after load but for its per-device
+ * weights (made under a lock); a kv belongs to one caller.
  */
 #ifndef ENG_LLM_H
 #define ENG_LLM_H
@@ -23,7 +26,8 @@
 #include <stdint.h>
 
 struct eng_gguf;
-struct dev_pool;
+struct dev;
+struct dev_queue;
 struct eng_llm;
 struct eng_llm_kv;
 
@@ -74,9 +78,10 @@ const char *eng_llm_arch_name(enum eng_llm_arch a);
  * n_ctx x n_head_kv x head_dim values for K and for V, IEEE binary16 when
  * f16 (llama.cpp's default cache type, half the bytes a decode step reads
  * at long contexts; attention still computes in float32 on the widened
- * values: kn_attention_window_f16), else float32. -ST_INVAL (n_ctx 0),
- * -ST_NOMEM. */
-int eng_llm_kv_create(const struct eng_llm *m, size_t n_ctx, bool f16, struct eng_llm_kv **out);
+ * values: kn_attention_window_f16), else float32; in d's memory (d
+ * borrowed: it must outlive the cache). -ST_INVAL (n_ctx 0), -ST_NOMEM. */
+int eng_llm_kv_create(const struct eng_llm *m, struct dev *d, size_t n_ctx, bool f16,
+		      struct eng_llm_kv **out);
 void eng_llm_kv_destroy(struct eng_llm_kv *kv);
 size_t eng_llm_kv_len(const struct eng_llm_kv *kv);
 size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);
@@ -84,19 +89,24 @@ size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);
 void eng_llm_kv_truncate(struct eng_llm_kv *kv, size_t len);
 
 /* eng_llm_forward - feed n tokens at positions kv_len .. kv_len+n-1 (the
- * cache grows by n). logits: [n_vocab] for the last token, or, when
- * all_logits, [n][n_vocab] for every token (teacher forcing, tests).
- * Long inputs are processed in chunks internally. Returns 0, -ST_TOOBIG
- * (context full), -ST_INVAL (a token id out of range), -ST_NOMEM. */
-int eng_llm_forward(const struct eng_llm *m, struct eng_llm_kv *kv, struct dev_pool *p,
+ * cache grows by n) on queue dq, whose device holds kv. logits (host):
+ * [n_vocab] for the last token, or, when all_logits, [n][n_vocab] for
+ * every token (teacher forcing, tests). Long inputs are processed in
+ * chunks internally. Called by dq's work items, or by one other thread
+ * while dq runs none. Returns 0, -ST_TOOBIG (context full), -ST_INVAL (a
+ * token id out of range), -ST_NOMEM, -ST_UNSUPPORTED (a weight type the
+ * device lacks), -ST_DEVICE. */
+int eng_llm_forward(const struct eng_llm *m, struct eng_llm_kv *kv, struct dev_queue *dq,
 		    const int32_t *tokens, size_t n, bool all_logits, float *logits);
 
-/* Scratch for eng_llm_forward_batch: activations for up to rows rows,
- * attention for caches of up to n_ctx positions, for pools of up to nth
- * threads. One per replica, reused by every pass. -ST_INVAL, -ST_NOMEM. */
+/* Scratch for eng_llm_forward_batch on queue dq: activations for up to
+ * rows rows and caches of up to n_ctx positions on dq's device, and a
+ * reference to the model's weights there (made by the first scratch of a
+ * device). One per replica, reused by every pass. -ST_INVAL, -ST_NOMEM,
+ * -ST_UNSUPPORTED, -ST_DEVICE, with err saying which. */
 struct eng_llm_scratch;
-int eng_llm_scratch_create(const struct eng_llm *m, size_t rows, size_t n_ctx, int nth,
-			   struct eng_llm_scratch **out);
+int eng_llm_scratch_create(const struct eng_llm *m, struct dev_queue *dq, size_t rows,
+			   size_t n_ctx, struct eng_llm_scratch **out, char *err, size_t errlen);
 void eng_llm_scratch_destroy(struct eng_llm_scratch *s);
 
 /* One sequence's part of a batched pass. */
@@ -108,7 +118,7 @@ struct eng_llm_seq {
 				  * last token, or [n][n_vocab] when all_logits */
 	bool all_logits;
 	int32_t *greedy;         /* NULL, or (logits NULL) where the index of the last
-				  * token's largest logit goes, kn argmax's choice
+				  * token's largest logit goes, dev_argmax's choice
 				  * (greedy decoding): the logits are then never
 				  * written out, the lm head keeps each tile's
 				  * maximum */
@@ -120,11 +130,12 @@ struct eng_llm_seq {
  * batch), each sequence's rows attend to its own cache only, and each
  * cache grows by its n. Rows in total <= the scratch's rows; a cache may
  * appear once. Results per sequence equal those of separate passes (the
- * same kernels per row; tests/unit/engine/models/test_llm.c checks it). Returns
- * 0, -ST_INVAL (a token out of range, an empty part, a cache twice, a pool
- * bigger than the scratch's), -ST_TOOBIG (a cache or the scratch full);
- * nothing is changed on error. */
-int eng_llm_forward_batch(const struct eng_llm *m, struct dev_pool *p,
-			  struct eng_llm_scratch *s, const struct eng_llm_seq *seqs, size_t n_seqs);
+ * same kernels per row; tests/unit/engine/models/test_llm.c checks it). It
+ * runs on the scratch's queue. Returns 0, -ST_INVAL (a token out of range,
+ * an empty part, a cache twice, float32 and binary16 caches mixed),
+ * -ST_TOOBIG (a cache or the scratch full), nothing changed; or an op's
+ * error (-ST_NOMEM, -ST_DEVICE), the caches' lengths unchanged. */
+int eng_llm_forward_batch(const struct eng_llm *m, struct eng_llm_scratch *s,
+			  const struct eng_llm_seq *seqs, size_t n_seqs);
 
 #endif /* ENG_LLM_H */

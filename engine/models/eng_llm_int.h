@@ -1,21 +1,57 @@
-/* eng_llm_int.h - eng_llm's weight views, shared by eng_llm_load.c and
- * eng_llm_fwd.c only. */
+/* eng_llm_int.h - eng_llm's weight views, shared by eng_llm_load.c,
+ * eng_llm_dev.c and eng_llm_fwd.c only. */
 #ifndef ENG_LLM_INT_H
 #define ENG_LLM_INT_H
 
+#include <pthread.h>
+
 #include "engine/models/eng_llm.h"
 
-struct kn_qops;
+struct dev;
+struct dev_mat;
 
 /* A weight matrix in the map: n_rows rows of n_cols elements of a GGUF
  * type (the GGUF dims are [n_cols, n_rows]), or a float vector. */
 struct el_mat {
-	const void *data;         /* borrowed from the GGUF map, or `packed`; NULL: absent */
-	const struct kn_qops *q;  /* the type's kernels (on the packed layout when packed) */
-	void *packed;             /* owned: the rows in kn_qpack's layout, or NULL */
+	const void *data;         /* borrowed from the GGUF map; NULL: absent */
+	int type;                 /* ggml type number */
 	size_t row_bytes;
 	int n_rows, n_cols;
 };
+
+/* A layer's weights on a device (eng_llm_dev.c): vectors are device
+ * addresses (NULL where the model has none), matrices dev_mats. */
+struct el_dlayer {
+	const float *attn_norm, *q_norm, *k_norm, *post_attn_norm;
+	const float *ffn_norm, *post_ffw_norm;
+	const float *bq, *bk, *bv;
+	struct dev_mat *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
+};
+
+/* The model's weights on one device (or, for cpu devices, on the host's
+ * memory every cpu device shares), made on first use and shared by every
+ * replica there. */
+struct eng_llm_w {
+	struct dev *dev;            /* where they live: owned (cpu: opened for the
+				     * host's memory) or borrowed (refs > 0 keeps it) */
+	bool own_dev;
+	int refs;                   /* scratches using it (non-cpu: freed at 0) */
+	struct dev_mat *embd;       /* token lookups (the output's matrix when tied) */
+	struct dev_mat *output;
+	const float *output_b, *output_norm, *rope_freqs;
+	struct el_dlayer *layers;   /* [n_layer] */
+	struct eng_llm_w *next;
+};
+
+/* eng_llm_w_get - the weights of m usable by queues of d (made now if
+ * none are), with a reference; eng_llm_w_put drops it. err says why not
+ * (a type the device lacks, out of memory). */
+int eng_llm_w_get(const struct eng_llm *m, struct dev *d, struct eng_llm_w **out, char *err,
+		  size_t errlen);
+void eng_llm_w_put(const struct eng_llm *m, struct eng_llm_w *w);
+
+/* eng_llm_w_free_all - free every binding left (eng_llm_destroy). */
+void eng_llm_w_free_all(struct eng_llm *m);
 
 struct el_layer {
 	const float *attn_norm, *q_norm, *k_norm, *post_attn_norm; /* attn_norm NULL: none (olmo2) */
@@ -34,14 +70,20 @@ struct eng_llm {
 	const float *output_norm;
 	const float *rope_freqs;           /* [n_rot / 2] RoPE frequency factors (llama 3), or NULL */
 	struct el_layer *layers;           /* [n_layer] */
-	float *gelu_f16;                   /* [65536] GELU of every binary16 value, rounded to
-					    * binary16 (ggml's table; gemma3's GeGLU), or NULL */
+	struct el_binds *binds;            /* the weights on devices (eng_llm_dev.c) */
+};
+
+/* The bindings of a model: mutable behind the model's const pointer. */
+struct el_binds {
+	pthread_mutex_t mu;
+	struct eng_llm_w *list;
 };
 
 struct eng_llm_kv {
+	struct dev *dev;                   /* where the cache lives (borrowed) */
 	size_t n_ctx, len;
 	size_t row;                        /* floats per position per layer */
-	float *k, *v;                      /* [n_layer][n_ctx][row] float32, or NULL */
+	float *k, *v;                      /* [n_layer][n_ctx][row] float32 on dev, or NULL */
 	uint16_t *k16, *v16;               /* the same in binary16, or NULL */
 };
 

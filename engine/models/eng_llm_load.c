@@ -261,13 +261,13 @@ static void el_mat(struct el_ld *ld, const char *name, int n_rows, int n_cols, b
 			(unsigned long long)t->dims[0], ld->arch, n_rows, n_cols);
 		return;
 	}
-	out->q = kn_qops_get((int)t->type);
-	if (!out->q) {
+	out->type = (int)t->type;
+	out->row_bytes = kn_qtype_row_bytes((int)t->type, (size_t)n_cols);
+	if (!out->row_bytes) {
 		el_fail(ld, -ST_UNSUPPORTED, "tensor '%s': its type is not supported yet", name);
 		return;
 	}
 	out->data = t->data;
-	out->row_bytes = kn_qtype_row_bytes((int)t->type, (size_t)n_cols);
 	out->n_rows = n_rows;
 	out->n_cols = n_cols;
 	if (out->row_bytes * (size_t)n_rows != t->size_bytes)
@@ -440,73 +440,6 @@ static void el_weights(struct el_ld *ld)
 	}
 }
 
-/* m in the ISA's packed layout (kn_quant.h struct kn_qpack) when it has
- * one for the type and the rows divide into its groups: the integer
- * product's fastest form, at any number of rows. The map's copy stays
- * (the embedding is looked up there when the output is tied to it). */
-static void el_pack(struct el_ld *ld, struct el_mat *m)
-{
-	const struct kn_qpack *pk = m->data ? kn_qpack_get(m->q->type) : NULL;
-	if (ld->rc || !pk || (size_t)m->n_rows % pk->rows)
-		return;
-	m->packed = mem_alloc_huge((size_t)m->n_rows * m->row_bytes);
-	if (!m->packed) {
-		el_fail(ld, -ST_NOMEM, "%s", "out of memory");
-		return;
-	}
-	pk->pack(m->data, m->row_bytes, (size_t)m->n_rows, (size_t)m->n_cols, m->packed);
-	m->data = m->packed;
-	m->q = pk->ops;
-}
-
-/* The weight matrices of layer l, into w[EL_LAYER_MATS]. */
-#define EL_LAYER_MATS 7
-static void el_layer_mats(struct el_layer *l, struct el_mat *w[EL_LAYER_MATS])
-{
-	struct el_mat *all[EL_LAYER_MATS] = { &l->wq, &l->wk,	  &l->wv,    &l->wo,
-					      &l->w_gate, &l->w_up, &l->w_down };
-	memcpy(w, all, sizeof(all));
-}
-
-static void el_pack_all(struct el_ld *ld)
-{
-	struct eng_llm *m = ld->m;
-	if (ld->rc)
-		return;
-	el_pack(ld, &m->output);
-	for (int i = 0; i < m->hp.n_layer; i++) {
-		struct el_layer *l = &m->layers[i];
-		struct el_mat *w[EL_LAYER_MATS];
-		el_layer_mats(l, w);
-		for (int j = 0; j < EL_LAYER_MATS; j++)
-			el_pack(ld, w[j]);
-	}
-}
-
-/* ggml's CPU GELU: the tanh approximation evaluated once per binary16
- * input and rounded to binary16 (ggml_table_gelu_f16), which llama.cpp's
- * GeGLU reads; matching it keeps gemma's logits with llama.cpp's. */
-static void el_gelu_table(struct el_ld *ld)
-{
-	struct eng_llm *m = ld->m;
-	if (ld->rc || !m->hp.geglu)
-		return;
-	m->gelu_f16 = mem_alloc(65536 * sizeof(float));
-	if (!m->gelu_f16) {
-		el_fail(ld, -ST_NOMEM, "%s", "out of memory");
-		return;
-	}
-	const struct kn_ops *ops = kn_ops();
-	for (uint32_t i = 0; i < 65536; i++) {
-		uint16_t h = (uint16_t)i;
-		float x, y;
-		ops->f16_to_f32(&h, &x, 1);
-		y = 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
-		h = kn_f32_to_f16(y);
-		ops->f16_to_f32(&h, &m->gelu_f16[i], 1);
-	}
-}
-
 int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -515,10 +448,14 @@ int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size
 	if (!m)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	struct el_ld ld = { .g = g, .m = m, .err = err, .errlen = errlen };
+	m->binds = mem_calloc(1, sizeof(*m->binds));
+	if (!m->binds) {
+		mem_free(m);
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	}
+	pthread_mutex_init(&m->binds->mu, NULL);
 	el_hparams(&ld);
 	el_weights(&ld);
-	el_pack_all(&ld);
-	el_gelu_table(&ld);
 	if (ld.rc) {
 		eng_llm_destroy(m);
 		return ld.rc;
@@ -531,16 +468,8 @@ void eng_llm_destroy(struct eng_llm *m)
 {
 	if (!m)
 		return;
-	mem_free(m->output.packed);
-	for (int i = 0; m->layers && i < m->hp.n_layer; i++) {
-		struct el_layer *l = &m->layers[i];
-		struct el_mat *w[EL_LAYER_MATS];
-		el_layer_mats(l, w);
-		for (int j = 0; j < EL_LAYER_MATS; j++)
-			mem_free(w[j]->packed);
-	}
+	eng_llm_w_free_all(m);
 	mem_free(m->layers);
-	mem_free(m->gelu_f16);
 	mem_free(m);
 }
 

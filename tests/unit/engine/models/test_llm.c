@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "common/st.h"
+#include "devices/dev.h"
 #include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm.h"
 #include "engine/tok/eng_tok.h"
@@ -73,13 +74,38 @@ struct model {
  * reference's, binary16 in the _kv_f16 tests (which set it back). */
 static bool kv_f16 = false;
 
+/* The passes run on a cpu device's queue of one thread, from the test's
+ * thread while the queue runs nothing (dev.h allows it). */
+static struct dev *tdev;
+static struct dev_queue *tq;
+
+static int open_device(void **state)
+{
+	(void)state;
+	char err[256];
+	if (dev_open("cpu", &tdev, err, sizeof(err)) ||
+	    dev_queue_create(tdev, 1, &tq, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int close_device(void **state)
+{
+	(void)state;
+	dev_queue_destroy(tq);
+	dev_close(tdev);
+	return 0;
+}
+
 static void model_open(struct model *md, const char *path, size_t n_ctx)
 {
 	char err[512];
 	if (eng_gguf_open(path, &md->g, err, sizeof(err)) ||
 	    eng_llm_load(md->g, &md->m, err, sizeof(err)))
 		fail_msg("%s", err);
-	assert_int_equal(eng_llm_kv_create(md->m, n_ctx, kv_f16, &md->kv), 0);
+	assert_int_equal(eng_llm_kv_create(md->m, tdev, n_ctx, kv_f16, &md->kv), 0);
 	md->n_vocab = eng_llm_hp(md->m)->n_vocab;
 }
 
@@ -107,14 +133,14 @@ static size_t greedy_match(struct model *md, const int32_t *prompt, size_t n,
 	float *logits = malloc((size_t)md->n_vocab * sizeof(float));
 	assert_non_null(logits);
 	eng_llm_kv_truncate(md->kv, 0);
-	assert_int_equal(eng_llm_forward(md->m, md->kv, NULL, prompt, n, false, logits), 0);
+	assert_int_equal(eng_llm_forward(md->m, md->kv, tq, prompt, n, false, logits), 0);
 	size_t ok = 0;
 	for (; ok < n_want; ok++) {
 		int32_t id = argmax(logits, md->n_vocab);
 		if (id != want[ok])
 			break;
 		if (ok + 1 < n_want)
-			assert_int_equal(eng_llm_forward(md->m, md->kv, NULL, &id, 1, false, logits), 0);
+			assert_int_equal(eng_llm_forward(md->m, md->kv, tq, &id, 1, false, logits), 0);
 	}
 	free(logits);
 	return ok;
@@ -184,7 +210,7 @@ static void teacher_forced(const char *file, const char *json, const char *label
 		eng_llm_kv_truncate(md.kv, 0);
 		for (size_t done = 0; done < n; done += CHUNK) {
 			size_t c = n - done < CHUNK ? n - done : CHUNK;
-			assert_int_equal(eng_llm_forward(md.m, md.kv, NULL, ids + done, c, true, logits), 0);
+			assert_int_equal(eng_llm_forward(md.m, md.kv, tq, ids + done, c, true, logits), 0);
 			for (size_t t = 0; t < c; t++) {
 				const float *row = logits + t * (size_t)md.n_vocab;
 				const json_t *ti = json_array_get(top_ids, done + t);
@@ -393,19 +419,19 @@ static void batch_vs_single(const char *path, bool exact)
 	static const int32_t c[] = {2, 40, 41, 42};
 	struct eng_llm_kv *kv[6];
 	for (int i = 0; i < 6; i++)
-		assert_int_equal(eng_llm_kv_create(md.m, 64, kv_f16, &kv[i]), 0);
+		assert_int_equal(eng_llm_kv_create(md.m, tdev, 64, kv_f16, &kv[i]), 0);
 	float *single = malloc(7 * nv * sizeof(float)), *batch = malloc(7 * nv * sizeof(float));
 	assert_true(single && batch);
 	/* caches 0..2 go one by one, caches 3..5 together */
 	for (int base = 0; base < 6; base += 3) {
-		assert_int_equal(eng_llm_forward(md.m, kv[base], NULL, a, 5, false, single), 0);
-		assert_int_equal(eng_llm_forward(md.m, kv[base + 1], NULL, a, 9, false, single), 0);
+		assert_int_equal(eng_llm_forward(md.m, kv[base], tq, a, 5, false, single), 0);
+		assert_int_equal(eng_llm_forward(md.m, kv[base + 1], tq, a, 9, false, single), 0);
 	}
-	assert_int_equal(eng_llm_forward(md.m, kv[0], NULL, a + 5, 7, false, single), 0);
-	assert_int_equal(eng_llm_forward(md.m, kv[1], NULL, a + 9, 1, false, single + nv), 0);
-	assert_int_equal(eng_llm_forward(md.m, kv[2], NULL, c, 4, true, single + 2 * nv), 0);
+	assert_int_equal(eng_llm_forward(md.m, kv[0], tq, a + 5, 7, false, single), 0);
+	assert_int_equal(eng_llm_forward(md.m, kv[1], tq, a + 9, 1, false, single + nv), 0);
+	assert_int_equal(eng_llm_forward(md.m, kv[2], tq, c, 4, true, single + 2 * nv), 0);
 	struct eng_llm_scratch *sc;
-	assert_int_equal(eng_llm_scratch_create(md.m, 12, 64, 1, &sc), 0);
+	assert_int_equal(eng_llm_scratch_create(md.m, tq, 12, 64, &sc, NULL, 0), 0);
 	struct eng_llm_seq seqs[3] = {
 		{ .kv = kv[3], .tokens = a + 5, .n = 7, .logits = batch },
 		{ .kv = kv[4], .tokens = a + 9, .n = 1, .logits = batch + nv },
@@ -413,23 +439,23 @@ static void batch_vs_single(const char *path, bool exact)
 	};
 	/* errors first: a cache twice, too many rows, a bad token */
 	struct eng_llm_seq twice[2] = { seqs[0], seqs[0] };
-	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, twice, 2), -ST_INVAL);
+	assert_int_equal(eng_llm_forward_batch(md.m, sc, twice, 2), -ST_INVAL);
 	struct eng_llm_seq big = { .kv = kv[3], .tokens = a, .n = 12, .logits = NULL };
 	struct eng_llm_seq two[2] = { big, seqs[1] };
-	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, two, 2), -ST_TOOBIG);
+	assert_int_equal(eng_llm_forward_batch(md.m, sc, two, 2), -ST_TOOBIG);
 	int32_t bad = md.n_vocab;
 	struct eng_llm_seq badq = { .kv = kv[4], .tokens = &bad, .n = 1 };
-	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, &badq, 1), -ST_INVAL);
+	assert_int_equal(eng_llm_forward_batch(md.m, sc, &badq, 1), -ST_INVAL);
 	assert_int_equal(eng_llm_kv_len(kv[3]), 5);
 	assert_int_equal(eng_llm_kv_len(kv[4]), 9);
-	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, seqs, 3), 0);
+	assert_int_equal(eng_llm_forward_batch(md.m, sc, seqs, 3), 0);
 	same_logits(single, batch, 6 * nv, exact);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(eng_llm_kv_len(kv[i]), eng_llm_kv_len(kv[i + 3]));
 	/* one more decode step for every cache: still equal */
 	int32_t next = 3;
 	for (int i = 0; i < 6; i++)
-		assert_int_equal(eng_llm_forward(md.m, kv[i], NULL, &next, 1, false,
+		assert_int_equal(eng_llm_forward(md.m, kv[i], tq, &next, 1, false,
 						 (i < 3 ? single : batch) + (size_t)(i % 3) * nv), 0);
 	same_logits(single, batch, 3 * nv, exact);
 	/* and a step that asks only for the greedy choice (eng_llm_seq
@@ -437,14 +463,14 @@ static void batch_vs_single(const char *path, bool exact)
 	 * had, two of them batched with one that wants its logits */
 	int32_t ids[3] = { -1, -1, -1 }, tok[3] = { 7, 8, 9 };
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(eng_llm_forward(md.m, kv[i], NULL, &tok[i], 1, false,
+		assert_int_equal(eng_llm_forward(md.m, kv[i], tq, &tok[i], 1, false,
 						 single + (size_t)i * nv), 0);
 	struct eng_llm_seq greedy[3] = {
 		{ .kv = kv[3], .tokens = &tok[0], .n = 1, .greedy = &ids[0] },
 		{ .kv = kv[4], .tokens = &tok[1], .n = 1, .logits = batch + nv },
 		{ .kv = kv[5], .tokens = &tok[2], .n = 1, .greedy = &ids[2] },
 	};
-	assert_int_equal(eng_llm_forward_batch(md.m, NULL, sc, greedy, 3), 0);
+	assert_int_equal(eng_llm_forward_batch(md.m, sc, greedy, 3), 0);
 	same_logits(single + nv, batch + nv, nv, exact);
 	for (int i = 0; i < 3; i += 2)
 		assert_int_equal(ids[i], (int32_t)kn_ops()->argmax(single + (size_t)i * nv, nv));
@@ -528,7 +554,7 @@ static void tiny_one(const json_t *entry, struct tiny_stats *st)
 		float *got = malloc(nf * sizeof(float));
 		assert_non_null(got);
 		eng_llm_kv_truncate(md.kv, 0);
-		assert_int_equal(eng_llm_forward(md.m, md.kv, NULL, ids, n, true, got), 0);
+		assert_int_equal(eng_llm_forward(md.m, md.kv, tq, ids, n, true, got), 0);
 		for (size_t i = 0; i < nf; i++) {
 			double d = fabs(got[i] - want[i]);
 			st->worst = d > st->worst ? d : st->worst;
@@ -596,5 +622,5 @@ int main(void)
 		cmocka_unit_test(test_gemma_greedy_kv_f16),
 		cmocka_unit_test(test_smollm2_greedy_kv_f16),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, open_device, close_device);
 }

@@ -1,0 +1,204 @@
+/* eng_llm_dev.c - a GGUF model's weights on a device: every matrix as a
+ * dev_mat (the cpu back end borrows the map's rows or repacks them, other
+ * back ends copy them), every vector copied to device memory. Made on the
+ * first scratch of a device and shared by the replicas there: cpu devices
+ * all share the host's memory, so one set (on a cpu device of its own)
+ * serves them all for the model's life; another device's set is freed
+ * with its last scratch, before that device can close.
+ */
+#include <string.h>
+
+#include "common/mem.h"
+#include "common/st.h"
+#include "devices/dev.h"
+#include "engine/models/eng_llm_int.h"
+
+/* Building a binding: the first failure sticks. */
+struct el_bind {
+	struct eng_llm_w *w;
+	int rc;
+	char *err;
+	size_t errlen;
+};
+
+static void el_bind_mat(struct el_bind *b, const struct el_mat *m, unsigned flags,
+			struct dev_mat **out)
+{
+	*out = NULL;
+	if (b->rc || !m->data)
+		return;
+	b->rc = dev_mat_create(b->w->dev, m->type, (size_t)m->n_rows, (size_t)m->n_cols, m->data,
+			       m->row_bytes, flags, out, b->err, b->errlen);
+}
+
+/* n floats of host memory into device memory (NULL stays NULL). */
+static void el_bind_vec(struct el_bind *b, const float *v, size_t n, const float **out)
+{
+	*out = NULL;
+	if (b->rc || !v)
+		return;
+	float *d = dev_alloc(b->w->dev, n * sizeof(float));
+	if (!d) {
+		b->rc = st_errf(-ST_NOMEM, b->err, b->errlen, "out of device memory");
+		return;
+	}
+	dev_copy(b->w->dev, d, v, n * sizeof(float));
+	*out = d;
+}
+
+/* The vectors of a layer, with their lengths, as pairs. */
+#define EL_LAYER_VECS 9
+static void el_layer_vecs(const struct eng_llm_hp *hp, const struct el_layer *l,
+			  struct el_dlayer *dl, const float **src, const float ***dst, size_t *n)
+{
+	size_t d = (size_t)hp->n_embd, qd = (size_t)hp->n_head * (size_t)hp->head_dim_k;
+	size_t kvd = (size_t)hp->n_head_kv * (size_t)hp->head_dim_k;
+	size_t qw = hp->qk_norm_full ? qd : (size_t)hp->head_dim_k;
+	size_t kw = hp->qk_norm_full ? kvd : (size_t)hp->head_dim_k;
+	const float *s[EL_LAYER_VECS] = { l->attn_norm, l->q_norm,	 l->k_norm,
+					  l->post_attn_norm, l->ffn_norm, l->post_ffw_norm,
+					  l->bq,	     l->bk,	  l->bv };
+	const float **t[EL_LAYER_VECS] = { &dl->attn_norm,	&dl->q_norm,   &dl->k_norm,
+					   &dl->post_attn_norm, &dl->ffn_norm, &dl->post_ffw_norm,
+					   &dl->bq,		&dl->bk,       &dl->bv };
+	size_t len[EL_LAYER_VECS] = { d, qw, kw, d, d, d, qd, kvd, kvd };
+	memcpy(src, s, sizeof(s));
+	memcpy(dst, t, sizeof(t));
+	memcpy(n, len, sizeof(len));
+}
+
+static void el_bind_layer(struct el_bind *b, const struct eng_llm *m, int i)
+{
+	const struct el_layer *l = &m->layers[i];
+	struct el_dlayer *dl = &b->w->layers[i];
+	const struct el_mat *src[7] = { &l->wq, &l->wk, &l->wv, &l->wo,
+					&l->w_gate, &l->w_up, &l->w_down };
+	struct dev_mat **dst[7] = { &dl->wq, &dl->wk, &dl->wv, &dl->wo,
+				    &dl->w_gate, &dl->w_up, &dl->w_down };
+	for (int j = 0; j < 7; j++)
+		el_bind_mat(b, src[j], 0, dst[j]);
+	const float *vs[EL_LAYER_VECS], **vd[EL_LAYER_VECS];
+	size_t vn[EL_LAYER_VECS];
+	el_layer_vecs(&m->hp, l, dl, vs, vd, vn);
+	for (int j = 0; j < EL_LAYER_VECS; j++)
+		el_bind_vec(b, vs[j], vn[j], vd[j]);
+}
+
+static void el_w_free(const struct eng_llm *m, struct eng_llm_w *w)
+{
+	if (!w)
+		return;
+	if (w->embd != w->output)
+		dev_mat_destroy(w->embd);
+	dev_mat_destroy(w->output);
+	dev_free(w->dev, (void *)w->output_b);
+	dev_free(w->dev, (void *)w->output_norm);
+	dev_free(w->dev, (void *)w->rope_freqs);
+	for (int i = 0; w->layers && i < m->hp.n_layer; i++) {
+		struct el_dlayer *dl = &w->layers[i];
+		struct dev_mat *mats[7] = { dl->wq, dl->wk, dl->wv, dl->wo,
+					    dl->w_gate, dl->w_up, dl->w_down };
+		for (int j = 0; j < 7; j++)
+			dev_mat_destroy(mats[j]);
+		const float *vs[EL_LAYER_VECS], **vd[EL_LAYER_VECS];
+		size_t vn[EL_LAYER_VECS];
+		el_layer_vecs(&m->hp, &m->layers[i], dl, vs, vd, vn);
+		for (int j = 0; j < EL_LAYER_VECS; j++)
+			dev_free(w->dev, (void *)*vd[j]);
+	}
+	mem_free(w->layers);
+	if (w->own_dev)
+		dev_close(w->dev);
+	mem_free(w);
+}
+
+/* A new binding on d (cpu: on a cpu device of its own). */
+static int el_w_make(const struct eng_llm *m, struct dev *d, struct eng_llm_w **out, char *err,
+		     size_t errlen)
+{
+	const struct eng_llm_hp *hp = &m->hp;
+	struct eng_llm_w *w = mem_calloc(1, sizeof(*w));
+	if (!w)
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	struct el_bind b = { w, 0, err, errlen };
+	w->dev = d;
+	if (dev_caps(d)->kind == DEV_KIND_CPU) {
+		b.rc = dev_open("cpu", &w->dev, err, errlen);
+		w->own_dev = !b.rc;
+	}
+	w->layers = b.rc ? NULL : mem_calloc((size_t)hp->n_layer, sizeof(*w->layers));
+	if (!b.rc && !w->layers)
+		b.rc = st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	el_bind_mat(&b, &m->output, 0, &w->output);
+	if (hp->tied_output)
+		w->embd = w->output;
+	else
+		el_bind_mat(&b, &m->tok_embd, DEV_MAT_LOOKUP, &w->embd);
+	el_bind_vec(&b, m->output_b, (size_t)hp->n_vocab, &w->output_b);
+	el_bind_vec(&b, m->output_norm, (size_t)hp->n_embd, &w->output_norm);
+	el_bind_vec(&b, m->rope_freqs, (size_t)hp->n_rot / 2, &w->rope_freqs);
+	for (int i = 0; !b.rc && i < hp->n_layer; i++)
+		el_bind_layer(&b, m, i);
+	if (b.rc) {
+		el_w_free(m, w);
+		return b.rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int eng_llm_w_get(const struct eng_llm *m, struct dev *d, struct eng_llm_w **out, char *err,
+		  size_t errlen)
+{
+	struct el_binds *bs = m->binds;
+	bool cpu = dev_caps(d)->kind == DEV_KIND_CPU;
+	pthread_mutex_lock(&bs->mu);
+	struct eng_llm_w *w = bs->list;
+	while (w && !(w->dev == d || (cpu && dev_caps(w->dev)->kind == DEV_KIND_CPU)))
+		w = w->next;
+	int rc = 0;
+	if (!w) {
+		rc = el_w_make(m, d, &w, err, errlen);
+		if (!rc) {
+			w->next = bs->list;
+			bs->list = w;
+		}
+	}
+	if (!rc)
+		w->refs++;
+	pthread_mutex_unlock(&bs->mu);
+	*out = rc ? NULL : w;
+	return rc;
+}
+
+void eng_llm_w_put(const struct eng_llm *m, struct eng_llm_w *w)
+{
+	if (!w)
+		return;
+	struct el_binds *bs = m->binds;
+	pthread_mutex_lock(&bs->mu);
+	bool drop = --w->refs == 0 && !w->own_dev; /* the host's set stays */
+	if (drop) {
+		struct eng_llm_w **at = &bs->list;
+		while (*at != w)
+			at = &(*at)->next;
+		*at = w->next;
+	}
+	pthread_mutex_unlock(&bs->mu);
+	if (drop)
+		el_w_free(m, w);
+}
+
+void eng_llm_w_free_all(struct eng_llm *m)
+{
+	if (!m->binds)
+		return;
+	while (m->binds->list) {
+		struct eng_llm_w *w = m->binds->list;
+		m->binds->list = w->next;
+		el_w_free(m, w);
+	}
+	pthread_mutex_destroy(&m->binds->mu);
+	mem_free(m->binds);
+	m->binds = NULL;
+}
