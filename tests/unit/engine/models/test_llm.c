@@ -74,8 +74,10 @@ struct model {
  * reference's, binary16 in the _kv_f16 tests (which set it back). */
 static bool kv_f16 = false;
 
-/* The passes run on a cpu device's queue of one thread, from the test's
- * thread while the queue runs nothing (dev.h allows it). */
+/* The passes run on a device's queue of one thread, from the test's
+ * thread while the queue runs nothing (dev.h allows it): "cpu", or the
+ * device INFERD_TEST_DEVICE names ("opencl:0": the same bars on another
+ * back end); INFERD_TEST_ONLY picks tests by a cmocka filter. */
 static struct dev *tdev;
 static struct dev_queue *tq;
 
@@ -83,7 +85,8 @@ static int open_device(void **state)
 {
 	(void)state;
 	char err[256];
-	if (dev_open("cpu", &tdev, err, sizeof(err)) ||
+	const char *spec = getenv("INFERD_TEST_DEVICE");
+	if (dev_open(spec ? spec : "cpu", &tdev, err, sizeof(err)) ||
 	    dev_queue_create(tdev, 1, &tq, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
 		return -1;
@@ -622,5 +625,8 @@ int main(void)
 		cmocka_unit_test(test_gemma_greedy_kv_f16),
 		cmocka_unit_test(test_smollm2_greedy_kv_f16),
 	};
+	const char *only = getenv("INFERD_TEST_ONLY"); /* a cmocka filter: "test_tiny*" */
+	if (only)
+		cmocka_set_test_filter(only);
 	return cmocka_run_group_tests(tests, open_device, close_device);
 }
