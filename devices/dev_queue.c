@@ -137,8 +137,13 @@ int dev_queue_create(struct dev *d, int threads, struct dev_queue **out, char *e
 	int n_cpus = d->n_cpus, max = n_cpus ? n_cpus : 1;
 	const int *cpus = d->cpus;
 	if (threads < 1 || threads > max)
-		return st_errf(-ST_INVAL, err, errlen, "%d threads on %s: it has %d cores (1..%d)",
-			       threads, d->caps.name, max, max);
+		return n_cpus ? st_errf(-ST_INVAL, err, errlen,
+					"%d threads on %s: it has %d cores (1..%d)", threads,
+					d->caps.name, max, max)
+			      : st_errf(-ST_INVAL, err, errlen,
+					"%d threads on %s: a queue of this device has one host "
+					"thread (threads 1)",
+					threads, d->caps.name);
 	struct dev_queue *q = mem_calloc(1, sizeof(*q));
 	if (!q)
 		return st_errf(-ST_NOMEM, err, errlen, "queue on %s: out of memory",
