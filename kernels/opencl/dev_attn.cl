@@ -1,10 +1,8 @@
 /* dev_attn.cl - rotary embedding and causal attention over a KV cache
  * (dev.h dev_rope, dev_attention; devices/dev_ocl_attn.c launches them),
- * following kernels/kn_attn.c's kn_rope_apply and kn_attention_window.
+ * following kernels/kn_attn.c's kn_rope_apply and kn_attention_window;
+ * the reductions and AT are dev_common.cl's.
  */
-
-#define ATT_LOCAL 256
-#define ATT_AT(T, b, off) ((global T *)((global char *)(b) + (off)))
 
 /* One item per (pair j, head h, token t): the pair rotated by cs's angle. */
 kernel void rope_f32(global char *xb, ulong xo, ulong ld, uint head_dim, uint n_rot,
@@ -15,8 +13,8 @@ kernel void rope_f32(global char *xb, ulong xo, ulong ld, uint head_dim, uint n_
 	uint half_rot = n_rot / 2;
 	if (j >= half_rot)
 		return;
-	global float *x = ATT_AT(float, xb, xo) + t * ld + (ulong)h * head_dim;
-	global const float *cs = ATT_AT(const float, cb, co) + t * n_rot + 2 * j;
+	global float *x = AT(float, xb, xo) + t * ld + (ulong)h * head_dim;
+	global const float *cs = AT(const float, cb, co) + t * n_rot + 2 * j;
 	uint ia = neox ? j : 2 * j, ib = neox ? j + half_rot : 2 * j + 1;
 	float c = cs[0], s = cs[1], x0 = x[ia], x1 = x[ib];
 	x[ia] = x0 * c - x1 * s;
@@ -30,36 +28,6 @@ static float att_kv(global const char *base, ulong row, ulong e, uint f16)
 		   : ((global const float *)base)[row + e];
 }
 
-static float att_sum(float v, local float *sh)
-{
-	uint l = get_local_id(0), n = get_local_size(0);
-	sh[l] = v;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = n / 2; s > 0; s /= 2) {
-		if (l < s)
-			sh[l] += sh[l + s];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	float r = sh[0];
-	barrier(CLK_LOCAL_MEM_FENCE);
-	return r;
-}
-
-static float att_max(float v, local float *sh)
-{
-	uint l = get_local_id(0), n = get_local_size(0);
-	sh[l] = v;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = n / 2; s > 0; s /= 2) {
-		if (l < s)
-			sh[l] = fmax(sh[l], sh[l + s]);
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	float r = sh[0];
-	barrier(CLK_LOCAL_MEM_FENCE);
-	return r;
-}
-
 /* One work-group per (query row i, head h) of one sequence: row i at
  * position pos0 + i sees keys [lo, pos0 + i]; scores (scaled, soft-capped
  * when softcap > 0) go to its strip of the scratch sc (n_kv floats per
@@ -71,16 +39,16 @@ kernel void attn_window(global char *qb, ulong qo, ulong ldq, global char *kb, u
 			uint head_dim, uint group, ulong pos0, ulong window, float scale,
 			float softcap)
 {
-	local float sh[ATT_LOCAL];
+	local float sh[OPS_LOCAL];
 	ulong i = get_group_id(0);
 	uint h = get_group_id(1), n_head = get_num_groups(1);
 	uint l = get_local_id(0), L = get_local_size(0);
 	ulong p = pos0 + i, lo = window && p + 1 > window ? p + 1 - window : 0;
 	ulong g0 = (ulong)(h / group) * head_dim;
-	global const float *q = ATT_AT(const float, qb, qo) + i * ldq + (ulong)h * head_dim;
+	global const float *q = AT(const float, qb, qo) + i * ldq + (ulong)h * head_dim;
 	global const char *k = kb + ko + g0 * (kv_f16 ? 2 : 4);
 	global const char *v = vb + vo + g0 * (kv_f16 ? 2 : 4);
-	global float *sc = ATT_AT(float, sb, so) + (i * n_head + h) * (ulong)n_kv;
+	global float *sc = AT(float, sb, so) + (i * n_head + h) * (ulong)n_kv;
 	float m = -INFINITY;
 	for (ulong j = lo + l; j <= p; j += L) {
 		float s = 0.0f;
@@ -92,16 +60,16 @@ kernel void attn_window(global char *qb, ulong qo, ulong ldq, global char *kb, u
 		sc[j] = s;
 		m = fmax(m, s);
 	}
-	m = att_max(m, sh);
+	m = ops_group_max(m, sh);
 	float sum = 0.0f;
 	for (ulong j = lo + l; j <= p; j += L) {
 		float e = exp(sc[j] - m);
 		sc[j] = e;
 		sum += e;
 	}
-	sum = att_sum(sum, sh);
+	sum = ops_group_sum(sum, sh);
 	barrier(CLK_GLOBAL_MEM_FENCE); /* every item's weights written before all read them */
-	global float *o = ATT_AT(float, ob, oo) + i * ldo + (ulong)h * head_dim;
+	global float *o = AT(float, ob, oo) + i * ldo + (ulong)h * head_dim;
 	for (uint e = l; e < head_dim; e += L) {
 		float acc = 0.0f;
 		for (ulong j = lo; j <= p; j++)

@@ -5,43 +5,9 @@
  * Row kernels run one work-group per row with a power-of-two local size
  * of at most OPS_LOCAL items, which stride over the row and meet in a
  * tree reduction in local memory. Element kernels: one item per element.
- * Buffers come with their byte offsets (dev_fill.cl's conventions).
+ * Buffers come with their byte offsets (dev_fill.cl's conventions); the
+ * reductions and AT are dev_common.cl's.
  */
-
-#define OPS_LOCAL 256
-#define AT(T, b, off) ((global T *)((global char *)(b) + (off)))
-
-/* Sum of v over the work-group (every item gets it); sh has OPS_LOCAL
- * floats. */
-static float ops_group_sum(float v, local float *sh)
-{
-	uint l = get_local_id(0), n = get_local_size(0);
-	sh[l] = v;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = n / 2; s > 0; s /= 2) {
-		if (l < s)
-			sh[l] += sh[l + s];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	float r = sh[0];
-	barrier(CLK_LOCAL_MEM_FENCE);
-	return r;
-}
-
-static float ops_group_max(float v, local float *sh)
-{
-	uint l = get_local_id(0), n = get_local_size(0);
-	sh[l] = v;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = n / 2; s > 0; s /= 2) {
-		if (l < s)
-			sh[l] = fmax(sh[l], sh[l + s]);
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	float r = sh[0];
-	barrier(CLK_LOCAL_MEM_FENCE);
-	return r;
-}
 
 /* y = x / sqrt(mean(x^2) + eps) * w per row of d (has_w 0: no weight). */
 kernel void rms_norm_f32(global char *xb, ulong xo, global char *wb, ulong wo, uint has_w,
