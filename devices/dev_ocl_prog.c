@@ -34,7 +34,10 @@
 extern const char dev__ocl_cl_src[];
 extern const size_t dev__ocl_cl_src_len;
 
-#define OCL_BUILD_OPTS "-cl-std=CL1.2"
+/* Divisions and square roots correctly rounded, as on the host: the
+ * quantization of x in dev_linear_xq.cl divides as kernels/ref/quant.c
+ * does, and must give its bits. */
+#define OCL_BUILD_OPTS "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
 #define OCL_MAGIC "INFDOCL1"
 #define OCL_HDR_BYTES (8 + 8 + SHA256_DIGEST_SIZE)
 #define OCL_CACHE_MAX ((size_t)256 << 20) /* bytes: a larger file is not read */

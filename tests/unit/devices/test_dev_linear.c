@@ -16,6 +16,14 @@
  * order of the sums. Both back ends are held to that bound around the
  * exact product of the reference dequantization (kernels/ref, in double),
  * so the bound is checked to hold for the cpu too.
+ *
+ * Since opencl computes what the cpu's scalar reference computes
+ * (devices/dev_ocl_mat.c, kernels/opencl/dev_linear_xq.cl), every type
+ * but F32 is also held to the reference ISA's result bit for bit
+ * (kn_qops_for(KN_ISA_REF): quantize_x + gemv_xq, or round_x + gemv, then
+ * the bias added in float as the cpu adds it). F32 multiplies x as it is,
+ * its products contracted into fma by the OpenCL compiler: the bound
+ * only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -148,6 +156,51 @@ static double x_err(int type, const float *x, size_t k, size_t K)
 	return amax / 127.0;
 }
 
+/* y[M, N] = x W^T (+ b) as the cpu's scalar reference computes it, row by
+ * row as devices/dev_par_q.c calls its kernels: x's row quantized to the
+ * type's partner (xq_bytes(K) bytes) and gemv_xq, or rounded and gemv
+ * (F16 / BF16), or gemv (F32); then b added in float. */
+static void ref_linear(int type, const uint8_t *w, size_t rb, const float *x, size_t M, size_t N,
+		       size_t K, const float *b, float *y)
+{
+	const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, type);
+	void *xq = malloc(ref->quantize_x ? ref->xq_bytes(K) : K * sizeof(float));
+	for (size_t m = 0; m < M; m++) {
+		const float *xr = x + m * K;
+		float *yr = y + m * N;
+		if (ref->quantize_x) {
+			ref->quantize_x(xr, xq, K);
+			ref->gemv_xq(w, rb, xq, yr, N, K);
+		} else if (ref->round_x) {
+			ref->round_x(xr, xq, K);
+			ref->gemv(w, rb, xq, yr, N, K);
+		} else {
+			ref->gemv(w, rb, xr, yr, N, K);
+		}
+		for (size_t n = 0; b && n < N; n++)
+			yr[n] += b[n];
+	}
+	free(xq);
+}
+
+/* opencl's y equals the reference's bit for bit (F32: not checked). */
+static void check_ref(int type, const uint8_t *w, size_t rb, const float *x, size_t M, size_t N,
+		      size_t K, const float *b, const float *yo)
+{
+	if (type == 0)
+		return;
+	float *yr = malloc(M * N * sizeof(float));
+	ref_linear(type, w, rb, x, M, N, K, b, yr);
+	for (size_t i = 0; i < M * N; i++) {
+		if (memcmp(&yo[i], &yr[i], sizeof(float))) {
+			fprintf(stderr, "type %d M %zu N %zu K %zu [%zu,%zu]: ref %.9g opencl %.9g\n",
+				type, M, N, K, i / N, i % N, yr[i], yo[i]);
+			fail();
+		}
+	}
+	free(yr);
+}
+
 static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, bool bias)
 {
 	size_t rb = kn_qtype_row_bytes(type, K);
@@ -157,6 +210,8 @@ static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, b
 	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
 	for (size_t i = 0; i < M * K; i++)
 		x[i] = rnd(-2, 2);
+	for (size_t i = 0; M > 1 && i < K && i < 256; i++)
+		x[K + i] = 0.0f; /* a zero block in row 1: a partner block with d = 0 */
 	for (size_t i = 0; i < N; i++)
 		b[i] = rnd(-1, 1);
 	/* cpu: host memory */
@@ -173,6 +228,7 @@ static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, b
 	assert_int_equal(dev_upload(p->qo, db, b, N * 4), 0);
 	assert_int_equal(dev_linear(p->qo, mo, dx, M, bias ? db : NULL, dy), 0);
 	assert_int_equal(dev_download(p->qo, yo, dy, M * N * 4), 0);
+	check_ref(type, w, rb, x, M, N, K, bias ? b : NULL, yo);
 	/* the exact product of the reference dequantization */
 	const struct kn_qops *ref = kn_qops_for(KN_ISA_REF, type);
 	float *wd = malloc(K * sizeof(float));
