@@ -210,8 +210,14 @@ static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, b
 	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
 	for (size_t i = 0; i < M * K; i++)
 		x[i] = rnd(-2, 2);
+	/* row 0's first 256 elements: halfway cases of the quantizers (each
+	 * 32-element block's largest |x| 127 / 64, so d = 1 / 64 and the rest
+	 * (k + 0.5) / 64 are ties: Q8_0 / Q8_1 round them away from zero, Q8_K
+	 * to even); row 1's: zero, a partner block with d = 0 */
+	for (size_t i = 0; i < K && i < 256; i++)
+		x[i] = i % 32 == 0 ? 127.0f / 64 : ((float)(i % 61) - 30.5f) / 64;
 	for (size_t i = 0; M > 1 && i < K && i < 256; i++)
-		x[K + i] = 0.0f; /* a zero block in row 1: a partner block with d = 0 */
+		x[K + i] = 0.0f;
 	for (size_t i = 0; i < N; i++)
 		b[i] = rnd(-1, 1);
 	/* cpu: host memory */
