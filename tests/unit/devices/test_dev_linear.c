@@ -5,11 +5,11 @@
  * without a bias; dev_linear_n against dev_linear and dev_embed against
  * the reference dequantization, on each back end.
  *
- * The bound. opencl multiplies the dequantized weights by x in float32;
- * the cpu, as llama.cpp's CPU back end, first quantizes x to the type's
- * integer partner (Q8_0 / Q8_1: 32-element blocks scaled by their largest
- * |x| / 127; Q8_K, the K-quants' and IQ4_XS's: the same over 256-element
- * blocks) or rounds it to binary16 / bfloat16. So each output may differ
+ * The bound. The cpu, as llama.cpp's CPU back end, first quantizes x to
+ * the type's integer partner (Q8_0 / Q8_1: 32-element blocks scaled by
+ * their largest |x| / 127; Q8_K, the K-quants' and IQ4_XS's: the same
+ * over 256-element blocks) or rounds it to binary16 / bfloat16, against
+ * the exact product of the dequantized weights. So each output may differ
  * by sum_k |w_k| e_k, with e_k x_k's rounding: at most one step, the
  * block's max |x| / 127, for the integer types; |x_k| 2^-11 for F16;
  * |x_k| 2^-8 for BF16; 0 for F32; plus 2e-5 of sum_k |w_k x_k| for the
