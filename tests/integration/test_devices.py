@@ -44,8 +44,16 @@ def test_cpu_and_opencl_replicas_serve_one_model():
         for t in ts:
             t.join(600)
         assert all(r is not None and r.status == 200 for r in out), [r and r.body for r in out]
+        # Each replica answers the same prompt the same way; the two may
+        # differ a few tokens in: the cpu's AVX kernels sum in another
+        # order than opencl's (which follow the scalar reference), and
+        # SmolLM2's int8-quantized activations turn last-bit differences
+        # into logit differences of ~0.03 (llama.cpp against itself with
+        # flash attention differs by 0.16 on average). test_llm holds
+        # opencl to llama.cpp's own floor (llm_opencl).
         texts = [r.json()["choices"][0]["text"] for r in out]
-        assert all("Paris" in t for t in texts), texts
+        assert all(t.startswith(" Paris.") for t in texts), texts
+        assert len(set(texts)) <= 2, texts
         after = stats(d.port, SMOLLM)["inferd"]["replicas"]
         done = [q["requests"] - p["requests"] for p, q in zip(before, after)]
         assert sum(done) == 4 and all(n > 0 for n in done), (before, after)
