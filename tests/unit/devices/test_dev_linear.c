@@ -39,40 +39,10 @@
 
 #include "common/st.h"
 #include "devices/dev.h"
+#include "tests/unit/devices/dev_pair.h"
 #include "kernels/kn.h"
 #include "kernels/kn_half.h"
 #include "kernels/kn_quant.h"
-
-struct pair {
-	struct dev *cpu, *ocl;
-	struct dev_queue *qc, *qo;
-};
-
-static int setup(void **state)
-{
-	struct pair *p = calloc(1, sizeof(*p));
-	char err[256];
-	if (!p || dev_open("cpu", &p->cpu, err, sizeof(err)) ||
-	    dev_queue_create(p->cpu, 1, &p->qc, err, sizeof(err)) ||
-	    dev_open("opencl", &p->ocl, err, sizeof(err)) ||
-	    dev_queue_create(p->ocl, 1, &p->qo, err, sizeof(err))) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	*state = p;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct pair *p = *state;
-	dev_queue_destroy(p->qo);
-	dev_queue_destroy(p->qc);
-	dev_close(p->ocl);
-	dev_close(p->cpu);
-	free(p);
-	return 0;
-}
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
 

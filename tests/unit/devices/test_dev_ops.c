@@ -35,40 +35,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
-
-struct pair {
-	struct dev *cpu, *ocl;
-	struct dev_queue *qc, *qo;
-};
-
-static int setup(void **state)
-{
-	struct pair *p = calloc(1, sizeof(*p));
-	char err[256];
-	if (!p || dev_open("cpu", &p->cpu, err, sizeof(err)) ||
-	    dev_queue_create(p->cpu, 1, &p->qc, err, sizeof(err))) {
-		fprintf(stderr, "cpu: %s\n", err);
-		return -1;
-	}
-	if (dev_open("opencl", &p->ocl, err, sizeof(err)) ||
-	    dev_queue_create(p->ocl, 1, &p->qo, err, sizeof(err))) {
-		fprintf(stderr, "opencl (pocl-opencl-icd provides one on any CPU): %s\n", err);
-		return -1;
-	}
-	*state = p;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct pair *p = *state;
-	dev_queue_destroy(p->qo);
-	dev_queue_destroy(p->qc);
-	dev_close(p->ocl);
-	dev_close(p->cpu);
-	free(p);
-	return 0;
-}
+#include "tests/unit/devices/dev_pair.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
