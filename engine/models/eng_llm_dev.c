@@ -2,9 +2,9 @@
  * dev_mat (the cpu back end borrows the map's rows or repacks them, other
  * back ends copy them), every vector copied to device memory. Made on the
  * first scratch of a device and shared by the replicas there: cpu devices
- * all share the host's memory, so one set (on a cpu device of its own)
- * serves them all for the model's life; another device's set is freed
- * with its last scratch, before that device can close.
+ * all share the host's memory, so one set (on a cpu device the model
+ * opens at load) serves them all for the model's life; another device's
+ * set is freed with its last scratch, before that device can close.
  */
 #include <string.h>
 
@@ -107,12 +107,10 @@ static void el_w_free(const struct eng_llm *m, struct eng_llm_w *w)
 			dev_free(w->dev, (void *)*vd[j]);
 	}
 	mem_free(w->layers);
-	if (w->own_dev)
-		dev_close(w->dev);
 	mem_free(w);
 }
 
-/* A new binding on d (cpu: on a cpu device of its own). */
+/* A new binding on d (cpu: on the model's host device). */
 static int el_w_make(const struct eng_llm *m, struct dev *d, struct eng_llm_w **out, char *err,
 		     size_t errlen)
 {
@@ -121,13 +119,10 @@ static int el_w_make(const struct eng_llm *m, struct dev *d, struct eng_llm_w **
 	if (!w)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	struct el_bind b = { w, 0, err, errlen };
-	w->dev = d;
-	if (dev_caps(d)->kind == DEV_KIND_CPU) {
-		b.rc = dev_open("cpu", &w->dev, err, errlen);
-		w->own_dev = !b.rc;
-	}
-	w->layers = b.rc ? NULL : mem_calloc((size_t)hp->n_layer, sizeof(*w->layers));
-	if (!b.rc && !w->layers)
+	w->host = dev_caps(d)->kind == DEV_KIND_CPU;
+	w->dev = w->host ? m->binds->host_dev : d;
+	w->layers = mem_calloc((size_t)hp->n_layer, sizeof(*w->layers));
+	if (!w->layers)
 		b.rc = st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	el_bind_mat(&b, &m->output, 0, &w->output);
 	if (hp->tied_output)
@@ -177,7 +172,7 @@ void eng_llm_w_put(const struct eng_llm *m, struct eng_llm_w *w)
 		return;
 	struct el_binds *bs = m->binds;
 	pthread_mutex_lock(&bs->mu);
-	bool drop = --w->refs == 0 && !w->own_dev; /* the host's set stays */
+	bool drop = --w->refs == 0 && !w->host; /* the host's set stays */
 	if (drop) {
 		struct eng_llm_w **at = &bs->list;
 		while (*at != w)
@@ -189,6 +184,15 @@ void eng_llm_w_put(const struct eng_llm *m, struct eng_llm_w *w)
 		el_w_free(m, w);
 }
 
+int eng_llm_binds_init(struct eng_llm *m, char *err, size_t errlen)
+{
+	m->binds = mem_calloc(1, sizeof(*m->binds));
+	if (!m->binds)
+		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	pthread_mutex_init(&m->binds->mu, NULL);
+	return dev_open("cpu", &m->binds->host_dev, err, errlen);
+}
+
 void eng_llm_w_free_all(struct eng_llm *m)
 {
 	if (!m->binds)
@@ -198,6 +202,7 @@ void eng_llm_w_free_all(struct eng_llm *m)
 		m->binds->list = w->next;
 		el_w_free(m, w);
 	}
+	dev_close(m->binds->host_dev);
 	pthread_mutex_destroy(&m->binds->mu);
 	mem_free(m->binds);
 	m->binds = NULL;

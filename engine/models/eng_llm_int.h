@@ -32,9 +32,9 @@ struct el_dlayer {
  * memory every cpu device shares), made on first use and shared by every
  * replica there. */
 struct eng_llm_w {
-	struct dev *dev;            /* where they live: owned (cpu: opened for the
-				     * host's memory) or borrowed (refs > 0 keeps it) */
-	bool own_dev;
+	struct dev *dev;            /* where they live: el_binds' host device (cpu)
+				     * or borrowed (refs > 0 keeps it) */
+	bool host;                  /* the host's set: kept for the model's life */
 	int refs;                   /* scratches using it (non-cpu: freed at 0) */
 	struct dev_mat *embd;       /* token lookups (the output's matrix when tied) */
 	struct dev_mat *output;
@@ -73,11 +73,18 @@ struct eng_llm {
 	struct el_binds *binds;            /* the weights on devices (eng_llm_dev.c) */
 };
 
-/* The bindings of a model: mutable behind the model's const pointer. */
+/* The bindings of a model: mutable behind the model's const pointer.
+ * host_dev is a cpu device opened at load, on the loading thread (its
+ * hwloc probe must not run on a replica's thread beside the event loop),
+ * where the one set of weights every cpu device shares lives. */
 struct el_binds {
 	pthread_mutex_t mu;
 	struct eng_llm_w *list;
+	struct dev *host_dev;
 };
+
+/* eng_llm_binds_init - m->binds with its host device; err says why not. */
+int eng_llm_binds_init(struct eng_llm *m, char *err, size_t errlen);
 
 struct eng_llm_kv {
 	struct dev *dev;                   /* where the cache lives (borrowed) */

@@ -448,12 +448,11 @@ int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size
 	if (!m)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	struct el_ld ld = { .g = g, .m = m, .err = err, .errlen = errlen };
-	m->binds = mem_calloc(1, sizeof(*m->binds));
-	if (!m->binds) {
-		mem_free(m);
-		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	int rc = eng_llm_binds_init(m, err, errlen);
+	if (rc) {
+		eng_llm_destroy(m);
+		return rc;
 	}
-	pthread_mutex_init(&m->binds->mu, NULL);
 	el_hparams(&ld);
 	el_weights(&ld);
 	if (ld.rc) {
