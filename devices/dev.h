@@ -184,7 +184,7 @@ int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32
 /* dev_rope_angles - the rotary angles of n_tok positions (host pos[])
  * into cs [n_tok, n_rot] on q's device: cs[t n_rot + 2j] = cos theta_j,
  * + 1 its sine, theta_j = pos freq_scale base^(-2j / n_rot) /
- * freq_factors[j] (freq_factors NULL: none; a device address). Computed
+ * freq_factors[j] (host memory, n_rot / 2 floats; NULL: none). Computed
  * on the host in double (kn_rope_angles) and uploaded, so every back end
  * rotates by the same angles; returns once cs is written. */
 int dev_rope_angles(struct dev_queue *q, float *cs, size_t n_tok, size_t n_rot,

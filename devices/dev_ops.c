@@ -176,26 +176,12 @@ int dev_rope_angles(struct dev_queue *q, float *cs, size_t n_tok, size_t n_rot,
 		return -ST_INVAL;
 	if (n_tok == 0)
 		return 0;
-	struct dev *d = dev_queue_device(q);
-	float *ff = NULL, *host = NULL;
-	int rc = -ST_NOMEM;
-	if (freq_factors) { /* the factors live on the device */
-		ff = mem_alloc(n_rot / 2 * sizeof(float));
-		if (!ff)
-			goto out;
-		rc = d->be->download(q, ff, freq_factors, n_rot / 2 * sizeof(float));
-		if (rc)
-			goto out;
-	}
-	rc = -ST_NOMEM;
-	host = mem_alloc(n_tok * n_rot * sizeof(float));
+	float *host = mem_alloc(n_tok * n_rot * sizeof(float));
 	if (!host)
-		goto out;
-	kn_rope_angles(host, n_tok, n_rot, pos, base, freq_scale, ff);
-	rc = d->be->upload(q, cs, host, n_tok * n_rot * sizeof(float));
-out:
+		return -ST_NOMEM;
+	kn_rope_angles(host, n_tok, n_rot, pos, base, freq_scale, freq_factors);
+	int rc = dev_queue_device(q)->be->upload(q, cs, host, n_tok * n_rot * sizeof(float));
 	mem_free(host);
-	mem_free(ff);
 	return rc;
 }
 

@@ -93,7 +93,6 @@ static void el_w_free(const struct eng_llm *m, struct eng_llm_w *w)
 	dev_mat_destroy(w->output);
 	dev_free(w->dev, (void *)w->output_b);
 	dev_free(w->dev, (void *)w->output_norm);
-	dev_free(w->dev, (void *)w->rope_freqs);
 	for (int i = 0; w->layers && i < m->hp.n_layer; i++) {
 		struct el_dlayer *dl = &w->layers[i];
 		struct dev_mat *mats[7] = { dl->wq, dl->wk, dl->wv, dl->wo,
@@ -131,7 +130,6 @@ static int el_w_make(const struct eng_llm *m, struct dev *d, struct eng_llm_w **
 		el_bind_mat(&b, &m->tok_embd, DEV_MAT_LOOKUP, &w->embd);
 	el_bind_vec(&b, m->output_b, (size_t)hp->n_vocab, &w->output_b);
 	el_bind_vec(&b, m->output_norm, (size_t)hp->n_embd, &w->output_norm);
-	el_bind_vec(&b, m->rope_freqs, (size_t)hp->n_rot / 2, &w->rope_freqs);
 	for (int i = 0; !b.rc && i < hp->n_layer; i++)
 		el_bind_layer(&b, m, i);
 	if (b.rc) {

@@ -416,10 +416,10 @@ static void el_rope_angles(struct el_pass *ps)
 	struct eng_llm_scratch *b = ps->b;
 	size_t rot = (size_t)hp->n_rot;
 	EL_DO(ps, dev_rope_angles(ps->dq, b->rope[0], ps->n, rot, b->pos, hp->rope_base,
-				  hp->rope_freq_scale, ps->w->rope_freqs));
+				  hp->rope_freq_scale, ps->m->rope_freqs));
 	if (hp->n_swa > 0 && hp->swa_pattern > 1)
 		EL_DO(ps, dev_rope_angles(ps->dq, b->rope[1], ps->n, rot, b->pos, hp->rope_base_swa,
-					  1.0f, ps->w->rope_freqs));
+					  1.0f, ps->m->rope_freqs));
 }
 
 int eng_llm_forward_batch(const struct eng_llm *m, struct eng_llm_scratch *b,

@@ -38,7 +38,7 @@ struct eng_llm_w {
 	int refs;                   /* scratches using it (non-cpu: freed at 0) */
 	struct dev_mat *embd;       /* token lookups (the output's matrix when tied) */
 	struct dev_mat *output;
-	const float *output_b, *output_norm, *rope_freqs;
+	const float *output_b, *output_norm;
 	struct el_dlayer *layers;   /* [n_layer] */
 	struct eng_llm_w *next;
 };

@@ -16,7 +16,6 @@
 #include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm_int.h"
 #include "kernels/kn.h"
-#include "kernels/kn_half.h"
 #include "kernels/kn_quant.h"
 
 static const char *const el_arch_names[ENG_LLM_ARCH_COUNT] = {
