@@ -197,7 +197,7 @@ int dev_rope_angles(struct dev_queue *q, float *cs, size_t n_tok, size_t n_rot,
 int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
 	     size_t head_dim, size_t n_rot, const float *cs, bool neox);
 
-/* Causal self-attention of a batch of sequences over their KV caches
+/* Self-attention of a batch of sequences over their KV caches
  * (grouped-query: query head h reads KV head h / (n_head / n_head_kv)).
  * Query rows [r0, r0 + n) of q belong to sequence s, at positions pos0 ..
  * pos0 + n - 1; row i sees cached keys [lo, pos0 + i] with lo =
@@ -207,7 +207,20 @@ int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_he
  * cache for this layer (KV head g at column g head_dim, key j at row j of
  * ldk / ldv elements), in kv_type: 0 float32, 1 binary16 (read exactly).
  * kn_attention_window(_f16) per (sequence, head); the cpu back end splits
- * the pairs over its pool by rows times keys. */
+ * the pairs over its pool by rows times keys.
+ * full: no mask (Whisper's encoder self-attention and its decoder's
+ * cross-attention): every row of sequence s sees its n_kv keys [0, n_kv)
+ * (pos0 ignored); n_head == n_head_kv, a float32 cache, no window, no soft
+ * cap, and scale 1 / sqrt(head_dim), as the cpu's kernels fix it. prec
+ * picks the products' precision there, as the model's compute type
+ * does: DEV_ATTN_F32 (kn_attention), DEV_ATTN_BF16 (kn_attention_bf16:
+ * q, k, the weights and v rounded to bfloat16), DEV_ATTN_I8
+ * (kn_attention_i8: int8 codes); the cpu splits the heads of each
+ * sequence over its pool, as the Whisper encoder calls them. Other back
+ * ends may compute a lower precision in float32, more exactly than it
+ * asks. Causal attention takes DEV_ATTN_F32 only. */
+enum dev_attn_prec { DEV_ATTN_F32, DEV_ATTN_BF16, DEV_ATTN_I8 };
+
 struct dev_attn {
 	size_t n_head, n_head_kv, head_dim;
 	const float *q;
@@ -218,11 +231,14 @@ struct dev_attn {
 	int kv_type;
 	size_t window;
 	float scale, softcap;
+	bool full;
+	enum dev_attn_prec prec;
 };
 
 struct dev_attn_seq {
 	size_t r0, n, pos0;
 	const void *k, *v;
+	size_t n_kv; /* full attention's keys (causal: pos0 + n, this ignored) */
 };
 
 int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct dev_attn_seq *seqs,
@@ -290,6 +306,23 @@ int dev_linear_n(struct dev_queue *q, const float *x, size_t M, const struct dev
  * embedding lookup. */
 int dev_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
 	      float *y);
+
+/* dev_conv1d - 1-D convolution with zero padding (torch.nn.Conv1d;
+ * Whisper's front end: conv1 k 3 stride 1 pad 1, conv2 k 3 stride 2 pad 1):
+ * x [t_in, c_in] time-major on q's device; w an F32 dev_mat of c_out rows
+ * of c_in * k (PyTorch's and CTranslate2's [c_out, c_in, k] layout: input
+ * channel c's taps at columns c k .. c k + k - 1); b [c_out] on the device
+ * or NULL; y [t_out, c_out] with t_out = dev_conv1d_out_len(t_in, k,
+ * stride, pad), not aliasing x. Input rows outside [0, t_in) read as zero.
+ * cpu: kn_conv1d_rows (im2col, then a product over the whole patch
+ * matrix) split over the pool by output rows, as the Whisper encoder
+ * calls it; other back ends sum the taps in their own order and are held
+ * to it within float32 sum-order error. Returns 0, -ST_INVAL (w not F32,
+ * cols not c_in k, k or stride 0, t_out 0, w of another device), -ST_NOMEM,
+ * -ST_DEVICE. */
+size_t dev_conv1d_out_len(size_t t_in, size_t k, size_t stride, size_t pad);
+int dev_conv1d(struct dev_queue *q, const struct dev_mat *w, size_t c_in, size_t k,
+	       size_t stride, size_t pad, const float *x, size_t t_in, const float *b, float *y);
 
 /* A work item: runs on the queue's thread; pool is the queue's compute
  * team (dev_pool_run(pool, ...); NULL where the back end has none). */

@@ -16,6 +16,7 @@
 #include "devices/dev_pool.h"
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
+#include "kernels/kn_bf16.h"
 #include "kernels/kn_half.h"
 #include "kernels/kn_quant.h"
 
@@ -259,6 +260,21 @@ static int cpu_linear_n(struct dev_queue *q, const float *x, size_t M,
 	return 0;
 }
 
+/* On the caller's float32 rows (m->host, [c_out, c_in k] as the kernel
+ * wants them; not a packed layout), im2col in the queue's scratch. */
+static int cpu_conv1d(struct dev_queue *q, const struct dev_mat *w, size_t c_in, size_t k,
+		      size_t stride, size_t pad, const float *x, size_t t_in, const float *b,
+		      float *y)
+{
+	struct cpu_queue *c = dev__queue_impl(q);
+	size_t t_out = dev_conv1d_out_len(t_in, k, stride, pad);
+	if (cpu_grow(&c->scratch, &c->cap, t_out * c_in * k))
+		return -ST_NOMEM;
+	dev_par_conv1d(dev__queue_pool(q), t_in, c_in, w->rows, k, stride, pad, x, w->host, b, y,
+		       c->scratch);
+	return 0;
+}
+
 /* From the caller's rows with the type's plain kernels (a packed layout
  * has no dequant). */
 static int cpu_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
@@ -342,9 +358,56 @@ static void cpu_attn_heads(void *arg, int ith, int nth)
 	}
 }
 
+/* Floats of one thread's scratch for full attention of n rows over n_kv
+ * keys in a's precision (dev_par.h's sizes). */
+static size_t cpu_attn_full_per(const struct dev_attn *a, size_t n, size_t n_kv)
+{
+	switch (a->prec) {
+	case DEV_ATTN_BF16: return dev_par_attention_bf16_scratch(n, n_kv, a->head_dim);
+	case DEV_ATTN_I8: return dev_par_attention_i8_scratch(n, n_kv, a->head_dim);
+	default: return n * n_kv;
+	}
+}
+
+/* Full attention: each sequence's heads split over the pool by
+ * dev_par_attention(_bf16, _i8), the calls the Whisper encoder makes. */
+static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
+			      const struct dev_attn_seq *seqs, size_t n_seqs)
+{
+	struct dev_pool *p = dev__queue_pool(q);
+	struct cpu_queue *c = dev__queue_impl(q);
+	if (a->prec == DEV_ATTN_BF16 && !kn_bf16_ok())
+		return -ST_UNSUPPORTED;
+	size_t per = 0;
+	for (size_t s = 0; s < n_seqs; s++) {
+		size_t need = cpu_attn_full_per(a, seqs[s].n, seqs[s].n_kv);
+		per = need > per ? need : per;
+	}
+	if (cpu_grow(&c->attn, &c->attn_cap, per * (size_t)dev_pool_size(p)))
+		return -ST_NOMEM;
+	size_t nh = a->n_head, hd = a->head_dim;
+	for (size_t s = 0; s < n_seqs; s++) {
+		const struct dev_attn_seq *sg = &seqs[s];
+		const float *qr = a->q + sg->r0 * a->ldq, *k = sg->k, *v = sg->v;
+		float *o = a->out + sg->r0 * a->ldo;
+		if (a->prec == DEV_ATTN_BF16)
+			dev_par_attention_bf16(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, k, a->ldk, v,
+					       a->ldv, o, a->ldo, c->attn);
+		else if (a->prec == DEV_ATTN_I8)
+			dev_par_attention_i8(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, k, a->ldk, v,
+					     a->ldv, o, a->ldo, c->attn);
+		else
+			dev_par_attention(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, k, a->ldk, v,
+					  a->ldv, o, a->ldo, false, 0, c->attn);
+	}
+	return 0;
+}
+
 static int cpu_attention(struct dev_queue *q, const struct dev_attn *a,
 			 const struct dev_attn_seq *seqs, size_t n_seqs)
 {
+	if (a->full)
+		return cpu_attention_full(q, a, seqs, n_seqs);
 	struct dev_pool *p = dev__queue_pool(q);
 	struct cpu_queue *c = dev__queue_impl(q);
 	size_t per = 0;
@@ -373,6 +436,7 @@ const struct dev_ops dev__cpu_ops = {
 	.argmax = cpu_argmax,
 	.rope = cpu_rope,
 	.attention = cpu_attention,
+	.conv1d = cpu_conv1d,
 	.mat_create = cpu_mat_create,
 	.mat_destroy = cpu_mat_destroy,
 	.linear = cpu_linear,

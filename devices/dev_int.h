@@ -46,6 +46,9 @@ struct dev_ops {
 			const struct dev_linear_out *o, size_t n);
 	int (*embed)(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
 		     float *y);
+	int (*conv1d)(struct dev_queue *q, const struct dev_mat *w, size_t c_in, size_t k,
+		      size_t stride, size_t pad, const float *x, size_t t_in, const float *b,
+		      float *y);
 };
 
 /* A weight matrix (dev.h): what every back end has, its own in impl. */

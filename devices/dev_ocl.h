@@ -143,5 +143,8 @@ int dev__ocl_mat_create(struct dev_mat *m, const void *host, char *err, size_t e
 void dev__ocl_mat_destroy(struct dev_mat *m);
 int dev__ocl_linear(struct dev_queue *q, const struct dev_mat *w, const float *x, size_t M,
 		    const float *b, float *y);
+int dev__ocl_conv1d(struct dev_queue *q, const struct dev_mat *w, size_t c_in, size_t k,
+		    size_t stride, size_t pad, const float *x, size_t t_in, const float *b,
+		    float *y);
 
 #endif /* DEV_OCL_H */

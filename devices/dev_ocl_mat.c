@@ -182,3 +182,34 @@ int dev__ocl_linear(struct dev_queue *q, const struct dev_mat *w, const float *x
 	dev__ocl_free(d, xq); /* deleted once the queue has run both kernels */
 	return rc;
 }
+
+int dev__ocl_conv1d(struct dev_queue *q, const struct dev_mat *w, size_t c_in, size_t k,
+		    size_t stride, size_t pad, const float *x, size_t t_in, const float *b,
+		    float *y)
+{
+	size_t c_out = w->rows, t_out = dev_conv1d_out_len(t_in, k, stride, pad);
+	if (t_in > UINT32_MAX || c_in > UINT32_MAX || c_out > UINT32_MAX || k > UINT32_MAX ||
+	    stride > UINT32_MAX || pad > UINT32_MAX || t_out > UINT32_MAX)
+		return -ST_INVAL;
+	cl_kernel kn;
+	if (dev__ocl_kernel(q, "conv1d_f32", &kn, NULL, 0))
+		return -ST_DEVICE;
+	cl_uint arg = 0, has_b = b != NULL;
+	int rc = ocl_mat_buf(q, kn, &arg, w->impl, c_out * w->row_bytes);
+	if (!rc)
+		rc = ocl_mat_buf(q, kn, &arg, x, t_in * c_in * sizeof(float));
+	if (!rc) /* without a bias, x stands in for the buffer the kernel ignores */
+		rc = ocl_mat_buf(q, kn, &arg, b ? (const void *)b : x,
+				 b ? c_out * sizeof(float) : sizeof(float));
+	if (!rc && clSetKernelArg(kn, arg++, sizeof(has_b), &has_b) != CL_SUCCESS)
+		rc = -ST_DEVICE;
+	if (!rc)
+		rc = ocl_mat_buf(q, kn, &arg, y, t_out * c_out * sizeof(float));
+	const cl_uint dims[7] = { (cl_uint)t_in,   (cl_uint)c_in, (cl_uint)c_out, (cl_uint)k,
+				  (cl_uint)stride, (cl_uint)pad,  (cl_uint)t_out };
+	for (int i = 0; !rc && i < 7; i++)
+		if (clSetKernelArg(kn, arg++, sizeof(cl_uint), &dims[i]) != CL_SUCCESS)
+			rc = -ST_DEVICE;
+	const size_t local[2] = { 64, 1 }, global[2] = { (c_out + 63) / 64 * 64, t_out };
+	return rc ? rc : ocl_mat_run(q, kn, global, local);
+}

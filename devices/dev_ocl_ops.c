@@ -245,12 +245,20 @@ static size_t ocl_rows_bytes(size_t rows, size_t ld, size_t width, size_t elem)
 	return ((rows - 1) * ld + width) * elem;
 }
 
+/* The keys a sequence's rows see at most (its scores' stride). */
+static size_t ocl_attn_keys(const struct dev_attn *a, const struct dev_attn_seq *sg)
+{
+	return a->full ? sg->n_kv : sg->pos0 + sg->n;
+}
+
 /* One sequence's attention: a work-group per (row, head) over the
- * scratch sc (n rows x n_head x its keys). */
+ * scratch sc (n rows x n_head x its keys); full attention computes in
+ * float32 whatever a->prec asks (more exactly than it asks). */
+
 static int ocl_attn_seq(struct dev_queue *q, const struct dev_attn *a,
 			const struct dev_attn_seq *sg, float *sc)
 {
-	size_t n_kv = sg->pos0 + sg->n, hd = a->head_dim, esz = a->kv_type == 1 ? 2 : 4;
+	size_t n_kv = ocl_attn_keys(a, sg), hd = a->head_dim, esz = a->kv_type == 1 ? 2 : 4;
 	size_t kvw = a->n_head_kv * hd;
 	struct ocl_call c = ocl_begin(q, "attn_window");
 	ocl_buf(&c, a->q + sg->r0 * a->ldq, ocl_rows_bytes(sg->n, a->ldq, a->n_head * hd, 4));
@@ -266,10 +274,11 @@ static int ocl_attn_seq(struct dev_queue *q, const struct dev_attn *a,
 	ocl_u32(&c, n_kv);
 	ocl_u32(&c, hd);
 	ocl_u32(&c, a->n_head / a->n_head_kv);
-	ocl_u64(&c, sg->pos0);
+	ocl_u64(&c, a->full ? 0 : sg->pos0);
 	ocl_u64(&c, a->window);
 	ocl_f32(&c, a->scale);
 	ocl_f32(&c, a->softcap);
+	ocl_u32(&c, a->full);
 	if (c.rc)
 		return c.rc;
 	size_t local[2] = { OCL_LOCAL, 1 }, global[2] = { sg->n * OCL_LOCAL, a->n_head };
@@ -287,7 +296,7 @@ static int ocl_attention(struct dev_queue *q, const struct dev_attn *a,
 	struct dev *d = dev_queue_device(q);
 	size_t most = 0;
 	for (size_t s = 0; s < n_seqs; s++) {
-		size_t need = seqs[s].n * a->n_head * (seqs[s].pos0 + seqs[s].n);
+		size_t need = seqs[s].n * a->n_head * ocl_attn_keys(a, &seqs[s]);
 		most = need > most ? need : most;
 	}
 	float *sc = dev__ocl_alloc(d, most * sizeof(float));
@@ -364,6 +373,7 @@ const struct dev_ops dev__ocl_ops = {
 	.argmax = ocl_argmax,
 	.rope = ocl_rope,
 	.attention = ocl_attention,
+	.conv1d = dev__ocl_conv1d,
 	.mat_create = dev__ocl_mat_create,
 	.mat_destroy = dev__ocl_mat_destroy,
 	.linear = dev__ocl_linear,

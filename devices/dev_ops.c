@@ -1,6 +1,7 @@
 /* dev_ops.c - dev.h's compute calls: sizes checked, empty work skipped,
  * then the op of the queue's device's back end (struct dev_ops).
  */
+#include <math.h>
 #include <stdbool.h>
 
 #include "common/mem.h"
@@ -169,6 +170,22 @@ int dev_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, 
 	return n ? dev_ops_of(q)->embed(q, m, ids, n, y) : 0;
 }
 
+size_t dev_conv1d_out_len(size_t t_in, size_t k, size_t stride, size_t pad)
+{
+	if (!k || !stride || t_in + 2 * pad < k)
+		return 0;
+	return (t_in + 2 * pad - k) / stride + 1;
+}
+
+int dev_conv1d(struct dev_queue *q, const struct dev_mat *w, size_t c_in, size_t k,
+	       size_t stride, size_t pad, const float *x, size_t t_in, const float *b, float *y)
+{
+	if (!dev_mat_multipliable(w, q) || w->type != KN_Q_F32 || !c_in || !k || w->cols != c_in * k ||
+	    !dev_conv1d_out_len(t_in, k, stride, pad) || !dev_ops_of(q)->conv1d)
+		return -ST_INVAL;
+	return dev_ops_of(q)->conv1d(q, w, c_in, k, stride, pad, x, t_in, b, y);
+}
+
 int dev_rope_angles(struct dev_queue *q, float *cs, size_t n_tok, size_t n_rot,
 		    const int32_t *pos, float base, float freq_scale, const float *freq_factors)
 {
@@ -200,7 +217,14 @@ int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct de
 	    a->n_head % a->n_head_kv || (a->kv_type != 0 && a->kv_type != 1))
 		return -ST_INVAL;
 	for (size_t s = 0; s < n_seqs; s++)
-		if (seqs[s].n == 0)
+		if (seqs[s].n == 0 || (a->full && seqs[s].n_kv == 0))
 			return -ST_INVAL;
+	if (a->full ? a->n_head != a->n_head_kv || a->kv_type != 0 || a->window ||
+			      a->softcap != 0.0f ||
+			      fabsf(a->scale * sqrtf((float)a->head_dim) - 1.0f) > 1e-6f ||
+			      (a->prec != DEV_ATTN_F32 && a->prec != DEV_ATTN_BF16 &&
+			       a->prec != DEV_ATTN_I8)
+		    : a->prec != DEV_ATTN_F32)
+		return -ST_INVAL;
 	return n_seqs ? dev_ops_of(q)->attention(q, a, seqs, n_seqs) : 0;
 }

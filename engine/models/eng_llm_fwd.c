@@ -277,7 +277,8 @@ static void el_attention(struct el_pass *ps, int il)
 	el_attn_caches(b, il, kvd);
 	bool f16 = b->seg_kv[0]->k16 != NULL;
 	struct dev_attn a = { nh, nkv, hd, b->q, qd, b->att, qd, kvd, kvd, f16 ? 1 : 0,
-			      l->swa ? (size_t)hp->n_swa : 0, hp->attn_scale, hp->attn_softcap };
+			      l->swa ? (size_t)hp->n_swa : 0, hp->attn_scale, hp->attn_softcap,
+			      false, DEV_ATTN_F32 };
 	EL_DO(ps, dev_attention(ps->dq, &a, b->seg, b->n_seg));
 	struct dev_linear_out wo = { dl->wo, NULL, b->o, NULL, NULL };
 	EL_DO(ps, dev_linear_n(ps->dq, b->att, n, &wo, 1));
@@ -432,7 +433,7 @@ int eng_llm_forward_batch(const struct eng_llm *m, struct eng_llm_scratch *b,
 	size_t r = 0;
 	for (size_t s = 0; s < n_seqs; s++) {
 		struct eng_llm_kv *kv = seqs[s].kv;
-		b->seg[s] = (struct dev_attn_seq){ r, seqs[s].n, kv->len, NULL, NULL };
+		b->seg[s] = (struct dev_attn_seq){ r, seqs[s].n, kv->len, NULL, NULL, 0 };
 		b->seg_kv[s] = kv;
 		for (size_t j = 0; j < seqs[s].n; j++, r++) {
 			b->pos[r] = (int32_t)(kv->len + j);

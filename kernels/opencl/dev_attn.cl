@@ -1,4 +1,5 @@
-/* dev_attn.cl - rotary embedding and causal attention over a KV cache
+/* dev_attn.cl - rotary embedding and attention over a KV cache (causal,
+ * or full)
  * (dev.h dev_rope, dev_attention; devices/dev_ocl_attn.c launches them),
  * following kernels/kn_attn.c's kn_rope_apply and kn_attention_window;
  * the reductions and AT are dev_common.cl's.
@@ -29,7 +30,8 @@ static float att_kv(global const char *base, ulong row, ulong e, uint f16)
 }
 
 /* One work-group per (query row i, head h) of one sequence: row i at
- * position pos0 + i sees keys [lo, pos0 + i]; scores (scaled, soft-capped
+ * position pos0 + i sees keys [lo, pos0 + i] (full: every row all n_kv
+ * keys, no mask); scores (scaled, soft-capped
  * when softcap > 0) go to its strip of the scratch sc (n_kv floats per
  * (row, head)), then their softmax weights the values. The cache's KV
  * head g = h / group sits at column g head_dim; k and v point at key 0. */
@@ -37,13 +39,13 @@ kernel void attn_window(global char *qb, ulong qo, ulong ldq, global char *kb, u
 			global char *vb, ulong vo, ulong ldk, ulong ldv, uint kv_f16,
 			global char *ob, ulong oo, ulong ldo, global char *sb, ulong so, uint n_kv,
 			uint head_dim, uint group, ulong pos0, ulong window, float scale,
-			float softcap)
+			float softcap, uint full)
 {
 	local float sh[OPS_LOCAL];
 	ulong i = get_group_id(0);
 	uint h = get_group_id(1), n_head = get_num_groups(1);
 	uint l = get_local_id(0), L = get_local_size(0);
-	ulong p = pos0 + i, lo = window && p + 1 > window ? p + 1 - window : 0;
+	ulong p = full ? n_kv - 1 : pos0 + i, lo = window && p + 1 > window ? p + 1 - window : 0;
 	ulong g0 = (ulong)(h / group) * head_dim;
 	global const float *q = AT(const float, qb, qo) + i * ldq + (ulong)h * head_dim;
 	global const char *k = kb + ko + g0 * (kv_f16 ? 2 : 4);

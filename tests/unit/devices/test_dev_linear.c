@@ -3,7 +3,8 @@
  * back end multiplies, at shapes that take the cpu's packed layouts (rows
  * a multiple of 16) and its plain ones, one and several x rows, with and
  * without a bias; dev_linear_n against dev_linear and dev_embed against
- * the reference dequantization, on each back end.
+ * the reference dequantization, on each back end; dev_conv1d (Whisper's
+ * front end) on each against the convolution summed in double.
  *
  * The bound. The cpu, as llama.cpp's CPU back end, first quantizes x to
  * the type's integer partner (Q8_0 / Q8_1: 32-element blocks scaled by
@@ -41,6 +42,7 @@
 #include "devices/dev.h"
 #include "tests/unit/devices/dev_pair.h"
 #include "kernels/kn.h"
+#include "kernels/kn_attn.h"
 #include "kernels/kn_half.h"
 #include "kernels/kn_quant.h"
 
@@ -402,6 +404,103 @@ static void test_embed(void **state)
 	}
 }
 
+/* dev_conv1d on both back ends against the convolution summed in double
+ * (bound: 1e-6 + 2e-5 of sum |w x| for the order of the sums); the cpu's
+ * bits are kn_conv1d's, the kernel the Whisper encoder runs. Odd channel
+ * counts, strides 1-3, padding 0-2, a kernel wider than the padding. */
+static void check_conv1d(struct pair *p, size_t t_in, size_t c_in, size_t c_out, size_t k,
+			 size_t stride, size_t pad, bool bias)
+{
+	size_t t_out = dev_conv1d_out_len(t_in, k, stride, pad), K = c_in * k;
+	assert_true(t_out > 0);
+	float *w = malloc(c_out * K * 4), *x = malloc(t_in * c_in * 4), *b = malloc(c_out * 4);
+	for (size_t i = 0; i < c_out * K; i++)
+		w[i] = rnd(-1, 1);
+	for (size_t i = 0; i < t_in * c_in; i++)
+		x[i] = rnd(-2, 2);
+	for (size_t i = 0; i < c_out; i++)
+		b[i] = rnd(-1, 1);
+	struct dev_mat *mc, *mo;
+	char err[256];
+	assert_int_equal(dev_mat_create(p->cpu, 0, c_out, K, w, K * 4, 0, &mc, err, sizeof(err)), 0);
+	assert_int_equal(dev_mat_create(p->ocl, 0, c_out, K, w, K * 4, 0, &mo, err, sizeof(err)), 0);
+	float *yc = malloc(t_out * c_out * 4), *yo = malloc(t_out * c_out * 4);
+	float *yk = malloc(t_out * c_out * 4), *col = malloc(t_out * K * 4);
+	assert_int_equal(dev_conv1d(p->qc, mc, c_in, k, stride, pad, x, t_in, bias ? b : NULL, yc),
+			 0);
+	kn_conv1d(t_in, c_in, c_out, k, stride, pad, x, w, bias ? b : NULL, yk, col);
+	assert_memory_equal(yc, yk, t_out * c_out * 4);
+	float *dx = dev_alloc(p->ocl, t_in * c_in * 4), *db = dev_alloc(p->ocl, c_out * 4);
+	float *dy = dev_alloc(p->ocl, t_out * c_out * 4);
+	assert_int_equal(dev_upload(p->qo, dx, x, t_in * c_in * 4), 0);
+	assert_int_equal(dev_upload(p->qo, db, b, c_out * 4), 0);
+	assert_int_equal(dev_conv1d(p->qo, mo, c_in, k, stride, pad, dx, t_in, bias ? db : NULL, dy),
+			 0);
+	assert_int_equal(dev_download(p->qo, yo, dy, t_out * c_out * 4), 0);
+	for (size_t t = 0; t < t_out; t++)
+		for (size_t o = 0; o < c_out; o++) {
+			double exact = bias ? b[o] : 0.0, mag = 0.0;
+			for (size_t j = 0; j < k; j++) {
+				long r = (long)(t * stride + j) - (long)pad;
+				if (r < 0 || r >= (long)t_in)
+					continue;
+				for (size_t c = 0; c < c_in; c++) {
+					double v = (double)w[o * K + c * k + j] * x[(size_t)r * c_in + c];
+					exact += v;
+					mag += fabs(v);
+				}
+			}
+			double bound = 1e-6 + 2e-5 * mag;
+			double ec = fabs(yc[t * c_out + o] - exact), eo = fabs(yo[t * c_out + o] - exact);
+			if (!(ec <= bound) || !(eo <= bound)) {
+				fprintf(stderr,
+					"conv1d t_in %zu c_in %zu c_out %zu k %zu stride %zu pad %zu "
+					"[%zu,%zu]: exact %.7g cpu %.7g opencl %.7g bound %.3g\n",
+					t_in, c_in, c_out, k, stride, pad, t, o, exact, yc[t * c_out + o],
+					yo[t * c_out + o], bound);
+				fail();
+			}
+		}
+	dev_free(p->ocl, dx);
+	dev_free(p->ocl, db);
+	dev_free(p->ocl, dy);
+	dev_mat_destroy(mo);
+	dev_mat_destroy(mc);
+	free(w);
+	free(x);
+	free(b);
+	free(yc);
+	free(yo);
+	free(yk);
+	free(col);
+}
+
+static void test_conv1d(void **state)
+{
+	struct pair *p = *state;
+	check_conv1d(p, 37, 5, 7, 3, 1, 1, true);    /* Whisper's conv1 shape, small */
+	check_conv1d(p, 40, 67, 70, 3, 2, 1, true);  /* conv2's: stride 2 */
+	check_conv1d(p, 9, 3, 65, 5, 3, 0, false);   /* no padding, no bias */
+	check_conv1d(p, 4, 2, 3, 5, 1, 2, false);    /* every output row reads padding */
+	check_conv1d(p, 1, 1, 1, 1, 1, 0, true);
+	/* refused: a type other than F32, columns not c_in k, no output row */
+	struct dev_mat *m16, *m32;
+	char err[256];
+	uint16_t w16[12] = { 0 };
+	float w32[12] = { 0 }, *d = dev_alloc(p->ocl, 256);
+	assert_int_equal(dev_mat_create(p->ocl, 1, 2, 6, w16, 12, 0, &m16, err, sizeof(err)), 0);
+	assert_int_equal(dev_mat_create(p->ocl, 0, 2, 6, w32, 24, 0, &m32, err, sizeof(err)), 0);
+	assert_int_equal(dev_conv1d(p->qo, m16, 2, 3, 1, 1, d, 4, NULL, d + 16), -ST_INVAL);
+	assert_int_equal(dev_conv1d(p->qo, m32, 3, 3, 1, 1, d, 4, NULL, d + 16), -ST_INVAL);
+	assert_int_equal(dev_conv1d(p->qo, m32, 2, 3, 1, 0, d, 2, NULL, d + 16), -ST_INVAL);
+	assert_int_equal(dev_conv1d(p->qo, m32, 2, 3, 0, 1, d, 4, NULL, d + 16), -ST_INVAL);
+	assert_int_equal(dev_conv1d(p->qc, m32, 2, 3, 1, 1, d, 4, NULL, d + 16), -ST_INVAL);
+	assert_int_equal(dev_conv1d_out_len(3000, 3, 2, 1), 1500);
+	dev_mat_destroy(m16);
+	dev_mat_destroy(m32);
+	dev_free(p->ocl, d);
+}
+
 /* Bad weights are refused with a reason; a type opencl lacks says so. */
 static void test_refused(void **state)
 {
@@ -429,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_linear_n),
 		cmocka_unit_test(test_embed),
+		cmocka_unit_test(test_conv1d),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -17,7 +17,9 @@
  *    cancels near x = -20 where tanh is -1 within ulps);
  *  - one binary16 ulp for ggml's binary16 GELU (a tanh one ulp apart can
  *    round the other way).
- * An op with an address outside the device's memory is refused.
+ * Full attention (Whisper's) is also held to the kernels the cpu names,
+ * bit for bit, in each precision. An op with an address outside the
+ * device's memory is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +37,8 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
+#include "kernels/kn_attn.h"
+#include "kernels/kn_bf16.h"
 #include "tests/unit/devices/dev_pair.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -291,14 +295,16 @@ static void test_attention(void **state)
 	struct pair *p = *state;
 	enum { NH = 4, NKV = 2, HD = 16, CTX = 80, ROWS = 14 };
 	size_t kvw = NKV * HD, qw = NH * HD;
-	struct dev_attn_seq seqs[3] = { { 0, 1, 40, 0, 0 }, { 1, 9, 0, 0, 0 }, { 10, 4, 70, 0, 0 } };
+	struct dev_attn_seq seqs[3] = { { 0, 1, 40, 0, 0, 0 }, { 1, 9, 0, 0, 0, 0 },
+					{ 10, 4, 70, 0, 0, 0 } };
 	float *qh = rnd_vec(ROWS * qw, 1.0f);
 	void *dq = up(p, qh, ROWS * qw * 4);
 	for (int variant = 0; variant < 8; variant++) {
 		int f16 = variant & 1;
 		size_t esz = f16 ? 2 : 4;
 		struct dev_attn a = { NH, NKV, HD, qh, qw, NULL, qw, kvw, kvw, f16,
-				      variant & 2 ? 5 : 0, 0.25f, variant & 4 ? 3.0f : 0.0f };
+				      variant & 2 ? 5 : 0, 0.25f, variant & 4 ? 3.0f : 0.0f,
+				      false, DEV_ATTN_F32 };
 		void *hk[3], *hv[3], *dk[3], *dv[3];
 		struct dev_attn_seq so[3];
 		for (int s = 0; s < 3; s++) {
@@ -339,6 +345,91 @@ static void test_attention(void **state)
 	}
 	dev_free(p->ocl, dq);
 	free(qh);
+}
+
+/* Full (unmasked) attention as Whisper uses it: an encoder window's
+ * self-attention (7 rows over their 7 keys) and a decoder's cross-
+ * attention (3 rows over 37 encoder keys) in one call. The cpu computes
+ * each precision with the kernel the encoder calls (kn_attention,
+ * kn_attention_bf16, kn_attention_i8 over all heads: the same bits);
+ * opencl computes float32 whatever the precision, held to the cpu's
+ * float32 within sum order (1e-6 + 2e-5 relative); the cpu's int8 and
+ * bfloat16 results stay within their rounding of it (0.05: weights of at
+ * most 1, values of at most 1, 2^-8 and 1/127 steps). */
+static void test_attention_full(void **state)
+{
+	struct pair *p = *state;
+	enum { NH = 3, HD = 64, W = NH * HD, ROWS = 10, KV = 37 };
+	float *qh = rnd_vec(ROWS * W, 1.0f), *kh = rnd_vec(KV * W, 1.5f), *vh = rnd_vec(KV * W, 1.0f);
+	float *dq = up(p, qh, ROWS * W * 4), *dk = up(p, kh, KV * W * 4);
+	float *dv = up(p, vh, KV * W * 4);
+	struct dev_attn_seq seqs[2] = { { 0, 7, 99, kh, vh, 7 }, { 7, 3, 0, kh, vh, KV } };
+	struct dev_attn_seq so[2] = { { 0, 7, 99, dk, dv, 7 }, { 7, 3, 0, dk, dv, KV } };
+	float *f32 = calloc(ROWS * W, 4);
+	for (int prec = DEV_ATTN_F32; prec <= DEV_ATTN_I8; prec++) {
+		struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, W, W, 0, 0,
+				      1.0f / sqrtf((float)HD), 0.0f, true, (enum dev_attn_prec)prec };
+		float *out = calloc(ROWS * W, 4), *want = calloc(ROWS * W, 4);
+		a.out = out;
+		int rc = dev_attention(p->qc, &a, seqs, 2);
+		if (prec == DEV_ATTN_BF16 && !kn_bf16_ok()) {
+			assert_int_equal(rc, -ST_UNSUPPORTED);
+			free(out);
+			free(want);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		for (int s = 0; s < 2; s++) {
+			size_t n = seqs[s].n, n_kv = seqs[s].n_kv, r0 = seqs[s].r0;
+			void *sc = malloc(64 * n * n_kv + kn_attention_i8_scratch(n_kv, HD) +
+					  4 * kn_attention_bf16_scratch(n_kv, HD));
+			if (prec == DEV_ATTN_F32)
+				kn_attention(n, n_kv, NH, HD, qh + r0 * W, W, kh, W, vh, W,
+					     want + r0 * W, W, false, 0, sc);
+			else if (prec == DEV_ATTN_BF16)
+				kn_attention_bf16(n, n_kv, NH, HD, qh + r0 * W, W, kh, W, vh, W,
+						  want + r0 * W, W, sc);
+			else
+				kn_attention_i8(n, n_kv, NH, HD, qh + r0 * W, W, kh, W, vh, W,
+						want + r0 * W, W, sc);
+			free(sc);
+		}
+		assert_memory_equal(out, want, ROWS * W * 4);
+		if (prec == DEV_ATTN_F32)
+			memcpy(f32, out, ROWS * W * 4);
+		else
+			near(out, f32, ROWS * W, 0.05f, 0.0f, "cpu attention in its precision");
+		float *dout = dev_alloc(p->ocl, ROWS * W * 4);
+		a.q = dq, a.out = dout;
+		assert_int_equal(dev_attention(p->qo, &a, so, 2), 0);
+		float *got = down(p, dout, ROWS * W);
+		near(got, f32, ROWS * W, 1e-6f, 2e-5f, "full attention");
+		free(got);
+		free(out);
+		free(want);
+	}
+	/* refused: grouped heads, a window, a soft cap, another scale, a
+	 * binary16 cache, no keys; causal attention in a lower precision */
+	struct dev_attn ok = { NH, NH, HD, qh, W, f32, W, W, W, 0, 0, 1.0f / sqrtf((float)HD),
+			       0.0f, true, DEV_ATTN_F32 };
+	struct dev_attn bad[6] = { ok, ok, ok, ok, ok, ok };
+	bad[0].n_head_kv = 1;
+	bad[1].window = 4;
+	bad[2].softcap = 5.0f;
+	bad[3].scale = 0.5f;
+	bad[4].kv_type = 1;
+	bad[5].full = false, bad[5].prec = DEV_ATTN_I8;
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(dev_attention(p->qc, &bad[i], seqs, 2), -ST_INVAL);
+	struct dev_attn_seq none = { 0, 1, 0, kh, vh, 0 };
+	assert_int_equal(dev_attention(p->qc, &ok, &none, 1), -ST_INVAL);
+	dev_free(p->ocl, dq);
+	dev_free(p->ocl, dk);
+	dev_free(p->ocl, dv);
+	free(qh);
+	free(kh);
+	free(vh);
+	free(f32);
 }
 
 /* dev_memcpy in order with the queue's other ops: a copy taken between
@@ -391,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_softmax_argmax),
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_attention_full),
 		cmocka_unit_test(test_memcpy),
 		cmocka_unit_test(test_refused),
 	};
