@@ -100,6 +100,27 @@ static int ocl_mat_buf(struct dev_queue *q, cl_kernel k, cl_uint *arg, const voi
 	return 0;
 }
 
+/* The bias b of n floats and its flag (two buffer arguments, then a
+ * uint): without a bias, x stands in for the buffer the kernel ignores. */
+static int ocl_mat_bias(struct dev_queue *q, cl_kernel k, cl_uint *arg, const float *b, size_t n,
+			const void *x)
+{
+	cl_uint has_b = b != NULL;
+	int rc = ocl_mat_buf(q, k, arg, b ? (const void *)b : x, b ? n * sizeof(float) : sizeof(float));
+	if (!rc && clSetKernelArg(k, (*arg)++, sizeof(has_b), &has_b) != CL_SUCCESS)
+		rc = -ST_DEVICE;
+	return rc;
+}
+
+/* n uint arguments in order. */
+static int ocl_mat_u32s(cl_kernel k, cl_uint *arg, const cl_uint *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (clSetKernelArg(k, (*arg)++, sizeof(cl_uint), &v[i]) != CL_SUCCESS)
+			return -ST_DEVICE;
+	return 0;
+}
+
 /* Kernel k over a 2-D range; local NULL: the driver's choice. */
 static int ocl_mat_run(struct dev_queue *q, cl_kernel k, const size_t global[2],
 		       const size_t *local)
@@ -137,24 +158,20 @@ static int ocl_lin_run(struct dev_queue *q, const char *name, const struct dev_m
 	cl_kernel k;
 	if (dev__ocl_kernel(q, name, &k, NULL, 0))
 		return -ST_DEVICE;
-	cl_uint arg = 0, has_b = b != NULL;
+	cl_uint arg = 0;
 	cl_ulong rb = w->row_bytes;
 	int rc = ocl_mat_buf(q, k, &arg, w->impl, N * w->row_bytes);
 	if (!rc && clSetKernelArg(k, arg++, sizeof(rb), &rb) != CL_SUCCESS)
 		rc = -ST_DEVICE;
 	if (!rc)
 		rc = ocl_mat_buf(q, k, &arg, x, x_bytes);
-	if (!rc) /* without a bias, x stands in for the buffer the kernel ignores */
-		rc = ocl_mat_buf(q, k, &arg, b ? (const void *)b : x,
-				 b ? N * sizeof(float) : sizeof(float));
-	if (!rc && clSetKernelArg(k, arg++, sizeof(has_b), &has_b) != CL_SUCCESS)
-		rc = -ST_DEVICE;
+	if (!rc)
+		rc = ocl_mat_bias(q, k, &arg, b, N, x);
 	if (!rc)
 		rc = ocl_mat_buf(q, k, &arg, y, M * N * sizeof(float));
 	const cl_uint dims[3] = { (cl_uint)M, (cl_uint)N, (cl_uint)w->cols };
-	for (int i = 0; !rc && i < 3; i++)
-		if (clSetKernelArg(k, arg++, sizeof(cl_uint), &dims[i]) != CL_SUCCESS)
-			rc = -ST_DEVICE;
+	if (!rc)
+		rc = ocl_mat_u32s(k, &arg, dims, 3);
 	const size_t local[2] = { 64, 1 }, global[2] = { (N + 63) / 64 * 64, M };
 	return rc ? rc : ocl_mat_run(q, k, global, local);
 }
@@ -194,22 +211,18 @@ int dev__ocl_conv1d(struct dev_queue *q, const struct dev_mat *w, size_t c_in, s
 	cl_kernel kn;
 	if (dev__ocl_kernel(q, "conv1d_f32", &kn, NULL, 0))
 		return -ST_DEVICE;
-	cl_uint arg = 0, has_b = b != NULL;
+	cl_uint arg = 0;
 	int rc = ocl_mat_buf(q, kn, &arg, w->impl, c_out * w->row_bytes);
 	if (!rc)
 		rc = ocl_mat_buf(q, kn, &arg, x, t_in * c_in * sizeof(float));
-	if (!rc) /* without a bias, x stands in for the buffer the kernel ignores */
-		rc = ocl_mat_buf(q, kn, &arg, b ? (const void *)b : x,
-				 b ? c_out * sizeof(float) : sizeof(float));
-	if (!rc && clSetKernelArg(kn, arg++, sizeof(has_b), &has_b) != CL_SUCCESS)
-		rc = -ST_DEVICE;
+	if (!rc)
+		rc = ocl_mat_bias(q, kn, &arg, b, c_out, x);
 	if (!rc)
 		rc = ocl_mat_buf(q, kn, &arg, y, t_out * c_out * sizeof(float));
 	const cl_uint dims[7] = { (cl_uint)t_in,   (cl_uint)c_in, (cl_uint)c_out, (cl_uint)k,
 				  (cl_uint)stride, (cl_uint)pad,  (cl_uint)t_out };
-	for (int i = 0; !rc && i < 7; i++)
-		if (clSetKernelArg(kn, arg++, sizeof(cl_uint), &dims[i]) != CL_SUCCESS)
-			rc = -ST_DEVICE;
+	if (!rc)
+		rc = ocl_mat_u32s(kn, &arg, dims, 7);
 	const size_t local[2] = { 64, 1 }, global[2] = { (c_out + 63) / 64 * 64, t_out };
 	return rc ? rc : ocl_mat_run(q, kn, global, local);
 }
