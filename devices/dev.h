@@ -252,6 +252,12 @@ int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct de
  * formats of ggml-common.h, kept on the device as they are in the file. */
 struct dev_mat;
 
+/* dev_mat_row_bytes - bytes of one row of cols elements of weight type
+ * `type` as GGUF stores it (whole blocks of ggml-common.h's formats), or
+ * 0: a type no back end multiplies, or cols not a whole number of its
+ * blocks. */
+size_t dev_mat_row_bytes(int type, size_t cols);
+
 /* dev_mat_create - a weight matrix of rows x cols of `type` on d, made
  * from host rows (row r at host + r * row_bytes, GGUF's layout) in the
  * layout d's back end computes with: cpu borrows host or repacks it

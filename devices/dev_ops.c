@@ -85,6 +85,11 @@ int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32
 	return rows ? dev_ops_of(q)->argmax(q, x, rows, n, out) : 0;
 }
 
+size_t dev_mat_row_bytes(int type, size_t cols)
+{
+	return kn_qtype_row_bytes(type, cols);
+}
+
 int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,
 		   size_t row_bytes, unsigned flags, struct dev_mat **out, char *err,
 		   size_t errlen)

@@ -13,10 +13,9 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "devices/dev.h"
 #include "engine/format/eng_gguf.h"
 #include "engine/models/eng_llm_int.h"
-#include "kernels/kn.h"
-#include "kernels/kn_quant.h"
 
 static const char *const el_arch_names[ENG_LLM_ARCH_COUNT] = {
 	[ENG_LLM_ARCH_LLAMA] = "llama",
@@ -261,7 +260,7 @@ static void el_mat(struct el_ld *ld, const char *name, int n_rows, int n_cols, b
 		return;
 	}
 	out->type = (int)t->type;
-	out->row_bytes = kn_qtype_row_bytes((int)t->type, (size_t)n_cols);
+	out->row_bytes = dev_mat_row_bytes((int)t->type, (size_t)n_cols);
 	if (!out->row_bytes) {
 		el_fail(ld, -ST_UNSUPPORTED, "tensor '%s': its type is not supported yet", name);
 		return;
@@ -442,7 +441,6 @@ static void el_weights(struct el_ld *ld)
 int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	kn_init(KN_ISA_COUNT);
 	struct eng_llm *m = mem_calloc(1, sizeof(*m));
 	if (!m)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");

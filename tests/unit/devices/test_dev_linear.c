@@ -177,6 +177,7 @@ static void check_type(struct pair *p, int type, size_t M, size_t N, size_t K, b
 {
 	size_t rb = kn_qtype_row_bytes(type, K);
 	assert_true(rb > 0);
+	assert_int_equal(dev_mat_row_bytes(type, K), rb);
 	uint8_t *w = malloc(N * rb);
 	fill_rows(type, w, N, K, rb);
 	float *x = malloc(M * K * sizeof(float)), *b = malloc(N * sizeof(float));
@@ -513,6 +514,10 @@ static void test_refused(void **state)
 	assert_int_equal(dev_mat_create(p->ocl, 8, 4, 32, w, 36, 0, &m, err, sizeof(err)), -ST_INVAL);
 	assert_int_equal(dev_mat_create(p->ocl, 99, 4, 32, w, 36, 0, &m, err, sizeof(err)),
 			 -ST_UNSUPPORTED);
+	assert_int_equal(dev_mat_row_bytes(99, 32), 0);
+	assert_int_equal(dev_mat_row_bytes(8, 33), 0); /* not whole Q8_0 blocks */
+	assert_int_equal(dev_mat_row_bytes(8, 64), 68);
+	assert_int_equal(dev_mat_row_bytes(14, 512), 420); /* Q6_K: 210 bytes per 256 */
 	assert_null(m);
 	/* a matrix of one device on another's queue */
 	assert_int_equal(dev_mat_create(p->cpu, 0, 2, 4, w, 16, 0, &m, err, sizeof(err)), 0);
