@@ -210,8 +210,12 @@ int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_he
  * the pairs over its pool by rows times keys.
  * full: no mask (Whisper's encoder self-attention and its decoder's
  * cross-attention): every row of sequence s sees its n_kv keys [0, n_kv)
- * (pos0 ignored); n_head == n_head_kv, a float32 cache, no window, no soft
- * cap, and scale 1 / sqrt(head_dim), as the cpu's kernels fix it. prec
+ * (pos0 ignored); n_head == n_head_kv, no window, no soft cap, and scale
+ * 1 / sqrt(head_dim), as the cpu's kernels fix it; the keys and values
+ * float32 (kv_type 0), or kv_type 2: k points at a dev_kv16_pack cache of
+ * the sequence's n_kv keys (v ignored), read in float32 as
+ * kn_attention_kv16 does (the cross-attention of Whisper's bfloat16
+ * compute types), with prec DEV_ATTN_F32. prec
  * picks the products' precision there, as the model's compute type
  * does: DEV_ATTN_F32 (kn_attention), DEV_ATTN_BF16 (kn_attention_bf16:
  * q, k, the weights and v rounded to bfloat16), DEV_ATTN_I8
@@ -243,6 +247,17 @@ struct dev_attn_seq {
 
 int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct dev_attn_seq *seqs,
 		  size_t n_seqs);
+
+/* dev_kv16_pack - a bfloat16 cache of n_kv attention keys and values for
+ * full attention (kv_type 2), laid out as kernels/kn_attn.h's
+ * kn_kv16_pack: from float32 rows kv (key j's row at j * ldkv: its keys
+ * at columns [0, d), its values at [d, 2d), d = n_heads * head_dim),
+ * rounded to nearest even, into cache of dev_kv16_len(n_kv, n_heads,
+ * head_dim) uint16_t elements; both on q's device. Every back end writes
+ * the same bits (cpu: the heads split over the pool). */
+size_t dev_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim);
+int dev_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv, size_t n_heads,
+		  size_t head_dim, uint16_t *cache);
 
 /* --- weights and matrix products ---------------------------------------- */
 

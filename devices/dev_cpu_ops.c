@@ -362,6 +362,8 @@ static void cpu_attn_heads(void *arg, int ith, int nth)
  * keys in a's precision (dev_par.h's sizes). */
 static size_t cpu_attn_full_per(const struct dev_attn *a, size_t n, size_t n_kv)
 {
+	if (a->kv_type == 2)
+		return kn_kv16_scratch(n_kv);
 	switch (a->prec) {
 	case DEV_ATTN_BF16: return dev_par_attention_bf16_scratch(n, n_kv, a->head_dim);
 	case DEV_ATTN_I8: return dev_par_attention_i8_scratch(n, n_kv, a->head_dim);
@@ -370,7 +372,8 @@ static size_t cpu_attn_full_per(const struct dev_attn *a, size_t n, size_t n_kv)
 }
 
 /* Full attention: each sequence's heads split over the pool by
- * dev_par_attention(_bf16, _i8), the calls the Whisper encoder makes. */
+ * dev_par_attention(_bf16, _i8, _kv16), the calls the Whisper encoder and
+ * decoder make. */
 static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
 			      const struct dev_attn_seq *seqs, size_t n_seqs)
 {
@@ -390,7 +393,10 @@ static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
 		const struct dev_attn_seq *sg = &seqs[s];
 		const float *qr = a->q + sg->r0 * a->ldq, *k = sg->k, *v = sg->v;
 		float *o = a->out + sg->r0 * a->ldo;
-		if (a->prec == DEV_ATTN_BF16)
+		if (a->kv_type == 2)
+			dev_par_attention_kv16(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, sg->k, o,
+					       a->ldo, c->attn);
+		else if (a->prec == DEV_ATTN_BF16)
 			dev_par_attention_bf16(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, k, a->ldk, v,
 					       a->ldv, o, a->ldo, c->attn);
 		else if (a->prec == DEV_ATTN_I8)
@@ -400,6 +406,13 @@ static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
 			dev_par_attention(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, k, a->ldk, v,
 					  a->ldv, o, a->ldo, false, 0, c->attn);
 	}
+	return 0;
+}
+
+static int cpu_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv,
+			 size_t n_heads, size_t head_dim, uint16_t *cache)
+{
+	dev_par_kv16_pack(dev__queue_pool(q), kv, ldkv, n_kv, n_heads, head_dim, cache);
 	return 0;
 }
 
@@ -436,6 +449,7 @@ const struct dev_ops dev__cpu_ops = {
 	.argmax = cpu_argmax,
 	.rope = cpu_rope,
 	.attention = cpu_attention,
+	.kv16_pack = cpu_kv16_pack,
 	.conv1d = cpu_conv1d,
 	.mat_create = cpu_mat_create,
 	.mat_destroy = cpu_mat_destroy,

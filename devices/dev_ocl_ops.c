@@ -263,11 +263,17 @@ static int ocl_attn_seq(struct dev_queue *q, const struct dev_attn *a,
 	struct ocl_call c = ocl_begin(q, "attn_window");
 	ocl_buf(&c, a->q + sg->r0 * a->ldq, ocl_rows_bytes(sg->n, a->ldq, a->n_head * hd, 4));
 	ocl_u64(&c, a->ldq);
-	ocl_buf(&c, sg->k, ocl_rows_bytes(n_kv, a->ldk, kvw, esz));
-	ocl_buf(&c, sg->v, ocl_rows_bytes(n_kv, a->ldv, kvw, esz));
+	if (a->kv_type == 2) { /* one packed cache holds both */
+		size_t bytes = dev_kv16_len(n_kv, a->n_head, hd) * sizeof(uint16_t);
+		ocl_buf(&c, sg->k, bytes);
+		ocl_buf(&c, sg->k, bytes);
+	} else {
+		ocl_buf(&c, sg->k, ocl_rows_bytes(n_kv, a->ldk, kvw, esz));
+		ocl_buf(&c, sg->v, ocl_rows_bytes(n_kv, a->ldv, kvw, esz));
+	}
 	ocl_u64(&c, a->ldk);
 	ocl_u64(&c, a->ldv);
-	ocl_u32(&c, a->kv_type == 1);
+	ocl_u32(&c, (size_t)a->kv_type);
 	ocl_buf(&c, a->out + sg->r0 * a->ldo, ocl_rows_bytes(sg->n, a->ldo, a->n_head * hd, 4));
 	ocl_u64(&c, a->ldo);
 	ocl_buf(&c, sc, sg->n * a->n_head * n_kv * sizeof(float));
@@ -309,6 +315,27 @@ static int ocl_attention(struct dev_queue *q, const struct dev_attn *a,
 		rc = -ST_DEVICE;
 	dev__ocl_free(d, sc);
 	return rc;
+}
+
+static int ocl_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv,
+			 size_t n_heads, size_t head_dim, uint16_t *cache)
+{
+	size_t d = n_heads * head_dim, nb = (n_kv + 63) / 64;
+	struct ocl_call c = ocl_begin(q, "kv16_pack");
+	ocl_buf(&c, kv, ocl_rows_bytes(n_kv, ldkv, 2 * d, sizeof(float)));
+	ocl_u64(&c, ldkv);
+	ocl_buf(&c, cache, dev_kv16_len(n_kv, n_heads, head_dim) * sizeof(uint16_t));
+	ocl_u32(&c, n_kv);
+	ocl_u32(&c, n_heads);
+	ocl_u32(&c, head_dim);
+	if (c.rc)
+		return c.rc;
+	size_t local[2] = { OCL_LOCAL, 1 }, global[2] = { (d + OCL_LOCAL - 1) / OCL_LOCAL * OCL_LOCAL,
+							 nb * 64 };
+	if (clEnqueueNDRangeKernel(dev__ocl_queue(q), c.k, 2, NULL, global, local, 0, NULL, NULL) !=
+	    CL_SUCCESS)
+		return -ST_DEVICE;
+	return 0;
 }
 
 static int ocl_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n)
@@ -373,6 +400,7 @@ const struct dev_ops dev__ocl_ops = {
 	.argmax = ocl_argmax,
 	.rope = ocl_rope,
 	.attention = ocl_attention,
+	.kv16_pack = ocl_kv16_pack,
 	.conv1d = dev__ocl_conv1d,
 	.mat_create = dev__ocl_mat_create,
 	.mat_destroy = dev__ocl_mat_destroy,

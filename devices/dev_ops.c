@@ -219,17 +219,31 @@ int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct de
 		  size_t n_seqs)
 {
 	if (a->n_head == 0 || a->n_head_kv == 0 || a->head_dim == 0 ||
-	    a->n_head % a->n_head_kv || (a->kv_type != 0 && a->kv_type != 1))
+	    a->n_head % a->n_head_kv || a->kv_type < 0 || a->kv_type > 2)
 		return -ST_INVAL;
 	for (size_t s = 0; s < n_seqs; s++)
 		if (seqs[s].n == 0 || (a->full && seqs[s].n_kv == 0))
 			return -ST_INVAL;
-	if (a->full ? a->n_head != a->n_head_kv || a->kv_type != 0 || a->window ||
+	if (a->full ? a->n_head != a->n_head_kv || a->kv_type == 1 ||
+			      (a->kv_type == 2 && a->prec != DEV_ATTN_F32) || a->window ||
 			      a->softcap != 0.0f ||
 			      fabsf(a->scale * sqrtf((float)a->head_dim) - 1.0f) > 1e-6f ||
 			      (a->prec != DEV_ATTN_F32 && a->prec != DEV_ATTN_BF16 &&
 			       a->prec != DEV_ATTN_I8)
-		    : a->prec != DEV_ATTN_F32)
+		    : a->prec != DEV_ATTN_F32 || a->kv_type == 2)
 		return -ST_INVAL;
 	return n_seqs ? dev_ops_of(q)->attention(q, a, seqs, n_seqs) : 0;
+}
+
+size_t dev_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim)
+{
+	return kn_kv16_len(n_kv, n_heads, head_dim);
+}
+
+int dev_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv, size_t n_heads,
+		  size_t head_dim, uint16_t *cache)
+{
+	if (!n_heads || !head_dim || ldkv < 2 * n_heads * head_dim)
+		return -ST_INVAL;
+	return n_kv ? dev_ops_of(q)->kv16_pack(q, kv, ldkv, n_kv, n_heads, head_dim, cache) : 0;
 }

@@ -41,3 +41,13 @@ static float ops_group_max(float v, local float *sh)
 	barrier(CLK_LOCAL_MEM_FENCE);
 	return r;
 }
+
+/* f rounded to bfloat16, nearest even (a NaN kept quiet): its 16 bits, as
+ * kernels/kn_half.h's kn_f32_to_bf16. */
+static ushort ops_bf16_bits(float f)
+{
+	uint u = as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (ushort)((u | 0x00400000u) >> 16);
+	return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}

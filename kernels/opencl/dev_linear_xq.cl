@@ -67,10 +67,7 @@ static ushort xq_f32_to_f16(float f)
 /* kn_bf16_round: f rounded to bfloat16 (nearest even) and widened back. */
 static float xq_bf16_round(float f)
 {
-	uint u = as_uint(f);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return as_float(((u | 0x00400000u) >> 16) << 16);
-	return as_float(((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16);
+	return as_float((uint)ops_bf16_bits(f) << 16);
 }
 
 /* Little-endian fields at any byte address. */

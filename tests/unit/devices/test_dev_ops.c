@@ -432,6 +432,75 @@ static void test_attention_full(void **state)
 	free(f32);
 }
 
+/* A bfloat16 cross-attention cache: dev_kv16_pack writes kn_kv16_pack's
+ * bits on both back ends (70 keys: a partial block of 64; rows wider than
+ * 2d), and full attention over it (two sequences' caches, 1 and 4 query
+ * rows) is kn_attention_kv16 on the cpu bit for bit, opencl within the
+ * order of its sums (1e-6 + 2e-5 relative), and both within bfloat16's
+ * rounding (0.05) of the float32 attention over the same keys. */
+static void test_attention_kv16(void **state)
+{
+	struct pair *p = *state;
+	enum { NH = 3, HD = 64, W = NH * HD, LD = 2 * W + 5, KV = 70, ROWS = 5 };
+	size_t len = dev_kv16_len(KV, NH, HD);
+	float *kv = rnd_vec(KV * LD, 1.5f), *qh = rnd_vec(ROWS * W, 1.0f);
+	uint16_t *cache = malloc(len * 2), *want = malloc(len * 2);
+	kn_kv16_pack(kv, LD, KV, NH, HD, want);
+	assert_int_equal(dev_kv16_pack(p->qc, kv, LD, KV, NH, HD, cache), 0);
+	assert_memory_equal(cache, want, len * 2);
+	void *dkv = up(p, kv, KV * LD * 4), *dc = dev_alloc(p->ocl, len * 2);
+	assert_int_equal(dev_kv16_pack(p->qo, dkv, LD, KV, NH, HD, dc), 0);
+	uint16_t *got16 = malloc(len * 2);
+	assert_int_equal(dev_download(p->qo, got16, dc, len * 2), 0);
+	assert_memory_equal(got16, want, len * 2);
+	/* attention: sequence 0 over the first 9 keys' own cache, 1 over all */
+	size_t len9 = dev_kv16_len(9, NH, HD);
+	uint16_t *c9 = malloc(len9 * 2);
+	kn_kv16_pack(kv, LD, 9, NH, HD, c9);
+	void *dc9 = up(p, c9, len9 * 2), *dq = up(p, qh, ROWS * W * 4);
+	struct dev_attn_seq seqs[2] = { { 0, 1, 0, c9, NULL, 9 }, { 1, 4, 0, cache, NULL, KV } };
+	struct dev_attn_seq so[2] = { { 0, 1, 0, dc9, NULL, 9 }, { 1, 4, 0, dc, NULL, KV } };
+	struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, 0, 0, 2, 0, 1.0f / sqrtf((float)HD),
+			      0.0f, true, DEV_ATTN_F32 };
+	float *out = calloc(ROWS * W, 4), *ref = calloc(ROWS * W, 4), *f32 = calloc(ROWS * W, 4);
+	float *sc = malloc(kn_kv16_scratch(KV) * 4 + 64 * ROWS * KV);
+	a.out = out;
+	assert_int_equal(dev_attention(p->qc, &a, seqs, 2), 0);
+	kn_attention_kv16(1, 9, NH, HD, 0, NH, qh, W, c9, ref, W, sc);
+	kn_attention_kv16(4, KV, NH, HD, 0, NH, qh + W, W, cache, ref + W, W, sc);
+	assert_memory_equal(out, ref, ROWS * W * 4);
+	kn_attention(1, 9, NH, HD, qh, W, kv, LD, kv + W, LD, f32, W, false, 0, sc);
+	kn_attention(4, KV, NH, HD, qh + W, W, kv, LD, kv + W, LD, f32 + W, W, false, 0, sc);
+	near(out, f32, ROWS * W, 0.05f, 0.0f, "bfloat16 cache against float32");
+	float *dout = dev_alloc(p->ocl, ROWS * W * 4);
+	a.q = dq, a.out = dout;
+	assert_int_equal(dev_attention(p->qo, &a, so, 2), 0);
+	float *got = down(p, dout, ROWS * W);
+	near(got, ref, ROWS * W, 1e-6f, 2e-5f, "attention over a bfloat16 cache");
+	/* refused: a packed cache in causal attention or another precision */
+	a.q = qh, a.out = out;
+	a.prec = DEV_ATTN_I8;
+	assert_int_equal(dev_attention(p->qc, &a, seqs, 2), -ST_INVAL);
+	a.prec = DEV_ATTN_F32, a.full = false;
+	assert_int_equal(dev_attention(p->qc, &a, seqs, 2), -ST_INVAL);
+	assert_int_equal(dev_kv16_pack(p->qc, kv, 2 * W - 1, KV, NH, HD, cache), -ST_INVAL);
+	dev_free(p->ocl, dkv);
+	dev_free(p->ocl, dc);
+	dev_free(p->ocl, dc9);
+	dev_free(p->ocl, dq);
+	free(kv);
+	free(qh);
+	free(cache);
+	free(want);
+	free(got16);
+	free(c9);
+	free(out);
+	free(ref);
+	free(f32);
+	free(sc);
+	free(got);
+}
+
 /* dev_memcpy in order with the queue's other ops: a copy taken between
  * two scales sees the first only. */
 static void test_memcpy(void **state)
@@ -483,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_full),
+		cmocka_unit_test(test_attention_kv16),
 		cmocka_unit_test(test_memcpy),
 		cmocka_unit_test(test_refused),
 	};
