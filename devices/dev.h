@@ -248,6 +248,28 @@ struct dev_attn_seq {
 int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct dev_attn_seq *seqs,
 		  size_t n_seqs);
 
+/* dev_attention_scores - head h's attention scores before the softmax,
+ * the numbers full attention turns into weights (Whisper's word
+ * alignment reads them from its cross-attention heads, as CTranslate2's
+ * align() does): out[i][j] = (q_i . k_j) / sqrt(head_dim) for query rows
+ * i < n_q and keys j < n_cols. q: rows ldq apart, head h at column h
+ * head_dim; keys: kv_type 0, float32 rows ldk apart from key 0 (head h at
+ * column h head_dim), or 2, a dev_kv16_pack cache of n_kv >= n_cols keys
+ * of n_heads heads (ldk ignored); out: [n_q, n_cols] rows ldo apart; all
+ * on q's device. cpu: kn_attention_scores(_kv16); other back ends within
+ * float32 sum order of it. */
+struct dev_scores {
+	size_t n_q, n_cols, head_dim, h, n_heads;
+	const float *q;
+	size_t ldq;
+	int kv_type;
+	const void *k;
+	size_t ldk, n_kv;
+	float *out;
+	size_t ldo;
+};
+int dev_attention_scores(struct dev_queue *q, const struct dev_scores *s);
+
 /* dev_kv16_pack - a bfloat16 cache of n_kv attention keys and values for
  * full attention (kv_type 2), laid out as kernels/kn_attn.h's
  * kn_kv16_pack: from float32 rows kv (key j's row at j * ldkv: its keys

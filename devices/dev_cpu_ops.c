@@ -409,6 +409,19 @@ static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
 	return 0;
 }
 
+static int cpu_scores(struct dev_queue *q, const struct dev_scores *s)
+{
+	(void)q;
+	size_t hd = s->head_dim;
+	if (s->kv_type == 2)
+		kn_attention_scores_kv16(s->n_q, s->n_kv, s->n_cols, hd, s->h, s->q, s->ldq, s->k,
+					 s->out, s->ldo);
+	else
+		kn_attention_scores(s->n_q, s->n_cols, hd, s->q + s->h * hd, s->ldq,
+				    (const float *)s->k + s->h * hd, s->ldk, s->out, s->ldo);
+	return 0;
+}
+
 static int cpu_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv,
 			 size_t n_heads, size_t head_dim, uint16_t *cache)
 {
@@ -449,6 +462,7 @@ const struct dev_ops dev__cpu_ops = {
 	.argmax = cpu_argmax,
 	.rope = cpu_rope,
 	.attention = cpu_attention,
+	.scores = cpu_scores,
 	.kv16_pack = cpu_kv16_pack,
 	.conv1d = cpu_conv1d,
 	.mat_create = cpu_mat_create,

@@ -37,6 +37,7 @@ struct dev_ops {
 		    size_t head_dim, size_t n_rot, const float *cs, bool neox);
 	int (*attention)(struct dev_queue *q, const struct dev_attn *a,
 			 const struct dev_attn_seq *seqs, size_t n_seqs);
+	int (*scores)(struct dev_queue *q, const struct dev_scores *s);
 	int (*kv16_pack)(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv,
 			 size_t n_heads, size_t head_dim, uint16_t *cache);
 	/* fill m->impl (m's other fields set, row_bytes checked) */

@@ -81,6 +81,20 @@ static int ocl_run(struct ocl_call *c, size_t groups, size_t local)
 	return 0;
 }
 
+/* Items over n0 x n1 in work-groups of OCL_LOCAL x 1 (n0 rounded up: the
+ * kernel skips the items past n0). */
+static int ocl_run_2d(struct ocl_call *c, size_t n0, size_t n1)
+{
+	if (c->rc)
+		return c->rc;
+	size_t local[2] = { OCL_LOCAL, 1 };
+	size_t global[2] = { (n0 + OCL_LOCAL - 1) / OCL_LOCAL * OCL_LOCAL, n1 };
+	if (clEnqueueNDRangeKernel(dev__ocl_queue(c->q), c->k, 2, NULL, global, local, 0, NULL,
+				   NULL) != CL_SUCCESS)
+		return -ST_DEVICE;
+	return 0;
+}
+
 /* One item per element, n of them. */
 static int ocl_run_elems(struct ocl_call *c, size_t n)
 {
@@ -285,13 +299,7 @@ static int ocl_attn_seq(struct dev_queue *q, const struct dev_attn *a,
 	ocl_f32(&c, a->scale);
 	ocl_f32(&c, a->softcap);
 	ocl_u32(&c, a->full);
-	if (c.rc)
-		return c.rc;
-	size_t local[2] = { OCL_LOCAL, 1 }, global[2] = { sg->n * OCL_LOCAL, a->n_head };
-	if (clEnqueueNDRangeKernel(dev__ocl_queue(q), c.k, 2, NULL, global, local, 0, NULL, NULL) !=
-	    CL_SUCCESS)
-		return -ST_DEVICE;
-	return 0;
+	return ocl_run_2d(&c, sg->n * OCL_LOCAL, a->n_head);
 }
 
 /* The scores' scratch is one device buffer for the largest sequence,
@@ -317,6 +325,26 @@ static int ocl_attention(struct dev_queue *q, const struct dev_attn *a,
 	return rc;
 }
 
+static int ocl_scores(struct dev_queue *q, const struct dev_scores *s)
+{
+	size_t hd = s->head_dim;
+	struct ocl_call c = ocl_begin(q, "attn_scores");
+	ocl_buf(&c, s->q, ocl_rows_bytes(s->n_q, s->ldq, s->n_heads * hd, 4));
+	ocl_u64(&c, s->ldq);
+	ocl_buf(&c, s->k, s->kv_type == 2 ? dev_kv16_len(s->n_kv, s->n_heads, hd) * 2
+					  : ocl_rows_bytes(s->n_cols, s->ldk, s->n_heads * hd, 4));
+	ocl_u64(&c, s->ldk);
+	ocl_u32(&c, (size_t)s->kv_type);
+	ocl_buf(&c, s->out, ocl_rows_bytes(s->n_q, s->ldo, s->n_cols, 4));
+	ocl_u64(&c, s->ldo);
+	ocl_u32(&c, s->n_cols);
+	ocl_u32(&c, hd);
+	ocl_u32(&c, s->h);
+	ocl_u32(&c, s->n_heads);
+	ocl_u64(&c, s->n_kv);
+	return ocl_run_2d(&c, s->n_cols, s->n_q);
+}
+
 static int ocl_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv,
 			 size_t n_heads, size_t head_dim, uint16_t *cache)
 {
@@ -328,14 +356,7 @@ static int ocl_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size
 	ocl_u32(&c, n_kv);
 	ocl_u32(&c, n_heads);
 	ocl_u32(&c, head_dim);
-	if (c.rc)
-		return c.rc;
-	size_t local[2] = { OCL_LOCAL, 1 }, global[2] = { (d + OCL_LOCAL - 1) / OCL_LOCAL * OCL_LOCAL,
-							 nb * 64 };
-	if (clEnqueueNDRangeKernel(dev__ocl_queue(q), c.k, 2, NULL, global, local, 0, NULL, NULL) !=
-	    CL_SUCCESS)
-		return -ST_DEVICE;
-	return 0;
+	return ocl_run_2d(&c, d, nb * 64);
 }
 
 static int ocl_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n)
@@ -400,6 +421,7 @@ const struct dev_ops dev__ocl_ops = {
 	.argmax = ocl_argmax,
 	.rope = ocl_rope,
 	.attention = ocl_attention,
+	.scores = ocl_scores,
 	.kv16_pack = ocl_kv16_pack,
 	.conv1d = dev__ocl_conv1d,
 	.mat_create = dev__ocl_mat_create,

@@ -235,6 +235,14 @@ int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct de
 	return n_seqs ? dev_ops_of(q)->attention(q, a, seqs, n_seqs) : 0;
 }
 
+int dev_attention_scores(struct dev_queue *q, const struct dev_scores *s)
+{
+	if (!s->head_dim || s->h >= s->n_heads || (s->kv_type != 0 && s->kv_type != 2) ||
+	    (s->kv_type == 2 && s->n_cols > s->n_kv))
+		return -ST_INVAL;
+	return s->n_q && s->n_cols ? dev_ops_of(q)->scores(q, s) : 0;
+}
+
 size_t dev_kv16_len(size_t n_kv, size_t n_heads, size_t head_dim)
 {
 	return kn_kv16_len(n_kv, n_heads, head_dim);

@@ -112,3 +112,23 @@ kernel void attn_window(global char *qb, ulong qo, ulong ldq, global char *kb, u
 		o[e] = acc / sum;
 	}
 }
+
+/* One item per (key j < n_cols, query row i): head h's score (q_i . k_j)
+ * / sqrt(head_dim) before the softmax, keys as att_kv reads them (kv 0:
+ * float32 rows ldk apart from key 0, column 0; 2: a packed cache of n_kv
+ * keys of n_head heads). */
+kernel void attn_scores(global char *qb, ulong qo, ulong ldq, global char *kb, ulong ko,
+			ulong ldk, uint kv, global char *ob, ulong oo, ulong ldo, uint n_cols,
+			uint head_dim, uint h, uint n_head, ulong n_kv)
+{
+	uint j = get_global_id(0);
+	ulong i = get_global_id(1);
+	if (j >= n_cols)
+		return;
+	global const float *q = AT(const float, qb, qo) + i * ldq + (ulong)h * head_dim;
+	global const char *k = kb + ko + (kv == 2 ? 0 : (ulong)h * head_dim * 4);
+	float s = 0.0f;
+	for (uint e = 0; e < head_dim; e++)
+		s += q[e] * att_kv(k, ldk, j, e, kv, 0, h, n_head, head_dim, n_kv);
+	AT(float, ob, oo)[i * ldo + j] = s * (1.0f / sqrt((float)head_dim));
+}

@@ -437,7 +437,9 @@ static void test_attention_full(void **state)
  * 2d), and full attention over it (two sequences' caches, 1 and 4 query
  * rows) is kn_attention_kv16 on the cpu bit for bit, opencl within the
  * order of its sums (1e-6 + 2e-5 relative), and both within bfloat16's
- * rounding (0.05) of the float32 attention over the same keys. */
+ * rounding (0.05) of the float32 attention over the same keys. One head's
+ * scores (dev_attention_scores) over the float32 keys and over the cache:
+ * kn_attention_scores(_kv16) on the cpu, opencl within sum order. */
 static void test_attention_kv16(void **state)
 {
 	struct pair *p = *state;
@@ -477,6 +479,27 @@ static void test_attention_kv16(void **state)
 	assert_int_equal(dev_attention(p->qo, &a, so, 2), 0);
 	float *got = down(p, dout, ROWS * W);
 	near(got, ref, ROWS * W, 1e-6f, 2e-5f, "attention over a bfloat16 cache");
+	/* head 1's scores before the softmax over 50 of the keys, from the
+	 * float32 rows and from the packed cache */
+	for (int kvt = 0; kvt <= 2; kvt += 2) {
+		enum { COLS = 50 };
+		struct dev_scores sc_h = { 4, COLS, HD, 1, NH, qh, W, kvt, kvt ? (void *)cache : kv,
+					   LD, KV, ref, COLS };
+		assert_int_equal(dev_attention_scores(p->qc, &sc_h), 0);
+		if (kvt)
+			kn_attention_scores_kv16(4, KV, COLS, HD, 1, qh, W, cache, f32, COLS);
+		else
+			kn_attention_scores(4, COLS, HD, qh + HD, W, kv + HD, LD, f32, COLS);
+		assert_memory_equal(ref, f32, 4 * COLS * 4);
+		float *ds = dev_alloc(p->ocl, 4 * COLS * 4);
+		sc_h.q = dq, sc_h.k = kvt ? dc : dkv, sc_h.out = ds;
+		assert_int_equal(dev_attention_scores(p->qo, &sc_h), 0);
+		float *gs = down(p, ds, 4 * COLS);
+		near(gs, ref, 4 * COLS, 1e-6f, 2e-5f, "attention scores");
+		free(gs);
+		sc_h.q = qh, sc_h.out = ref, sc_h.h = NH; /* no such head */
+		assert_int_equal(dev_attention_scores(p->qc, &sc_h), -ST_INVAL);
+	}
 	/* refused: a packed cache in causal attention or another precision */
 	a.q = qh, a.out = out;
 	a.prec = DEV_ATTN_I8;
