@@ -286,7 +286,16 @@ int dev_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv
 /* Element types of weights, by GGUF's numbering (ggml_type): F32 0,
  * F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q2_K 10, Q3_K 11,
  * Q4_K 12, Q5_K 13, Q6_K 14, IQ4_NL 20, IQ4_XS 23, BF16 30: the block
- * formats of ggml-common.h, kept on the device as they are in the file. */
+ * formats of ggml-common.h, kept on the device as they are in the file.
+ * And one of inferd's own, numbered past ggml's:
+ * DEV_TYPE_I8R - CTranslate2's int8 weights: each row a float32 scale s
+ * (what one code is worth, 1 / CTranslate2's weight_scale) followed by
+ * cols int8 codes c (w = c s, codes in [-127, 127]), 4 + cols bytes,
+ * unaligned. Products quantize each row of x to int8 with its own scale
+ * max|x| / 127 (CTranslate2's dynamic quantization; cpu: kernels/kn_i8.h);
+ * other back ends may multiply the float x by the dequantized weights.
+ * dev_embed refuses it. */
+#define DEV_TYPE_I8R 64
 struct dev_mat;
 
 /* dev_mat_row_bytes - bytes of one row of cols elements of weight type
@@ -294,6 +303,19 @@ struct dev_mat;
  * 0: a type no back end multiplies, or cols not a whole number of its
  * blocks. */
 size_t dev_mat_row_bytes(int type, size_t cols);
+
+/* dev_quantize_i8r - rows x cols float32 weights w (row-major) as
+ * DEV_TYPE_I8R rows into out [rows * dev_mat_row_bytes(DEV_TYPE_I8R,
+ * cols)]: per row s = max|w| / 127 and codes rint(w / s), kn_i8.h's
+ * scheme (CTranslate2's int8 quantization, python/ctranslate2/specs/
+ * model_spec.py, which multiplies by 127 / max|w| instead; an all-zero
+ * row gets s = 0). Host memory; load time. */
+void dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out);
+
+/* dev_round_bf16 - y[i] = x[i] rounded to bfloat16 (nearest, ties to
+ * even: the rounding every BF16 product here applies), as the bits of
+ * BF16 weights. Host memory. */
+void dev_round_bf16(const float *x, size_t n, uint16_t *y);
 
 /* dev_mat_create - a weight matrix of rows x cols of `type` on d, made
  * from host rows (row r at host + r * row_bytes, GGUF's layout) in the
@@ -310,6 +332,16 @@ size_t dev_mat_row_bytes(int type, size_t cols);
  * -ST_INVAL (cols not a whole number of blocks, row_bytes wrong),
  * -ST_NOMEM, -ST_DEVICE. */
 #define DEV_MAT_LOOKUP 1u
+/* flags DEV_MAT_CT2: products as CTranslate2 computes them (the Whisper
+ * models' reference) instead of llama.cpp: F32 and F16 weights multiply
+ * x as it is, in float32 (cpu: F32 OpenBLAS sgemm, F16 kn gemv_f16 over
+ * the binary16 bits; llama.cpp rounds x to binary16 for F16); BF16 rounds
+ * x to bfloat16 and sums in float32 as both do (cpu: kernels/kn_bf16.h,
+ * which needs AVX512-BF16 or AMX: -ST_UNSUPPORTED without). Other types
+ * refuse it (-ST_INVAL); DEV_TYPE_I8R has only this arithmetic and
+ * needs it. Such a matrix is never a lookup table, and dev_linear_n
+ * refuses it. */
+#define DEV_MAT_CT2 2u
 int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,
 		   size_t row_bytes, unsigned flags, struct dev_mat **out, char *err,
 		   size_t errlen);

@@ -18,6 +18,7 @@
 #include "kernels/kn_attn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_half.h"
+#include "kernels/kn_i8.h"
 #include "kernels/kn_quant.h"
 
 static int cpu_rms_norm(struct dev_queue *q, const float *x, const float *w, float *y,
@@ -141,12 +142,105 @@ static int cpu_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n
 
 /* --- weights and products ------------------------------------------------ */
 
+/* How a cpu matrix multiplies: GGUF types through kn_qops as llama.cpp
+ * does, DEV_MAT_CT2 ones through the kernels the Whisper forward pass
+ * has always called (dev_par.h). */
+enum cpu_mat_kind {
+	CPU_MAT_Q = 0, /* kn_qops (dev_par_qlinear) */
+	CPU_MAT_SGEMM, /* F32 | CT2: dev_par_linear on the host rows */
+	CPU_MAT_F16,   /* F16 | CT2: dev_par_linear_f16 on the host rows */
+	CPU_MAT_BF16,  /* BF16 | CT2: dev_par_linear_bf16 on kn_bf16_pack's layout */
+	CPU_MAT_I8,    /* I8R: dev_par_linear_i8 on kn_i8.h's layout */
+};
+
 /* A cpu weight matrix: host rows, borrowed or repacked. */
 struct cpu_mat {
-	const void *data;	 /* the rows q computes on */
+	enum cpu_mat_kind kind;
+	const void *data;	 /* the rows q computes on (CPU_MAT_Q, SGEMM, F16) */
 	const struct kn_qops *q; /* the type's kernels (on the packed layout when packed) */
-	void *packed;		 /* owned: kn_qpack's layout of the rows, or NULL */
+	void *packed;		 /* owned: kn_qpack's or kn_bf16_pack's layout, or NULL */
+	struct kn_i8w i8;	 /* CPU_MAT_I8: its arrays owned */
 };
+
+/* I8R rows (dev.h) into kn_i8.h's packed layout; 0 or -ST_NOMEM. */
+static int cpu_mat_i8(struct cpu_mat *c, const struct dev_mat *m, const void *host)
+{
+	size_t N = m->rows, K = m->cols, np = kn_i8_npad(N);
+	int8_t *codes = mem_alloc(N * K), *packed = mem_alloc_huge(np * kn_i8_kpad(K));
+	float *scale = mem_calloc(np, sizeof(float));
+	int32_t *comp = mem_alloc(np * sizeof(int32_t));
+	if (!codes || !packed || !scale || !comp) {
+		mem_free(codes);
+		mem_free(packed);
+		mem_free(scale);
+		mem_free(comp);
+		return -ST_NOMEM;
+	}
+	for (size_t r = 0; r < N; r++) {
+		const char *row = (const char *)host + r * m->row_bytes;
+		memcpy(&scale[r], row, sizeof(float));
+		memcpy(codes + r * K, row + 4, K);
+	}
+	kn_i8_pack(codes, N, K, packed, comp);
+	mem_free(codes);
+	c->i8 = (struct kn_i8w){ packed, scale, comp, N, K };
+	return 0;
+}
+
+/* BF16 rows packed for kn_bf16_linear (exact: bfloat16 values widen to
+ * float32 and kn_bf16_pack rounds them back to the same bits). */
+static int cpu_mat_bf16(struct cpu_mat *c, const struct dev_mat *m, const void *host)
+{
+	size_t n = m->rows * m->cols;
+	float *f = mem_alloc_huge(n * sizeof(float));
+	c->packed = mem_alloc_huge(kn_bf16_packed_len(m->rows, m->cols) * sizeof(uint16_t));
+	if (!f || !c->packed) {
+		mem_free(f);
+		return -ST_NOMEM;
+	}
+	const uint16_t *h = host;
+	for (size_t i = 0; i < n; i++)
+		f[i] = kn_bf16_to_f32(h[i]);
+	kn_bf16_pack(f, m->rows, m->cols, c->packed);
+	mem_free(f);
+	return 0;
+}
+
+/* A DEV_MAT_CT2 matrix (types checked by dev_mat_create). */
+static int cpu_mat_ct2(struct cpu_mat *c, const struct dev_mat *m, const void *host, char *err,
+		       size_t errlen)
+{
+	int rc = 0;
+	switch (m->type) {
+	case KN_Q_F32: c->kind = CPU_MAT_SGEMM; break;
+	case KN_Q_F16: c->kind = CPU_MAT_F16; break;
+	case KN_Q_BF16:
+		c->kind = CPU_MAT_BF16;
+		if (!kn_bf16_ok())
+			return st_errf(-ST_UNSUPPORTED, err, errlen,
+				       "bfloat16 products need AVX512-BF16 or AMX, which this "
+				       "CPU lacks");
+		rc = cpu_mat_bf16(c, m, host);
+		break;
+	default:
+		c->kind = CPU_MAT_I8;
+		if (m->cols > DEV_PAR_I8_MAX_K)
+			return st_errf(-ST_UNSUPPORTED, err, errlen,
+				       "int8 weights of %zu columns: at most %d", m->cols,
+				       DEV_PAR_I8_MAX_K);
+		rc = cpu_mat_i8(c, m, host);
+	}
+	return rc ? st_errf(rc, err, errlen, "out of memory") : 0;
+}
+
+static void cpu_mat_free(struct cpu_mat *c)
+{
+	mem_free(c->packed);
+	mem_free((void *)c->i8.packed);
+	mem_free((void *)c->i8.scale);
+	mem_free((void *)c->i8.comp);
+	mem_free(c);
+}
 
 static int cpu_mat_create(struct dev_mat *m, const void *host, char *err, size_t errlen)
 {
@@ -154,6 +248,15 @@ static int cpu_mat_create(struct dev_mat *m, const void *host, char *err, size_t
 	if (!c)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	c->data = host;
+	if (m->flags & DEV_MAT_CT2) {
+		int rc = cpu_mat_ct2(c, m, host, err, errlen);
+		if (rc) {
+			cpu_mat_free(c);
+			return rc;
+		}
+		m->impl = c;
+		return 0;
+	}
 	c->q = kn_qops_get(m->type);
 	if (!c->q) {
 		mem_free(c);
@@ -177,9 +280,7 @@ static int cpu_mat_create(struct dev_mat *m, const void *host, char *err, size_t
 
 static void cpu_mat_destroy(struct dev_mat *m)
 {
-	struct cpu_mat *c = m->impl;
-	mem_free(c->packed);
-	mem_free(c);
+	cpu_mat_free(m->impl);
 }
 
 /* A cpu queue's scratch, grown to the largest call: dev_par_qlinear's,
@@ -231,6 +332,16 @@ static int cpu_linear(struct dev_queue *q, const struct dev_mat *w, const float 
 	const struct cpu_mat *m = w->impl;
 	struct dev_pool *p = dev__queue_pool(q);
 	struct cpu_queue *c = dev__queue_impl(q);
+	switch (m->kind) {
+	case CPU_MAT_SGEMM: dev_par_linear(p, M, w->rows, w->cols, x, m->data, b, y); return 0;
+	case CPU_MAT_F16:
+		dev_par_linear_f16(p, M, w->rows, w->cols, x, m->data, b, y);
+		return 0;
+	case CPU_MAT_BF16:
+		return dev_par_linear_bf16(p, M, w->rows, w->cols, x, m->packed, b, y);
+	case CPU_MAT_I8: dev_par_linear_i8(p, M, x, &m->i8, b, y); return 0;
+	case CPU_MAT_Q: break;
+	}
 	/* dev_par_qlinear's scratch (dev_par.h): x rounded or quantized, then
 	 * a tile of weights per thread */
 	size_t need = (M + (size_t)dev_pool_size(p) * DEV_PAR_QTILE) * w->cols;

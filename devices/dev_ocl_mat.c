@@ -8,7 +8,9 @@
  * products per block with a float epilogue (F16 / BF16: float sums over
  * the rounded x), the same operations in the same order as the reference,
  * so the results are its bits. F32 weights multiply x as it is
- * (dev_linear.cl's linear_f32).
+ * (dev_linear.cl's linear_f32). DEV_MAT_CT2's F16 and DEV_TYPE_I8R
+ * matrices multiply x as it is too (linear_xq_f16 on the float rows,
+ * linear_xq_i8r).
  *
  * The scratch is sized per call (M rows of the partner format) and freed
  * as soon as the two kernels are enqueued: OpenCL deletes a buffer only
@@ -55,9 +57,20 @@ static const struct ocl_lin ocl_lins[] = {
 	[KN_Q_IQ4_XS] = { "linear_xq_iq4_xs", OCL_Q8_K },
 };
 
-/* The product of type, or NULL: not supported (yet). */
-static const struct ocl_lin *ocl_lin_of(int type)
+/* DEV_MAT_CT2's arithmetic (dev.h): F16 and I8R against x as it is;
+ * F32, and BF16 (x rounded), as without it. */
+static const struct ocl_lin ocl_lin_ct2_f16 = { "linear_xq_f16", NULL, 1, 4 };
+static const struct ocl_lin ocl_lin_ct2_i8r = { "linear_xq_i8r", NULL, 1, 4 };
+
+/* The product of a matrix of type and flags, or NULL: not supported (yet). */
+static const struct ocl_lin *ocl_lin_of(int type, unsigned flags)
 {
+	if (flags & DEV_MAT_CT2) {
+		if (type == KN_Q_F16)
+			return &ocl_lin_ct2_f16;
+		if (type == DEV_TYPE_I8R)
+			return &ocl_lin_ct2_i8r;
+	}
 	if (type < 0 || (size_t)type >= sizeof(ocl_lins) / sizeof(ocl_lins[0]) ||
 	    !ocl_lins[type].linear)
 		return NULL;
@@ -66,7 +79,7 @@ static const struct ocl_lin *ocl_lin_of(int type)
 
 int dev__ocl_mat_create(struct dev_mat *m, const void *host, char *err, size_t errlen)
 {
-	if (!ocl_lin_of(m->type))
+	if (!ocl_lin_of(m->type, m->flags))
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
 			       "%s: weights of ggml type %d are not supported by the opencl back "
 			       "end yet",
@@ -182,7 +195,7 @@ int dev__ocl_linear(struct dev_queue *q, const struct dev_mat *w, const float *x
 	size_t N = w->rows, K = w->cols;
 	if (M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
 		return -ST_INVAL;
-	const struct ocl_lin *l = ocl_lin_of(w->type);
+	const struct ocl_lin *l = ocl_lin_of(w->type, w->flags);
 	if (!l->prep)
 		return ocl_lin_run(q, l->linear, w, x, M * K * sizeof(float), M, b, y);
 	/* x's rows quantized (or rounded) once, into scratch for this call */

@@ -3,12 +3,15 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
 #include "kernels/kn_attn.h"
+#include "kernels/kn_half.h"
+#include "kernels/kn_i8.h"
 #include "kernels/kn_quant.h"
 
 static const struct dev_ops *dev_ops_of(const struct dev_queue *q)
@@ -87,7 +90,35 @@ int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32
 
 size_t dev_mat_row_bytes(int type, size_t cols)
 {
+	if (type == DEV_TYPE_I8R)
+		return cols && cols <= SIZE_MAX - 4 ? 4 + cols : 0;
 	return kn_qtype_row_bytes(type, cols);
+}
+
+void dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out)
+{
+	size_t rb = 4 + cols;
+	for (size_t r = 0; r < rows; r++) {
+		char *row = (char *)out + r * rb;
+		float s;
+		kn_i8_quantize_rows(w + r * cols, cols, 1, cols, (int8_t *)row + 4, cols, &s);
+		memcpy(row, &s, sizeof(s));
+	}
+}
+
+void dev_round_bf16(const float *x, size_t n, uint16_t *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = kn_f32_to_bf16(x[i]);
+}
+
+/* The name of a weight type (kn_qtype_get's, or inferd's own), or NULL. */
+static const char *dev_type_name(int type)
+{
+	if (type == DEV_TYPE_I8R)
+		return "I8R";
+	const struct kn_qtype_info *t = kn_qtype_get(type);
+	return t ? t->name : NULL;
 }
 
 int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,
@@ -96,15 +127,21 @@ int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void
 {
 	*out = NULL;
 	st_errf(0, err, errlen, "%s", "");
-	const struct kn_qtype_info *t = kn_qtype_get(type);
-	if (!t)
+	const char *name = dev_type_name(type);
+	if (!name)
 		return st_errf(-ST_UNSUPPORTED, err, errlen, "weight type %d: unknown", type);
-	if (rows == 0 || cols == 0 || cols % t->block_elems ||
-	    row_bytes != cols / t->block_elems * t->block_bytes)
+	if (rows == 0 || cols == 0 || row_bytes == 0 || row_bytes != dev_mat_row_bytes(type, cols))
 		return st_errf(-ST_INVAL, err, errlen,
-			       "%s weights of %zu x %zu: %zu bytes per row (the type makes "
-			       "rows of whole %u-element blocks, %u bytes each)",
-			       t->name, rows, cols, row_bytes, t->block_elems, t->block_bytes);
+			       "%s weights of %zu x %zu: %zu bytes per row, where the type "
+			       "makes %zu",
+			       name, rows, cols, row_bytes, dev_mat_row_bytes(type, cols));
+	bool ct2 = flags & DEV_MAT_CT2;
+	if (ct2 != (type == DEV_TYPE_I8R) &&
+	    (!ct2 || (type != KN_Q_F32 && type != KN_Q_F16 && type != KN_Q_BF16)))
+		return st_errf(-ST_INVAL, err, errlen, "%s weights %s CTranslate2's arithmetic", name,
+			       ct2 ? "cannot take" : "need");
+	if (ct2 && (flags & DEV_MAT_LOOKUP))
+		return st_errf(-ST_INVAL, err, errlen, "a lookup table has no products to compute");
 	if (!d->be->ops->mat_create)
 		return st_errf(-ST_UNSUPPORTED, err, errlen, "%s: no weight matrices on this back end",
 			       d->caps.name);
@@ -159,7 +196,7 @@ int dev_linear_n(struct dev_queue *q, const float *x, size_t M, const struct dev
 		return -ST_INVAL;
 	for (size_t i = 0; i < n; i++)
 		if (!dev_mat_multipliable(o[i].w, q) || o[i].w->cols != o[0].w->cols ||
-		    (o[i].yrows && o[i].argmax))
+		    (o[i].w->flags & DEV_MAT_CT2) || (o[i].yrows && o[i].argmax))
 			return -ST_INVAL;
 	return M ? dev_ops_of(q)->linear_n(q, x, M, o, n) : 0;
 }
@@ -167,7 +204,7 @@ int dev_linear_n(struct dev_queue *q, const float *x, size_t M, const struct dev
 int dev_embed(struct dev_queue *q, const struct dev_mat *m, const int32_t *ids, size_t n,
 	      float *y)
 {
-	if (!dev_mat_usable(m, q))
+	if (!dev_mat_usable(m, q) || m->type == DEV_TYPE_I8R)
 		return -ST_INVAL;
 	for (size_t i = 0; i < n; i++)
 		if (ids[i] < 0 || (size_t)ids[i] >= m->rows)

@@ -472,6 +472,19 @@ static float xq_row_bf16(global const uchar *w, global const uchar *xr, uint K)
 	return sum;
 }
 
+/* ---- DEV_TYPE_I8R (CTranslate2's int8) against float x ------------------ */
+
+/* The float product of the codes (the row's scale, then its codes) with x,
+ * times the scale: the dequantized weights, x not quantized. */
+static float xq_row_i8r(global const uchar *w, global const uchar *xr, uint K)
+{
+	global const float *x = (global const float *)xr;
+	float sum = 0.0f;
+	for (uint k = 0; k < K; k++)
+		sum += (float)(char)w[4 + k] * x[k];
+	return sum * as_float(xq_u32(w));
+}
+
 /* One kernel per type around its row product; XROW(K): bytes of one
  * prepared x row. The arguments are dev_linear.cl's linear_<type>'s. */
 #define XQ_KERNEL(T, XROW)                                                                    \
@@ -492,6 +505,7 @@ static float xq_row_bf16(global const uchar *w, global const uchar *xr, uint K)
 
 XQ_KERNEL(f16, (ulong)K * 4)
 XQ_KERNEL(bf16, (ulong)K * 4)
+XQ_KERNEL(i8r, (ulong)K * 4)
 XQ_KERNEL(q4_0, K / 32 * 34)
 XQ_KERNEL(q5_0, K / 32 * 34)
 XQ_KERNEL(q8_0, K / 32 * 34)
