@@ -222,7 +222,13 @@ int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_he
  * (kn_attention_i8: int8 codes); the cpu splits the heads of each
  * sequence over its pool, as the Whisper encoder calls them. Other back
  * ends may compute a lower precision in float32, more exactly than it
- * asks. Causal attention takes DEV_ATTN_F32 only. */
+ * asks. Causal attention takes DEV_ATTN_F32 only.
+ * ct2: causal attention as CTranslate2 computes it (Whisper's decoder
+ * self-attention; cpu: kn_attention's causal mask, each sequence's heads
+ * split over the pool as the full attention's are, where the default is
+ * llama.cpp's kn_attention_window): n_head == n_head_kv, float32 keys, no
+ * window, no soft cap, scale 1 / sqrt(head_dim). Other back ends compute
+ * the same attention either way. */
 enum dev_attn_prec { DEV_ATTN_F32, DEV_ATTN_BF16, DEV_ATTN_I8 };
 
 struct dev_attn {
@@ -237,6 +243,7 @@ struct dev_attn {
 	float scale, softcap;
 	bool full;
 	enum dev_attn_prec prec;
+	bool ct2;
 };
 
 struct dev_attn_seq {

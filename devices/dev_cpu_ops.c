@@ -482,9 +482,16 @@ static size_t cpu_attn_full_per(const struct dev_attn *a, size_t n, size_t n_kv)
 	}
 }
 
-/* Full attention: each sequence's heads split over the pool by
- * dev_par_attention(_bf16, _i8, _kv16), the calls the Whisper encoder and
- * decoder make. */
+/* The keys a sequence's rows see: all n_kv (full), or up to its last row
+ * (causal). */
+static size_t cpu_attn_keys(const struct dev_attn *a, const struct dev_attn_seq *sg)
+{
+	return a->full ? sg->n_kv : sg->pos0 + sg->n;
+}
+
+/* Full attention, and causal attention with a->ct2: each sequence's heads
+ * split over the pool by dev_par_attention(_bf16, _i8, _kv16), the calls
+ * the Whisper encoder and decoder make. */
 static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
 			      const struct dev_attn_seq *seqs, size_t n_seqs)
 {
@@ -494,7 +501,7 @@ static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
 		return -ST_UNSUPPORTED;
 	size_t per = 0;
 	for (size_t s = 0; s < n_seqs; s++) {
-		size_t need = cpu_attn_full_per(a, seqs[s].n, seqs[s].n_kv);
+		size_t need = cpu_attn_full_per(a, seqs[s].n, cpu_attn_keys(a, &seqs[s]));
 		per = need > per ? need : per;
 	}
 	if (cpu_grow(&c->attn, &c->attn_cap, per * (size_t)dev_pool_size(p)))
@@ -514,8 +521,9 @@ static int cpu_attention_full(struct dev_queue *q, const struct dev_attn *a,
 			dev_par_attention_i8(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, k, a->ldk, v,
 					     a->ldv, o, a->ldo, c->attn);
 		else
-			dev_par_attention(p, sg->n, sg->n_kv, nh, hd, qr, a->ldq, k, a->ldk, v,
-					  a->ldv, o, a->ldo, false, 0, c->attn);
+			dev_par_attention(p, sg->n, cpu_attn_keys(a, sg), nh, hd, qr, a->ldq, k,
+					  a->ldk, v, a->ldv, o, a->ldo, !a->full,
+					  a->full ? 0 : sg->pos0, c->attn);
 	}
 	return 0;
 }
@@ -543,7 +551,7 @@ static int cpu_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size
 static int cpu_attention(struct dev_queue *q, const struct dev_attn *a,
 			 const struct dev_attn_seq *seqs, size_t n_seqs)
 {
-	if (a->full)
+	if (a->full || a->ct2)
 		return cpu_attention_full(q, a, seqs, n_seqs);
 	struct dev_pool *p = dev__queue_pool(q);
 	struct cpu_queue *c = dev__queue_impl(q);

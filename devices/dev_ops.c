@@ -267,7 +267,10 @@ int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct de
 			      fabsf(a->scale * sqrtf((float)a->head_dim) - 1.0f) > 1e-6f ||
 			      (a->prec != DEV_ATTN_F32 && a->prec != DEV_ATTN_BF16 &&
 			       a->prec != DEV_ATTN_I8)
-		    : a->prec != DEV_ATTN_F32 || a->kv_type == 2)
+		    : a->prec != DEV_ATTN_F32 || a->kv_type == 2 ||
+			      (a->ct2 && (a->n_head != a->n_head_kv || a->kv_type || a->window ||
+					  a->softcap != 0.0f ||
+					  fabsf(a->scale * sqrtf((float)a->head_dim) - 1.0f) > 1e-6f)))
 		return -ST_INVAL;
 	return n_seqs ? dev_ops_of(q)->attention(q, a, seqs, n_seqs) : 0;
 }

@@ -278,7 +278,7 @@ static void el_attention(struct el_pass *ps, int il)
 	bool f16 = b->seg_kv[0]->k16 != NULL;
 	struct dev_attn a = { nh, nkv, hd, b->q, qd, b->att, qd, kvd, kvd, f16 ? 1 : 0,
 			      l->swa ? (size_t)hp->n_swa : 0, hp->attn_scale, hp->attn_softcap,
-			      false, DEV_ATTN_F32 };
+			      false, DEV_ATTN_F32, false };
 	EL_DO(ps, dev_attention(ps->dq, &a, b->seg, b->n_seg));
 	struct dev_linear_out wo = { dl->wo, NULL, b->o, NULL, NULL };
 	EL_DO(ps, dev_linear_n(ps->dq, b->att, n, &wo, 1));

@@ -304,7 +304,7 @@ static void test_attention(void **state)
 		size_t esz = f16 ? 2 : 4;
 		struct dev_attn a = { NH, NKV, HD, qh, qw, NULL, qw, kvw, kvw, f16,
 				      variant & 2 ? 5 : 0, 0.25f, variant & 4 ? 3.0f : 0.0f,
-				      false, DEV_ATTN_F32 };
+				      false, DEV_ATTN_F32, false };
 		void *hk[3], *hv[3], *dk[3], *dv[3];
 		struct dev_attn_seq so[3];
 		for (int s = 0; s < 3; s++) {
@@ -368,7 +368,7 @@ static void test_attention_full(void **state)
 	float *f32 = calloc(ROWS * W, 4);
 	for (int prec = DEV_ATTN_F32; prec <= DEV_ATTN_I8; prec++) {
 		struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, W, W, 0, 0,
-				      1.0f / sqrtf((float)HD), 0.0f, true, (enum dev_attn_prec)prec };
+				      1.0f / sqrtf((float)HD), 0.0f, true, (enum dev_attn_prec)prec, false };
 		float *out = calloc(ROWS * W, 4), *want = calloc(ROWS * W, 4);
 		a.out = out;
 		int rc = dev_attention(p->qc, &a, seqs, 2);
@@ -411,7 +411,7 @@ static void test_attention_full(void **state)
 	/* refused: grouped heads, a window, a soft cap, another scale, a
 	 * binary16 cache, no keys; causal attention in a lower precision */
 	struct dev_attn ok = { NH, NH, HD, qh, W, f32, W, W, W, 0, 0, 1.0f / sqrtf((float)HD),
-			       0.0f, true, DEV_ATTN_F32 };
+			       0.0f, true, DEV_ATTN_F32, false };
 	struct dev_attn bad[6] = { ok, ok, ok, ok, ok, ok };
 	bad[0].n_head_kv = 1;
 	bad[1].window = 4;
@@ -430,6 +430,61 @@ static void test_attention_full(void **state)
 	free(kh);
 	free(vh);
 	free(f32);
+}
+
+/* Causal attention with ct2 (Whisper's decoder self-attention): two
+ * sequences over float32 caches (1 row at position 5, 4 rows from 0);
+ * the cpu bit for bit kn_attention with its causal mask per sequence,
+ * opencl within sum order (1e-6 + 2e-5 relative); refused with grouped
+ * heads, a window, a soft cap, another scale or a binary16 cache. */
+static void test_attention_ct2(void **state)
+{
+	struct pair *p = *state;
+	enum { NH = 2, HD = 32, W = NH * HD, ROWS = 5, CTX = 9 };
+	float *qh = rnd_vec(ROWS * W, 1.0f), *kh = rnd_vec(2 * CTX * W, 1.5f);
+	float *vh = rnd_vec(2 * CTX * W, 1.0f);
+	float *dq = up(p, qh, ROWS * W * 4), *dk = up(p, kh, 2 * CTX * W * 4);
+	float *dv = up(p, vh, 2 * CTX * W * 4);
+	struct dev_attn_seq seqs[2] = { { 0, 1, 5, kh, vh, 0 },
+					{ 1, 4, 0, kh + CTX * W, vh + CTX * W, 0 } };
+	struct dev_attn_seq so[2] = { { 0, 1, 5, dk, dv, 0 },
+				      { 1, 4, 0, dk + CTX * W, dv + CTX * W, 0 } };
+	struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, W, W, 0, 0, 1.0f / sqrtf((float)HD),
+			      0.0f, false, DEV_ATTN_F32, true };
+	float *out = calloc(ROWS * W, 4), *want = calloc(ROWS * W, 4), *sc = malloc(ROWS * CTX * 4);
+	a.out = out;
+	assert_int_equal(dev_attention(p->qc, &a, seqs, 2), 0);
+	for (int s = 0; s < 2; s++) {
+		const struct dev_attn_seq *sg = &seqs[s];
+		kn_attention(sg->n, sg->pos0 + sg->n, NH, HD, qh + sg->r0 * W, W, sg->k, W, sg->v, W,
+			     want + sg->r0 * W, W, true, sg->pos0, sc);
+	}
+	assert_memory_equal(out, want, ROWS * W * 4);
+	float *dout = dev_alloc(p->ocl, ROWS * W * 4);
+	a.q = dq, a.out = dout;
+	assert_int_equal(dev_attention(p->qo, &a, so, 2), 0);
+	float *got = down(p, dout, ROWS * W);
+	near(got, want, ROWS * W, 1e-6f, 2e-5f, "ct2 causal attention");
+	a.q = qh, a.out = out;
+	struct dev_attn bad[5] = { a, a, a, a, a };
+	bad[0].n_head_kv = 1;
+	bad[1].window = 4;
+	bad[2].softcap = 5.0f;
+	bad[3].scale = 0.5f;
+	bad[4].kv_type = 1;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(dev_attention(p->qc, &bad[i], seqs, 2), -ST_INVAL);
+	dev_free(p->ocl, dq);
+	dev_free(p->ocl, dk);
+	dev_free(p->ocl, dv);
+	dev_free(p->ocl, dout);
+	free(got);
+	free(qh);
+	free(kh);
+	free(vh);
+	free(out);
+	free(want);
+	free(sc);
 }
 
 /* A bfloat16 cross-attention cache: dev_kv16_pack writes kn_kv16_pack's
@@ -463,7 +518,7 @@ static void test_attention_kv16(void **state)
 	struct dev_attn_seq seqs[2] = { { 0, 1, 0, c9, NULL, 9 }, { 1, 4, 0, cache, NULL, KV } };
 	struct dev_attn_seq so[2] = { { 0, 1, 0, dc9, NULL, 9 }, { 1, 4, 0, dc, NULL, KV } };
 	struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, 0, 0, 2, 0, 1.0f / sqrtf((float)HD),
-			      0.0f, true, DEV_ATTN_F32 };
+			      0.0f, true, DEV_ATTN_F32, false };
 	float *out = calloc(ROWS * W, 4), *ref = calloc(ROWS * W, 4), *f32 = calloc(ROWS * W, 4);
 	float *sc = malloc(kn_kv16_scratch(KV) * 4 + 64 * ROWS * KV);
 	a.out = out;
@@ -575,6 +630,7 @@ int main(void)
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_full),
+		cmocka_unit_test(test_attention_ct2),
 		cmocka_unit_test(test_attention_kv16),
 		cmocka_unit_test(test_memcpy),
 		cmocka_unit_test(test_refused),
