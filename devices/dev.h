@@ -319,6 +319,15 @@ size_t dev_mat_row_bytes(int type, size_t cols);
  * row gets s = 0). Host memory; load time. */
 void dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out);
 
+/* dev_host_logsumexp - log(sum_i exp(x[i])) over host memory x[0..n)
+ * (n >= 1), in double; dev_host_argmax - the first index of the largest
+ * of x[0..n) (n >= 1). For logits read back to the host (a sampler's
+ * scores, word probabilities): the calling thread, with the host CPU's
+ * fastest kernels (kn.h's logsumexp and argmax, which every ISA computes
+ * alike up to the sum order of the exponentials). */
+double dev_host_logsumexp(const float *x, size_t n);
+size_t dev_host_argmax(const float *x, size_t n);
+
 /* dev_round_bf16 - y[i] = x[i] rounded to bfloat16 (nearest, ties to
  * even: the rounding every BF16 product here applies), as the bits of
  * BF16 weights. Host memory. */

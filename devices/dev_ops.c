@@ -9,6 +9,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
+#include "kernels/kn.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_half.h"
 #include "kernels/kn_i8.h"
@@ -104,6 +105,16 @@ void dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out)
 		kn_i8_quantize_rows(w + r * cols, cols, 1, cols, (int8_t *)row + 4, cols, &s);
 		memcpy(row, &s, sizeof(s));
 	}
+}
+
+double dev_host_logsumexp(const float *x, size_t n)
+{
+	return kn_ops()->logsumexp(x, n);
+}
+
+size_t dev_host_argmax(const float *x, size_t n)
+{
+	return kn_ops()->argmax(x, n);
 }
 
 void dev_round_bf16(const float *x, size_t n, uint16_t *y)

@@ -13,6 +13,7 @@
 #include "engine/sched/eng_sched.h"
 
 struct dev_pool;
+struct dev_queue;
 struct eng_whisper_runner;
 
 /* A submitted transcription (eng_transcribe_submit). */
@@ -66,7 +67,7 @@ int eng__transcribe_check(const struct eng_model *m, const struct eng_transcribe
  * speech spans' audio through eng__transcribe_plain and the times mapped
  * back (eng_asr_vad.c), else eng__transcribe_plain. Arguments and errors
  * as eng__transcribe_plain's. */
-int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
+int eng__transcribe_run(const struct eng_model *m, struct dev_queue *q, const float *samples,
 			size_t n_samples, const struct eng_transcribe_params *p,
 			int (*stop)(void *arg), void *stop_arg,
 			const struct eng_whisper_runner *run, struct eng_transcript **out,
@@ -83,13 +84,15 @@ int eng__asr_vad_check(const struct eng_model *m, const struct eng_transcribe_pa
 		       char *err, size_t errlen);
 
 /* eng__transcribe_plain - the whole transcription of samples [n] on the
- * calling (replica) thread with its compute team pool (NULL: alone).
+ * calling thread, its passes on queue q (ops called from this thread: a
+ * queue no other thread uses meanwhile).
  * p checked already. Before every window and every decoder pass it stops
  * on p->cancel (-ST_CANCELED) or when stop(stop_arg) returns non-zero (that
  * status: the deadline, shutdown). Encoder and decoder passes go through
- * run when it is not NULL (a batcher; pool then only sizes the encoder
- * scratch). On success *out is new. Errors: -ST_NOMEM, others with err. */
-int eng__transcribe_plain(const struct eng_model *m, struct dev_pool *pool,
+ * run when it is not NULL (a batcher on another queue of q's device; q
+ * then runs the word alignment and beam search's cache copies). On
+ * success *out is new. Errors: -ST_NOMEM, others with err. */
+int eng__transcribe_plain(const struct eng_model *m, struct dev_queue *q,
 			  const float *samples, size_t n_samples,
 			  const struct eng_transcribe_params *p, int (*stop)(void *arg),
 			  void *stop_arg, const struct eng_whisper_runner *run,
@@ -108,6 +111,7 @@ struct eng__asr_cut {
 /* What word timing needs of a window (borrowed). */
 struct eng__asr_words_in {
 	const struct eng_whisper *w;
+	struct dev_queue *q;             /* the alignment pass runs here */
 	const struct eng_whisper_tok *tok;
 	const struct eng_whisper_enc *e; /* the window's encoder output */
 	const int32_t *sot;              /* the SOT sequence [n_sot] */
@@ -125,7 +129,7 @@ struct eng__asr_words_in {
  * cuts[i].words, and cuts[i].start/end moved to its words as there. The
  * alignment pass runs on the calling thread. Cuts without text get no
  * words; a window with no frames to align or a model without alignment
- * heads gives none. Returns 0 or -ST_NOMEM (cuts may then hold words:
+ * heads gives none. Returns 0, -ST_NOMEM or a device error (cuts may then hold words:
  * eng__asr_cut_fini). */
 int eng__asr_words(const struct eng__asr_words_in *in, struct eng__asr_cut *cuts, size_t n_cuts);
 

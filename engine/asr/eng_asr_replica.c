@@ -36,7 +36,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
-#include "devices/dev_pool.h"
+#include "devices/dev.h"
 #include "engine/asr/eng_asr_int.h"
 #include "engine/eng_int.h"
 #include "engine/models/eng_whisper.h"
@@ -53,6 +53,9 @@ struct ea_loop;
 struct ea_driver {
 	struct ea_loop *l;
 	struct eng__asr_req *r;
+	struct dev_queue *q;        /* its own one-thread queue on the replica's device:
+				     * the passes its thread runs itself (word
+				     * alignment, beam search's cache copies) */
 	pthread_t thread;
 	pthread_cond_t cv;          /* the driver waits here for the baton */
 	bool turn;                  /* it holds the baton */
@@ -79,7 +82,7 @@ struct ea_driver {
 
 struct ea_loop {
 	struct eng__replica *rp;
-	struct dev_pool *pool;
+	struct dev_queue *q;        /* the replica's: every batched pass */
 	const struct eng_whisper *w;
 	cpu_set_t cores;            /* the replica's CPUs (drivers run there) */
 	bool pin;                   /* cores is set */
@@ -91,7 +94,7 @@ struct ea_loop {
 	int n, cap;
 	struct eng__req **taken;    /* [cap] */
 	struct eng_whisper_step *steps; /* [cap] */
-	struct ea_driver **stepping;    /* [cap] */
+	struct ea_driver **stepping;    /* [cap] the drivers of steps, or of windows */
 	/* [cap] the round's encoder windows */
 	struct eng_whisper_enc **encs;
 	const float **mels;
@@ -139,8 +142,8 @@ static void ea_yield(struct ea_driver *d, enum ea_state state)
 
 /* --- the runner the driver's transcription calls --------------------------------- */
 
-static void ea_encode(void *ctx, struct eng_whisper_enc *e, const float *mel, size_t mel_stride,
-		      size_t frame0, size_t n_frames)
+static int ea_encode(void *ctx, struct eng_whisper_enc *e, const float *mel, size_t mel_stride,
+		     size_t frame0, size_t n_frames)
 {
 	struct ea_driver *d = ctx;
 	d->enc = e;
@@ -149,6 +152,7 @@ static void ea_encode(void *ctx, struct eng_whisper_enc *e, const float *mel, si
 	d->frame0 = frame0;
 	d->n_frames = n_frames;
 	ea_yield(d, EA_ENCODE);
+	return d->pass_rc;
 }
 
 static int ea_decode(void *ctx, const struct eng_whisper_enc *e, struct eng_whisper_kv *kv,
@@ -207,7 +211,7 @@ static int ea_transcribe_one(struct ea_driver *d, int ch, struct eng_transcript 
 				       "transcribed one by one", *n_ch, ENG_ASR_MAX_CHANNELS);
 		}
 	}
-	int rc = eng__transcribe_run(r->m, d->l->pool, samples, n, &r->p, ea_stop, d, &d->runner,
+	int rc = eng__transcribe_run(r->m, d->q, samples, n, &r->p, ea_stop, d, &d->runner,
 				     t, d->err, sizeof(d->err));
 	if (!rc && r->in.data)
 		(*t)->duration_s = audio.duration_s;
@@ -246,7 +250,10 @@ static void *ea_driver_main(void *arg)
 	while (!d->turn)
 		pthread_cond_wait(&d->cv, &l->mu);
 	pthread_mutex_unlock(&l->mu);
-	d->rc = ea_transcribe(d);
+	d->rc = dev_queue_create(l->rp->dev, 1, &d->q, d->err, sizeof(d->err));
+	if (!d->rc)
+		d->rc = ea_transcribe(d);
+	dev_queue_destroy(d->q);
 	ea_yield(d, EA_DONE);
 	return NULL;
 }
@@ -357,7 +364,8 @@ static bool ea_admit(struct ea_loop *l)
 
 /* The round's encoder passes: all windows stacked in one pass
  * (eng_whisper_encode_batch), or one by one when its scratch is not to be
- * had. Returns how many windows. */
+ * had; each driver's pass_rc says how its window went. Returns how many
+ * windows. */
 static int ea_encode_all(struct ea_loop *l, uint64_t *positions)
 {
 	int n = 0;
@@ -370,15 +378,18 @@ static int ea_encode_all(struct ea_loop *l, uint64_t *positions)
 		l->strides[n] = d->mel_stride;
 		l->frame0[n] = d->frame0;
 		l->n_frames[n] = d->n_frames;
+		l->stepping[n] = d; /* free until the decoder passes */
 		*positions += eng_whisper_enc_ctx(d->enc);
 		d->state = EA_RUN;
 		n++;
 	}
-	if (eng_whisper_encode_batch(l->w, l->pool, l->encs, l->mels, l->strides, l->frame0,
-				     l->n_frames, (size_t)n))
-		for (int b = 0; b < n; b++)
-			eng_whisper_encode(l->w, l->encs[b], l->pool, l->mels[b], l->strides[b],
-					   l->frame0[b], l->n_frames[b]);
+	bool alone = eng_whisper_encode_batch(l->w, l->q, l->encs, l->mels, l->strides, l->frame0,
+					      l->n_frames, (size_t)n) != 0;
+	for (int b = 0; b < n; b++)
+		l->stepping[b]->pass_rc =
+			alone ? eng_whisper_encode(l->w, l->encs[b], l->q, l->mels[b],
+						   l->strides[b], l->frame0[b], l->n_frames[b])
+			      : 0;
 	return n;
 }
 
@@ -395,7 +406,7 @@ static void ea_compute(struct ea_loop *l)
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
 		if (d->state == EA_DECODE && d->n_tokens > ENG_WHISPER_STEP_MAX) {
-			d->pass_rc = eng_whisper_decode(l->w, d->dec_enc, d->kv, l->pool, d->tokens,
+			d->pass_rc = eng_whisper_decode(l->w, d->dec_enc, d->kv, l->q, d->tokens,
 							d->n_tokens, d->logits, d->logits_at,
 							d->at_index);
 			d->state = EA_RUN;
@@ -406,7 +417,7 @@ static void ea_compute(struct ea_loop *l)
 			l->stepping[n_step++] = d;
 		}
 	}
-	int rc = eng_whisper_decode_steps(l->w, l->pool, l->steps, (size_t)n_step);
+	int rc = eng_whisper_decode_steps(l->w, l->q, l->steps, (size_t)n_step);
 	for (int i = 0; i < n_step; i++) {
 		l->stepping[i]->pass_rc = rc;
 		l->stepping[i]->state = EA_RUN;
@@ -446,11 +457,11 @@ static void ea_round(struct ea_loop *l)
 	pthread_mutex_unlock(&s->mu);
 }
 
-static int ea_init(struct ea_loop *l, struct eng__replica *rp, struct dev_pool *pool)
+static int ea_init(struct ea_loop *l, struct eng__replica *rp)
 {
 	memset(l, 0, sizeof(*l));
 	l->rp = rp;
-	l->pool = pool;
+	l->q = rp->q;
 	l->w = rp->s->m->whisper;
 	l->cap = rp->s->max_batch_size;
 	int n_cpus;
@@ -494,7 +505,8 @@ static void ea_fini(struct ea_loop *l)
 void eng__asr_loop(void *arg, struct dev_pool *pool)
 {
 	struct ea_loop l;
-	if (ea_init(&l, arg, pool)) {
+	(void)pool; /* the ops split over it through rp->q */
+	if (ea_init(&l, arg)) {
 		l.cap = 0; /* no arrays: end every request; the replica stays up */
 		for (;;) {
 			struct eng__req *r;

@@ -24,7 +24,7 @@
 #include "engine/models/eng_whisper.h"
 #include "engine/models/eng_whisper_gen.h"
 #include "engine/tok/eng_whisper_tok.h"
-#include "devices/dev_pool.h"
+#include "devices/dev.h"
 #include "kernels/kn_mel.h"
 
 #define ET_TIME_PRECISION 0.02 /* seconds per timestamp token */
@@ -115,7 +115,7 @@ struct et {
 	float *mel;            /* [n_mels][n_frames] */
 	size_t n_frames, content_frames;
 	struct eng_whisper_enc *enc;
-	struct dev_pool *pool; /* the replica's compute team (NULL: this thread alone) */
+	struct dev_queue *q;   /* passes not handed to run (all when run is NULL) */
 	int (*stop)(void *arg); /* non-zero ST_*: stop now (cancel, deadline); may be NULL */
 	void *stop_arg;
 	const struct eng_whisper_runner *run; /* passes handed to a batcher, or NULL */
@@ -237,13 +237,12 @@ static size_t et_window_ctx(const struct et *t, size_t n)
 
 /* The encoder on mel frames [frame0, frame0 + n): directly or through the
  * runner. */
-static void et_encode(struct et *t, size_t frame0, size_t n)
+static int et_encode(struct et *t, size_t frame0, size_t n)
 {
 	eng_whisper_enc_trim(t->m->whisper, t->enc, et_window_ctx(t, n));
 	if (t->run)
-		t->run->encode(t->run->ctx, t->enc, t->mel, t->n_frames, frame0, n);
-	else
-		eng_whisper_encode(t->m->whisper, t->enc, t->pool, t->mel, t->n_frames, frame0, n);
+		return t->run->encode(t->run->ctx, t->enc, t->mel, t->n_frames, frame0, n);
+	return eng_whisper_encode(t->m->whisper, t->enc, t->q, t->mel, t->n_frames, frame0, n);
 }
 
 /* Between decoder passes: the cancel flag, then the caller's check. */
@@ -270,7 +269,7 @@ static int et_try(struct et *t, const int32_t *prompt, size_t n_prompt, int i,
 	};
 	memset(d, 0, sizeof(*d));
 	d->temperature = p->temperatures[i];
-	int rc = eng_whisper_generate(t->m->whisper, t->tok, t->enc, t->pool, prompt, n_prompt, &o,
+	int rc = eng_whisper_generate(t->m->whisper, t->tok, t->enc, t->q, prompt, n_prompt, &o,
 				  &d->r);
 	if (!rc)
 		rc = et_measure(t, d);
@@ -448,7 +447,7 @@ static int et_words(struct et *t, struct et_cuts *cuts, size_t seek, size_t segm
 		    bool single_end, size_t *next)
 {
 	struct eng__asr_words_in in = {
-		.w = t->m->whisper, .tok = t->tok, .e = t->enc, .sot = t->sot_seq,
+		.w = t->m->whisper, .q = t->q, .tok = t->tok, .e = t->enc, .sot = t->sot_seq,
 		.n_sot = t->n_sot_seq, .seek = seek, .n_frames = segment_size,
 		.last_speech = t->last_speech, .language = t->out->language,
 	};
@@ -474,8 +473,9 @@ static int et_window(struct et *t, size_t *seek, struct et_tokens *prompt)
 	size_t segment_size = t->content_frames - *seek;
 	if (segment_size > ENG_WHISPER_N_FRAMES)
 		segment_size = ENG_WHISPER_N_FRAMES;
-	et_encode(t, *seek, segment_size);
-	int rc = et_prompt(t, prompt);
+	int rc = et_encode(t, *seek, segment_size);
+	if (!rc)
+		rc = et_prompt(t, prompt);
 	struct et_decoded d;
 	if (!rc)
 		rc = et_generate(t, prompt->v, prompt->n, &d);
@@ -513,16 +513,19 @@ static int et_detect_language(struct et *t, int32_t *lang, float *prob)
 	const struct eng_whisper_tok *tok = t->tok;
 	struct eng_whisper_kv *kv;
 	float *logits = mem_alloc((size_t)t->hp->n_vocab * sizeof(float));
-	int rc = logits ? eng_whisper_kv_create(t->m->whisper, &kv) : -ST_NOMEM;
+	int rc = logits ? eng_whisper_kv_create(t->m->whisper, dev_queue_device(t->q), &kv)
+			: -ST_NOMEM;
 	if (rc) {
 		mem_free(logits);
 		return rc;
 	}
 	size_t n = t->n_frames < ENG_WHISPER_N_FRAMES ? t->n_frames : ENG_WHISPER_N_FRAMES;
-	et_encode(t, 0, n);
-	rc = t->run ? t->run->decode(t->run->ctx, t->enc, kv, &tok->sot, 1, logits, NULL, 0)
-		    : eng_whisper_decode(t->m->whisper, t->enc, kv, t->pool, &tok->sot, 1, logits,
-					 NULL, 0);
+	rc = et_encode(t, 0, n);
+	if (!rc)
+		rc = t->run ? t->run->decode(t->run->ctx, t->enc, kv, &tok->sot, 1, logits, NULL,
+					     0)
+			    : eng_whisper_decode(t->m->whisper, t->enc, kv, t->q, &tok->sot, 1,
+						 logits, NULL, 0);
 	double mx = -INFINITY, sum = 0;
 	for (size_t i = 0; !rc && i < tok->n_langs; i++)
 		if (logits[tok->lang_ids[i]] > mx) {
@@ -654,7 +657,8 @@ static int et_run(struct et *t, const float *samples, size_t n_samples, char *er
 	struct et_tokens prompt = { 0 };
 	int rc = et_features(t, samples, n_samples);
 	if (!rc)
-		rc = eng_whisper_enc_create(t->m->whisper, dev_pool_size(t->pool), &t->enc);
+		rc = eng_whisper_enc_create(t->m->whisper, dev_queue_device(t->q), &t->enc, err,
+					    errlen);
 	if (!rc)
 		rc = et_sot_sequence(t, err, errlen);
 	if (!rc)
@@ -681,7 +685,7 @@ int eng__transcribe_check(const struct eng_model *m, const struct eng_transcribe
 	return et_check_params(m, p, err, errlen);
 }
 
-int eng__transcribe_plain(const struct eng_model *m, struct dev_pool *pool,
+int eng__transcribe_plain(const struct eng_model *m, struct dev_queue *q,
 			  const float *samples, size_t n_samples,
 			  const struct eng_transcribe_params *p, int (*stop)(void *arg),
 			  void *stop_arg, const struct eng_whisper_runner *run,
@@ -690,7 +694,7 @@ int eng__transcribe_plain(const struct eng_model *m, struct dev_pool *pool,
 	*out = NULL;
 	int rc = 0;
 	struct et t = { .m = m, .p = p, .tok = m->wtok, .hp = eng_whisper_hp(m->whisper),
-			.pool = pool, .stop = stop, .stop_arg = stop_arg, .run = run };
+			.q = q, .stop = stop, .stop_arg = stop_arg, .run = run };
 	t.out = mem_calloc(1, sizeof(*t.out));
 	if (!t.out)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");

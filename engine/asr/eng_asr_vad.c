@@ -155,7 +155,7 @@ static int ev_speech_audio(const float *samples, const struct eng_vad_span *span
 
 /* vad_filter's transcription of samples[n] (arguments as
  * eng__transcribe_run's). */
-static int ev_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
+static int ev_run(const struct eng_model *m, struct dev_queue *q, const float *samples,
 		  size_t n, const struct eng_transcribe_params *p, int (*stop)(void *arg),
 		  void *stop_arg, const struct eng_whisper_runner *run,
 		  struct eng_transcript **out, char *err, size_t errlen)
@@ -176,7 +176,7 @@ static int ev_run(const struct eng_model *m, struct dev_pool *pool, const float 
 	if (!n_spans)
 		rc = ev_empty(m, p, out);
 	else
-		rc = eng__transcribe_plain(m, pool, speech, n_speech, p, stop, stop_arg, run, out,
+		rc = eng__transcribe_plain(m, q, speech, n_speech, p, stop, stop_arg, run, out,
 					   err, errlen);
 	if (!rc && n_spans)
 		ev_restore(*out, &map);
@@ -195,7 +195,7 @@ out_free:
 	return rc;
 }
 
-int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const float *samples,
+int eng__transcribe_run(const struct eng_model *m, struct dev_queue *q, const float *samples,
 			size_t n_samples, const struct eng_transcribe_params *p,
 			int (*stop)(void *arg), void *stop_arg,
 			const struct eng_whisper_runner *run, struct eng_transcript **out,
@@ -203,8 +203,8 @@ int eng__transcribe_run(const struct eng_model *m, struct dev_pool *pool, const 
 {
 	*out = NULL;
 	if (eng__asr_vad_is_on(m, p) && m->vad)
-		return ev_run(m, pool, samples, n_samples, p, stop, stop_arg, run, out, err,
+		return ev_run(m, q, samples, n_samples, p, stop, stop_arg, run, out, err,
 			      errlen);
-	return eng__transcribe_plain(m, pool, samples, n_samples, p, stop, stop_arg, run, out,
+	return eng__transcribe_plain(m, q, samples, n_samples, p, stop, stop_arg, run, out,
 				     err, errlen);
 }

@@ -371,7 +371,7 @@ static int ew_align(const struct eng__asr_words_in *in, const int32_t *text, siz
 	seq[N - 1] = in->tok->eot;
 	/* rows S .. S + n: <|notimestamps|> and the text; row S + i predicts
 	 * text[i] */
-	rc = eng_whisper_align_pass(in->w, in->e, NULL, seq, N, heads, n_heads, C, S, n,
+	rc = eng_whisper_align_pass(in->w, in->e, in->q, seq, N, heads, n_heads, C, S, n,
 				    in->tok->eot, scores, probs);
 	if (!rc)
 		rc = ew_weights(scores, n_heads, N, C, w);

@@ -1,7 +1,7 @@
 /* eng_whisper.h - the Whisper encoder-decoder (Radford et al. 2022,
  * "Robust Speech Recognition via Large-Scale Weak Supervision"), loaded
- * from a CTranslate2 WhisperSpec (spec revision 3) and run in float32 with
- * kernels/ and OpenBLAS.
+ * from a CTranslate2 WhisperSpec (spec revision 3) and run through the
+ * device interface (devices/dev.h) on the replica's device.
  *
  * Shapes (tiny.en in brackets): n_mels (80) log-mel bins; the encoder
  * takes a [n_mels, 3000] window (30 s), two convolutions (k 3; stride 1
@@ -12,11 +12,16 @@
  * KV cache, cross-attention over the encoder output, GELU MLP), a final
  * LayerNorm, and projects on the token embeddings (tied) to n_vocab logits.
  *
- * Lifetimes: struct eng_whisper (weights converted to float32 once) is
- * immutable after load and shared by every request and replica. A struct
- * eng_whisper_enc holds one window's encoder output and the decoder's
- * cross-attention keys/values; a struct eng_whisper_kv one hypothesis's
- * self-attention cache. Both belong to one request on one thread.
+ * Lifetimes: struct eng_whisper (weights converted once, in host memory,
+ * and their copy on each device a replica runs on) is immutable after
+ * load and shared by every request and replica. A struct eng_whisper_enc
+ * holds one window's encoder output and the decoder's cross-attention
+ * keys/values; a struct eng_whisper_kv one hypothesis's self-attention
+ * cache; both in one device's memory, used by that device's queues. Both
+ * belong to one request on one thread. Every pass runs on a queue q of
+ * their device, from q's work items (the replica loop) or from one thread
+ * while q runs none; its errors: -ST_NOMEM, -ST_DEVICE (the device
+ * failed) and those named.
  */
 #ifndef ENG_WHISPER_H
 #define ENG_WHISPER_H
@@ -30,7 +35,8 @@ struct eng_ct2;
 struct eng_whisper;
 struct eng_whisper_enc;
 struct eng_whisper_kv;
-struct dev_pool;
+struct dev;
+struct dev_queue;
 
 #define ENG_WHISPER_N_FRAMES 3000 /* mel frames in one 30 s window */
 #define ENG_WHISPER_HOP 160       /* samples per mel frame at 16 kHz */
@@ -77,10 +83,13 @@ size_t eng_whisper_weight_bytes(const struct eng_whisper *w);
  * what the folder stores. Static string. */
 const char *eng_whisper_compute_type(const struct eng_whisper *w);
 
-/* eng_whisper_enc_create - scratch for one window's encoder pass and the
- * cross-attention keys/values (about 40 MB for tiny, plus 9 MB of
- * attention scores per thread) for a pool of nth threads. -ST_NOMEM. */
-int eng_whisper_enc_create(const struct eng_whisper *w, int nth, struct eng_whisper_enc **out);
+/* eng_whisper_enc_create - device memory on d for one window's encoder
+ * pass and the cross-attention keys/values (about 40 MB for tiny; the cpu
+ * queue keeps 9 MB of attention scores per thread besides), and the
+ * model's weights on d (made on first use). -ST_NOMEM, or the weights'
+ * error (a type d lacks); err says which. */
+int eng_whisper_enc_create(const struct eng_whisper *w, struct dev *d,
+			   struct eng_whisper_enc **out, char *err, size_t errlen);
 void eng_whisper_enc_destroy(struct eng_whisper_enc *e);
 
 /* eng_whisper_enc_trim - the encoder positions e's next encoder pass
@@ -97,11 +106,11 @@ size_t eng_whisper_enc_ctx(const struct eng_whisper_enc *e);
 /* eng_whisper_encode - run the encoder on mel frames [frame0, frame0 +
  * n_frames) of a [n_mels, mel_stride] mel-major spectrogram; frames past
  * n_frames up to 3000 (up to 2 * eng_whisper_enc_ctx) are zero-padded (openai/whisper pad_or_trim; the
- * padding value 0 is what the reference feeds). Fills e. Work is split
- * over pool p (NULL: the calling thread; at most the nth e was made for). */
-void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
-			struct dev_pool *p, const float *mel, size_t mel_stride, size_t frame0,
-			size_t n_frames);
+ * padding value 0 is what the reference feeds); mel is host memory. Fills
+ * e, on queue q of its device. Returns 0 or a device error. */
+int eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
+		       struct dev_queue *q, const float *mel, size_t mel_stride, size_t frame0,
+		       size_t n_frames);
 
 /* eng_whisper_encode_batch - eng_whisper_encode for n windows (of
  * different transcriptions) in one pass: the convolutions per window, then
@@ -112,18 +121,19 @@ void eng_whisper_encode(const struct eng_whisper *w, struct eng_whisper_enc *e,
  * eng_whisper_encode would give it (every product is per row). Needs
  * about 16 MB of scratch per window (tiny); -ST_NOMEM when it cannot have
  * it (nothing written then). */
-int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_pool *p,
+int eng_whisper_encode_batch(const struct eng_whisper *w, struct dev_queue *q,
 			     struct eng_whisper_enc *const *encs, const float *const *mels,
 			     const size_t *strides, const size_t *frame0, const size_t *n_frames,
 			     size_t n);
 
 /* eng_whisper_kv_create - an empty self-attention cache for n_text_ctx
- * tokens. -ST_NOMEM. eng_whisper_kv_copy copies src's first n positions
- * into dst (beam search reordering). */
-int eng_whisper_kv_create(const struct eng_whisper *w, struct eng_whisper_kv **out);
+ * tokens in d's memory. -ST_NOMEM. eng_whisper_kv_copy copies src's
+ * filled positions into dst on q (beam search reordering); 0 or a device
+ * error. */
+int eng_whisper_kv_create(const struct eng_whisper *w, struct dev *d, struct eng_whisper_kv **out);
 void eng_whisper_kv_destroy(struct eng_whisper_kv *kv);
-void eng_whisper_kv_copy(const struct eng_whisper *w, struct eng_whisper_kv *dst,
-			 const struct eng_whisper_kv *src);
+int eng_whisper_kv_copy(const struct eng_whisper *w, struct dev_queue *q,
+			struct eng_whisper_kv *dst, const struct eng_whisper_kv *src);
 /* Positions filled so far. */
 size_t eng_whisper_kv_len(const struct eng_whisper_kv *kv);
 void eng_whisper_kv_reset(struct eng_whisper_kv *kv);
@@ -132,10 +142,11 @@ void eng_whisper_kv_reset(struct eng_whisper_kv *kv);
  * (the cache grows by n; requires kv_len + n <= n_text_ctx), attending to
  * e's encoder output. logits: [n_vocab] for the last token. If logits_at
  * is not NULL it receives the logits of token index at_index (< n) too
- * (no-speech probability at <|startoftranscript|>). Returns 0 or
- * -ST_TOOBIG (context full) or -ST_NOMEM. */
+ * (no-speech probability at <|startoftranscript|>). The logits are host
+ * memory. Returns 0 or -ST_TOOBIG (context full), -ST_INVAL (a token out
+ * of range) or a device error; the cache grows only on success. */
 int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc *e,
-		       struct eng_whisper_kv *kv, struct dev_pool *p, const int32_t *tokens,
+		       struct eng_whisper_kv *kv, struct dev_queue *q, const int32_t *tokens,
 		       size_t n, float *logits, float *logits_at, size_t at_index);
 
 /* eng_whisper_align_pass - the decoder over tokens [n] (n <= n_text_ctx)
@@ -148,10 +159,11 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
  *           under the softmax over the first n_text logits (the text
  *           tokens: ids below <|endoftext|>); 0 for a token outside them.
  *           Needs r0 + n_probs < n.
- * Runs on pool p (NULL: this thread). Returns 0, -ST_TOOBIG (n over the
- * context), -ST_INVAL (a head, token or bound out of range), -ST_NOMEM. */
+ * scores and probs are host memory. Returns 0, -ST_TOOBIG (n over the
+ * context), -ST_INVAL (a head, token or bound out of range), or a device
+ * error. */
 int eng_whisper_align_pass(const struct eng_whisper *w, const struct eng_whisper_enc *e,
-			   struct dev_pool *p, const int32_t *tokens, size_t n,
+			   struct dev_queue *q, const int32_t *tokens, size_t n,
 			   const int (*heads)[2], size_t n_heads, size_t n_cols, size_t r0,
 			   size_t n_probs, int32_t n_text, float *scores, float *probs);
 
@@ -183,17 +195,17 @@ struct eng_whisper_step {
  * products are per row, in the same order). Returns 0, -ST_TOOBIG (a cache
  * full), -ST_INVAL (a token out of range, n outside 1..STEP_MAX), -ST_NOMEM;
  * the caches grow only on success. */
-int eng_whisper_decode_steps(const struct eng_whisper *w, struct dev_pool *p,
+int eng_whisper_decode_steps(const struct eng_whisper *w, struct dev_queue *q,
 			     const struct eng_whisper_step *steps, size_t n);
 
-/* How a transcription's passes run. NULL: directly on the pool given
+/* How a transcription's passes run. NULL: directly on the queue given
  * (eng_whisper_encode / eng_whisper_decode). Otherwise through these
  * calls, which may hand the pass to a batcher that runs it together with
  * other transcriptions' passes (the replica loop, engine/asr/eng_asr_replica.c);
  * the results are the same. */
 struct eng_whisper_runner {
-	void (*encode)(void *ctx, struct eng_whisper_enc *e, const float *mel, size_t mel_stride,
-		       size_t frame0, size_t n_frames);
+	int (*encode)(void *ctx, struct eng_whisper_enc *e, const float *mel, size_t mel_stride,
+		      size_t frame0, size_t n_frames);
 	int (*decode)(void *ctx, const struct eng_whisper_enc *e, struct eng_whisper_kv *kv,
 		      const int32_t *tokens, size_t n, float *logits, float *logits_at,
 		      size_t at_index);

@@ -10,14 +10,14 @@
 #include "common/st.h"
 #include "engine/models/eng_whisper.h"
 #include "engine/tok/eng_whisper_tok.h"
-#include "kernels/kn.h"
+#include "devices/dev.h"
 
 /* Everything one window's decoding needs. */
 struct ewg {
 	const struct eng_whisper *w;
 	const struct eng_whisper_tok *tok;
 	const struct eng_whisper_enc *e;
-	struct dev_pool *pool;
+	struct dev_queue *q; /* the replica's queue: the caches live on its device */
 	const struct eng_whisper_gen_opts *o;
 	int n_vocab;
 	size_t max_steps;   /* generated tokens allowed (EOT included) */
@@ -39,7 +39,7 @@ struct ewg_hyp {
 
 static double ewg_logsumexp(const float *x, size_t n)
 {
-	return kn_ops()->logsumexp(x, n);
+	return dev_host_logsumexp(x, n);
 }
 
 static void ewg_disable(float *logits, int32_t from, int32_t to) /* [from, to) */
@@ -119,10 +119,10 @@ static double ewg_uniform(struct ewg *g)
 	return (double)((g->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
-/* The first index of the largest (kn_ops argmax: the scan's answer). */
+/* The first index of the largest (dev_host_argmax). */
 static int32_t ewg_argmax(const float *x, int n)
 {
-	return (int32_t)kn_ops()->argmax(x, (size_t)n);
+	return (int32_t)dev_host_argmax(x, (size_t)n);
 }
 
 /* Sample from softmax(logprobs / T) (CTranslate2's RandomSampler, top-k 0). */
@@ -156,7 +156,7 @@ static int ewg_hyp_alloc(const struct ewg *g, struct ewg_hyp *h)
 	memset(h, 0, sizeof(*h));
 	h->seq = mem_alloc((g->max_steps + 1) * sizeof(*h->seq));
 	h->logits = mem_alloc((size_t)g->n_vocab * sizeof(float));
-	if (!h->seq || !h->logits || eng_whisper_kv_create(g->w, &h->kv)) {
+	if (!h->seq || !h->logits || eng_whisper_kv_create(g->w, dev_queue_device(g->q), &h->kv)) {
 		ewg_hyp_free(h);
 		return -ST_NOMEM;
 	}
@@ -173,7 +173,7 @@ static int ewg_decode(const struct ewg *g, struct eng_whisper_kv *kv, const int3
 	const struct eng_whisper_runner *run = g->o->runner;
 	if (run)
 		return run->decode(run->ctx, g->e, kv, tokens, n, logits, at, at_index);
-	return eng_whisper_decode(g->w, g->e, kv, g->pool, tokens, n, logits, at, at_index);
+	return eng_whisper_decode(g->w, g->e, kv, g->q, tokens, n, logits, at, at_index);
 }
 
 /* Run one hypothesis to EOT or max_steps, greedy or sampled. */
@@ -228,14 +228,14 @@ static int ewg_result(const struct ewg_hyp *h, struct eng_whisper_gen_result *re
 }
 
 /* Copy hypothesis src (tokens, score, cache, next logits) into dst. */
-static void ewg_hyp_copy(const struct ewg *g, struct ewg_hyp *dst, const struct ewg_hyp *src)
+static int ewg_hyp_copy(const struct ewg *g, struct ewg_hyp *dst, const struct ewg_hyp *src)
 {
 	memcpy(dst->seq, src->seq, src->len * sizeof(*src->seq));
 	dst->len = src->len;
 	dst->sum_logprob = src->sum_logprob;
 	dst->done = src->done;
-	eng_whisper_kv_copy(g->w, dst->kv, src->kv);
 	memcpy(dst->logits, src->logits, (size_t)g->n_vocab * sizeof(float));
+	return eng_whisper_kv_copy(g->w, g->q, dst->kv, src->kv);
 }
 
 /* Length-normalised score (length penalty 1, EOT counted). */
@@ -256,10 +256,11 @@ static int ewg_best_of(struct ewg *g, struct ewg_hyp *h0, struct eng_whisper_gen
 		return rc;
 	bool have = false;
 	for (int k = 0; !rc && k < g->o->best_of; k++) {
-		ewg_hyp_copy(g, &h, h0);
-		rc = ewg_run(g, &h, g->o->temperature);
+		rc = ewg_hyp_copy(g, &h, h0);
+		if (!rc)
+			rc = ewg_run(g, &h, g->o->temperature);
 		if (!rc && (!have || ewg_norm_score(&h) > ewg_norm_score(&best))) {
-			ewg_hyp_copy(g, &best, &h);
+			rc = ewg_hyp_copy(g, &best, &h);
 			have = true;
 		}
 	}
@@ -360,10 +361,10 @@ static int ewg_beam_select(struct ewg *g, struct ewg_beams *b, int beam, size_t 
 			continue;
 		}
 		struct ewg_hyp *h = &b->next[n_next++];
-		ewg_hyp_copy(g, h, p);
+		rc = ewg_hyp_copy(g, h, p);
 		h->sum_logprob = k->score;
 		h->seq[h->len++] = k->token;
-		if (h->len < g->max_steps)
+		if (!rc && h->len < g->max_steps)
 			rc = ewg_decode(g, h->kv, &k->token, 1, h->logits, NULL, 0);
 	}
 	for (int i = 0; i < n_next; i++) { /* swap generations */
@@ -384,7 +385,7 @@ static int ewg_beam_search(struct ewg *g, struct ewg_hyp *h0, struct eng_whisper
 		return rc;
 	int max_fin = (int)lround(beam * (g->o->patience > 0 ? g->o->patience : 1.0f));
 	b.max_fin = max_fin < 1 ? 1 : max_fin > beam ? beam : max_fin;
-	ewg_hyp_copy(g, &b.cur[0], h0);
+	rc = ewg_hyp_copy(g, &b.cur[0], h0);
 	b.n = 1;
 	for (size_t step = 0; !rc && step < g->max_steps && b.n > 0 && b.n_fin < b.max_fin; step++)
 		rc = ewg_beam_select(g, &b, beam, ewg_beam_expand(g, &b, beam));
@@ -415,12 +416,12 @@ static int ewg_search(struct ewg *g, struct ewg_hyp *h0, struct eng_whisper_gen_
 }
 
 int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_tok *tok,
-			 const struct eng_whisper_enc *e, struct dev_pool *pool,
+			 const struct eng_whisper_enc *e, struct dev_queue *q,
 			 const int32_t *prompt, size_t n_prompt,
 			 const struct eng_whisper_gen_opts *o, struct eng_whisper_gen_result *res)
 {
 	const struct eng_whisper_hp *hp = eng_whisper_hp(w);
-	struct ewg g = { .w = w, .tok = tok, .e = e, .pool = pool, .o = o, .n_vocab = hp->n_vocab,
+	struct ewg g = { .w = w, .tok = tok, .e = e, .q = q, .o = o, .n_vocab = hp->n_vocab,
 			 .rng = o->seed ? o->seed : 0x9E3779B97F4A7C15ULL };
 	size_t sot_at, ctx = (size_t)hp->n_text_ctx;
 	memset(res, 0, sizeof(*res));

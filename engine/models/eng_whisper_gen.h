@@ -22,7 +22,7 @@
 struct eng_whisper;
 struct eng_whisper_enc;
 struct eng_whisper_tok;
-struct dev_pool;
+struct dev_queue;
 struct eng_whisper_runner;
 
 struct eng_whisper_gen_opts {
@@ -39,7 +39,7 @@ struct eng_whisper_gen_opts {
 	int (*stop)(void *arg);
 	void *stop_arg;
 	/* runner - how the decoder passes run (eng_whisper.h); NULL: directly
-	 * on the pool given to eng_whisper_generate. */
+	 * on the queue given to eng_whisper_generate. */
 	const struct eng_whisper_runner *runner;
 };
 
@@ -57,7 +57,7 @@ struct eng_whisper_gen_result {
  * -ST_NOMEM / -ST_INVAL (prompt without <|startoftranscript|>, or not
  * shorter than n_text_ctx), or what o->stop returned, with res zeroed. */
 int eng_whisper_generate(const struct eng_whisper *w, const struct eng_whisper_tok *tok,
-			 const struct eng_whisper_enc *e, struct dev_pool *pool,
+			 const struct eng_whisper_enc *e, struct dev_queue *q,
 			 const int32_t *prompt, size_t n_prompt,
 			 const struct eng_whisper_gen_opts *o, struct eng_whisper_gen_result *res);
 

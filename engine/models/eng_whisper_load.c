@@ -1,6 +1,8 @@
 /* eng_whisper_load.c - Whisper weights from a CTranslate2 WhisperSpec,
  * converted to float32 once at load, or with compute type int8 the
- * linears quantized to int8 per output row (kn_i8.h).
+ * linears quantized to int8 per output row (dev.h's DEV_TYPE_I8R rows);
+ * each device's matrices are made from these host arrays
+ * (eng_whisper_dev.c).
  *
  * Variable names follow CTranslate2's WhisperSpec (python/ctranslate2/
  * specs/whisper_spec.py): encoder/conv1, encoder/conv2,
@@ -21,18 +23,17 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/format/eng_ct2.h"
-#include "devices/dev_par.h"
+#include "devices/dev.h"
 #include "engine/models/eng_whisper_int.h"
 #include "kernels/kn.h"
 #include "kernels/kn_bf16.h"
 #include "kernels/kn_half.h"
-#include "kernels/kn_i8.h"
 
 /* Load-time context: the reader, the model, and the first error. */
 struct ew_ld {
 	const struct eng_ct2 *ct2;
 	struct eng_whisper *w;
-	bool int8_enc, int8_dec; /* int8 linears (kn_i8w, no float copies) there */
+	bool int8_enc, int8_dec; /* int8 linears (I8R rows, no float copies) there */
 	bool bf16;   /* encoder products and cross-attention K/V in bfloat16 */
 	int rc;      /* 0, or the first failure: later steps do nothing */
 	char *err;   /* the first failure's "NAME: what" */
@@ -98,7 +99,7 @@ static void ew_half(struct ew_ld *ld, const char *name, uint16_t **out)
  * "NAME_scale" (python/ctranslate2/specs/model_spec.py: weight_scale =
  * 127 / amax of each row, 127 for an all-zero row; the codes are
  * rint(w * scale)), float32 or float16. scale[0..rows) = 1 / that (what
- * one code is worth), the kn_i8.h convention. */
+ * one code is worth), DEV_TYPE_I8R's convention. */
 static void ew_i8_scales(struct ew_ld *ld, const char *name, size_t rows, float *scale)
 {
 	char sname[272];
@@ -218,74 +219,73 @@ static void ew_scalar(struct ew_ld *ld, const char *name, long *out)
 	}
 }
 
-/* Stored int8 NAME [N, K] (CTranslate2 int8*): its codes packed as they
- * are, its weight_scale inverted. */
+/* Stored int8 NAME [N, K] (CTranslate2 int8*): its codes as they are
+ * behind each row's scale, its weight_scale inverted (DEV_TYPE_I8R rows). */
 static void ew_i8_stored(struct ew_ld *ld, const struct eng_ct2_var *v, const char *name,
-			 struct kn_i8w *q)
+			 size_t N, size_t K, char *rows)
 {
-	if (v->rank != 2 || v->dims[0] != q->N || v->dims[1] != q->K) {
+	if (v->rank != 2 || v->dims[0] != N || v->dims[1] != K) {
 		ew_fail(ld, -ST_CORRUPT, name, "shape disagrees with the model");
 		return;
 	}
-	memset((float *)q->scale, 0, kn_i8_npad(q->N) * sizeof(float));
-	ew_i8_scales(ld, name, q->N, (float *)q->scale);
-	kn_i8_pack(v->data, q->N, q->K, (int8_t *)q->packed, (int32_t *)q->comp);
-}
-
-/* q = NAME [N, K] as int8 (kn_i8.h): the stored codes when the folder is
- * int8, else wf (float32, borrowed) or the variable converted to float32
- * (then freed) quantized per output row. */
-static void ew_linear_i8(struct ew_ld *ld, const char *name, int N, int K, const float *wf,
-			 struct kn_i8w *q)
-{
-	if (ld->rc)
-		return;
-	size_t np = kn_i8_npad((size_t)N), kp = kn_i8_kpad((size_t)K);
-	*q = (struct kn_i8w){ .N = (size_t)N, .K = (size_t)K };
-	if ((size_t)K > DEV_PAR_I8_MAX_K) {
-		ew_fail(ld, -ST_UNSUPPORTED, name, "too wide for the int8 product");
-		return;
-	}
-	int8_t *packed = ew_track(ld->w, np * kp), *row = mem_alloc(kp);
-	float *scale = ew_track(ld->w, np * sizeof(float));
-	int32_t *comp = ew_track(ld->w, np * sizeof(int32_t));
-	if (!packed || !row || !scale || !comp) {
-		mem_free(row);
+	float *scale = mem_alloc(N * sizeof(float));
+	if (!scale) {
 		ew_fail(ld, -ST_NOMEM, name, "out of memory");
 		return;
 	}
-	*q = (struct kn_i8w){ packed, scale, comp, (size_t)N, (size_t)K };
+	ew_i8_scales(ld, name, N, scale);
+	for (size_t r = 0; !ld->rc && r < N; r++) {
+		memcpy(rows + r * (4 + K), &scale[r], sizeof(float));
+		memcpy(rows + r * (4 + K) + 4, (const int8_t *)v->data + r * K, K);
+	}
+	mem_free(scale);
+}
+
+/* *out = NAME [N, K] as DEV_TYPE_I8R rows: the stored codes when the
+ * folder is int8, else wf (float32, borrowed) or the variable converted to
+ * float32 (then freed) quantized per output row (dev_quantize_i8r). */
+static void ew_linear_i8(struct ew_ld *ld, const char *name, int N, int K, const float *wf,
+			 void **out)
+{
+	*out = NULL;
+	if (ld->rc)
+		return;
+	char *rows = ew_track(ld->w, (size_t)N * dev_mat_row_bytes(DEV_TYPE_I8R, (size_t)K));
+	if (!rows) {
+		ew_fail(ld, -ST_NOMEM, name, "out of memory");
+		return;
+	}
 	const struct eng_ct2_var *v = eng_ct2_var_find(ld->ct2, name);
 	float *tmp = NULL;
 	if (v && v->dtype == ENG_CT2_DTYPE_INT8)
-		ew_i8_stored(ld, v, name, q);
+		ew_i8_stored(ld, v, name, (size_t)N, (size_t)K, rows);
 	else if (!wf)
 		ew_tensor(ld, name, 2, (int[]){ N, K }, NULL, &tmp);
 	if (!ld->rc && (!v || v->dtype != ENG_CT2_DTYPE_INT8))
-		kn_i8_quantize_w(wf ? wf : tmp, (size_t)N, (size_t)K, packed, scale, comp, row);
+		dev_quantize_i8r(wf ? wf : tmp, (size_t)N, (size_t)K, rows);
 	if (tmp)
 		ew_untrack(ld->w, tmp, (size_t)N * (size_t)K * sizeof(float));
-	mem_free(row);
+	*out = rows;
 }
 
-/* l's float32 weights packed for the bfloat16 products (kn_bf16.h). */
+/* l's float32 weights rounded to bfloat16, for the bfloat16 products. */
 static void ew_pack_bf16(struct ew_ld *ld, const char *name, struct ew_linear *l)
 {
 	if (ld->rc)
 		return;
-	size_t n = kn_bf16_packed_len((size_t)l->n_out, (size_t)l->n_in);
+	size_t n = (size_t)l->n_out * (size_t)l->n_in;
 	l->wbf = ew_track(ld->w, n * sizeof(uint16_t));
 	if (!l->wbf) {
 		ew_fail(ld, -ST_NOMEM, name, "out of memory");
 		return;
 	}
-	kn_bf16_pack(l->w, (size_t)l->n_out, (size_t)l->n_in, l->wbf);
+	dev_round_bf16(l->w, n, l->wbf);
 }
 
 /* Linear PREFIX/weight [n_out, n_in] (+ PREFIX/bias): enc_rows when its
  * product runs over the encoder's rows (every encoder linear, and the
  * decoder's cross-attention keys/values), which the bfloat16 types compute
- * in bfloat16 (kernels/kn_bf16.h). */
+ * in bfloat16 (DEV_MAT_CT2 BF16 matrices). */
 static void ew_linear_at(struct ew_ld *ld, const char *prefix, int n_out, int n_in, bool bias,
 			 bool enc_rows, struct ew_linear *l)
 {
@@ -295,7 +295,7 @@ static void ew_linear_at(struct ew_ld *ld, const char *prefix, int n_out, int n_
 	l->w = NULL;
 	l->w16 = NULL;
 	l->wbf = NULL;
-	l->i8 = (struct kn_i8w){ 0 };
+	l->i8 = NULL;
 	bool enc = !strncmp(prefix, "encoder/", 8);
 	bool bf16 = ld->bf16 && enc_rows;
 	bool int8 = !bf16 && (enc ? ld->int8_enc : ld->int8_dec);
@@ -560,6 +560,8 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 	ew_load_all(&ld);
 	if (!ld.rc)
 		ld.rc = ew_load_align_heads(w, ct2, err, errlen);
+	if (!ld.rc) /* the host's set now: a cpu replica's first request waits less */
+		ld.rc = eng_whisper_binds_init(w, err, errlen);
 	if (ld.rc) {
 		eng_whisper_destroy(w);
 		return ld.rc;
@@ -572,6 +574,7 @@ void eng_whisper_destroy(struct eng_whisper *w)
 {
 	if (!w)
 		return;
+	eng_whisper_binds_free(w);
 	for (size_t i = 0; i < w->n_allocs; i++)
 		mem_free(w->allocs[i]);
 	mem_free(w->allocs);
@@ -598,8 +601,8 @@ const int (*eng_whisper_align_heads(const struct eng_whisper *w, size_t *n))[2]
 
 const char *eng_whisper_compute_type(const struct eng_whisper *w)
 {
-	bool dec_i8 = w->tok_emb_i8.packed != NULL;
+	bool dec_i8 = w->tok_emb_i8 != NULL;
 	if (w->bf16)
 		return dec_i8 ? "int8_bfloat16" : "bfloat16";
-	return w->hp.enc_layers > 0 && w->enc[0].qkv.i8.packed ? "int8" : "float32";
+	return w->hp.enc_layers > 0 && w->enc[0].qkv.i8 ? "int8" : "float32";
 }

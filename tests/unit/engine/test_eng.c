@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/st.h"
+#include "devices/dev.h"
 #include "engine/eng.h"
 #include "engine/eng_int.h"
 #include "engine/models/eng_whisper.h"
@@ -278,6 +279,10 @@ static void test_whisper_batched_steps(void **state)
 					     .format = ENG_FORMAT_AUTO, .replica_count = 1 };
 	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), 0);
 	const struct eng_whisper *w = ((const struct eng_model *)eng_model_at(eng, 0))->whisper;
+	struct dev *dv;
+	struct dev_queue *q; /* one thread: every op on this one */
+	assert_int_equal(dev_open("cpu", &dv, err, sizeof(err)), 0);
+	assert_int_equal(dev_queue_create(dv, 1, &q, err, sizeof(err)), 0);
 	const struct eng_whisper_hp *hp = eng_whisper_hp(w);
 	size_t nv = (size_t)hp->n_vocab, T = ENG_WHISPER_N_FRAMES, M = (size_t)hp->n_mels;
 	float *mel = malloc(M * T * sizeof(float));
@@ -292,18 +297,18 @@ static void test_whisper_batched_steps(void **state)
 			r = r * 1664525u + 1013904223u;
 			m[i] = (float)(r >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
 		}
-		assert_int_equal(eng_whisper_enc_create(w, 1, &enc[e]), 0);
-		assert_int_equal(eng_whisper_enc_create(w, 1, &benc[e]), 0);
+		assert_int_equal(eng_whisper_enc_create(w, dv, &enc[e], err, sizeof(err)), 0);
+		assert_int_equal(eng_whisper_enc_create(w, dv, &benc[e], err, sizeof(err)), 0);
 		eng_whisper_enc_trim(w, enc[e], e ? 0 : 1008);
 		eng_whisper_enc_trim(w, benc[e], e ? 5000 : 1008);
-		eng_whisper_encode(w, enc[e], NULL, m, T, 0, e ? T : 2000); /* window 0: 20 s */
+		assert_int_equal(eng_whisper_encode(w, enc[e], q, m, T, 0, e ? T : 2000), 0); /* 0: 20 s */
 	}
 	size_t A = (size_t)hp->n_audio_ctx, d = (size_t)hp->d_model;
 	assert_int_equal(eng_whisper_enc_ctx(enc[0]), 1008);
 	assert_int_equal(eng_whisper_enc_ctx(benc[1]), A);
 	const float *mels[2] = { mel, mel2 };
 	const size_t strides[2] = { T, T }, f0[2] = { 0, 0 }, nf[2] = { 2000, T };
-	assert_int_equal(eng_whisper_encode_batch(w, NULL, benc, mels, strides, f0, nf, 2), 0);
+	assert_int_equal(eng_whisper_encode_batch(w, q, benc, mels, strides, f0, nf, 2), 0);
 	for (int e = 0; e < 2; e++) {
 		size_t n = eng_whisper_enc_ctx(enc[e]);
 		assert_memory_equal(enc[e]->x, benc[e]->x, n * d * sizeof(float));
@@ -318,9 +323,9 @@ static void test_whisper_batched_steps(void **state)
 	assert_true(alone && batch);
 	const int32_t prompt[] = { 50257, 50362, 400, 500, 600 };
 	for (int i = 0; i < 6; i++) {
-		assert_int_equal(eng_whisper_kv_create(w, &kv[i]), 0);
+		assert_int_equal(eng_whisper_kv_create(w, dv, &kv[i]), 0);
 		size_t n = (size_t)(i % 3) + 2; /* cache lengths 2, 3, 4 */
-		assert_int_equal(eng_whisper_decode(w, enc[i % 3 % 2], kv[i], NULL, prompt, n,
+		assert_int_equal(eng_whisper_decode(w, enc[i % 3 % 2], kv[i], q, prompt, n,
 						    alone, NULL, 0), 0);
 	}
 	for (int step = 0; step < 5; step++) {
@@ -328,34 +333,34 @@ static void test_whisper_batched_steps(void **state)
 		int32_t tok[3];
 		for (int i = 0; i < 3; i++) {
 			tok[i] = 1000 + 37 * step + i;
-			assert_int_equal(eng_whisper_decode(w, enc[i % 2], kv[i], NULL, &tok[i], 1,
+			assert_int_equal(eng_whisper_decode(w, enc[i % 2], kv[i], q, &tok[i], 1,
 							    alone + (size_t)i * nv, NULL, 0), 0);
 			st[i] = (struct eng_whisper_step){ enc[i % 2], kv[i + 3], &tok[i], 1,
 							   batch + (size_t)i * nv, NULL, 0 };
 		}
-		assert_int_equal(eng_whisper_decode_steps(w, NULL, st, 3), 0);
+		assert_int_equal(eng_whisper_decode_steps(w, q, st, 3), 0);
 		assert_memory_equal(alone, batch, 3 * nv * sizeof(float));
 		for (int i = 0; i < 3; i++)
 			assert_int_equal(eng_whisper_kv_len(kv[i]), eng_whisper_kv_len(kv[i + 3]));
 	}
 	int32_t badtok = (int32_t)nv;
 	struct eng_whisper_step bad = { enc[0], kv[3], &badtok, 1, batch, NULL, 0 };
-	assert_int_equal(eng_whisper_decode_steps(w, NULL, &bad, 1), -ST_INVAL);
+	assert_int_equal(eng_whisper_decode_steps(w, q, &bad, 1), -ST_INVAL);
 	/* short prompts (2..4 tokens, one with the logits of its first token
 	 * too) in one pass, against eng_whisper_decode alone */
 	struct eng_whisper_kv *pk[4];
 	float *at_a = malloc(nv * sizeof(float)), *at_b = malloc(nv * sizeof(float));
 	assert_true(at_a && at_b);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(eng_whisper_kv_create(w, &pk[i]), 0);
-	assert_int_equal(eng_whisper_decode(w, enc[0], pk[0], NULL, prompt, 4, alone, at_a, 0), 0);
-	assert_int_equal(eng_whisper_decode(w, enc[1], pk[1], NULL, prompt + 1, 2, alone + nv,
+		assert_int_equal(eng_whisper_kv_create(w, dv, &pk[i]), 0);
+	assert_int_equal(eng_whisper_decode(w, enc[0], pk[0], q, prompt, 4, alone, at_a, 0), 0);
+	assert_int_equal(eng_whisper_decode(w, enc[1], pk[1], q, prompt + 1, 2, alone + nv,
 					    NULL, 0), 0);
 	struct eng_whisper_step ps[2] = {
 		{ enc[0], pk[2], prompt, 4, batch, at_b, 0 },
 		{ enc[1], pk[3], prompt + 1, 2, batch + nv, NULL, 0 },
 	};
-	assert_int_equal(eng_whisper_decode_steps(w, NULL, ps, 2), 0);
+	assert_int_equal(eng_whisper_decode_steps(w, q, ps, 2), 0);
 	assert_memory_equal(alone, batch, 2 * nv * sizeof(float));
 	assert_memory_equal(at_a, at_b, nv * sizeof(float));
 	assert_int_equal(eng_whisper_kv_len(pk[2]), 4);
@@ -373,6 +378,8 @@ static void test_whisper_batched_steps(void **state)
 	free(mel2);
 	free(alone);
 	free(batch);
+	dev_queue_destroy(q);
+	dev_close(dv);
 	eng_destroy(eng);
 }
 
