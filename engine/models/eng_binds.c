@@ -100,6 +100,21 @@ void eng_binds_put(struct eng_binds *b, const struct eng_bind_ops *ops, const vo
 	}
 }
 
+void eng_binds_vec(struct dev *d, const float *v, size_t n, const float **out, int *rc,
+		   char *err, size_t errlen)
+{
+	*out = NULL;
+	if (*rc || !v)
+		return;
+	float *p = dev_alloc(d, n * sizeof(float));
+	if (!p) {
+		*rc = st_errf(-ST_NOMEM, err, errlen, "out of device memory");
+		return;
+	}
+	dev_copy(d, p, v, n * sizeof(float));
+	*out = p;
+}
+
 void eng_binds_free(struct eng_binds *b, const struct eng_bind_ops *ops, const void *model)
 {
 	if (!b)

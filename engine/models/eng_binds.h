@@ -36,6 +36,13 @@ int eng_binds_get(struct eng_binds *b, const struct eng_bind_ops *ops, const voi
 void eng_binds_put(struct eng_binds *b, const struct eng_bind_ops *ops, const void *model,
 		   void *set);
 
+/* eng_binds_vec - n floats of host memory v copied into new memory of d,
+ * into *out (v NULL: *out NULL), unless *rc is set already; out of
+ * memory sets *rc (-ST_NOMEM) and err. For the vectors of a set (norms,
+ * biases, positions); dev_free releases one. */
+void eng_binds_vec(struct dev *d, const float *v, size_t n, const float **out, int *rc,
+		   char *err, size_t errlen);
+
 /* eng_binds_free - every set left, the host device and b (NULL: no-op).
  * The model's destroy, when no replica runs. */
 void eng_binds_free(struct eng_binds *b, const struct eng_bind_ops *ops, const void *model);

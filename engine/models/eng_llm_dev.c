@@ -1,16 +1,17 @@
 /* eng_llm_dev.c - a GGUF model's weights on a device: every matrix as a
  * dev_mat (the cpu back end borrows the map's rows or repacks them, other
  * back ends copy them), every vector copied to device memory. Made on the
- * first scratch of a device and shared by the replicas there: cpu devices
- * all share the host's memory, so one set (on a cpu device the model
- * opens at load) serves them all for the model's life; another device's
- * set is freed with its last scratch, before that device can close.
+ * first scratch of a device and shared by the replicas there
+ * (engine/models/eng_binds.h: one set for every cpu device, made on a cpu
+ * device the model opens at load; another device's set freed with its
+ * last scratch, before that device can close).
  */
 #include <string.h>
 
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
+#include "engine/models/eng_binds.h"
 #include "engine/models/eng_llm_int.h"
 
 /* Building a binding: the first failure sticks. */
@@ -31,19 +32,9 @@ static void el_bind_mat(struct el_bind *b, const struct el_mat *m, unsigned flag
 			       m->row_bytes, flags, out, b->err, b->errlen);
 }
 
-/* n floats of host memory into device memory (NULL stays NULL). */
 static void el_bind_vec(struct el_bind *b, const float *v, size_t n, const float **out)
 {
-	*out = NULL;
-	if (b->rc || !v)
-		return;
-	float *d = dev_alloc(b->w->dev, n * sizeof(float));
-	if (!d) {
-		b->rc = st_errf(-ST_NOMEM, b->err, b->errlen, "out of device memory");
-		return;
-	}
-	dev_copy(b->w->dev, d, v, n * sizeof(float));
-	*out = d;
+	eng_binds_vec(b->w->dev, v, n, out, &b->rc, b->err, b->errlen);
 }
 
 /* The vectors of a layer, with their lengths, as pairs. */
@@ -84,8 +75,10 @@ static void el_bind_layer(struct el_bind *b, const struct eng_llm *m, int i)
 		el_bind_vec(b, vs[j], vn[j], vd[j]);
 }
 
-static void el_w_free(const struct eng_llm *m, struct eng_llm_w *w)
+static void el_w_free(const void *model, void *set)
 {
+	const struct eng_llm *m = model;
+	struct eng_llm_w *w = set;
 	if (!w)
 		return;
 	if (w->embd != w->output)
@@ -109,17 +102,17 @@ static void el_w_free(const struct eng_llm *m, struct eng_llm_w *w)
 	mem_free(w);
 }
 
-/* A new binding on d (cpu: on the model's host device). */
-static int el_w_make(const struct eng_llm *m, struct dev *d, struct eng_llm_w **out, char *err,
-		     size_t errlen)
+/* A new set on d (a cpu device stands for all: eng_binds). */
+static int el_w_make(const void *model, struct dev *d, void **out, char *err, size_t errlen)
 {
+	const struct eng_llm *m = model;
 	const struct eng_llm_hp *hp = &m->hp;
 	struct eng_llm_w *w = mem_calloc(1, sizeof(*w));
+	*out = NULL;
 	if (!w)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	struct el_bind b = { w, 0, err, errlen };
-	w->host = dev_caps(d)->kind == DEV_KIND_CPU;
-	w->dev = w->host ? m->binds->host_dev : d;
+	w->dev = d;
 	w->layers = mem_calloc((size_t)hp->n_layer, sizeof(*w->layers));
 	if (!w->layers)
 		b.rc = st_errf(-ST_NOMEM, err, errlen, "out of memory");
@@ -140,68 +133,29 @@ static int el_w_make(const struct eng_llm *m, struct dev *d, struct eng_llm_w **
 	return 0;
 }
 
+static const struct eng_bind_ops el_ops = { el_w_make, el_w_free };
+
 int eng_llm_w_get(const struct eng_llm *m, struct dev *d, struct eng_llm_w **out, char *err,
 		  size_t errlen)
 {
-	struct el_binds *bs = m->binds;
-	bool cpu = dev_caps(d)->kind == DEV_KIND_CPU;
-	pthread_mutex_lock(&bs->mu);
-	struct eng_llm_w *w = bs->list;
-	while (w && !(w->dev == d || (cpu && dev_caps(w->dev)->kind == DEV_KIND_CPU)))
-		w = w->next;
-	int rc = 0;
-	if (!w) {
-		rc = el_w_make(m, d, &w, err, errlen);
-		if (!rc) {
-			w->next = bs->list;
-			bs->list = w;
-		}
-	}
-	if (!rc)
-		w->refs++;
-	pthread_mutex_unlock(&bs->mu);
-	*out = rc ? NULL : w;
+	void *set;
+	int rc = eng_binds_get(m->binds, &el_ops, m, d, &set, err, errlen);
+	*out = set;
 	return rc;
 }
 
 void eng_llm_w_put(const struct eng_llm *m, struct eng_llm_w *w)
 {
-	if (!w)
-		return;
-	struct el_binds *bs = m->binds;
-	pthread_mutex_lock(&bs->mu);
-	bool drop = --w->refs == 0 && !w->host; /* the host's set stays */
-	if (drop) {
-		struct eng_llm_w **at = &bs->list;
-		while (*at != w)
-			at = &(*at)->next;
-		*at = w->next;
-	}
-	pthread_mutex_unlock(&bs->mu);
-	if (drop)
-		el_w_free(m, w);
+	eng_binds_put(m->binds, &el_ops, m, w);
 }
 
 int eng_llm_binds_init(struct eng_llm *m, char *err, size_t errlen)
 {
-	m->binds = mem_calloc(1, sizeof(*m->binds));
-	if (!m->binds)
-		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
-	pthread_mutex_init(&m->binds->mu, NULL);
-	return dev_open("cpu", &m->binds->host_dev, err, errlen);
+	return eng_binds_init(&m->binds, err, errlen);
 }
 
 void eng_llm_w_free_all(struct eng_llm *m)
 {
-	if (!m->binds)
-		return;
-	while (m->binds->list) {
-		struct eng_llm_w *w = m->binds->list;
-		m->binds->list = w->next;
-		el_w_free(m, w);
-	}
-	dev_close(m->binds->host_dev);
-	pthread_mutex_destroy(&m->binds->mu);
-	mem_free(m->binds);
+	eng_binds_free(m->binds, &el_ops, m);
 	m->binds = NULL;
 }

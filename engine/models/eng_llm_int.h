@@ -3,11 +3,11 @@
 #ifndef ENG_LLM_INT_H
 #define ENG_LLM_INT_H
 
-#include <pthread.h>
 
 #include "engine/models/eng_llm.h"
 
 struct dev;
+struct eng_binds;
 struct dev_mat;
 
 /* A weight matrix in the map: n_rows rows of n_cols elements of a GGUF
@@ -32,15 +32,12 @@ struct el_dlayer {
  * memory every cpu device shares), made on first use and shared by every
  * replica there. */
 struct eng_llm_w {
-	struct dev *dev;            /* where they live: el_binds' host device (cpu)
-				     * or borrowed (refs > 0 keeps it) */
-	bool host;                  /* the host's set: kept for the model's life */
-	int refs;                   /* scratches using it (non-cpu: freed at 0) */
+	struct dev *dev;            /* where they live: the binds' host device (cpu)
+				     * or the caller's (eng_binds.h) */
 	struct dev_mat *embd;       /* token lookups (the output's matrix when tied) */
 	struct dev_mat *output;
 	const float *output_b, *output_norm;
 	struct el_dlayer *layers;   /* [n_layer] */
-	struct eng_llm_w *next;
 };
 
 /* eng_llm_w_get - the weights of m usable by queues of d (made now if
@@ -70,20 +67,12 @@ struct eng_llm {
 	const float *output_norm;
 	const float *rope_freqs;           /* [n_rot / 2] RoPE frequency factors (llama 3), or NULL */
 	struct el_layer *layers;           /* [n_layer] */
-	struct el_binds *binds;            /* the weights on devices (eng_llm_dev.c) */
+	struct eng_binds *binds;           /* the weights on devices (eng_llm_dev.c) */
 };
 
-/* The bindings of a model: mutable behind the model's const pointer.
- * host_dev is a cpu device opened at load, on the loading thread (its
- * hwloc probe must not run on a replica's thread beside the event loop),
- * where the one set of weights every cpu device shares lives. */
-struct el_binds {
-	pthread_mutex_t mu;
-	struct eng_llm_w *list;
-	struct dev *host_dev;
-};
-
-/* eng_llm_binds_init - m->binds with its host device; err says why not. */
+/* eng_llm_binds_init - m->binds with its host device, a cpu device opened
+ * at load, on the loading thread (its hwloc probe must not run on a
+ * replica's thread beside the event loop); err says why not. */
 int eng_llm_binds_init(struct eng_llm *m, char *err, size_t errlen);
 
 struct eng_llm_kv {

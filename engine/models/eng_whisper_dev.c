@@ -32,19 +32,9 @@ static void ewd_mat(struct ewd *b, int type, size_t rows, size_t cols, const voi
 			       flags, out, b->err, b->errlen);
 }
 
-/* n floats of host memory into device memory (NULL stays NULL). */
 static void ewd_vec(struct ewd *b, const float *v, size_t n, const float **out)
 {
-	*out = NULL;
-	if (b->rc || !v)
-		return;
-	float *d = dev_alloc(b->ww->dev, n * sizeof(float));
-	if (!d) {
-		b->rc = st_errf(-ST_NOMEM, b->err, b->errlen, "out of device memory");
-		return;
-	}
-	dev_copy(b->ww->dev, d, v, n * sizeof(float));
-	*out = d;
+	eng_binds_vec(b->ww->dev, v, n, out, &b->rc, b->err, b->errlen);
 }
 
 static void ewd_linear(struct ewd *b, const struct ew_linear *l, struct ew_dlinear *dl)

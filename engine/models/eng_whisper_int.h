@@ -3,10 +3,11 @@
 #ifndef ENG_WHISPER_INT_H
 #define ENG_WHISPER_INT_H
 
-#include <pthread.h>
 #include <stdbool.h>
 
 #include "engine/models/eng_whisper.h"
+
+struct eng_binds;
 
 /* nn.Linear: w [n_out, n_in] row-major, b [n_out] (NULL: no bias), as
  * host rows each device's set is made from (eng_whisper_dev.c).
