@@ -110,7 +110,7 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 	if (!rc)
 		rc = eng__sched_create(m, spec,
 				       m->task == ENG_TASK_GENERATION ? eng__gen_loop : eng__asr_loop,
-				       m->task == ENG_TASK_GENERATION, &m->sched, err, errlen);
+				       &m->sched, err, errlen);
 	return rc;
 }
 

@@ -56,12 +56,6 @@ static int es_open_replica(struct eng_sched *s, int i, const char *spec, int thr
 	if (rc)
 		return st_errf(rc, err, errlen, "replica %d: %s", i, msg);
 	const struct dev_caps *caps = dev_caps(rp->dev);
-	/* Whisper and the VAD still call the cpu back end's operations
-	 * directly (only the GGUF pass goes through the device interface) */
-	if (caps->kind != DEV_KIND_CPU && !s->any_device)
-		return st_errf(-ST_UNSUPPORTED, err, errlen,
-			       "replica %d on %s: speech models run on cpu devices only so far", i,
-			       caps->name);
 	/* a cpu queue computes on its threads; another device's queue has
 	 * one host thread that enqueues the device's work */
 	rp->threads = threads > 0 ? threads : caps->kind == DEV_KIND_CPU ? caps->n_cores : 1;
@@ -112,7 +106,7 @@ static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
 /* --- life ------------------------------------------------------------------ */
 
 int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
-		      void (*loop)(void *arg, struct dev_pool *pool), bool any_device,
+		      void (*loop)(void *arg, struct dev_pool *pool),
 		      struct eng_sched **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -121,7 +115,6 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	if (!s)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	s->m = m;
-	s->any_device = any_device;
 	s->max_batch_size = es_def(spec->max_batch_size, ST_SCHED_DEF_MAX_BATCH_SIZE);
 	s->max_queue_delay_ms = spec->max_queue_delay_ms > 0 ? spec->max_queue_delay_ms
 				: spec->max_queue_delay_ms < 0 ? 0

@@ -94,21 +94,18 @@ struct eng_sched {
 	int max_batch_size, max_queue_delay_ms, max_queue_size;
 	int max_num_seqs, max_batch_tokens, timeout_ms;
 	struct eng_model_stats st;  /* under mu */
-	bool any_device;            /* replicas may run on any device (not cpu only) */
 };
 
 /* eng__sched_create - open the replicas' devices and queues for m from
  * spec and start each replica's loop (fn, one work item per replica, arg
- * the struct eng__replica). any_device: the loop's passes go through the
- * device interface (generation), so a placement may name any device;
- * else cpu devices only (-ST_UNSUPPORTED names the placement). A replica
- * on a non-cpu device gets one thread unless its placement says more.
+ * the struct eng__replica); every pass goes through the device interface,
+ * so a placement may name any device. A replica on a non-cpu device gets
+ * one thread unless its placement says more.
  * Errors as dev_open / dev_queue_create give them, -ST_INVAL for
  * placements that ask more threads than the cores given or replicas than
  * cores, with err naming the model. */
 int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
-		      void (*loop)(void *arg, struct dev_pool *pool), bool any_device,
-		      struct eng_sched **out, char *err, size_t errlen);
+		      void (*loop)(void *arg, struct dev_pool *pool), struct eng_sched **out, char *err, size_t errlen);
 
 /* eng__sched_destroy - refuse new requests, end waiting ones with
  * -ST_CLOSED, tell the loops to finish what they run and return, join.

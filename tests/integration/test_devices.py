@@ -1,9 +1,9 @@
 """Replicas on other devices than the cpu (devices/dev.h): a generation
 model served by one replica on a cpu core and one on the OpenCL device
 (PoCL here: the CPU as an OpenCL device, what runs in CI without a GPU),
-the scheduler giving work to both, and the placements that are refused at
-start-up with one line (a device that is not there, a speech model off the
-cpu). Which replica ran what comes from the daemon's own record
+the scheduler giving work to both; a speech model on the OpenCL device
+against the cpu, and one model with a replica on each; and the placements
+that are refused at start-up with one line (a device that is not there). Which replica ran what comes from the daemon's own record
 (GET /v2/models/{name}/stats), not from timings."""
 import json
 import os
@@ -13,6 +13,7 @@ import time
 
 
 from conftest import BIN, MODELS, Daemon, assert_stopped_clean, make_config
+from test_audio_endpoints import clip, transcribe, wer
 from test_scheduling import cpus, post_json, stats
 
 SMOLLM = "smollm2-135m-instruct"
@@ -90,12 +91,95 @@ def test_absent_opencl_device_refused_with_what_exists(tmp_path):
     assert 'device "opencl:7": no such OpenCL device (present: opencl:0.0' in err, err
 
 
-def test_speech_model_off_the_cpu_refused(tmp_path):
-    cfg = make_config(models=[{"name": "whisper-tiny.en",
-                               "path": os.path.join(MODELS, "whisper-tiny.en"), "format": "ct2",
-                               "replicas": [{"device": "opencl:0"}]}])
-    err = start_fails(cfg, tmp_path)
-    assert "speech models run on cpu devices only so far" in err, err
+# --- a speech model on the OpenCL device ---------------------------------------
+
+WHISPER_PATH = os.path.join(MODELS, "whisper-tiny.en")
+LIMITS = {"idle_timeout_ms": 60000, "body_timeout_ms": 30000, "max_body_bytes": 16 << 20}
+
+
+def whisper_on(name, replicas, compute_type, **extra):
+    return dict({"name": name, "path": WHISPER_PATH, "format": "ct2",
+                 "compute_type": compute_type, "replicas": replicas}, **extra)
+
+
+def verbose(port, model, clip_name):
+    r = transcribe(port, clip(clip_name), filename=clip_name, model=model,
+                   response_format="verbose_json")
+    assert r.status == 200, r.body
+    return r.json()
+
+
+def test_speech_model_on_opencl_matches_cpu():
+    """Whisper on opencl:0 against the same model on a cpu core, in two
+    compute types. float32: both compute float32 products (the cpu through
+    OpenBLAS, opencl in its own sum order), so the transcripts, their
+    segments and the decoder's scores agree (avg_logprob within 1e-3).
+    int8: the cpu quantizes each activation row to int8 before the product
+    (CTranslate2's arithmetic, kernels/kn_i8.h) and keeps the cross-
+    attention keys in bfloat16, while opencl multiplies the float
+    activations by the same int8 weights, dequantized: more exact, so the
+    two differ by the cpu's own rounding - the words agree within a WER of
+    10 % (here: punctuation and timestamps only)."""
+    a, _ = cpus()
+    cpu = [{"device": f"cpu:{a}", "threads": 1}]
+    ocl = [{"device": "opencl:0"}]
+    d = Daemon(make_config(models=[whisper_on("w32-cpu", cpu, "float32"),
+                                   whisper_on("w32-ocl", ocl, "float32"),
+                                   whisper_on("w8-cpu", cpu, "int8"),
+                                   whisper_on("w8-ocl", ocl, "int8")], limits=LIMITS))
+    try:
+        for name in ("jfk.wav", "1089-134686-0000.flac"):
+            c, o = verbose(d.port, "w32-cpu", name), verbose(d.port, "w32-ocl", name)
+            assert o["text"] == c["text"], (name, c["text"], o["text"])
+            assert len(o["segments"]) == len(c["segments"]), (c, o)
+            for sc, so in zip(c["segments"], o["segments"]):
+                assert (so["start"], so["end"], so["tokens"]) == \
+                    (sc["start"], sc["end"], sc["tokens"]), (sc, so)
+                assert abs(so["avg_logprob"] - sc["avg_logprob"]) < 1e-3, (sc, so)
+            c, o = verbose(d.port, "w8-cpu", name), verbose(d.port, "w8-ocl", name)
+            assert wer(c["text"], o["text"]) <= 0.1, (name, c["text"], o["text"])
+            devices = [r["device"] for r in stats(d.port, "w8-ocl")["inferd"]["replicas"]]
+            assert devices == ["opencl:0.0"], devices
+    finally:
+        assert_stopped_clean(d)
+
+
+def test_cpu_and_opencl_replicas_serve_one_speech_model():
+    """One Whisper model with a replica on a cpu core and one on opencl:0,
+    each taking one request at a time (max_batch_size 1): rounds of two
+    requests at once until both replicas have taken some (the daemon's
+    record says which ran what); every answer the same (float32: see
+    above)."""
+    a, _ = cpus()
+    d = Daemon(make_config(models=[whisper_on(
+        "w", [{"device": f"cpu:{a}", "threads": 1}, {"device": "opencl:0"}], "float32",
+        max_batch_size=1, vad_filter=False)], limits=LIMITS))
+    name = "LDC93S1_pcms16le_1_8000.wav"
+    try:
+        before = stats(d.port, "w")["inferd"]["replicas"]
+        assert [r["device"] for r in before] == [f"cpu:{a}", "opencl:0.0"], before
+        texts = []
+        deadline = time.monotonic() + 300
+        while True:
+            out = [None, None]
+
+            def run(i):
+                out[i] = verbose(d.port, "w", name)["text"]
+
+            ts = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(600)
+            texts += out
+            after = stats(d.port, "w")["inferd"]["replicas"]
+            done = [q["requests"] - p["requests"] for p, q in zip(before, after)]
+            if all(n > 0 for n in done) or time.monotonic() > deadline:
+                break
+        assert sum(done) == len(texts) and all(n > 0 for n in done), (before, after)
+        assert len(set(texts)) == 1 and "greasy wash water" in texts[0], texts
+    finally:
+        assert_stopped_clean(d)
 
 
 def test_opencl_replica_with_two_threads_refused(tmp_path):
