@@ -124,6 +124,12 @@ int dev_download(struct dev_queue *q, void *dst, const void *src, size_t n);
  * driver is absent lists nothing. */
 int dev_list(struct dev_caps *out, int max);
 
+/* dev_cpu_kernels - one line naming the kernels the cpu back end runs on
+ * this CPU (its ISA's table, the int8 and bfloat16 products) and the
+ * ceiling INFERD_CPU_ISA sets, into buf. Returns 0, or -ST_INVAL when
+ * INFERD_CPU_ISA is set to no known ceiling (buf then says so). */
+int dev_cpu_kernels(char *buf, size_t len);
+
 /* --- compute ------------------------------------------------------------
  * The operations the model families need, by what the models need
  * (Whisper's encoder/decoder, the GGUF decoder-only models), each
@@ -305,6 +311,13 @@ int dev_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv
 #define DEV_TYPE_I8R 64
 struct dev_mat;
 
+/* dev_type_block - the name of weight type `type` as ggml names it
+ * ("Q4_K", "I8R" for DEV_TYPE_I8R) and the elements and bytes of one of
+ * its blocks (NULL arguments skipped); NULL for a number no type has.
+ * Every ggml type is named, those no back end multiplies too (a GGUF
+ * reader names what it refuses). */
+const char *dev_type_block(int type, uint32_t *block_elems, uint32_t *block_bytes);
+
 /* dev_mat_row_bytes - bytes of one row of cols elements of weight type
  * `type` as GGUF stores it (whole blocks of ggml-common.h's formats), or
  * 0: a type no back end multiplies, or cols not a whole number of its
@@ -318,6 +331,12 @@ size_t dev_mat_row_bytes(int type, size_t cols);
  * model_spec.py, which multiplies by 127 / max|w| instead; an all-zero
  * row gets s = 0). Host memory; load time. */
 void dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out);
+
+/* dev_f16_to_f32 / dev_bf16_to_f32 - widen n binary16 / bfloat16 values
+ * (little-endian bits at x, any alignment) to float32, exactly, into y.
+ * Host memory: weights converted at load. */
+void dev_f16_to_f32(const void *x, size_t n, float *y);
+void dev_bf16_to_f32(const void *x, size_t n, float *y);
 
 /* dev_host_logsumexp - log(sum_i exp(x[i])) over host memory x[0..n)
  * (n >= 1), in double; dev_host_argmax - the first index of the largest
@@ -444,6 +463,15 @@ int dev_queue_submit(struct dev_queue *q, dev_work_fn fn, void *arg);
  * -ST_INVAL then. Never from the queue's pool workers (inside a
  * dev_pool_run of its item): that deadlocks and is not detected. */
 int dev_queue_sync(struct dev_queue *q);
+
+/* dev_queue_parallel - host work a queue's work item splits over the
+ * queue's host threads: fn(arg, ith, nth) for every ith < nth, nth the
+ * queue's compute threads on the cpu back end (its pool) and 1 elsewhere
+ * (the calling thread); returns when all have. For host computation
+ * beside the device's (a sampler scanning many sequences' logits).
+ * Called as q's ops are, fn calling no op of q. */
+typedef void (*dev_host_fn)(void *arg, int ith, int nth);
+void dev_queue_parallel(struct dev_queue *q, dev_host_fn fn, void *arg);
 
 /* dev_queue_threads - compute threads of the queue (its `threads`). */
 int dev_queue_threads(const struct dev_queue *q);

@@ -22,6 +22,8 @@
 #include "devices/dev.h"
 #include "devices/dev_int.h"
 #include "kernels/kn.h"
+#include "kernels/kn_bf16.h"
+#include "kernels/kn_i8.h"
 
 #define DEV_ALIGN 64 /* bytes: a cache line, and an AVX-512 vector */
 
@@ -239,3 +241,16 @@ const struct dev_backend dev__cpu_backend = {
 	.list = cpu_list,
 	.ops = &dev__cpu_ops,
 };
+
+int dev_cpu_kernels(char *buf, size_t len)
+{
+	const char *bad;
+	kn_cpu_cap(&bad);
+	if (bad)
+		return st_errf(-ST_INVAL, buf, len,
+			       "INFERD_CPU_ISA: expected native, avx512 or avx2, not '%s'", bad);
+	kn_init(KN_ISA_COUNT);
+	snprintf(buf, len, "%s, int8 %s, bfloat16 %s (INFERD_CPU_ISA %s)", kn_ops()->name,
+		 kn_i8_ops()->name, kn_bf16_kernel_name(), kn_cap_name(kn_cpu_cap(NULL)));
+	return 0;
+}

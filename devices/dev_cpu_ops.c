@@ -218,8 +218,12 @@ static int cpu_mat_ct2(struct cpu_mat *c, const struct dev_mat *m, const void *h
 		c->kind = CPU_MAT_BF16;
 		if (!kn_bf16_ok())
 			return st_errf(-ST_UNSUPPORTED, err, errlen,
-				       "bfloat16 products need AVX512-BF16 or AMX, which this "
-				       "CPU lacks");
+				       "needs a CPU with AVX512-BF16 (AMD Zen 4 or later, Intel Cooper "
+				       "Lake) or AMX-BF16 (Intel Sapphire Rapids or later, with a kernel "
+				       "granting its tile state) for bfloat16 products%s",
+				       kn_cpu_cap(NULL) == KN_CAP_AVX2 ? " (INFERD_CPU_ISA=avx2 caps "
+									  "this process at AVX2)"
+								       : "");
 		rc = cpu_mat_bf16(c, m, host);
 		break;
 	default:

@@ -123,13 +123,38 @@ void dev_round_bf16(const float *x, size_t n, uint16_t *y)
 		y[i] = kn_f32_to_bf16(x[i]);
 }
 
-/* The name of a weight type (kn_qtype_get's, or inferd's own), or NULL. */
+const char *dev_type_block(int type, uint32_t *block_elems, uint32_t *block_bytes)
+{
+	uint32_t e = 1, b = 1;
+	const char *name = "I8R"; /* a row is its block: see dev_mat_row_bytes */
+	if (type != DEV_TYPE_I8R) {
+		const struct kn_qtype_info *t = kn_qtype_get(type);
+		if (!t)
+			return NULL;
+		name = t->name, e = t->block_elems, b = t->block_bytes;
+	}
+	if (block_elems)
+		*block_elems = e;
+	if (block_bytes)
+		*block_bytes = b;
+	return name;
+}
+
 static const char *dev_type_name(int type)
 {
-	if (type == DEV_TYPE_I8R)
-		return "I8R";
-	const struct kn_qtype_info *t = kn_qtype_get(type);
-	return t ? t->name : NULL;
+	return dev_type_block(type, NULL, NULL);
+}
+
+void dev_f16_to_f32(const void *x, size_t n, float *y)
+{
+	kn_ops()->f16_to_f32(x, y, n);
+}
+
+void dev_bf16_to_f32(const void *x, size_t n, float *y)
+{
+	const uint8_t *b = x;
+	for (size_t i = 0; i < n; i++)
+		y[i] = kn_bf16_to_f32((uint16_t)(b[2 * i] | (b[2 * i + 1] << 8)));
 }
 
 int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void *host,

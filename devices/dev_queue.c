@@ -47,6 +47,11 @@ struct dev_queue {
 	void *impl;		/* the back end's stream (dev__queue_impl) */
 };
 
+void dev_queue_parallel(struct dev_queue *q, dev_host_fn fn, void *arg)
+{
+	dev_pool_run(q->pool, fn, arg);
+}
+
 struct dev_pool *dev__queue_pool(const struct dev_queue *q)
 {
 	return q->pool;

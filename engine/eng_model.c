@@ -13,6 +13,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "devices/dev.h"
 #include "engine/format/eng_ct2.h"
 #include "engine/format/eng_file.h"
 #include "engine/format/eng_gguf.h"
@@ -22,9 +23,6 @@
 #include "engine/eng_int.h"
 #include "engine/sched/eng_sched.h"
 #include "engine/vad/eng_vad.h"
-#include "kernels/kn.h"
-#include "kernels/kn_bf16.h"
-#include "kernels/kn_i8.h"
 
 #define ENG_ERR_MAX 1024 /* longest reader message kept before prefixing */
 
@@ -147,11 +145,8 @@ int eng_create(const struct eng_model_spec *specs, size_t n_specs, struct eng **
 	int rc = 0;
 
 	*out = NULL;
-	const char *bad_cap;
-	kn_cpu_cap(&bad_cap);
-	if (bad_cap)
-		return st_errf(-ST_INVAL, err, errlen,
-			       "INFERD_CPU_ISA: expected native, avx512 or avx2, not '%s'", bad_cap);
+	if (dev_cpu_kernels(msg, sizeof(msg)))
+		return st_errf(-ST_INVAL, err, errlen, "%s", msg);
 	struct eng *eng = mem_calloc(1, sizeof(*eng));
 	if (!eng)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
@@ -275,7 +270,5 @@ const char *eng_format_str(enum eng_format f)
 
 void eng_kernels_describe(char *buf, size_t len)
 {
-	kn_init(KN_ISA_COUNT);
-	snprintf(buf, len, "%s, int8 %s, bfloat16 %s (INFERD_CPU_ISA %s)", kn_ops()->name,
-		 kn_i8_ops()->name, kn_bf16_kernel_name(), kn_cap_name(kn_cpu_cap(NULL)));
+	dev_cpu_kernels(buf, len);
 }

@@ -7,7 +7,6 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "devices/dev_pool.h"
 #include "engine/asr/eng_asr_int.h"
 #include "engine/eng_int.h"
 

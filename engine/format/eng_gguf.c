@@ -22,7 +22,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/format/eng_file.h"
-#include "kernels/kn_quant.h"
+#include "devices/dev.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_MAX_NAME 65535u /* longest key or tensor name accepted, bytes */
@@ -78,24 +78,17 @@ static const struct {
 	[ENG_GGUF_VTYPE_FLOAT64] = { "f64", 8 },
 };
 
-/* The type table is the kernels' (kernels/kn_quant.h), one for the whole
- * tree; the GGUF numbers are ggml's, which that table is indexed by. */
-static_assert((int)ENG_GGML_TYPE_COUNT == (int)KN_Q_MAX, "GGUF types are kn_qtype_get's numbers");
-
+/* The type table is the devices' (dev_type_block, kernels/kn_qtype.c),
+ * one for the whole tree; the GGUF numbers are ggml's, which that table is
+ * indexed by. */
 const char *eng_ggml_type_name(int type)
 {
-	const struct kn_qtype_info *t = kn_qtype_get(type);
-	return t ? t->name : NULL;
+	return type >= 0 && type < ENG_GGML_TYPE_COUNT ? dev_type_block(type, NULL, NULL) : NULL;
 }
 
 bool eng_ggml_type_size(int type, uint32_t *block_elems, uint32_t *block_bytes)
 {
-	const struct kn_qtype_info *t = kn_qtype_get(type);
-	if (!t)
-		return false;
-	*block_elems = t->block_elems;
-	*block_bytes = t->block_bytes;
-	return true;
+	return eng_ggml_type_name(type) && dev_type_block(type, block_elems, block_bytes);
 }
 
 const char *eng_gguf_vtype_name(int vtype)

@@ -21,7 +21,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
-#include "devices/dev_pool.h"
+#include "devices/dev.h"
 #include "engine/gen/eng_gen_int.h"
 #include "engine/eng_int.h"
 #include "engine/sched/eng_sched.h"
@@ -30,7 +30,7 @@
 struct egl {
 	struct eng__replica *rp;
 	struct eng_sched *s;
-	struct dev_pool *pool;
+	struct dev_queue *q; /* the replica's */
 	struct eng_llm_scratch *scratch;
 	struct eng__gen_req **run;  /* [max_num_seqs] running, in admission order */
 	size_t n_run;
@@ -130,16 +130,15 @@ struct egl_picks {
 static void egl_pick_part(void *arg, int ith, int nth)
 {
 	const struct egl_picks *a = arg;
-	long i0, i1;
-	dev_split((long)a->n, ith, nth, 1, &i0, &i1);
-	for (long i = i0; i < i1; i++)
+	size_t i0 = a->n * (size_t)ith / (size_t)nth, i1 = a->n * (size_t)(ith + 1) / (size_t)nth;
+	for (size_t i = i0; i < i1; i++)
 		a->l->ids[i] = eng__gseq_pick(a->l->in[a->l->due[i]]->seq);
 }
 
 /* After the pass: sample every sequence whose logits are due. The picks
- * (a scan of the vocabulary each) run across the pool, each sequence's on
- * its own state, so the thread that picks changes nothing; the tokens are
- * then taken in batch order on this thread. */
+ * (a scan of the vocabulary each) run across the queue's host threads,
+ * each sequence's on its own state, so the thread that picks changes
+ * nothing; the tokens are then taken in batch order on this thread. */
 static void egl_sample(struct egl *l, size_t n_batch)
 {
 	double now = st_now_ms();
@@ -147,7 +146,10 @@ static void egl_sample(struct egl *l, size_t n_batch)
 	for (size_t b = 0; b < n_batch; b++)
 		if (eng__gseq_fed(l->in[b]->seq, l->seqs[b].n))
 			l->due[pk.n++] = b;
-	dev_pool_run(pk.n > 1 ? l->pool : NULL, egl_pick_part, &pk);
+	if (pk.n > 1)
+		dev_queue_parallel(l->q, egl_pick_part, &pk);
+	else
+		egl_pick_part(&pk, 0, 1);
 	for (size_t i = 0; i < pk.n; i++) {
 		struct eng__gen_req *r = l->in[l->due[i]];
 		bool done = false;
@@ -207,14 +209,14 @@ static void egl_expire(struct egl *l, bool closing)
 	}
 }
 
-static int egl_init(struct egl *l, struct eng__replica *rp, struct dev_pool *pool)
+static int egl_init(struct egl *l, struct eng__replica *rp)
 {
 	struct eng_sched *s = rp->s;
 	size_t seqs = (size_t)s->max_num_seqs;
 	memset(l, 0, sizeof(*l));
 	l->rp = rp;
 	l->s = s;
-	l->pool = pool;
+	l->q = rp->q;
 	l->run = mem_calloc(seqs, sizeof(*l->run));
 	l->taken = mem_calloc(seqs, sizeof(*l->taken));
 	l->seqs = mem_calloc(seqs, sizeof(*l->seqs));
@@ -246,7 +248,8 @@ static void egl_fini(struct egl *l)
 void eng__gen_loop(void *arg, struct dev_pool *pool)
 {
 	struct egl l;
-	int rc = egl_init(&l, arg, pool);
+	(void)pool; /* the ops split over it through the replica's queue */
+	int rc = egl_init(&l, arg);
 	for (;;) {
 		bool closing = egl_admit(&l);
 		if (rc) /* no scratch: every request fails, the replica stays up */

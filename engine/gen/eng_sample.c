@@ -8,7 +8,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
-#include "kernels/kn.h"
+#include "devices/dev.h"
 
 int eng_sampler_init(struct eng_sampler *s, const struct eng_sample_params *p, int n_vocab,
 		     uint64_t seed)
@@ -73,7 +73,7 @@ void eng_sampler_penalize(const struct eng_sampler *s, float *logits, const int3
 
 static int32_t es_argmax(const float *x, int n)
 {
-	return (int32_t)kn_ops()->argmax(x, (size_t)n);
+	return (int32_t)dev_host_argmax(x, (size_t)n);
 }
 
 static int es_cand_desc(const void *a, const void *b)

@@ -25,9 +25,6 @@
 #include "engine/format/eng_ct2.h"
 #include "devices/dev.h"
 #include "engine/models/eng_whisper_int.h"
-#include "kernels/kn.h"
-#include "kernels/kn_bf16.h"
-#include "kernels/kn_half.h"
 
 /* Load-time context: the reader, the model, and the first error. */
 struct ew_ld {
@@ -115,9 +112,7 @@ static void ew_i8_scales(struct ew_ld *ld, const char *name, size_t rows, float 
 		if (s->dtype == ENG_CT2_DTYPE_FLOAT32) {
 			memcpy(&f, (const char *)s->data + 4 * r, sizeof(f));
 		} else {
-			uint16_t h;
-			memcpy(&h, (const char *)s->data + 2 * r, sizeof(h));
-			kn_ops()->f16_to_f32(&h, &f, 1);
+			dev_f16_to_f32((const char *)s->data + 2 * r, 1, &f);
 		}
 		scale[r] = f > 0.0f ? 1.0f / f : 0.0f;
 	}
@@ -173,14 +168,11 @@ static void ew_tensor(struct ew_ld *ld, const char *name, int rank, const int *w
 		return;
 	}
 	if (v->dtype == ENG_CT2_DTYPE_FLOAT16) {
-		/* The data is unaligned: kn's f16_to_f32 takes any pointer. */
-		kn_ops()->f16_to_f32((const uint16_t *)v->data, p, v->n_elems);
+		dev_f16_to_f32(v->data, v->n_elems, p); /* the data is unaligned */
 	} else if (v->dtype == ENG_CT2_DTYPE_FLOAT32) {
 		memcpy(p, v->data, v->size_bytes);
 	} else if (v->dtype == ENG_CT2_DTYPE_BFLOAT16) {
-		const uint8_t *b = v->data;
-		for (uint64_t i = 0; i < v->n_elems; i++)
-			p[i] = kn_bf16_to_f32((uint16_t)(b[2 * i] | (b[2 * i + 1] << 8)));
+		dev_bf16_to_f32(v->data, v->n_elems, p);
 	} else if (v->dtype == ENG_CT2_DTYPE_INT8 && rank == 2) {
 		ew_dequant_i8(ld, v, name, p);
 		if (ld->rc)
@@ -533,25 +525,14 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 	struct eng_whisper *w = mem_calloc(1, sizeof(*w));
 	if (!w)
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
-	kn_init(KN_ISA_COUNT);
 	bool int8 = ct == ENG_COMPUTE_INT8 || ct == ENG_COMPUTE_INT8_FLOAT32 ||
 		    (ct == ENG_COMPUTE_DEFAULT && ew_stored_int8(ct2));
 	bool bf16 = ct == ENG_COMPUTE_BFLOAT16 || ct == ENG_COMPUTE_INT8_BFLOAT16;
-	if (bf16 && !kn_bf16_ok()) {
-		mem_free(w);
-		return st_errf(-ST_UNSUPPORTED, err, errlen,
-			       "compute type %s needs a CPU with AVX512-BF16 (AMD Zen 4 or later, "
-			       "Intel Cooper Lake) or AMX-BF16 (Intel Sapphire Rapids or later, with a "
-			       "kernel granting its tile state); use int8 or float32 here%s",
-			       ct == ENG_COMPUTE_BFLOAT16 ? "bfloat16" : "int8_bfloat16",
-			       kn_cpu_cap(NULL) == KN_CAP_AVX2 ? " (INFERD_CPU_ISA=avx2 caps this "
-								  "process at AVX2)" : "");
-	}
 	w->bf16 = bf16;
 	w->i8_attn = int8;
 	/* A decode step reads every layer's 1500 cross-attention keys and
 	 * values, more bytes than all the decoder's weights: in bfloat16 it
-	 * reads half (kn_attention_kv16). No systematic WER cost measured for
+	 * reads half (a dev_kv16_pack cache). No systematic WER cost measured for
 	 * int8 (README); int8 keys and values were over the bar. */
 	w->cross_bf16 = bf16 || int8;
 	struct ew_ld ld = { .ct2 = ct2, .w = w, .int8_enc = int8, .bf16 = bf16,
@@ -562,6 +543,12 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 		ld.rc = ew_load_align_heads(w, ct2, err, errlen);
 	if (!ld.rc) /* the host's set now: a cpu replica's first request waits less */
 		ld.rc = eng_whisper_binds_init(w, err, errlen);
+	if (ld.rc == -ST_UNSUPPORTED && bf16) { /* the cpu computes no bfloat16 */
+		char why[512];
+		snprintf(why, sizeof(why), "%s", err ? err : "");
+		st_errf(ld.rc, err, errlen, "compute type %s %s; use int8 or float32 here",
+			ct == ENG_COMPUTE_BFLOAT16 ? "bfloat16" : "int8_bfloat16", why);
+	}
 	if (ld.rc) {
 		eng_whisper_destroy(w);
 		return ld.rc;
