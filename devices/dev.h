@@ -329,8 +329,8 @@ size_t dev_mat_row_bytes(int type, size_t cols);
  * cols)]: per row s = max|w| / 127 and codes rint(w / s), kn_i8.h's
  * scheme (CTranslate2's int8 quantization, python/ctranslate2/specs/
  * model_spec.py, which multiplies by 127 / max|w| instead; an all-zero
- * row gets s = 0). Host memory; load time. */
-void dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out);
+ * row gets s = 0). Host memory; load time. 0 or -ST_NOMEM. */
+int dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out);
 
 /* dev_f16_to_f32 / dev_bf16_to_f32 - widen n binary16 / bfloat16 values
  * (little-endian bits at x, any alignment) to float32, exactly, into y.

@@ -96,15 +96,21 @@ size_t dev_mat_row_bytes(int type, size_t cols)
 	return kn_qtype_row_bytes(type, cols);
 }
 
-void dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out)
+int dev_quantize_i8r(const float *w, size_t rows, size_t cols, void *out)
 {
 	size_t rb = 4 + cols;
+	int8_t *q = mem_alloc(kn_i8_kpad(cols)); /* the kernel writes a padded row */
+	if (!q)
+		return -ST_NOMEM;
 	for (size_t r = 0; r < rows; r++) {
 		char *row = (char *)out + r * rb;
 		float s;
-		kn_i8_quantize_rows(w + r * cols, cols, 1, cols, (int8_t *)row + 4, cols, &s);
+		kn_i8_quantize_rows(w + r * cols, cols, 1, cols, q, kn_i8_kpad(cols), &s);
 		memcpy(row, &s, sizeof(s));
+		memcpy(row + 4, q, cols);
 	}
+	mem_free(q);
+	return 0;
 }
 
 double dev_host_logsumexp(const float *x, size_t n)

@@ -253,8 +253,9 @@ static void ew_linear_i8(struct ew_ld *ld, const char *name, int N, int K, const
 		ew_i8_stored(ld, v, name, (size_t)N, (size_t)K, rows);
 	else if (!wf)
 		ew_tensor(ld, name, 2, (int[]){ N, K }, NULL, &tmp);
-	if (!ld->rc && (!v || v->dtype != ENG_CT2_DTYPE_INT8))
-		dev_quantize_i8r(wf ? wf : tmp, (size_t)N, (size_t)K, rows);
+	if (!ld->rc && (!v || v->dtype != ENG_CT2_DTYPE_INT8) &&
+	    dev_quantize_i8r(wf ? wf : tmp, (size_t)N, (size_t)K, rows))
+		ew_fail(ld, -ST_NOMEM, name, "out of memory");
 	if (tmp)
 		ew_untrack(ld->w, tmp, (size_t)N * (size_t)K * sizeof(float));
 	*out = rows;

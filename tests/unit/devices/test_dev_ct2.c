@@ -96,7 +96,7 @@ static void case_make(struct ct2_case *c, int type, size_t M, size_t N, size_t K
 			c->wd[i] = kn_bf16_to_f32(h[i]);
 		}
 	} else {
-		dev_quantize_i8r(c->W, N, K, c->rows);
+		assert_int_equal(dev_quantize_i8r(c->W, N, K, c->rows), 0);
 		for (size_t r = 0; r < N; r++) {
 			const char *row = (const char *)c->rows + r * c->rb;
 			float s;
