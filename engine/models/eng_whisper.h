@@ -66,7 +66,7 @@ int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *
 
 /* eng_whisper_load_ct - eng_whisper_load for a compute type (eng.h):
  * int8 quantizes every encoder and decoder linear and the tied output
- * projection per output row (kn_i8.h), or takes the codes and their
+ * projection per output row (dev.h's DEV_TYPE_I8R), or takes the codes and their
  * "<name>_scale" (CTranslate2's weight_scale, 127 / amax per row) as
  * stored; FLOAT32 / DEFAULT on a float folder is eng_whisper_load. An
  * int8-stored folder loaded as float32 is dequantized (q / weight_scale).
@@ -76,7 +76,7 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 			struct eng_whisper **out, char *err, size_t errlen);
 void eng_whisper_destroy(struct eng_whisper *w);
 const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w);
-/* Bytes of float32 weights held. */
+/* Bytes of the weights held on the host (each device's set besides). */
 size_t eng_whisper_weight_bytes(const struct eng_whisper *w);
 /* The compute type the loaded weights run in, as eng.h names them
  * ("float32", "int8", "bfloat16", "int8_bfloat16"): DEFAULT resolved to

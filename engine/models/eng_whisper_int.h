@@ -63,11 +63,11 @@ struct eng_whisper {
 	float *dec_pos;                /* [n_text_ctx, d] */
 	struct ew_dec_layer *dec;      /* [dec_layers] */
 	struct ew_norm dec_ln;
-	bool bf16;                     /* encoder attention in bfloat16 (kn_attention_bf16) */
+	bool bf16;                     /* encoder attention in bfloat16 (DEV_ATTN_BF16) */
 	bool i8_attn;                  /* encoder attention on the int8 path
-					* (kn_attention_i8): compute type int8 */
+					* (DEV_ATTN_I8): compute type int8 */
 	bool cross_bf16;               /* the cross-attention keys and values kept in
-					* bfloat16 (kn_kv16_pack): every compute type
+					* bfloat16 (dev_kv16_pack): every compute type
 					* but the float32 (exact) one */
 	int (*align_heads)[2];         /* config.json alignment_heads {layer, head} */
 	size_t n_align_heads;
