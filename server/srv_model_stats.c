@@ -242,11 +242,11 @@ static json_t *srv_json_replicas(const struct eng_stats *s)
 	for (int r = 0; a && r < s->n_replicas; r++) {
 		const struct eng_replica_stats *rp = &s->replicas[r];
 		double up = s->now_ms - rp->started_ms;
-		json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:I,s:f,s:f,s:I,s:I}", "replica", r,
-			"device", rp->device, "threads", rp->threads, "batches",
+		json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:I,s:f,s:f,s:I,s:I,s:f}", "replica",
+			r, "device", rp->device, "threads", rp->threads, "batches",
 			(json_int_t)rp->batches, "busy_seconds", rp->busy_ms / 1e3, "busy_ratio",
 			up > 0 ? rp->busy_ms / up : 0.0, "running", (json_int_t)rp->running,
-			"requests", (json_int_t)rp->requests));
+			"requests", (json_int_t)rp->requests, "ms_per_work", rp->ms_per_work));
 	}
 	return a;
 }

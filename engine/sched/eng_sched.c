@@ -225,14 +225,30 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 	return 0;
 }
 
-/* Under mu: may rp take a waiting request - is no other replica running
- * fewer? (One with none is waiting to take it.) */
+/* How many times slower a replica's pace must be for it to count as the
+ * slow one: replicas on equal devices differ by less (batching, lengths of
+ * the requests each drew), PoCL's OpenCL against a cpu core by about 30. */
+#define ES_SLOWER 4.0
+
+/* Under mu: may rp take a waiting request? Not while another replica runs
+ * fewer (one with none is waiting to take it); nor while one at least
+ * ES_SLOWER times faster (both paces measured: ms_per_work) would end one
+ * more request sooner, (its running + 1) times its pace below rp's. So a
+ * model on a fast and a slow device gives the slow one only what the fast
+ * one cannot take in time; a replica not measured yet takes its turn. */
 static bool es_eligible(const struct eng__replica *rp)
 {
 	const struct eng_sched *s = rp->s;
-	for (int i = 0; i < s->n_reps; i++)
-		if (s->reps[i].running < rp->running)
+	double mine = rp->st.ms_per_work;
+	for (int i = 0; i < s->n_reps; i++) {
+		const struct eng__replica *o = &s->reps[i];
+		double pace = o->st.ms_per_work;
+		if (o->running < rp->running)
 			return false;
+		if (pace > 0 && mine > ES_SLOWER * pace &&
+		    (double)(o->running + 1) * pace < (double)(rp->running + 1) * mine)
+			return false;
+	}
 	return true;
 }
 

@@ -55,6 +55,12 @@ void eng_stats_ended(struct eng_model_stats *s, struct eng_replica_stats *rs,
 		     const struct eng_recent_req *e)
 {
 	rs->requests++;
+	double work = e->audio_seconds > 0 ? e->audio_seconds
+					   : (double)(e->prompt_tokens + e->generated_tokens);
+	if (!e->rc && work > 0 && e->ended_ms > e->admitted_ms) {
+		double pace = (e->ended_ms - e->admitted_ms) / work;
+		rs->ms_per_work = rs->ms_per_work > 0 ? 0.75 * rs->ms_per_work + 0.25 * pace : pace;
+	}
 	s->recent[s->n_recent_total % ENG_STATS_RECENT] = *e;
 	s->n_recent_total++;
 }

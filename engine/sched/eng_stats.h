@@ -45,6 +45,10 @@ struct eng_replica_stats {
 	uint64_t running;      /* requests taken and not finished (gauge) */
 	uint64_t requests;     /* requests taken and ended, any outcome (a transcription
 				* that could not start for want of memory or a thread aside) */
+	double ms_per_work;    /* its pace: a completed request's time (admitted to
+				* ended) per unit of its work (an audio second, or a
+				* prompt or generated token), averaged with weight 1/4
+				* for the newest; 0 before the first */
 };
 
 /* One request a replica took and ended. Times are monotonic ms (the

@@ -182,6 +182,40 @@ def test_cpu_and_opencl_replicas_serve_one_speech_model():
         assert_stopped_clean(d)
 
 
+def test_slow_replica_gets_only_what_the_fast_one_cannot_take():
+    """A cpu core and PoCL's OpenCL (about 30 times slower here) serving one
+    Whisper model, one request at a time each: once both replicas have
+    ended a request (their paces measured, GET .../stats ms_per_work), the
+    requests sent one after the other all go to the cpu replica, which
+    ends each sooner than the OpenCL one would; two at once still use
+    both (the second would wait longer behind the first)."""
+    a, _ = cpus()
+    d = Daemon(make_config(models=[whisper_on(
+        "w", [{"device": f"cpu:{a}", "threads": 1}, {"device": "opencl:0"}], "float32",
+        max_batch_size=1, vad_filter=False)], limits=LIMITS))
+    name = "LDC93S1_pcms16le_1_8000.wav"
+    try:
+        deadline = time.monotonic() + 300
+        while True:  # both measured: rounds of two at once
+            ts = [threading.Thread(target=verbose, args=(d.port, "w", name)) for _ in range(2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(600)
+            reps = stats(d.port, "w")["inferd"]["replicas"]
+            if all(r["requests"] > 0 for r in reps) or time.monotonic() > deadline:
+                break
+        assert all(r["ms_per_work"] > 0 for r in reps), reps
+        assert reps[1]["ms_per_work"] > 4 * reps[0]["ms_per_work"], reps
+        for _ in range(3):
+            verbose(d.port, "w", name)
+        after = stats(d.port, "w")["inferd"]["replicas"]
+        done = [q["requests"] - p["requests"] for p, q in zip(reps, after)]
+        assert done == [3, 0], (reps, after)
+    finally:
+        assert_stopped_clean(d)
+
+
 def test_opencl_replica_with_two_threads_refused(tmp_path):
     err = start_fails(smollm_on([{"device": "opencl:0", "threads": 2}]), tmp_path)
     assert "a queue of this device has one host thread" in err, err
