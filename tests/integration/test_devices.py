@@ -144,38 +144,53 @@ def test_speech_model_on_opencl_matches_cpu():
         assert_stopped_clean(d)
 
 
-def test_cpu_and_opencl_replicas_serve_one_speech_model():
-    """One Whisper model with a replica on a cpu core and one on opencl:0,
-    each taking one request at a time (max_batch_size 1): rounds of two
-    requests at once until both replicas have taken some (the daemon's
-    record says which ran what); every answer the same (float32: see
-    above)."""
+SHORT = "LDC93S1_pcms16le_1_8000.wav"
+
+
+def cpu_and_opencl_whisper():
+    """One float32 Whisper model on a cpu core and on opencl:0, each replica
+    taking one request at a time (max_batch_size 1)."""
     a, _ = cpus()
     d = Daemon(make_config(models=[whisper_on(
         "w", [{"device": f"cpu:{a}", "threads": 1}, {"device": "opencl:0"}], "float32",
         max_batch_size=1, vad_filter=False)], limits=LIMITS))
-    name = "LDC93S1_pcms16le_1_8000.wav"
+    return a, d
+
+
+def rounds_until_both_took(port):
+    """Rounds of two requests at once until both replicas of "w" have
+    ended some (or 300 s): the texts, the replica stats before and after."""
+    before = stats(port, "w")["inferd"]["replicas"]
+    texts = []
+    deadline = time.monotonic() + 300
+    while True:
+        out = [None, None]
+
+        def run(i):
+            out[i] = verbose(port, "w", SHORT)["text"]
+
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(600)
+        texts += out
+        after = stats(port, "w")["inferd"]["replicas"]
+        done = [q["requests"] - p["requests"] for p, q in zip(before, after)]
+        if all(n > 0 for n in done) or time.monotonic() > deadline:
+            return texts, before, after
+
+
+def test_cpu_and_opencl_replicas_serve_one_speech_model():
+    """One Whisper model with a replica on a cpu core and one on opencl:0:
+    both take requests (the daemon's record says which ran what), every
+    answer the same (float32: see above)."""
+    a, d = cpu_and_opencl_whisper()
     try:
-        before = stats(d.port, "w")["inferd"]["replicas"]
-        assert [r["device"] for r in before] == [f"cpu:{a}", "opencl:0.0"], before
-        texts = []
-        deadline = time.monotonic() + 300
-        while True:
-            out = [None, None]
-
-            def run(i):
-                out[i] = verbose(d.port, "w", name)["text"]
-
-            ts = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join(600)
-            texts += out
-            after = stats(d.port, "w")["inferd"]["replicas"]
-            done = [q["requests"] - p["requests"] for p, q in zip(before, after)]
-            if all(n > 0 for n in done) or time.monotonic() > deadline:
-                break
+        devices = [r["device"] for r in stats(d.port, "w")["inferd"]["replicas"]]
+        assert devices == [f"cpu:{a}", "opencl:0.0"], devices
+        texts, before, after = rounds_until_both_took(d.port)
+        done = [q["requests"] - p["requests"] for p, q in zip(before, after)]
         assert sum(done) == len(texts) and all(n > 0 for n in done), (before, after)
         assert len(set(texts)) == 1 and "greasy wash water" in texts[0], texts
     finally:
@@ -184,31 +199,17 @@ def test_cpu_and_opencl_replicas_serve_one_speech_model():
 
 def test_slow_replica_gets_only_what_the_fast_one_cannot_take():
     """A cpu core and PoCL's OpenCL (about 30 times slower here) serving one
-    Whisper model, one request at a time each: once both replicas have
-    ended a request (their paces measured, GET .../stats ms_per_work), the
-    requests sent one after the other all go to the cpu replica, which
-    ends each sooner than the OpenCL one would; two at once still use
-    both (the second would wait longer behind the first)."""
-    a, _ = cpus()
-    d = Daemon(make_config(models=[whisper_on(
-        "w", [{"device": f"cpu:{a}", "threads": 1}, {"device": "opencl:0"}], "float32",
-        max_batch_size=1, vad_filter=False)], limits=LIMITS))
-    name = "LDC93S1_pcms16le_1_8000.wav"
+    Whisper model: once both replicas have ended a request (their paces
+    measured, GET .../stats ms_per_work), requests sent one after the
+    other all go to the cpu replica, which ends each sooner than the
+    OpenCL one would."""
+    _, d = cpu_and_opencl_whisper()
     try:
-        deadline = time.monotonic() + 300
-        while True:  # both measured: rounds of two at once
-            ts = [threading.Thread(target=verbose, args=(d.port, "w", name)) for _ in range(2)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join(600)
-            reps = stats(d.port, "w")["inferd"]["replicas"]
-            if all(r["requests"] > 0 for r in reps) or time.monotonic() > deadline:
-                break
+        _, _, reps = rounds_until_both_took(d.port)
         assert all(r["ms_per_work"] > 0 for r in reps), reps
         assert reps[1]["ms_per_work"] > 4 * reps[0]["ms_per_work"], reps
         for _ in range(3):
-            verbose(d.port, "w", name)
+            verbose(d.port, "w", SHORT)
         after = stats(d.port, "w")["inferd"]["replicas"]
         done = [q["requests"] - p["requests"] for p, q in zip(reps, after)]
         assert done == [3, 0], (reps, after)
