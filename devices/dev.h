@@ -458,9 +458,11 @@ void dev_queue_destroy(struct dev_queue *q);
 int dev_queue_submit(struct dev_queue *q, dev_work_fn fn, void *arg);
 
 /* dev_queue_sync - wait until every item submitted before the call has
- * returned (items submitted meanwhile are not waited for); returns 0.
- * Not from inside an item of the same queue (it would wait for itself):
- * -ST_INVAL then. Never from the queue's pool workers (inside a
+ * returned (items submitted meanwhile are not waited for) and the device
+ * has run every op enqueued on q before it, so that another queue of the
+ * device may read what they wrote; returns 0, or -ST_DEVICE (the device
+ * failed). Not from inside an item of the same queue (it would wait for
+ * itself): -ST_INVAL then. Never from the queue's pool workers (inside a
  * dev_pool_run of its item): that deadlocks and is not detected. */
 int dev_queue_sync(struct dev_queue *q);
 

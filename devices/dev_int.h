@@ -80,7 +80,9 @@ struct dev {
  * dev_copy (synchronous); upload/download order themselves after the
  * queue's earlier work and return when the bytes have arrived.
  * queue_open/queue_close make and free q's device-side stream (NULL:
- * the back end needs none). list stores the caps of up to max devices of
+ * the back end needs none); queue_finish waits until the device has run
+ * every op enqueued on it (NULL: the back end's ops run synchronously),
+ * 0 or -ST_DEVICE. list stores the caps of up to max devices of
  * this kind (returns how many, >= 0; a missing driver is 0 devices). */
 struct dev_backend {
 	const char *kind;
@@ -93,6 +95,7 @@ struct dev_backend {
 	int (*download)(struct dev_queue *q, void *dst, const void *src, size_t n);
 	int (*queue_open)(struct dev_queue *q, char *err, size_t errlen);
 	void (*queue_close)(struct dev_queue *q);
+	int (*queue_finish)(struct dev_queue *q);
 	int (*list)(struct dev_caps *out, int max);
 	const struct dev_ops *ops;
 };

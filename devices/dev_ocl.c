@@ -278,6 +278,12 @@ static int ocl_queue_open(struct dev_queue *q, char *err, size_t errlen)
 	return 0;
 }
 
+static int ocl_queue_finish(struct dev_queue *q)
+{
+	struct dev_ocl_queue *oq = dev__queue_impl(q);
+	return clFinish(oq->cq) == CL_SUCCESS ? 0 : -ST_DEVICE;
+}
+
 /* After the queue thread has stopped: the device's work first. */
 static void ocl_queue_close(struct dev_queue *q)
 {
@@ -302,6 +308,7 @@ const struct dev_backend dev__ocl_backend = {
 	.download = dev__ocl_download,
 	.queue_open = ocl_queue_open,
 	.queue_close = ocl_queue_close,
+	.queue_finish = ocl_queue_finish,
 	.list = ocl_list,
 	.ops = &dev__ocl_ops,
 };

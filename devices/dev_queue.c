@@ -225,6 +225,8 @@ int dev_queue_sync(struct dev_queue *q)
 	while (!rc && q->n_done < ticket)
 		pthread_cond_wait(&q->cv_done, &q->mu);
 	pthread_mutex_unlock(&q->mu);
+	if (!rc && q->dev->be->queue_finish)
+		rc = q->dev->be->queue_finish(q);
 	return rc;
 }
 

@@ -142,10 +142,15 @@ static void ea_yield(struct ea_driver *d, enum ea_state state)
 
 /* --- the runner the driver's transcription calls --------------------------------- */
 
+/* Before a pass goes to the replica's queue, dev_queue_sync: what the
+ * driver's own queue wrote (beam search's cache copies) is on the device. */
 static int ea_encode(void *ctx, struct eng_whisper_enc *e, const float *mel, size_t mel_stride,
 		     size_t frame0, size_t n_frames)
 {
 	struct ea_driver *d = ctx;
+	int rc = dev_queue_sync(d->q);
+	if (rc)
+		return rc;
 	d->enc = e;
 	d->mel = mel;
 	d->mel_stride = mel_stride;
@@ -160,6 +165,9 @@ static int ea_decode(void *ctx, const struct eng_whisper_enc *e, struct eng_whis
 		     size_t at_index)
 {
 	struct ea_driver *d = ctx;
+	int rc = dev_queue_sync(d->q);
+	if (rc)
+		return rc;
 	d->dec_enc = e;
 	d->kv = kv;
 	d->tokens = tokens;

@@ -637,14 +637,13 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 		       struct eng_whisper_kv *kv, struct dev_queue *q, const int32_t *tokens,
 		       size_t n, float *logits, float *logits_at, size_t at_index)
 {
-	struct eng_whisper_step st = { e, kv, tokens, n, logits, logits_at, at_index };
 	const struct eng_whisper_hp *hp = &w->hp;
 	if (n == 0 || kv->len + n > (size_t)hp->n_text_ctx)
 		return -ST_TOOBIG;
 	if (ew_check_tokens(hp, tokens, n))
 		return -ST_INVAL;
 	struct ew_dec_scratch s;
-	if (ew_dec_scratch_alloc(hp, dev_queue_device(q), n, 2, 1, &s))
+	if (ew_dec_scratch_alloc(hp, dev_queue_device(q), n, 1, 1, &s))
 		return -ST_NOMEM;
 	struct ew_pass ps = { w, e->ww, q, 0 };
 	size_t zero = 0;
@@ -654,9 +653,9 @@ int eng_whisper_decode(const struct eng_whisper *w, const struct eng_whisper_enc
 	/* the last row's logits, then the at_index row's, one row each (the
 	 * products of one row: as the steps compute them) */
 	size_t last = n - 1;
-	ew_logits(&ps, &s, &last, 1, s.t, &st.logits);
+	ew_logits(&ps, &s, &last, 1, s.t, &logits);
 	if (logits_at && at_index < n)
-		ew_logits(&ps, &s, &st.at_index, 1, s.t, &st.logits_at);
+		ew_logits(&ps, &s, &at_index, 1, s.t, &logits_at);
 	if (!ps.rc)
 		kv->len += n;
 	ew_dec_scratch_free(&s);

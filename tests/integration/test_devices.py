@@ -102,17 +102,19 @@ def whisper_on(name, replicas, compute_type, **extra):
                  "compute_type": compute_type, "replicas": replicas}, **extra)
 
 
-def verbose(port, model, clip_name):
+def verbose(port, model, clip_name, **fields):
     r = transcribe(port, clip(clip_name), filename=clip_name, model=model,
-                   response_format="verbose_json")
+                   response_format="verbose_json", **fields)
     assert r.status == 200, r.body
     return r.json()
 
 
 def test_speech_model_on_opencl_matches_cpu():
     """Whisper on opencl:0 against the same model on a cpu core, in two
-    compute types. float32: both compute float32 products (the cpu through
-    OpenBLAS, opencl in its own sum order), so the transcripts, their
+    compute types, greedy and (jfk) with beam search, whose cache copies
+    run on the driver's own queue. float32: both compute float32 products
+    (the cpu through OpenBLAS, opencl in its own sum order), so the
+    transcripts, their
     segments and the decoder's scores agree (avg_logprob within 1e-3).
     int8: the cpu quantizes each activation row to int8 before the product
     (CTranslate2's arithmetic, kernels/kn_i8.h) and keeps the cross-
@@ -128,15 +130,19 @@ def test_speech_model_on_opencl_matches_cpu():
                                    whisper_on("w8-cpu", cpu, "int8"),
                                    whisper_on("w8-ocl", ocl, "int8")], limits=LIMITS))
     try:
-        for name in ("jfk.wav", "1089-134686-0000.flac"):
-            c, o = verbose(d.port, "w32-cpu", name), verbose(d.port, "w32-ocl", name)
+        runs = [("jfk.wav", {}), ("1089-134686-0000.flac", {}),
+                ("jfk.wav", {"beam_size": 5})]  # beam search: copies of the caches
+        for name, fields in runs:
+            c = verbose(d.port, "w32-cpu", name, **fields)
+            o = verbose(d.port, "w32-ocl", name, **fields)
             assert o["text"] == c["text"], (name, c["text"], o["text"])
             assert len(o["segments"]) == len(c["segments"]), (c, o)
             for sc, so in zip(c["segments"], o["segments"]):
                 assert (so["start"], so["end"], so["tokens"]) == \
                     (sc["start"], sc["end"], sc["tokens"]), (sc, so)
                 assert abs(so["avg_logprob"] - sc["avg_logprob"]) < 1e-3, (sc, so)
-            c, o = verbose(d.port, "w8-cpu", name), verbose(d.port, "w8-ocl", name)
+            c = verbose(d.port, "w8-cpu", name, **fields)
+            o = verbose(d.port, "w8-ocl", name, **fields)
             assert wer(c["text"], o["text"]) <= 0.1, (name, c["text"], o["text"])
             devices = [r["device"] for r in stats(d.port, "w8-ocl")["inferd"]["replicas"]]
             assert devices == ["opencl:0.0"], devices
