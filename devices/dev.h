@@ -347,6 +347,39 @@ void dev_bf16_to_f32(const void *x, size_t n, float *y);
 double dev_host_logsumexp(const float *x, size_t n);
 size_t dev_host_argmax(const float *x, size_t n);
 
+/* The host front end: work that runs on the host CPU, on the calling
+ * thread, whatever device the model is on (as faster-whisper, whisper.cpp
+ * and vLLM compute audio features on the CPU): its input comes from the
+ * host (decoded audio) and it is small beside the model's passes. A new
+ * back end implements none of it.
+ *
+ * dev_log_mel_create - Whisper's log-mel spectrogram for n_mels 80 or 128
+ * (openai/whisper audio.py log_mel_spectrogram; faster-whisper 1.2.1's
+ * FeatureExtractor: STFT n_fft 400, hop 160, Hann window, power, Slaney
+ * mel filterbank, log10 clamped to max - 8, (x + 4) / 4; kernels/kn_mel.h
+ * has the details). *out new, freed with dev_log_mel_destroy (NULL a
+ * no-op). -ST_INVAL (other n_mels, out NULL), -ST_NOMEM.
+ * dev_log_mel_frames - frames of n samples (after the caller's padding):
+ * n / 160. dev_log_mel_scratch_len - floats of scratch dev_log_mel needs
+ * (a constant, about 1.1 MB).
+ * dev_log_mel - the features of samples[0..n) (16 kHz mono) into out
+ * [n_mels][dev_log_mel_frames(n)], mel-major; scratch caller-owned, at
+ * least dev_log_mel_scratch_len floats. Any number of threads at once,
+ * each with its own scratch. -ST_INVAL (scratch too small, NULL). */
+struct dev_log_mel;
+int dev_log_mel_create(int n_mels, struct dev_log_mel **out);
+void dev_log_mel_destroy(struct dev_log_mel *m);
+size_t dev_log_mel_frames(size_t n_samples);
+size_t dev_log_mel_scratch_len(const struct dev_log_mel *m);
+int dev_log_mel(const struct dev_log_mel *m, const float *samples, size_t n, float *out,
+		float *scratch, size_t scratch_len);
+
+/* dev_host_linear - y[m][n] = x[m][k] w[n][k]^T + b[n] (b may be NULL;
+ * nn.Linear's [out, in] weights), float32 in host memory, on the calling
+ * thread (OpenBLAS sgemm, one thread): a host front end's products. */
+void dev_host_linear(size_t m, size_t n, size_t k, const float *x, const float *w, const float *b,
+		     float *y);
+
 /* dev_round_bf16 - y[i] = x[i] rounded to bfloat16 (nearest, ties to
  * even: the rounding every BF16 product here applies), as the bits of
  * BF16 weights. Host memory. */

@@ -16,7 +16,7 @@ struct eng_gguf;
 struct eng_ct2;
 struct eng_whisper;
 struct eng_whisper_tok;
-struct kn_mel;
+struct dev_log_mel;
 struct eng_vad;
 struct eng_llm;
 struct eng_tok;
@@ -39,7 +39,7 @@ struct eng_model {
 	/* transcription models (eng_asr_transcribe.c) */
 	struct eng_whisper *whisper;      /* float32 weights, shared read-only */
 	struct eng_whisper_tok *wtok;     /* tokenizer facts */
-	struct kn_mel *mel;               /* log-mel filterbank for hp.n_mels */
+	struct dev_log_mel *mel;          /* log-mel spectrogram for hp.n_mels */
 	struct eng_vad *vad;              /* Silero VAD (vad_model), or NULL */
 	char *vad_err;                    /* why vad is NULL (new), or NULL */
 	bool vad_filter;                  /* requests' default (eng_model_spec) */

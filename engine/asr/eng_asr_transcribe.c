@@ -25,7 +25,6 @@
 #include "engine/models/eng_whisper_gen.h"
 #include "engine/tok/eng_whisper_tok.h"
 #include "devices/dev.h"
-#include "kernels/kn_mel.h"
 
 #define ET_TIME_PRECISION 0.02 /* seconds per timestamp token */
 #define ET_INPUT_STRIDE ENG_WHISPER_INPUT_STRIDE /* mel frames per encoder position */
@@ -53,7 +52,7 @@ int eng__whisper_model_load(struct eng_model *m, char *err, size_t errlen)
 		m->wtok = NULL;
 		return st_errf(rc, err, errlen, "%s: %s", m->path, msg);
 	}
-	if (kn_mel_create(hp->n_mels, &m->mel))
+	if (dev_log_mel_create(hp->n_mels, &m->mel))
 		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
 	return 0;
 }
@@ -64,7 +63,7 @@ void eng__whisper_model_fini(struct eng_model *m)
 	if (m->wtok)
 		eng_whisper_tok_fini(m->wtok);
 	mem_free(m->wtok);
-	kn_mel_destroy(m->mel);
+	dev_log_mel_destroy(m->mel);
 	m->whisper = NULL;
 	m->wtok = NULL;
 	m->mel = NULL;
@@ -158,14 +157,14 @@ static int et_features(struct et *t, const float *samples, size_t n_samples)
 	/* faster-whisper appends 160 zero samples, then one spectrogram. */
 	size_t n = n_samples + ENG_WHISPER_HOP;
 	float *padded = mem_calloc(n, sizeof(float));
-	t->n_frames = kn_mel_n_frames(n);
+	t->n_frames = dev_log_mel_frames(n);
 	t->mel = mem_alloc(((size_t)t->hp->n_mels * t->n_frames + 1) * sizeof(float));
-	size_t scratch_len = kn_mel_scratch_len(t->m->mel);
+	size_t scratch_len = dev_log_mel_scratch_len(t->m->mel);
 	float *scratch = mem_alloc(scratch_len * sizeof(float));
 	int rc = (!padded || !t->mel || !scratch) ? -ST_NOMEM : 0;
 	if (!rc) {
 		memcpy(padded, samples, n_samples * sizeof(float));
-		rc = kn_mel_compute(t->m->mel, padded, n, t->mel, scratch, scratch_len);
+		rc = dev_log_mel(t->m->mel, padded, n, t->mel, scratch, scratch_len);
 	}
 	t->content_frames = t->n_frames ? t->n_frames - 1 : 0;
 	mem_free(padded);

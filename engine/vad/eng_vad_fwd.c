@@ -11,7 +11,7 @@
  *   decoder: ReLU(h), 1x1 conv to 1, sigmoid -> the speech probability
  *
  * Everything before the LSTM is independent per window, so windows go
- * through it EV_BLOCK at a time as matrix products (kn_linear, im2col for
+ * through it EV_BLOCK at a time as matrix products (dev_host_linear, im2col for
  * the convolutions); the input half of the LSTM gates is one more product
  * per block, and only W_hh h and the cell update run window by window.
  */
@@ -22,7 +22,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "engine/vad/eng_vad_int.h"
-#include "kernels/kn_blas.h"
+#include "devices/dev.h"
 
 #define EV_BLOCK 64					     /* windows per batched pass */
 #define EV_X	 (ENG_VAD_CONTEXT + ENG_VAD_WINDOW + EV_PAD) /* 640 samples */
@@ -125,7 +125,7 @@ static int ev_conv(const struct ev_conv *cv, const float *in, int l_in, size_t n
 			ev_im2col_row(cv, in + w * (size_t)l_in * (size_t)cv->c_in, l_in, t,
 				      col + (w * (size_t)l_out + (size_t)t) * k);
 	size_t m = nb * (size_t)l_out, nout = m * (size_t)cv->c_out;
-	kn_linear(m, (size_t)cv->c_out, k, col, cv->w, cv->b, out);
+	dev_host_linear(m, (size_t)cv->c_out, k, col, cv->w, cv->b, out);
 	for (size_t i = 0; i < nout; i++)
 		out[i] = out[i] > 0.0f ? out[i] : 0.0f;
 	return l_out;
@@ -139,7 +139,7 @@ static void ev_encode(const struct eng_vad *v, const struct ev_run *r, size_t w0
 	size_t nf = nb * EV_FRAMES;
 	for (size_t w = 0; w < nb; w++)
 		ev_frames(r, w0 + w, s->frames + w * EV_FRAMES * EV_NFFT);
-	kn_linear(nf, 2 * EV_NBIN, EV_NFFT, s->frames, v->stft, NULL, s->spec);
+	dev_host_linear(nf, 2 * EV_NBIN, EV_NFFT, s->frames, v->stft, NULL, s->spec);
 	for (size_t f = 0; f < nf; f++) {
 		const float *re = s->spec + f * 2 * EV_NBIN, *im = re + EV_NBIN;
 		float *mag = s->act[0] + f * EV_NBIN;
@@ -150,7 +150,7 @@ static void ev_encode(const struct eng_vad *v, const struct ev_run *r, size_t w0
 	for (int i = 0; i < EV_NCONV; i++)
 		l = ev_conv(&v->conv[i], s->act[i & 1], l, nb, s->col, s->act[(i + 1) & 1]);
 	/* l == 1 now: act[0] holds [nb][128] */
-	kn_linear(nb, 4 * EV_HID, EV_HID, s->act[0], v->w_ih, v->b_ih, s->gx);
+	dev_host_linear(nb, 4 * EV_HID, EV_HID, s->act[0], v->w_ih, v->b_ih, s->gx);
 }
 
 static float ev_sigmoid(float x)
@@ -163,7 +163,7 @@ static float ev_sigmoid(float x)
 static float ev_step(const struct eng_vad *v, struct ev_run *r, const float *gx)
 {
 	float g[4 * EV_HID];
-	kn_linear(1, 4 * EV_HID, EV_HID, r->h, v->w_hh, v->b_hh, g);
+	dev_host_linear(1, 4 * EV_HID, EV_HID, r->h, v->w_hh, v->b_hh, g);
 	float acc = v->b_out;
 	for (int j = 0; j < EV_HID; j++) {
 		float gi = ev_sigmoid(gx[j] + g[j]);
