@@ -292,7 +292,10 @@ def ensure_llama_cpp(tool, say, isa="native"):
     src = os.path.join(LLAMA_DIR, "llama_cpp_python-" + LLAMA_CPP_VERSION, "vendor", "llama.cpp")
     if not os.path.isdir(src):
         with tarfile.open(sdist) as t:
-            t.extractall(LLAMA_DIR, filter="data")
+            try:
+                t.extractall(LLAMA_DIR, filter="data")
+            except TypeError:  # Python before 3.11.4 has no extraction filters
+                t.extractall(LLAMA_DIR)
     build = os.path.join(LLAMA_DIR, bdir)
     say("building llama-server and llama-bench in %s (about 10 minutes on 2 cores)" % build)
     for argv in (["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"]
