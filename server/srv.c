@@ -4,7 +4,9 @@
  * Shutdown (SIGTERM or SIGINT): stop accepting, close idle connections,
  * let requests in progress finish (their responses carry
  * Connection: close), and stop the loop when the last connection closes or
- * limits.drain_timeout_ms passes, whichever comes first. A second signal
+ * limits.drain_timeout_ms passes, whichever comes first (then a request
+ * not answered yet gets 503 and its connection closes once that is
+ * written: srv__conns_deadline). A second signal
  * closes everything at once.
  */
 #include <signal.h>
@@ -61,9 +63,9 @@ static void srv_drain_check(struct srv *srv)
 static void srv_drain_timeout_cb(uv_timer_t *t)
 {
 	struct srv *srv = t->data;
-	fprintf(stderr, "inferd: drain timeout: closing %d connection(s)\n",
-		srv->n_conns + srv->n_grpc_conns);
-	srv__conns_close_all(srv);
+	fprintf(stderr, "inferd: drain timeout: answering the requests in progress with 503 and "
+		"closing %d connection(s)\n", srv->n_conns + srv->n_grpc_conns);
+	srv__conns_deadline(srv);
 	srv__grpc_close_all(srv);
 	srv_stop_loop(srv);
 }

@@ -863,6 +863,25 @@ void srv__conn_end(struct srv_conn *conn)
 		conn->close_after_write = true;
 }
 
+void srv__conns_deadline(struct srv *srv)
+{
+	struct srv_conn *next;
+	for (struct srv_conn *c = srv->conns; c; c = next) {
+		next = c->next; /* responding may close c */
+		if (c->state == SRV_CONN_STATE_HANDLING && !c->req.responded && c->n_work) {
+			if (c->cancel)
+				*c->cancel = 1;
+			c->refused = true;
+			srv->cbs.respond_error(&c->req, 503, "shutting_down",
+					       "the server is shutting down and this request did not "
+					       "finish within limits.drain_timeout_ms (%d ms)",
+					       srv->cfg->drain_timeout_ms);
+		}
+		if (c->state != SRV_CONN_STATE_CLOSING && !(c->refused && c->n_writes))
+			srv__conn_close(c);
+	}
+}
+
 void srv__conns_close_all(struct srv *srv)
 {
 	while (srv->conns)

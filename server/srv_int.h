@@ -167,6 +167,8 @@ struct srv_conn {
 	bool in_feed;                 /* inside srv_conn_feed (no re-entry) */
 	bool close_after_write;       /* close once n_writes reaches 0 */
 	bool reading;                 /* uv_read_start is active */
+	bool refused;                 /* answered 503 at the drain deadline while its job
+				       * ran: the job's late answer is dropped, not logged */
 	struct srv_send_watch send;   /* limits.send_timeout_ms */
 	char remote[64];              /* peer address, for the access log */
 	const struct srv_conn_upgrade *up; /* UPGRADED: the owner's callbacks, else NULL */
@@ -280,6 +282,13 @@ void srv__conn_end(struct srv_conn *conn);
  * progress, and tell upgraded ones (up->on_drain). */
 void srv__conns_close_idle(struct srv *srv);
 void srv__conns_close_all(struct srv *srv);
+
+/* srv__conns_deadline - the drain deadline (limits.drain_timeout_ms): a
+ * request whose handler has not answered yet gets 503 "shutting_down" in
+ * its protocol's error shape, its job is told to stop (the cancel flag),
+ * and its connection closes once that answer is written; every other
+ * connection (a response streaming, a WebSocket) closes now. Loop thread. */
+void srv__conns_deadline(struct srv *srv);
 /* srv__conns_send_sweep - close every connection whose queued response
  * bytes have not moved for limits.send_timeout_ms (srv_send_watch); the
  * request it carried is cancelled. Loop thread, every SRV_SEND_SWEEP_MS. */

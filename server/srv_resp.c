@@ -230,6 +230,8 @@ int srv__req_respond(struct srv_req *req, int status, const char *content_type,
 
 void srv__req_log_gone(const struct srv_req *req)
 {
+	if (req->conn->refused)
+		return; /* answered at the drain deadline, counted then */
 	struct srv *srv = req->conn->srv;
 	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
 	srv_metrics_observe(&srv->metrics, req->route_index, req->method, 499, secs);

@@ -124,6 +124,13 @@ static int srv_stream_write_chunk(struct srv_stream *st, char *data, size_t len)
 	return srv__conn_write(st->conn, head, (size_t)n, body, len + 2);
 }
 
+/* The request was answered 503 at the drain deadline before this stream
+ * wrote anything: what its job writes now is dropped. */
+static bool srv_stream_refused(const struct srv_stream *st)
+{
+	return st->conn->refused && !st->started;
+}
+
 /* Write what is queued, headers first when they have not gone yet. A
  * failure closes the connection (which sets the job's cancel flag). */
 static void srv_stream_flush(struct srv_stream *st)
@@ -133,7 +140,7 @@ static void srv_stream_flush(struct srv_stream *st)
 	char *data = srv_buf_steal(&st->queue);
 	uv_mutex_unlock(&st->lock);
 	struct srv_conn *conn = st->conn;
-	if (!len || conn->state == SRV_CONN_STATE_CLOSING) {
+	if (!len || conn->state == SRV_CONN_STATE_CLOSING || srv_stream_refused(st)) {
 		mem_free(data);
 		return;
 	}
@@ -166,6 +173,10 @@ void srv__stream_finish(struct srv_stream *st)
 {
 	struct srv_conn *conn = st->conn;
 	srv_stream_flush(st);
+	if (srv_stream_refused(st)) {
+		srv__stream_destroy(st);
+		return;
+	}
 	if (conn->state == SRV_CONN_STATE_CLOSING) {
 		srv_stream_log(st, 499); /* the client left (nginx's 499) */
 		srv__stream_destroy(st);

@@ -10,8 +10,8 @@ import tempfile
 
 import pytest
 
-from conftest import (BIN, MODELS, Daemon, Reader, connect, default_models, make_config, request,
-                      wait_until)
+from conftest import (BIN, MODELS, Daemon, Reader, connect, default_models, make_config,
+                      model_stats, read_to_close, request, wait_submitted, wait_until)
 
 
 def run(*args, env=None, timeout=60):
@@ -209,6 +209,33 @@ def test_drain_timeout_bounds_shutdown(fresh_daemon):
     assert d.proc.wait(timeout=30) == 0
     assert "drain timeout" in d.stderr_text()
     s.close()
+
+
+def test_drain_deadline_answers_a_generation_in_progress(fresh_daemon):
+    """A request still generating when limits.drain_timeout_ms runs out gets
+    503 in OpenAI's error shape (not a closed socket), and the daemon exits."""
+    d = fresh_daemon(make_config(limits={"drain_timeout_ms": 500}))
+    # 4000 tokens with <eos> and <end_of_turn> banned take far longer than 500 ms
+    body = json.dumps({"model": "gemma-3-270m", "prompt": "Once upon a time", "max_tokens": 4000,
+                       "logit_bias": {"1": -100, "106": -100}}).encode()
+    before = model_stats(d.port, "gemma-3-270m")["requests"]["submitted"]
+    s = connect(d.port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    wait_submitted(d.port, "gemma-3-270m", before)
+    d.proc.send_signal(signal.SIGTERM)
+    s.settimeout(30)
+    got = read_to_close(s)
+    s.close()
+    head, _, rest = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503"), got[:300]
+    assert b"Connection: close" in head, head
+    err = json.loads(rest)["error"]
+    assert err["code"] == "shutting_down", err
+    assert "limits.drain_timeout_ms (500 ms)" in err["message"], err
+    assert d.proc.wait(timeout=60) == 0
+    assert "drain timeout" in d.stderr_text()
+    assert d.stderr_text().count("status=503") == 1  # logged once, not again as 499
 
 
 def test_busy_port_reported_before_loading_models(fresh_daemon):
