@@ -8,7 +8,7 @@
  * memory is host memory; a queue is one host thread pinned to the first of
  * its cores plus a team of worker threads (dev_pool.h) pinned one per
  * remaining core, so `threads` compute threads never exceed the cores
- * given. The `opencl` back end (dev_ocl.c, internals in dev_ocl.h): a
+ * given. The `opencl` back end (devices/opencl/): a
  * device is one OpenCL device ("opencl", "opencl:N", "opencl:P.D"), its
  * memory the device's (dev_alloc hands out fake addresses that fault on
  * the host), a queue one unpinned host thread enqueueing on an in-order
@@ -41,7 +41,7 @@ struct dev_pool;
 enum dev_kind {
 	DEV_KIND_CPU = 0,
 	DEV_KIND_CUDA,	 /* reserved: no back end yet (dev_open says so) */
-	DEV_KIND_OPENCL, /* devices/dev_ocl.c: any OpenCL 1.2+ device */
+	DEV_KIND_OPENCL, /* devices/opencl/: any OpenCL 1.2+ device */
 };
 
 #define DEV_MAX_CPUS 1024 /* CPU ids accepted in a spec: 0 .. DEV_MAX_CPUS-1 */

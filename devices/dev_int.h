@@ -1,5 +1,5 @@
 /* dev_int.h - internals of devices/ shared by dev.c, the back ends
- * (dev_cpu.c, dev_ocl.c), dev_spec.c, dev_queue.c and the unit tests;
+ * (dev_cpu.c, opencl/dev_ocl.c), dev_spec.c, dev_queue.c and the unit tests;
  * engine/ includes dev.h only.
  *
  * A back end is a struct dev_backend: dev.c parses the kind of a spec
@@ -101,7 +101,7 @@ struct dev_backend {
 };
 
 extern const struct dev_backend dev__cpu_backend; /* dev_cpu.c */
-extern const struct dev_backend dev__ocl_backend; /* dev_ocl.c */
+extern const struct dev_backend dev__ocl_backend; /* opencl/dev_ocl.c */
 
 extern const struct dev_ops dev__cpu_ops;
 extern const struct dev_ops dev__ocl_ops;

@@ -19,7 +19,7 @@
  * so the bound is checked to hold for the cpu too.
  *
  * Since opencl computes what the cpu's scalar reference computes
- * (devices/dev_ocl_mat.c, kernels/opencl/dev_linear_xq.cl), every type
+ * (devices/opencl/dev_ocl_mat.c, kernels/opencl/dev_linear_xq.cl), every type
  * but F32 is also held to the reference ISA's result bit for bit
  * (kn_qops_for(KN_ISA_REF): quantize_x + gemv_xq, or round_x + gemv, then
  * the bias added in float as the cpu adds it). F32 multiplies x as it is,

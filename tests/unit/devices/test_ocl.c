@@ -1,4 +1,4 @@
-/* test_ocl.c - the `opencl` back end of dev.h (devices/dev_ocl*.c) on
+/* test_ocl.c - the `opencl` back end of dev.h (devices/opencl/dev_ocl*.c) on
  * whatever OpenCL device this machine has (PoCL's CPU device on a machine
  * without a GPU: scripts/install-deps installs pocl-opencl-icd): specs
  * and their errors, caps, fake device addresses and their resolution,
@@ -30,7 +30,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
-#include "devices/dev_ocl.h"
+#include "devices/opencl/dev_ocl.h"
 
 #define ERR_LEN 512
 

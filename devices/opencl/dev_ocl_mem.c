@@ -25,7 +25,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
-#include "devices/dev_ocl.h"
+#include "devices/opencl/dev_ocl.h"
 
 /* Index of the last allocation whose base <= addr (-1: none). Under mu. */
 static long ocl_alloc_find(const struct dev_ocl *o, uintptr_t addr)

@@ -28,7 +28,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
-#include "devices/dev_ocl.h"
+#include "devices/opencl/dev_ocl.h"
 
 /* kernels/opencl/ *.cl, concatenated (generated: dev_ocl_cl_src.c) */
 extern const char dev__ocl_cl_src[];

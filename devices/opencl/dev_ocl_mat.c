@@ -23,7 +23,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
-#include "devices/dev_ocl.h"
+#include "devices/opencl/dev_ocl.h"
 #include "kernels/kn_quant.h"
 
 /* How one weight type's product runs here. */

@@ -9,7 +9,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
-#include "devices/dev_ocl.h"
+#include "devices/opencl/dev_ocl.h"
 #include "kernels/kn_quant.h"
 
 #define OCL_LOCAL 64	 /* work-group size of element kernels */

@@ -19,7 +19,7 @@
 #include "common/st.h"
 #include "devices/dev.h"
 #include "devices/dev_int.h"
-#include "devices/dev_ocl.h"
+#include "devices/opencl/dev_ocl.h"
 
 #define OCL_MAX_PLATFORMS 16 /* platforms looked at; the rest are ignored */
 #define OCL_MAX_DEVICES 64   /* devices per platform looked at */
