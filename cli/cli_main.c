@@ -101,6 +101,7 @@ static struct eng_model_spec *specs_from_cfg(const struct cfg *cfg)
 			.max_num_seqs = m->max_num_seqs,
 			.max_batch_tokens = m->max_batch_tokens,
 			.timeout_ms = m->timeout_ms,
+			.slow_replica_factor = m->slow_replica_factor > 0 ? m->slow_replica_factor : -1,
 			.compute_type = (enum eng_compute_type)m->compute_type,
 			.kv_cache_f16 = m->kv_cache_f16 != 0,
 			.vad_model = m->vad_model, /* NULL: beside the model (optional) */

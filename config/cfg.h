@@ -63,6 +63,8 @@ struct cfg_model {
 	int max_num_seqs;             /* generation: sequences in the running batch; default 16, 1..256 */
 	int max_batch_tokens;         /* generation: tokens per forward pass; default 512, 16..65536 */
 	int timeout_ms;               /* request deadline (504 past it); default 0 = none, 0..86400000 */
+	int slow_replica_factor;      /* a replica this many times slower than another takes only
+				       * what that one cannot end sooner; default 4, 0 (off)..1000 */
 	int live_window_ms;           /* transcription: a live stream's shortest encoder window;
 				       * default 0 (full 30 s windows), 0..30000 */
 	enum cfg_compute_type compute_type; /* "compute_type"; default "default" */

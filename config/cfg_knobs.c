@@ -67,6 +67,12 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .def = ST_SCHED_DEF_MAX_QUEUE_DELAY_MS,
 	  .min = 0, .max = 60000,
 	  .doc = "transcription: how long an idle replica waits for a batch to fill" },
+	{ .path = "slow_replica_factor", .type = &cfg__type_int,
+	  .offset = offsetof(struct cfg_model, slow_replica_factor),
+	  .def = ST_SCHED_DEF_SLOW_REPLICA_FACTOR,
+	  .min = 0, .max = 1000,
+	  .doc = "a replica this many times slower than another (ms_per_work) takes a "
+		 "request only when that one would end it later; 0: off" },
 	{ .path = "max_queue_size", .type = &cfg__type_int,
 	  .offset = offsetof(struct cfg_model, max_queue_size), .def = ST_SCHED_DEF_MAX_QUEUE_SIZE,
 	  .min = 1, .max = 1000000,

@@ -307,7 +307,9 @@ int dev_kv16_pack(struct dev_queue *q, const float *kv, size_t ldkv, size_t n_kv
  * unaligned. Products quantize each row of x to int8 with its own scale
  * max|x| / 127 (CTranslate2's dynamic quantization; cpu: kernels/kn_i8.h);
  * other back ends may multiply the float x by the dequantized weights.
- * dev_embed refuses it. */
+ * dev_embed refuses it, and no back end reads a DEV_TYPE_I8R matrix's
+ * host rows after dev_mat_create returns (each computes from its own
+ * copy): the caller may free them once every device's matrix is made. */
 #define DEV_TYPE_I8R 64
 struct dev_mat;
 

@@ -196,6 +196,8 @@ int dev_mat_create(struct dev *d, int type, size_t rows, size_t cols, const void
 		mem_free(m);
 		return rc;
 	}
+	if (type == DEV_TYPE_I8R)
+		m->host = NULL; /* its own copy from here on (dev.h): the rows may go */
 	*out = m;
 	return 0;
 }

@@ -85,6 +85,8 @@ struct eng_model_spec {
 	int max_num_seqs;       /* generation: sequences in the running batch */
 	int max_batch_tokens;   /* generation: tokens per forward pass */
 	int timeout_ms;         /* request deadline, ms (0 / default: none) */
+	int slow_replica_factor; /* a replica this many times slower than another takes
+				  * only its overflow (0: default; < 0: off) */
 	enum eng_compute_type compute_type; /* 0: DEFAULT */
 	bool kv_cache_f16;      /* generation: binary16 KV caches (eng_llm_kv_create) */
 	/* transcription: Silero VAD (engine/vad/eng_vad.h). vad_model is its

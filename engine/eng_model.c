@@ -18,6 +18,7 @@
 #include "engine/format/eng_file.h"
 #include "engine/format/eng_gguf.h"
 #include "engine/asr/eng_asr_int.h"
+#include "engine/models/eng_llm.h"
 #include "engine/models/eng_whisper.h"
 #include "engine/gen/eng_gen_int.h"
 #include "engine/eng_int.h"
@@ -73,6 +74,30 @@ static int load_ct2(struct eng_model *m, char *err, size_t errlen)
 	return eng__whisper_model_load(m, err, errlen);
 }
 
+/* The two families' replicas: their loops, and the weights each holds. */
+static int asr_hold(struct eng_model *m, struct dev *d, void **set, char *err, size_t errlen)
+{
+	return eng_whisper_hold(m->whisper, d, set, err, errlen);
+}
+
+static void asr_release(struct eng_model *m, void *set)
+{
+	eng_whisper_release(m->whisper, set);
+}
+
+static int gen_hold(struct eng_model *m, struct dev *d, void **set, char *err, size_t errlen)
+{
+	return eng_llm_hold(m->llm, d, set, err, errlen);
+}
+
+static void gen_release(struct eng_model *m, void *set)
+{
+	eng_llm_release(m->llm, set);
+}
+
+static const struct eng__family asr_family = { eng__asr_loop, asr_hold, asr_release };
+static const struct eng__family gen_family = { eng__gen_loop, gen_hold, gen_release };
+
 /* model_load - fill m from spec; on error err holds the reader's line. */
 static int model_load(struct eng_model *m, const struct eng_model_spec *spec, char *err, size_t errlen)
 {
@@ -107,8 +132,10 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 	m->created = (int64_t)time(NULL);
 	if (!rc)
 		rc = eng__sched_create(m, spec,
-				       m->task == ENG_TASK_GENERATION ? eng__gen_loop : eng__asr_loop,
+				       m->task == ENG_TASK_GENERATION ? &gen_family : &asr_family,
 				       &m->sched, err, errlen);
+	if (!rc && m->whisper) /* every replica holds its device's weights now */
+		eng_whisper_seal(m->whisper);
 	return rc;
 }
 

@@ -18,6 +18,7 @@ struct eng_binds {
 	pthread_mutex_t mu;
 	struct eng_bind *list;
 	struct dev *host;
+	bool sealed; /* no set is made any more (eng_binds_seal) */
 };
 
 int eng_binds_init(struct eng_binds **out, char *err, size_t errlen)
@@ -56,7 +57,12 @@ int eng_binds_get(struct eng_binds *b, const struct eng_bind_ops *ops, const voi
 	struct eng_bind *e = b->list;
 	while (e && e->dev != at)
 		e = e->next;
-	if (!e) {
+	if (!e && b->sealed) {
+		rc = st_errf(-ST_UNSUPPORTED, err, errlen,
+			     "the model's weights were made for its replicas' devices when it "
+			     "loaded, not for %s",
+			     dev_caps(d)->name);
+	} else if (!e) {
 		e = mem_calloc(1, sizeof(*e));
 		rc = e ? ops->make(model, at, &e->set, err, errlen)
 		       : st_errf(-ST_NOMEM, err, errlen, "out of memory");
@@ -98,6 +104,13 @@ void eng_binds_put(struct eng_binds *b, const struct eng_bind_ops *ops, const vo
 		ops->free(model, drop->set);
 		mem_free(drop);
 	}
+}
+
+void eng_binds_seal(struct eng_binds *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->sealed = true;
+	pthread_mutex_unlock(&b->mu);
 }
 
 void eng_binds_vec(struct dev *d, const float *v, size_t n, const float **out, int *rc,

@@ -36,6 +36,12 @@ int eng_binds_get(struct eng_binds *b, const struct eng_bind_ops *ops, const voi
 void eng_binds_put(struct eng_binds *b, const struct eng_bind_ops *ops, const void *model,
 		   void *set);
 
+/* eng_binds_seal - from now on eng_binds_get makes no set (the host rows
+ * a set is made from may be gone): the sets made so far are the model's,
+ * each freed with its last user as before (a replica holds its device's
+ * for its life). Any thread. */
+void eng_binds_seal(struct eng_binds *b);
+
 /* eng_binds_vec - n floats of host memory v copied into new memory of d,
  * into *out (v NULL: *out NULL), unless *rc is set already; out of
  * memory sets *rc (-ST_NOMEM) and err. For the vectors of a set (norms,

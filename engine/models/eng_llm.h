@@ -71,6 +71,13 @@ struct eng_llm_hp {
  * the metadata), -ST_NOMEM; err names the key or tensor. */
 int eng_llm_load(const struct eng_gguf *g, struct eng_llm **out, char *err, size_t errlen);
 void eng_llm_destroy(struct eng_llm *m);
+
+/* eng_llm_hold - m's weights on d, made now if d has none yet (every cpu
+ * device shares the host's), held in *set until eng_llm_release: a
+ * replica holds its device's for its life. err says why not (a type d
+ * lacks, out of memory). */
+int eng_llm_hold(const struct eng_llm *m, struct dev *d, void **set, char *err, size_t errlen);
+void eng_llm_release(const struct eng_llm *m, void *set);
 const struct eng_llm_hp *eng_llm_hp(const struct eng_llm *m);
 const char *eng_llm_arch_name(enum eng_llm_arch a);
 

@@ -149,6 +149,16 @@ void eng_llm_w_put(const struct eng_llm *m, struct eng_llm_w *w)
 	eng_binds_put(m->binds, &el_ops, m, w);
 }
 
+int eng_llm_hold(const struct eng_llm *m, struct dev *d, void **set, char *err, size_t errlen)
+{
+	return eng_binds_get(m->binds, &el_ops, m, d, set, err, errlen);
+}
+
+void eng_llm_release(const struct eng_llm *m, void *set)
+{
+	eng_binds_put(m->binds, &el_ops, m, set);
+}
+
 int eng_llm_binds_init(struct eng_llm *m, char *err, size_t errlen)
 {
 	return eng_binds_init(&m->binds, err, errlen);

@@ -75,6 +75,21 @@ int eng_whisper_load(const struct eng_ct2 *ct2, struct eng_whisper **out, char *
 int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 			struct eng_whisper **out, char *err, size_t errlen);
 void eng_whisper_destroy(struct eng_whisper *w);
+
+/* eng_whisper_hold - w's weights on d, made now if d has none yet (a cpu
+ * device shares the host's), held in *set until eng_whisper_release: a
+ * replica holds its device's for its life, so a device's weights are
+ * uploaded once. err says why not (a type d lacks, out of memory, or w
+ * sealed before d had any). */
+int eng_whisper_hold(const struct eng_whisper *w, struct dev *d, void **set, char *err,
+		     size_t errlen);
+void eng_whisper_release(const struct eng_whisper *w, void *set);
+
+/* eng_whisper_seal - every device w will run on holds its weights now:
+ * free the host copies that only made them (the int8 rows, which every
+ * device keeps a copy of: dev.h's DEV_TYPE_I8R), and refuse weights for
+ * any other device from here on. Start-up, before any request. */
+void eng_whisper_seal(struct eng_whisper *w);
 const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w);
 /* Bytes of the weights held on the host (each device's set besides). */
 size_t eng_whisper_weight_bytes(const struct eng_whisper *w);

@@ -223,6 +223,25 @@ void eng_whisper_w_put(const struct eng_whisper *w, struct eng_whisper_w *ww)
 	eng_binds_put(w->binds, &ewd_ops, w, ww);
 }
 
+int eng_whisper_hold(const struct eng_whisper *w, struct dev *d, void **set, char *err,
+		     size_t errlen)
+{
+	struct eng_whisper_w *ww;
+	int rc = eng_whisper_w_get(w, d, &ww, err, errlen);
+	*set = ww;
+	return rc;
+}
+
+void eng_whisper_release(const struct eng_whisper *w, void *set)
+{
+	eng_whisper_w_put(w, set);
+}
+
+void eng_whisper_binds_seal(struct eng_whisper *w)
+{
+	eng_binds_seal(w->binds);
+}
+
 int eng_whisper_binds_init(struct eng_whisper *w, char *err, size_t errlen)
 {
 	int rc = eng_binds_init(&w->binds, err, errlen);

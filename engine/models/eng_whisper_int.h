@@ -15,7 +15,8 @@ struct eng_binds;
  * decode step (a few rows) reads at half the bandwidth. Compute type
  * bfloat16: wbf holds w rounded to bfloat16 (dev_round_bf16), for
  * products of many rows. Compute type int8: i8 holds DEV_TYPE_I8R rows
- * and w, w16 are NULL; otherwise i8 is NULL. */
+ * (until eng_whisper_seal frees them) and w, w16 are NULL; otherwise i8
+ * is NULL. */
 struct ew_linear {
 	float *w;
 	uint16_t *w16; /* [n_out, n_in] binary16, or NULL */
@@ -64,6 +65,8 @@ struct eng_whisper {
 	struct ew_dec_layer *dec;      /* [dec_layers] */
 	struct ew_norm dec_ln;
 	bool bf16;                     /* encoder attention in bfloat16 (DEV_ATTN_BF16) */
+	bool int8_enc, int8_dec;       /* compute type int8 there (what the model loaded
+					* with: the I8R host rows go at eng_whisper_seal) */
 	bool i8_attn;                  /* encoder attention on the int8 path
 					* (DEV_ATTN_I8): compute type int8 */
 	bool cross_bf16;               /* the cross-attention keys and values kept in
@@ -123,7 +126,14 @@ int eng_whisper_w_get(const struct eng_whisper *w, struct dev *d, struct eng_whi
 		      char *err, size_t errlen);
 void eng_whisper_w_put(const struct eng_whisper *w, struct eng_whisper_w *ww);
 
-/* eng_whisper_binds_init / _free - w->binds (load, destroy). */
+/* eng_whisper_untrack - free p, a block of `bytes` the loader allocated
+ * for w (a float copy int8 replaced, int8 rows every device copied);
+ * NULL or a block not w's: nothing. */
+void eng_whisper_untrack(struct eng_whisper *w, void *p, size_t bytes);
+
+/* eng_whisper_binds_init / _free - w->binds (load, destroy);
+ * eng_whisper_binds_seal - no set made from now on (eng_binds_seal). */
+void eng_whisper_binds_seal(struct eng_whisper *w);
 int eng_whisper_binds_init(struct eng_whisper *w, char *err, size_t errlen);
 void eng_whisper_binds_free(struct eng_whisper *w);
 

@@ -62,8 +62,7 @@ static void *ew_track(struct eng_whisper *w, size_t bytes)
 	return p;
 }
 
-/* Free p, an ew_track'ed block of `bytes` (a float copy int8 replaced). */
-static void ew_untrack(struct eng_whisper *w, void *p, size_t bytes)
+void eng_whisper_untrack(struct eng_whisper *w, void *p, size_t bytes)
 {
 	for (size_t i = w->n_allocs; i-- > 0;)
 		if (w->allocs[i] == p) {
@@ -257,7 +256,7 @@ static void ew_linear_i8(struct ew_ld *ld, const char *name, int N, int K, const
 	    dev_quantize_i8r(wf ? wf : tmp, (size_t)N, (size_t)K, rows))
 		ew_fail(ld, -ST_NOMEM, name, "out of memory");
 	if (tmp)
-		ew_untrack(ld->w, tmp, (size_t)N * (size_t)K * sizeof(float));
+		eng_whisper_untrack(ld->w, tmp, (size_t)N * (size_t)K * sizeof(float));
 	*out = rows;
 }
 
@@ -540,6 +539,8 @@ int eng_whisper_load_ct(const struct eng_ct2 *ct2, enum eng_compute_type ct,
 			    .int8_dec = int8 || ct == ENG_COMPUTE_INT8_BFLOAT16, .err = err,
 			    .errlen = errlen };
 	ew_load_all(&ld);
+	w->int8_enc = ld.int8_enc;
+	w->int8_dec = ld.int8_dec;
 	if (!ld.rc)
 		ld.rc = ew_load_align_heads(w, ct2, err, errlen);
 	if (!ld.rc) /* the host's set now: a cpu replica's first request waits less */
@@ -571,6 +572,36 @@ void eng_whisper_destroy(struct eng_whisper *w)
 	mem_free(w);
 }
 
+/* The int8 rows of l, which every device copied (eng_whisper_seal). */
+static void ew_drop_i8(struct eng_whisper *w, struct ew_linear *l)
+{
+	eng_whisper_untrack(w, l->i8,
+			    (size_t)l->n_out * dev_mat_row_bytes(DEV_TYPE_I8R, (size_t)l->n_in));
+	l->i8 = NULL;
+}
+
+void eng_whisper_seal(struct eng_whisper *w)
+{
+	eng_whisper_binds_seal(w);
+	for (int i = 0; i < w->hp.enc_layers; i++) {
+		struct ew_enc_layer *l = &w->enc[i];
+		struct ew_linear *ls[] = { &l->qkv, &l->out, &l->ffn1, &l->ffn2 };
+		for (size_t j = 0; j < sizeof(ls) / sizeof(ls[0]); j++)
+			ew_drop_i8(w, ls[j]);
+	}
+	for (int i = 0; i < w->hp.dec_layers; i++) {
+		struct ew_dec_layer *l = &w->dec[i];
+		struct ew_linear *ls[] = { &l->self_qkv, &l->self_out,	&l->cross_q, &l->cross_kv,
+					   &l->cross_out, &l->ffn1,	&l->ffn2 };
+		for (size_t j = 0; j < sizeof(ls) / sizeof(ls[0]); j++)
+			ew_drop_i8(w, ls[j]);
+	}
+	eng_whisper_untrack(w, w->tok_emb_i8,
+			    (size_t)w->hp.n_vocab *
+				    dev_mat_row_bytes(DEV_TYPE_I8R, (size_t)w->hp.d_model));
+	w->tok_emb_i8 = NULL;
+}
+
 const struct eng_whisper_hp *eng_whisper_hp(const struct eng_whisper *w)
 {
 	return &w->hp;
@@ -589,8 +620,7 @@ const int (*eng_whisper_align_heads(const struct eng_whisper *w, size_t *n))[2]
 
 const char *eng_whisper_compute_type(const struct eng_whisper *w)
 {
-	bool dec_i8 = w->tok_emb_i8 != NULL;
 	if (w->bf16)
-		return dec_i8 ? "int8_bfloat16" : "bfloat16";
-	return w->hp.enc_layers > 0 && w->enc[0].qkv.i8 ? "int8" : "float32";
+		return w->int8_dec ? "int8_bfloat16" : "bfloat16";
+	return w->int8_enc ? "int8" : "float32";
 }

@@ -46,7 +46,7 @@ static int es_spread(int i, int n, const int *cpus, int n_cpus, char *spec, size
 }
 
 static int es_open_replica(struct eng_sched *s, int i, const char *spec, int threads,
-			   void (*loop)(void *, struct dev_pool *), char *err, size_t errlen)
+			   const struct eng__family *fam, char *err, size_t errlen)
 {
 	struct eng__replica *rp = &s->reps[i];
 	char msg[256];
@@ -58,6 +58,9 @@ static int es_open_replica(struct eng_sched *s, int i, const char *spec, int thr
 	const struct dev_caps *caps = dev_caps(rp->dev);
 	/* a cpu queue computes on its threads; another device's queue has
 	 * one host thread that enqueues the device's work */
+	rc = fam->hold(s->m, rp->dev, &rp->weights, msg, sizeof(msg));
+	if (rc)
+		return st_errf(rc, err, errlen, "replica %d on %s: %s", i, caps->name, msg);
 	rp->threads = threads > 0 ? threads : caps->kind == DEV_KIND_CPU ? caps->n_cores : 1;
 	rc = dev_queue_create(rp->dev, rp->threads, &rp->q, msg, sizeof(msg));
 	if (rc)
@@ -65,19 +68,19 @@ static int es_open_replica(struct eng_sched *s, int i, const char *spec, int thr
 	snprintf(rp->st.device, sizeof(rp->st.device), "%s", caps->name);
 	rp->st.threads = rp->threads;
 	rp->st.started_ms = st_now_ms();
-	rc = dev_queue_submit(rp->q, loop, rp);
+	rc = dev_queue_submit(rp->q, fam->loop, rp);
 	if (rc)
 		return st_errf(rc, err, errlen, "replica %d: cannot start (%s)", i, st_str(rc));
 	return 0;
 }
 
 static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
-		       void (*loop)(void *, struct dev_pool *), char *err, size_t errlen)
+		       const struct eng__family *fam, char *err, size_t errlen)
 {
 	if (spec->n_replicas) {
 		for (int i = 0; i < s->n_reps; i++) {
 			int rc = es_open_replica(s, i, spec->replicas[i].device,
-						 spec->replicas[i].threads, loop, err, errlen);
+						 spec->replicas[i].threads, fam, err, errlen);
 			if (rc)
 				return rc;
 		}
@@ -96,7 +99,7 @@ static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
 		char dspec[DEV_NAME_MAX * 4];
 		int rc = es_spread(i, s->n_reps, cpus, n_cpus, dspec, sizeof(dspec));
 		if (!rc)
-			rc = es_open_replica(s, i, dspec, 0, loop, err, errlen);
+			rc = es_open_replica(s, i, dspec, 0, fam, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -106,7 +109,7 @@ static int es_open_all(struct eng_sched *s, const struct eng_model_spec *spec,
 /* --- life ------------------------------------------------------------------ */
 
 int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
-		      void (*loop)(void *arg, struct dev_pool *pool),
+		      const struct eng__family *fam,
 		      struct eng_sched **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -123,6 +126,9 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	s->max_num_seqs = es_def(spec->max_num_seqs, ST_SCHED_DEF_MAX_NUM_SEQS);
 	s->max_batch_tokens = es_def(spec->max_batch_tokens, ST_SCHED_DEF_MAX_BATCH_TOKENS);
 	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : ST_SCHED_DEF_TIMEOUT_MS;
+	s->slow_factor = spec->slow_replica_factor > 0	 ? spec->slow_replica_factor
+			 : spec->slow_replica_factor < 0 ? 0
+							 : ST_SCHED_DEF_SLOW_REPLICA_FACTOR;
 	eng_model_stats_init(&s->st);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
@@ -132,7 +138,8 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 		return st_errf(-ST_NOMEM, err, errlen, "out of memory");
 	}
 	s->n_reps = n;
-	int rc = es_open_all(s, spec, loop, err, errlen);
+	s->fam = fam;
+	int rc = es_open_all(s, spec, fam, err, errlen);
 	if (rc) {
 		eng__sched_destroy(s);
 		return rc;
@@ -175,6 +182,8 @@ void eng__sched_destroy(struct eng_sched *s)
 	}
 	for (int i = 0; s->reps && i < s->n_reps; i++) {
 		dev_queue_destroy(s->reps[i].q); /* waits for the loop to return */
+		if (s->reps[i].weights)
+			s->fam->release(s->m, s->reps[i].weights);
 		dev_close(s->reps[i].dev);
 	}
 	mem_free(s->reps);
@@ -225,14 +234,12 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 	return 0;
 }
 
-/* How many times slower a replica's pace must be for it to count as the
- * slow one: replicas on equal devices differ by less (batching, lengths of
- * the requests each drew), PoCL's OpenCL against a cpu core by about 30. */
-#define ES_SLOWER 4.0
-
 /* Under mu: may rp take a waiting request? Not while another replica runs
  * fewer (one with none is waiting to take it); nor while one at least
- * ES_SLOWER times faster (both paces measured: ms_per_work) would end one
+ * slow_replica_factor times faster (default 4: replicas on equal devices
+ * differ by less - batching, the lengths of the requests each drew -,
+ * PoCL's OpenCL against a cpu core by about 30; both paces measured:
+ * ms_per_work) would end one
  * more request sooner, (its running + 1) times its pace below rp's. So a
  * model on a fast and a slow device gives the slow one only what the fast
  * one cannot take in time; a replica not measured yet takes its turn. */
@@ -245,7 +252,7 @@ static bool es_eligible(const struct eng__replica *rp)
 		double pace = o->st.ms_per_work;
 		if (o->running < rp->running)
 			return false;
-		if (pace > 0 && mine > ES_SLOWER * pace &&
+		if (s->slow_factor && pace > 0 && mine > s->slow_factor * pace &&
 		    (double)(o->running + 1) * pace < (double)(rp->running + 1) * mine)
 			return false;
 	}

@@ -68,11 +68,25 @@ struct eng__req {
 	void (*end)(struct eng__req *r, int rc, const char *err);
 };
 
+/* What a model family gives its scheduler (eng_model.c): loop - a
+ * replica's work loop, one work item on its queue, arg the struct
+ * eng__replica; hold - the model's weights on a replica's device, held
+ * from before its loop starts (made now if the device has none: err says
+ * why not); release - after its loop has returned, before its device
+ * closes. */
+struct eng__family {
+	void (*loop)(void *arg, struct dev_pool *pool);
+	int (*hold)(struct eng_model *m, struct dev *d, void **set, char *err, size_t errlen);
+	void (*release)(struct eng_model *m, void *set);
+};
+
 struct eng__replica {
 	struct eng_sched *s;
 	int index;
 	struct dev *dev;
 	struct dev_queue *q;
+	void *weights;              /* the model's weights on dev, held for the replica's
+				     * life (eng__model_weights_hold) */
 	int threads;
 	size_t running;             /* taken and not yet finished */
 	bool released;              /* under s->mu: freed memory released since its last work */
@@ -93,19 +107,22 @@ struct eng_sched {
 	/* settings, resolved from the spec */
 	int max_batch_size, max_queue_delay_ms, max_queue_size;
 	int max_num_seqs, max_batch_tokens, timeout_ms;
+	int slow_factor;            /* slow_replica_factor; 0: off */
 	struct eng_model_stats st;  /* under mu */
+	const struct eng__family *fam;
 };
 
 /* eng__sched_create - open the replicas' devices and queues for m from
- * spec and start each replica's loop (fn, one work item per replica, arg
- * the struct eng__replica); every pass goes through the device interface,
+ * spec, hold the model's weights on each device (fam->hold) and start
+ * each replica's loop (fam->loop); every pass goes through the device interface,
  * so a placement may name any device. A replica on a non-cpu device gets
  * one thread unless its placement says more.
  * Errors as dev_open / dev_queue_create give them, -ST_INVAL for
  * placements that ask more threads than the cores given or replicas than
  * cores, with err naming the model. */
 int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
-		      void (*loop)(void *arg, struct dev_pool *pool), struct eng_sched **out, char *err, size_t errlen);
+		      const struct eng__family *fam, struct eng_sched **out, char *err,
+		      size_t errlen);
 
 /* eng__sched_destroy - refuse new requests, end waiting ones with
  * -ST_CLOSED, tell the loops to finish what they run and return, join.

@@ -155,11 +155,13 @@ SHORT = "LDC93S1_pcms16le_1_8000.wav"
 
 def cpu_and_opencl_whisper():
     """One float32 Whisper model on a cpu core and on opencl:0, each replica
-    taking one request at a time (max_batch_size 1)."""
+    taking one request at a time (max_batch_size 1). slow_replica_factor 2:
+    under AddressSanitizer the cpu core is slowed far more than PoCL (its
+    kernels are not instrumented), to about 3x the OpenCL device's pace."""
     a, _ = cpus()
     d = Daemon(make_config(models=[whisper_on(
         "w", [{"device": f"cpu:{a}", "threads": 1}, {"device": "opencl:0"}], "float32",
-        max_batch_size=1, vad_filter=False)], limits=LIMITS))
+        max_batch_size=1, vad_filter=False, slow_replica_factor=2)], limits=LIMITS))
     return a, d
 
 
@@ -213,7 +215,7 @@ def test_slow_replica_gets_only_what_the_fast_one_cannot_take():
     try:
         _, _, reps = rounds_until_both_took(d.port)
         assert all(r["ms_per_work"] > 0 for r in reps), reps
-        assert reps[1]["ms_per_work"] > 4 * reps[0]["ms_per_work"], reps
+        assert reps[1]["ms_per_work"] > 2 * reps[0]["ms_per_work"], reps
         for _ in range(3):
             verbose(d.port, "w", SHORT)
         after = stats(d.port, "w")["inferd"]["replicas"]

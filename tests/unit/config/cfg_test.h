@@ -61,6 +61,7 @@ static inline void expect_sched_defaults(const struct cfg_model *m)
 	assert_int_equal(m->max_num_seqs, 16);
 	assert_int_equal(m->max_batch_tokens, 512);
 	assert_int_equal(m->timeout_ms, 0);
+	assert_int_equal(m->slow_replica_factor, 4);
 }
 
 /* expect_count - m has "replicas": N (or {"count": N}, or none: 1). */

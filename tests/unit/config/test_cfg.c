@@ -474,7 +474,8 @@ static void test_sched_knobs(void **state)
 					 "\"max_queue_size\": 1000000, "
 					 "\"max_num_seqs\": 256, "
 					 "\"max_batch_tokens\": 65536, "
-					 "\"timeout_ms\": 86400000"),
+					 "\"timeout_ms\": 86400000, "
+					 "\"slow_replica_factor\": 1000"),
 			      &cfg, err, sizeof(err)), 0);
 	const struct cfg_model *m = &cfg->models[0];
 	assert_int_equal(m->max_batch_size, 256);
@@ -483,6 +484,7 @@ static void test_sched_knobs(void **state)
 	assert_int_equal(m->max_num_seqs, 256);
 	assert_int_equal(m->max_batch_tokens, 65536);
 	assert_int_equal(m->timeout_ms, 86400000);
+	assert_int_equal(m->slow_replica_factor, 1000);
 	expect_count(m, 1);
 	cfg_destroy(cfg);
 	assert_int_equal(load(MODEL_WITH("\"max_batch_size\": 1, "
@@ -490,7 +492,8 @@ static void test_sched_knobs(void **state)
 					 "\"max_queue_size\": 1, "
 					 "\"max_num_seqs\": 1, "
 					 "\"max_batch_tokens\": 16, "
-					 "\"timeout_ms\": 0"),
+					 "\"timeout_ms\": 0, "
+					 "\"slow_replica_factor\": 0"),
 			      &cfg, err, sizeof(err)), 0);
 	m = &cfg->models[0];
 	assert_int_equal(m->max_batch_size, 1);
@@ -499,8 +502,13 @@ static void test_sched_knobs(void **state)
 	assert_int_equal(m->max_num_seqs, 1);
 	assert_int_equal(m->max_batch_tokens, 16);
 	assert_int_equal(m->timeout_ms, 0);
+	assert_int_equal(m->slow_replica_factor, 0);
 	cfg_destroy(cfg);
 
+	expect_error(MODEL_WITH("\"slow_replica_factor\": -1"), -ST_INVAL,
+		     "models[0].slow_replica_factor: expected an integer in 0..1000");
+	expect_error(MODEL_WITH("\"slow_replica_factor\": 1001"), -ST_INVAL,
+		     "models[0].slow_replica_factor: expected an integer in 0..1000");
 	expect_error(MODEL_WITH("\"max_batch_size\": 0"), -ST_INVAL,
 		     "models[0].max_batch_size: expected an integer in 1..256");
 	expect_error(MODEL_WITH("\"max_batch_size\": 257"), -ST_INVAL,
@@ -784,6 +792,7 @@ static void test_help(void **state)
 		"models[].max_batch_size (integer, default 8, 1..256)",
 		"models[].max_queue_delay_ms (integer, default 5, 0..60000)",
 		"models[].max_queue_size (integer, default 64, 1..1000000)",
+		"models[].slow_replica_factor (integer, default 4, 0..1000)",
 		"models[].max_num_seqs (integer, default 16, 1..256)",
 		"models[].max_batch_tokens (integer, default 512, 16..65536)",
 		"models[].timeout_ms (integer, default 0, 0..86400000)",
@@ -806,7 +815,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 33);
+	assert_int_equal(lines, 2 * 34);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");

@@ -131,6 +131,8 @@ static int64_t model_value(const struct cfg *cfg, const char *key)
 		return m->timeout_ms;
 	if (strcmp(key, "live_window_ms") == 0)
 		return m->live_window_ms;
+	if (strcmp(key, "slow_replica_factor") == 0)
+		return m->slow_replica_factor;
 	fail_msg("schema has a model integer the test does not know: %s", key);
 	return -1;
 }
@@ -283,7 +285,7 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
 	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
 	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
-	assert_int_equal(json_object_size(mprops), 15);
+	assert_int_equal(json_object_size(mprops), 16);
 	static const char *const mkeys[] = { "name",	     "path",	     "format",
 					     "replicas", "compute_type", "kv_cache_f16",
 					     "vad_filter", "vad_model" };
@@ -305,7 +307,7 @@ static void test_schema_agrees(void **state)
 		check_schema_model_int(key, prop, defaults);
 		n_ints++;
 	}
-	assert_int_equal(n_ints, 7);
+	assert_int_equal(n_ints, 8);
 	cfg_destroy(defaults);
 	json_decref(schema);
 }

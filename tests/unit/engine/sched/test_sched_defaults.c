@@ -45,6 +45,7 @@ static void test_config_defaults_are_the_engines(void **state)
 	assert_int_equal(cm->max_num_seqs, s->max_num_seqs);
 	assert_int_equal(cm->max_batch_tokens, s->max_batch_tokens);
 	assert_int_equal(cm->timeout_ms, s->timeout_ms);
+	assert_int_equal(cm->slow_replica_factor, s->slow_factor);
 
 	/* and both are the shared header's */
 	assert_int_equal(s->n_reps, ST_SCHED_DEF_REPLICAS);
@@ -54,6 +55,7 @@ static void test_config_defaults_are_the_engines(void **state)
 	assert_int_equal(s->max_num_seqs, ST_SCHED_DEF_MAX_NUM_SEQS);
 	assert_int_equal(s->max_batch_tokens, ST_SCHED_DEF_MAX_BATCH_TOKENS);
 	assert_int_equal(s->timeout_ms, ST_SCHED_DEF_TIMEOUT_MS);
+	assert_int_equal(s->slow_factor, ST_SCHED_DEF_SLOW_REPLICA_FACTOR);
 
 	eng_destroy(eng);
 	cfg_destroy(cfg);
