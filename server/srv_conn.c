@@ -876,8 +876,12 @@ void srv__conns_deadline(struct srv *srv)
 					       "the server is shutting down and this request did not "
 					       "finish within limits.drain_timeout_ms (%d ms)",
 					       srv->cfg->drain_timeout_ms);
+		} else if (c->state == SRV_CONN_STATE_UPGRADED && c->up->on_deadline) {
+			c->refused = true;
+			c->up->on_deadline(c->up_ud); /* may close c */
 		}
-		if (c->state != SRV_CONN_STATE_CLOSING && !(c->refused && c->n_writes))
+		bool flushing = c->refused && (c->n_writes || c->state == SRV_CONN_STATE_LINGER);
+		if (c->state != SRV_CONN_STATE_CLOSING && !flushing)
 			srv__conn_close(c);
 	}
 }

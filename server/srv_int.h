@@ -75,6 +75,8 @@ struct srv_conn_upgrade {
 	void (*on_eof)(void *ud);     /* the client closed its side or reset: the owner ends */
 	void (*on_timeout)(void *ud); /* the timer of srv__conn_timer_start fired */
 	void (*on_drain)(void *ud);   /* the server is stopping: finish and close soon */
+	void (*on_deadline)(void *ud); /* limits.drain_timeout_ms passed: a last word (a
+					* close frame) and end now; NULL: closed at once */
 	/* on_close - the connection is closing or lingering: forget it, no
 	 * more writes (its memory stays while the owner holds conn->n_work) */
 	void (*on_close)(void *ud);
@@ -167,8 +169,9 @@ struct srv_conn {
 	bool in_feed;                 /* inside srv_conn_feed (no re-entry) */
 	bool close_after_write;       /* close once n_writes reaches 0 */
 	bool reading;                 /* uv_read_start is active */
-	bool refused;                 /* answered 503 at the drain deadline while its job
-				       * ran: the job's late answer is dropped, not logged */
+	bool refused;                 /* answered at the drain deadline (503 while its job
+				       * ran, or an upgraded one's last word): it closes once
+				       * that is written; a job's late answer is dropped */
 	struct srv_send_watch send;   /* limits.send_timeout_ms */
 	char remote[64];              /* peer address, for the access log */
 	const struct srv_conn_upgrade *up; /* UPGRADED: the owner's callbacks, else NULL */
@@ -286,8 +289,10 @@ void srv__conns_close_all(struct srv *srv);
 /* srv__conns_deadline - the drain deadline (limits.drain_timeout_ms): a
  * request whose handler has not answered yet gets 503 "shutting_down" in
  * its protocol's error shape, its job is told to stop (the cancel flag),
- * and its connection closes once that answer is written; every other
- * connection (a response streaming, a WebSocket) closes now. Loop thread. */
+ * and its connection closes once that answer is written; an upgraded one
+ * says its last word (up->on_deadline: a live stream's close frame 1001)
+ * and closes once that is written; every other connection (a response
+ * streaming) closes now. Loop thread. */
 void srv__conns_deadline(struct srv *srv);
 /* srv__conns_send_sweep - close every connection whose queued response
  * bytes have not moved for limits.send_timeout_ms (srv_send_watch); the

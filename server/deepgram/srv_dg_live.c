@@ -151,6 +151,16 @@ static void srv_dg_live_on_drain(void *ud)
 	srv__dg_live_leave(l);
 }
 
+/* The drain deadline with results still owed (a pass on a slow device):
+ * close with 1001 now, without them. */
+static void srv_dg_live_on_deadline(void *ud)
+{
+	struct srv_dg_live *l = ud;
+	srv__dg_live_enter(l);
+	srv__dg_live_fail(l, SRV_WS_CLOSE_AWAY, "server shutting down");
+	srv__dg_live_leave(l);
+}
+
 static void srv_dg_live_on_close(void *ud)
 {
 	struct srv_dg_live *l = ud;
@@ -172,6 +182,7 @@ static const struct srv_conn_upgrade srv_dg_live_up = {
 	.on_eof = srv_dg_live_on_eof,
 	.on_timeout = srv_dg_live_on_timeout,
 	.on_drain = srv_dg_live_on_drain,
+	.on_deadline = srv_dg_live_on_deadline,
 	.on_close = srv_dg_live_on_close,
 };
 

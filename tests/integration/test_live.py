@@ -752,6 +752,26 @@ def test_sigterm_drains_live_streams():
         assert_stopped_clean(d)
 
 
+def test_drain_deadline_closes_live_streams_1001():
+    """A stream still owed results when limits.drain_timeout_ms runs out (its
+    pass takes longer than the 1 ms allowed) gets its close frame, 1001,
+    without them; the daemon exits."""
+    d = Daemon(live_config(live_idle_timeout_ms=30000, drain_timeout_ms=1))
+    try:
+        s, rd, r = ws_open(d.port, "encoding=linear16&sample_rate=16000")
+        s.sendall(frame(2, jfk_pcm()))  # 11 s of speech at once: passes still to run
+        time.sleep(0.2)
+        d.proc.send_signal(signal.SIGTERM)
+        frames = read_frames(s, rd, timeout=60)
+        s.close()
+        assert close_of(frames) == (1001, "server shutting down"), frames[-3:]
+        assert not [p for op, p in frames if op == 1 and b'"Metadata"' in p], frames
+        assert d.proc.wait(60) == 0
+        assert "drain timeout" in d.stderr_text()
+    finally:
+        assert_stopped_clean(d)
+
+
 # --- containerised audio and raw Opus ------------------------------------------------
 
 
