@@ -68,9 +68,11 @@ def test_cpu_and_opencl_replicas_serve_one_model():
         # differ a few tokens in: the cpu's AVX kernels sum in another
         # order than opencl's (which follow the scalar reference), and
         # SmolLM2's int8-quantized activations turn last-bit differences
-        # into logit differences of ~0.03 (llama.cpp against itself with
-        # flash attention differs by 0.16 on average). test_llm holds
-        # opencl to llama.cpp's own floor (llm_opencl).
+        # into logit differences of up to a few tenths (a fresh-user check
+        # saw 0.18 in the first token's logprob), within llama.cpp's own
+        # floor (against itself: mean top-10 logit difference 0.16, max
+        # 1.37). test_llm holds opencl to that floor: the tiny models in
+        # llm_opencl, the real ones by hand (README).
         assert all(t.startswith(" Paris.") for t in texts), texts
         assert len(set(texts)) <= 2, texts
     finally:
