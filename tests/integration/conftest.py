@@ -140,6 +140,18 @@ def fresh_daemon():
         assert "runtime error" not in text, text
 
 
+def read_deadline_answer(s, timeout):
+    """The answer the drain deadline gives a request in progress on socket
+    s (read to its close): 503 with Connection: close; its JSON body."""
+    s.settimeout(timeout)
+    got = read_to_close(s)
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503"), got[:300]
+    assert b"Connection: close" in head, head
+    return json.loads(body)
+
+
 def read_to_close(s):
     """Every byte the peer sends until it closes."""
     data = b""

@@ -17,8 +17,8 @@ import wave
 
 import pytest
 
-from conftest import (ROOT, Daemon, Reader, connect, make_config, model_stats, read_to_close,
-                      wait_submitted, wait_until)
+from conftest import (ROOT, Daemon, Reader, connect, make_config, model_stats,
+                      read_deadline_answer, wait_submitted, wait_until)
 
 AUDIO = os.path.join(ROOT, "tests", "data", "audio")
 MODEL = "whisper-tiny.en"
@@ -892,13 +892,6 @@ def test_sigterm_stops_a_long_transcription(fresh_daemon):
     # 660 s of audio take minutes; the 1 s drain stops it (a hang guard here)
     assert d.proc.wait(timeout=60) == 0
     assert "drain timeout" in d.stderr_text()  # it was still transcribing
-    s.settimeout(10)
-    got = read_to_close(s)
-    s.close()
-    # the deadline answers it in Deepgram's error shape, then closes
-    head, _, body = got.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 503"), got[:300]
-    assert b"Connection: close" in head, head
-    err = json.loads(body)
+    err = read_deadline_answer(s, 10)  # in Deepgram's error shape
     assert err["err_code"] == "shutting_down", err
     assert "limits.drain_timeout_ms (1000 ms)" in err["err_msg"], err

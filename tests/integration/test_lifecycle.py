@@ -11,7 +11,7 @@ import tempfile
 import pytest
 
 from conftest import (BIN, MODELS, Daemon, Reader, connect, default_models, make_config,
-                      model_stats, read_to_close, request, wait_submitted, wait_until)
+                      model_stats, read_deadline_answer, request, wait_submitted, wait_until)
 
 
 def run(*args, env=None, timeout=60):
@@ -224,13 +224,7 @@ def test_drain_deadline_answers_a_generation_in_progress(fresh_daemon):
               b"Content-Length: %d\r\n\r\n" % len(body) + body)
     wait_submitted(d.port, "gemma-3-270m", before)
     d.proc.send_signal(signal.SIGTERM)
-    s.settimeout(30)
-    got = read_to_close(s)
-    s.close()
-    head, _, rest = got.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 503"), got[:300]
-    assert b"Connection: close" in head, head
-    err = json.loads(rest)["error"]
+    err = read_deadline_answer(s, 30)["error"]
     assert err["code"] == "shutting_down", err
     assert "limits.drain_timeout_ms (500 ms)" in err["message"], err
     assert d.proc.wait(timeout=60) == 0
