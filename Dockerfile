@@ -29,7 +29,7 @@ ARG BAKE_MODELS=0
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc libc6-dev meson ninja-build pkg-config \
-      libuv1-dev libjansson-dev libopenblas-dev libzstd-dev \
+      libuv1-dev libjansson-dev libopenblas-dev libzstd-dev libsqlite3-dev \
       libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
       libhwloc-dev node-llhttp zlib1g-dev \
       libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nettle-dev libwslay-dev libjemalloc-dev \
@@ -60,7 +60,7 @@ RUN --mount=type=secret,id=pip_cert \
 FROM ${BASE_IMAGE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libuv1 libjansson4 libopenblas0-pthread libzstd1 \
+      libuv1 libjansson4 libopenblas0-pthread libzstd1 libsqlite3-0 \
       libavformat59 libavcodec59 libswresample4 libavutil57 \
       libhwloc15 zlib1g libnghttp2-14 libprotobuf-c1 libnettle8 libwslay1 libjemalloc2 curl \
       ocl-icd-libopencl1 \
