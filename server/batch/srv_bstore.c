@@ -139,7 +139,7 @@ int srv__bstore_file_put(struct srv_bstore *s, struct srv_bfile *f, const void *
 		sqlite3_bind_int64(st, 4, f->bytes);
 		sqlite3_bind_int64(st, 5, f->created_at);
 		sqlite3_bind_int64(st, 6, f->expires_at);
-		sqlite3_bind_blob(st, 7, z, (int)zlen, SQLITE_STATIC);
+		sqlite3_bind_blob64(st, 7, z, zlen, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 	}
 	rc = rc == SQLITE_DONE ? 0 : srv__bs_fail(s->db, err, errlen);

@@ -84,7 +84,7 @@ static int bs_insert_item(sqlite3_stmt *st, const char *id, int64_t n, const str
 	sqlite3_bind_int(st, 5, l->body ? SRV_BITEM_PENDING : SRV_BITEM_FAILED);
 	sqlite3_bind_int64(st, 6, e ? (int64_t)strlen(e) : 0);
 	if (z)
-		sqlite3_bind_blob(st, 7, z, (int)zlen, SQLITE_STATIC);
+		sqlite3_bind_blob64(st, 7, z, zlen, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 7);
 	if (!rc && sqlite3_step(st) != SQLITE_DONE)
@@ -334,7 +334,7 @@ int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, boo
 		sqlite3_bind_int(st, 1, ok ? SRV_BITEM_DONE : SRV_BITEM_FAILED);
 		sqlite3_bind_int(st, 2, status_code);
 		sqlite3_bind_int64(st, 3, (int64_t)res_len);
-		sqlite3_bind_blob(st, 4, z, (int)zlen, SQLITE_STATIC);
+		sqlite3_bind_blob64(st, 4, z, zlen, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 6, line);
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -ST_IO;
