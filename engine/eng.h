@@ -201,6 +201,9 @@ enum eng_priority {
 	ENG_PRIORITY_URGENT,   /* before every waiting high one: a live stream's final,
 				* which a caption is waiting for, ahead of other streams'
 				* interims */
+	ENG_PRIORITY_BATCH,    /* below normal: taken only when no other request waits
+				* (offline work on the capacity interactive traffic
+				* leaves idle, as OpenAI's Batch API) */
 	ENG_PRIORITY_COUNT
 };
 

@@ -262,7 +262,10 @@ static const char *srv_json_outcome(int rc)
  * clock of the model's "now_ms"). */
 static const char *srv_json_priority(int p)
 {
-	return p == ENG_PRIORITY_URGENT ? "urgent" : p == ENG_PRIORITY_HIGH ? "high" : "normal";
+	return p == ENG_PRIORITY_URGENT ? "urgent"
+	       : p == ENG_PRIORITY_HIGH ? "high"
+	       : p == ENG_PRIORITY_BATCH ? "batch"
+					 : "normal";
 }
 
 static json_t *srv_json_recent(const struct eng_model_stats *st)

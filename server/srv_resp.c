@@ -43,8 +43,10 @@ int srv__req_sched_opts(const struct srv_req *req, struct eng_req_opts *o, char 
 	const char *p = srv__req_header(req, "Inferd-Priority");
 	if (p && !strcasecmp(p, "high"))
 		o->priority = ENG_PRIORITY_HIGH;
+	else if (p && !strcasecmp(p, "batch"))
+		o->priority = ENG_PRIORITY_BATCH;
 	else if (p && strcasecmp(p, "normal")) {
-		snprintf(err, errlen, "Inferd-Priority: expected \"high\" or \"normal\"");
+		snprintf(err, errlen, "Inferd-Priority: expected \"high\", \"normal\" or \"batch\"");
 		return -ST_INVAL;
 	}
 	const char *t = srv__req_header(req, "Inferd-Timeout-Ms");

@@ -148,6 +148,12 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	return 0;
 }
 
+/* The queue a priority waits in: higher ranks are taken first. */
+static int es_rank(enum eng_priority p)
+{
+	return p == ENG_PRIORITY_BATCH ? 0 : (int)p + 1;
+}
+
 /* Detach every waiting request (under mu); the caller ends them. */
 static struct eng__req *es_detach_waiting(struct eng_sched *s)
 {
@@ -201,9 +207,12 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 	if (o && o->timeout_ms > 0 && (!timeout || o->timeout_ms < timeout))
 		timeout = o->timeout_ms; /* a request may shorten the model's deadline */
 	double now = st_now_ms();
-	int p = o && o->priority > 0 && o->priority < ENG_PRIORITY_COUNT ? (int)o->priority : 0;
+	enum eng_priority prio = o && o->priority > 0 && o->priority < ENG_PRIORITY_COUNT
+					 ? o->priority
+					 : ENG_PRIORITY_NORMAL;
+	int p = es_rank(prio);
 	for (size_t i = 0; i < n; i++) {
-		rs[i]->priority = (enum eng_priority)p;
+		rs[i]->priority = prio;
 		rs[i]->t_submit = now;
 		rs[i]->t_deadline = timeout > 0 ? now + timeout : 0;
 		rs[i]->next = NULL;

@@ -99,7 +99,8 @@ struct eng_sched {
 	pthread_cond_t cv;          /* loops wait here for work (with mu) */
 	struct eng__replica *reps;
 	int n_reps;
-	struct eng__req *queue[ENG_PRIORITY_COUNT]; /* [priority] FIFO heads */
+	struct eng__req *queue[ENG_PRIORITY_COUNT]; /* [rank] FIFO heads: es_rank, batch 0,
+						     * normal 1, high 2, urgent 3 */
 	struct eng__req *tail[ENG_PRIORITY_COUNT];
 	size_t n_waiting;           /* requests in the queue */
 	size_t n_waiting_groups;    /* groups among them (what max_queue_size limits) */

@@ -391,6 +391,38 @@ def test_high_priority_goes_first(one):
     assert high["admitted_ms"] <= normal["admitted_ms"], recs
 
 
+def test_batch_priority_waits_for_normal_ones(one):
+    # two long ones fill both slots, a batch one waits, then a normal one
+    # arrives after it: the replica takes the normal one first
+    port = one.port
+    before = stats(port, GEMMA)
+    inferd = lambda: stats(port, GEMMA)["inferd"]
+    statuses = []
+
+    def run(prio, tokens):
+        statuses.append(complete(port, PROMPT, max_tokens=tokens,
+                                 headers={"Inferd-Priority": prio}).status)
+    ts = [threading.Thread(target=run, args=("normal", 40)) for _ in range(2)]
+    for t in ts:
+        t.start()
+    wait_until(lambda: sum(r["running"] for r in inferd()["replicas"]) == 2,
+               "the two long requests never both ran")
+    ts.append(threading.Thread(target=run, args=("batch", 6)))
+    ts[-1].start()
+    wait_until(lambda: inferd()["queue_depth"] == 1, "the batch request never queued")
+    ts.append(threading.Thread(target=run, args=("normal", 6)))
+    ts[-1].start()
+    for t in ts:
+        t.join(300)
+    assert statuses == [200] * 4, statuses
+    recs, _ = ended_since(port, GEMMA, before, 4)
+    batch, normal = recs[2], recs[3]
+    assert (batch["priority"], normal["priority"]) == ("batch", "normal"), recs
+    # the normal one came after the batch one but was taken first
+    assert batch["submitted_ms"] < normal["submitted_ms"] < batch["admitted_ms"], recs
+    assert normal["admitted_ms"] <= batch["admitted_ms"], recs
+
+
 # --- disconnects -------------------------------------------------------------------------
 
 
