@@ -881,8 +881,10 @@ void srv__conns_deadline(struct srv *srv)
 			c->up->on_deadline(c->up_ud); /* may close c */
 		}
 		bool flushing = c->refused && (c->n_writes || c->state == SRV_CONN_STATE_LINGER);
-		if (c->state != SRV_CONN_STATE_CLOSING && !flushing)
+		if (c->state != SRV_CONN_STATE_CLOSING && !flushing) {
+			c->cut = c->state == SRV_CONN_STATE_HANDLING;
 			srv__conn_close(c);
+		}
 	}
 }
 

@@ -172,6 +172,8 @@ struct srv_conn {
 	bool refused;                 /* answered at the drain deadline (503 while its job
 				       * ran, or an upgraded one's last word): it closes once
 				       * that is written; a job's late answer is dropped */
+	bool cut;                     /* closed by the drain deadline mid-response (a
+				       * stream): logged 503, not the client's 499 */
 	struct srv_send_watch send;   /* limits.send_timeout_ms */
 	char remote[64];              /* peer address, for the access log */
 	const struct srv_conn_upgrade *up; /* UPGRADED: the owner's callbacks, else NULL */
@@ -337,7 +339,8 @@ int srv__req_respond_error(struct srv_req *req, int status, const char *code,
  * that took secs (srv__req_respond and streamed responses call it). */
 void srv__req_log(const struct srv_req *req, int status, size_t bytes, double secs);
 /* srv__req_log_gone - count and log a request whose client left before
- * any answer (status 499, as nginx logs it). */
+ * any answer (status 499, as nginx logs it), or whose stream the drain
+ * deadline cut (503). */
 void srv__req_log_gone(const struct srv_req *req);
 
 /* srv_routes.c */

@@ -234,8 +234,10 @@ void srv__req_log_gone(const struct srv_req *req)
 {
 	if (req->conn->refused)
 		return; /* answered at the drain deadline, counted then */
+	/* the client left (nginx's 499), or the drain deadline cut its stream */
+	int status = req->conn->cut ? 503 : 499;
 	struct srv *srv = req->conn->srv;
 	double secs = (double)(uv_hrtime() - (req->start_ns ? req->start_ns : uv_hrtime())) / 1e9;
-	srv_metrics_observe(&srv->metrics, req->route_index, req->method, 499, secs);
-	srv__req_log(req, 499, 0, secs);
+	srv_metrics_observe(&srv->metrics, req->route_index, req->method, status, secs);
+	srv__req_log(req, status, 0, secs);
 }

@@ -178,7 +178,8 @@ void srv__stream_finish(struct srv_stream *st)
 		return;
 	}
 	if (conn->state == SRV_CONN_STATE_CLOSING) {
-		srv_stream_log(st, 499); /* the client left (nginx's 499) */
+		/* the client left (nginx's 499), or the drain deadline cut it */
+		srv_stream_log(st, conn->cut ? 503 : 499);
 		srv__stream_destroy(st);
 		return;
 	}

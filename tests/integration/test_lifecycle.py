@@ -11,7 +11,8 @@ import tempfile
 import pytest
 
 from conftest import (BIN, MODELS, Daemon, Reader, connect, default_models, make_config,
-                      model_stats, read_deadline_answer, request, wait_submitted, wait_until)
+                      model_stats, read_deadline_answer, read_to_close, request, wait_submitted,
+                      wait_until)
 
 
 def run(*args, env=None, timeout=60):
@@ -230,6 +231,32 @@ def test_drain_deadline_answers_a_generation_in_progress(fresh_daemon):
     assert d.proc.wait(timeout=60) == 0
     assert "drain timeout" in d.stderr_text()
     assert d.stderr_text().count("status=503") == 1  # logged once, not again as 499
+
+
+def test_drain_deadline_cuts_a_stream_and_says_so(fresh_daemon):
+    """A response already streaming when limits.drain_timeout_ms runs out is
+    cut (its status line went out long ago), and the access log says 503,
+    not the 499 of a client that left."""
+    d = fresh_daemon(make_config(limits={"drain_timeout_ms": 500}))
+    body = json.dumps({"model": "gemma-3-270m", "prompt": "Once upon a time", "max_tokens": 4000,
+                       "stream": True, "logit_bias": {"1": -100, "106": -100}}).encode()
+    s = connect(d.port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    s.settimeout(30)
+    got = s.recv(65536)
+    while b"data: " not in got:  # the stream has begun
+        got += s.recv(65536)
+    assert got.startswith(b"HTTP/1.1 200"), got[:300]
+    d.proc.send_signal(signal.SIGTERM)
+    got += read_to_close(s)
+    s.close()
+    assert b"[DONE]" not in got
+    assert d.proc.wait(timeout=60) == 0
+    log = d.stderr_text()
+    assert "drain timeout" in log
+    assert 'path="/v1/completions" status=503' in log, log
+    assert "status=499" not in log, log
 
 
 def test_busy_port_reported_before_loading_models(fresh_daemon):
