@@ -358,11 +358,11 @@ def test_bad_scheduling_headers(one):
         assert list(h)[0] in r.json()["error"]["message"]
 
 
-def test_high_priority_goes_first(one):
-    # two long ones fill both slots, a normal one waits, then a high one
-    # arrives: the replica takes the high one first. Each step waits for
-    # the daemon to show the one before (running, queue depth).
-    port = one.port
+def queued_then_later(port, first, then):
+    """Two long normal requests fill both slots, a `first`-priority one
+    waits, then a `then`-priority one arrives: the records of those two,
+    after all four ended. Each step waits for the daemon to show the one
+    before (running, queue depth)."""
     before = stats(port, GEMMA)
     inferd = lambda: stats(port, GEMMA)["inferd"]
     statuses = []
@@ -375,52 +375,31 @@ def test_high_priority_goes_first(one):
         t.start()
     wait_until(lambda: sum(r["running"] for r in inferd()["replicas"]) == 2,
                "the two long requests never both ran")
-    ts.append(threading.Thread(target=run, args=("normal", 6)))
+    ts.append(threading.Thread(target=run, args=(first, 6)))
     ts[-1].start()
-    wait_until(lambda: inferd()["queue_depth"] == 1, "the normal request never queued")
-    ts.append(threading.Thread(target=run, args=("high", 6)))
+    wait_until(lambda: inferd()["queue_depth"] == 1, f"the {first} request never queued")
+    ts.append(threading.Thread(target=run, args=(then, 6)))
     ts[-1].start()
     for t in ts:
         t.join(300)
     assert statuses == [200] * 4, statuses
     recs, _ = ended_since(port, GEMMA, before, 4)
-    normal, high = recs[2], recs[3]
-    assert (normal["priority"], high["priority"]) == ("normal", "high"), recs
+    assert (recs[2]["priority"], recs[3]["priority"]) == (first, then), recs
+    return recs[2], recs[3]
+
+
+def test_high_priority_goes_first(one):
+    normal, high = queued_then_later(one.port, "normal", "high")
     # both waited together: the high one came before the normal one was taken
-    assert high["submitted_ms"] < normal["admitted_ms"], recs
-    assert high["admitted_ms"] <= normal["admitted_ms"], recs
+    assert high["submitted_ms"] < normal["admitted_ms"], (normal, high)
+    assert high["admitted_ms"] <= normal["admitted_ms"], (normal, high)
 
 
 def test_batch_priority_waits_for_normal_ones(one):
-    # two long ones fill both slots, a batch one waits, then a normal one
-    # arrives after it: the replica takes the normal one first
-    port = one.port
-    before = stats(port, GEMMA)
-    inferd = lambda: stats(port, GEMMA)["inferd"]
-    statuses = []
-
-    def run(prio, tokens):
-        statuses.append(complete(port, PROMPT, max_tokens=tokens,
-                                 headers={"Inferd-Priority": prio}).status)
-    ts = [threading.Thread(target=run, args=("normal", 40)) for _ in range(2)]
-    for t in ts:
-        t.start()
-    wait_until(lambda: sum(r["running"] for r in inferd()["replicas"]) == 2,
-               "the two long requests never both ran")
-    ts.append(threading.Thread(target=run, args=("batch", 6)))
-    ts[-1].start()
-    wait_until(lambda: inferd()["queue_depth"] == 1, "the batch request never queued")
-    ts.append(threading.Thread(target=run, args=("normal", 6)))
-    ts[-1].start()
-    for t in ts:
-        t.join(300)
-    assert statuses == [200] * 4, statuses
-    recs, _ = ended_since(port, GEMMA, before, 4)
-    batch, normal = recs[2], recs[3]
-    assert (batch["priority"], normal["priority"]) == ("batch", "normal"), recs
+    batch, normal = queued_then_later(one.port, "batch", "normal")
     # the normal one came after the batch one but was taken first
-    assert batch["submitted_ms"] < normal["submitted_ms"] < batch["admitted_ms"], recs
-    assert normal["admitted_ms"] <= batch["admitted_ms"], recs
+    assert batch["submitted_ms"] < normal["submitted_ms"] < batch["admitted_ms"], (batch, normal)
+    assert normal["admitted_ms"] <= batch["admitted_ms"], (batch, normal)
 
 
 # --- disconnects -------------------------------------------------------------------------
