@@ -462,7 +462,10 @@ def test_closed_loop_throughput_and_latency(tmp_path, tiny):
     assert abs(s["rps"] - 4 / delay) <= 0.15 * 4 / delay, s
     lat = s["latency_s"]
     assert delay <= lat["p50"] <= delay + LATE, lat
-    assert delay <= lat["p99"] <= lat["max"] <= delay + 0.1, lat
+    # the slowest of ~120 may wait out a busy machine's scheduler (211 ms
+    # seen with test runs beside a CI run); a harness that mistimed its
+    # requests would move the median
+    assert delay <= lat["p99"] <= lat["max"] <= delay + 0.5, lat
     # one keep-alive connection per client; one CSV row per request sent
     assert srv.connections == 4, srv.connections
     assert len(r.rows) == srv.count("/fixed"), (len(r.rows), srv.count("/fixed"))
