@@ -226,15 +226,12 @@ void eng_whisper_w_put(const struct eng_whisper *w, struct eng_whisper_w *ww)
 int eng_whisper_hold(const struct eng_whisper *w, struct dev *d, void **set, char *err,
 		     size_t errlen)
 {
-	struct eng_whisper_w *ww;
-	int rc = eng_whisper_w_get(w, d, &ww, err, errlen);
-	*set = ww;
-	return rc;
+	return eng_binds_get(w->binds, &ewd_ops, w, d, set, err, errlen);
 }
 
 void eng_whisper_release(const struct eng_whisper *w, void *set)
 {
-	eng_whisper_w_put(w, set);
+	eng_binds_put(w->binds, &ewd_ops, w, set);
 }
 
 void eng_whisper_binds_seal(struct eng_whisper *w)
