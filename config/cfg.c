@@ -175,6 +175,8 @@ void cfg_destroy(struct cfg *cfg)
 		return;
 	mem_free(cfg->listen_host);
 	mem_free(cfg->grpc_host);
+	mem_free(cfg->batch_store);
+	mem_free(cfg->batch_input_dir);
 	for (size_t i = 0; i < cfg->n_api_keys; i++)
 		mem_free(cfg->api_keys[i]);
 	mem_free(cfg->api_keys);

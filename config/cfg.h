@@ -103,6 +103,20 @@ struct cfg {
 	int send_timeout_ms;       /* default 60000; queued response bytes that do not
 				    * move this long (a client not reading) close the
 				    * connection (nginx's send_timeout) */
+	/* "batch": {...}, the Batch API (server/batch/) */
+	char *batch_store;         /* SQLite database of files, batches and results; NULL
+				    * (default): $XDG_STATE_HOME/inferd/batch.db, else
+				    * ~/.local/state/inferd/batch.db */
+	char *batch_input_dir;     /* folder audio batch lines name files in; NULL: no audio batches */
+	int batch_concurrency;     /* requests of batches in flight at once; 0 (default): the
+				    * largest batch the models take, times their replicas */
+	int64_t batch_max_file_bytes; /* default 209715200 (200 MiB, OpenAI's) */
+	int batch_max_lines;       /* requests per input file; default 50000 (OpenAI's) */
+	int batch_max_jobs;        /* batches not ended at once; default 100 */
+	int64_t batch_max_store_bytes; /* database size past which uploads get 507; default 10 GiB */
+	int64_t batch_file_ttl_s;  /* files (inputs and results) expire after this; default 30 days */
+	double price_per_hour;     /* "price_per_hour": the machine's cost per hour, for the cost
+				    * figures (per audio hour, per million tokens); 0: none */
 	struct cfg_model *models;  /* "models": [...], at least one */
 	size_t n_models;           /* entries in models, 1..256 */
 };

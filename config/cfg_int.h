@@ -109,6 +109,7 @@ extern const struct cfg_type cfg__type_int;         /* int, default def */
 extern const struct cfg_type cfg__type_int_opt;     /* int, absent: def, no range check */
 extern const struct cfg_type cfg__type_int64;       /* int64_t */
 extern const struct cfg_type cfg__type_bool;        /* bool */
+extern const struct cfg_type cfg__type_price;       /* double >= 0, absent: 0 */
 extern const struct cfg_type cfg__type_str;         /* new string, min..max bytes */
 extern const struct cfg_type cfg__type_str_opt;     /* the same, absent: NULL */
 extern const struct cfg_type cfg__type_name;        /* a model name [A-Za-z0-9._-] */

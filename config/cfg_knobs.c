@@ -160,6 +160,42 @@ static const struct cfg_knob cfg_limit_knobs[] = {
 		 "(the client stopped reading) is closed" },
 };
 
+/* Keys of "batch"; offsets into struct cfg. */
+static const struct cfg_knob cfg_batch_knobs[] = {
+	{ .path = "store", .type = &cfg__type_str_opt,
+	  .offset = offsetof(struct cfg, batch_store), .min = 1, .max = PATH_MAX,
+	  .def_str = "$XDG_STATE_HOME/inferd/batch.db (~/.local/state/inferd/batch.db)",
+	  .doc = "SQLite database of the Batch API's files, batches and results; created "
+		 "on the first upload" },
+	{ .path = "input_dir", .type = &cfg__type_str_opt,
+	  .offset = offsetof(struct cfg, batch_input_dir), .min = 1, .max = PATH_MAX,
+	  .def_str = "none (no audio batches)",
+	  .doc = "folder that /v1/audio/transcriptions batch lines name their audio files "
+		 "in; a path outside it is refused" },
+	{ .path = "concurrency", .type = &cfg__type_int_opt,
+	  .offset = offsetof(struct cfg, batch_concurrency), .def = 0, .min = 1, .max = 1024,
+	  .def_str = "the largest batch the models take, times their replicas",
+	  .doc = "batch requests in flight at once" },
+	{ .path = "max_file_bytes", .type = &cfg__type_int64,
+	  .offset = offsetof(struct cfg, batch_max_file_bytes), .def = 209715200,
+	  .min = 1, .max = INT64_C(17179869184),
+	  .doc = "largest file uploaded to /v1/files (limits.max_body_bytes also applies)" },
+	{ .path = "max_lines", .type = &cfg__type_int,
+	  .offset = offsetof(struct cfg, batch_max_lines), .def = 50000, .min = 1,
+	  .max = 10000000, .doc = "most requests in one batch's input file" },
+	{ .path = "max_jobs", .type = &cfg__type_int,
+	  .offset = offsetof(struct cfg, batch_max_jobs), .def = 100, .min = 1, .max = 100000,
+	  .doc = "most batches not ended at once; more get 429" },
+	{ .path = "max_store_bytes", .type = &cfg__type_int64,
+	  .offset = offsetof(struct cfg, batch_max_store_bytes),
+	  .def = INT64_C(10737418240), .min = 65536, .max = INT64_MAX,
+	  .doc = "size of the database past which uploads and new batches get 507" },
+	{ .path = "file_ttl_s", .type = &cfg__type_int64,
+	  .offset = offsetof(struct cfg, batch_file_ttl_s), .def = 2592000, .min = 1,
+	  .max = INT64_C(315360000),
+	  .doc = "seconds after which a file (input, output or error) expires and is removed" },
+};
+
 /* The top level; offsets into struct cfg. */
 const struct cfg_knob cfg__knobs[] = {
 	{ .path = "listen", .type = &cfg__type_listen,
@@ -182,6 +218,13 @@ const struct cfg_knob cfg__knobs[] = {
 	{ .path = "limits", .type = &cfg__type_section, .sub = cfg_limit_knobs,
 	  .n_sub = CFG_N(cfg_limit_knobs),
 	  .doc = "resource limits and timeouts, keys below" },
+	{ .path = "batch", .type = &cfg__type_section, .sub = cfg_batch_knobs,
+	  .n_sub = CFG_N(cfg_batch_knobs),
+	  .doc = "the Batch API (/v1/files, /v1/batches), keys below" },
+	{ .path = "price_per_hour", .type = &cfg__type_price,
+	  .offset = offsetof(struct cfg, price_per_hour), .def_str = "0 (no cost figures)",
+	  .doc = "what the machine costs per hour, in any currency: batches report their "
+		 "cost per audio hour and per million tokens from it" },
 	{ .path = "models", .type = &cfg__type_models,
 	  .offset = offsetof(struct cfg, models), .min = 1,
 	  .max = CFG_MAX_MODELS, .required = true, .items = cfg_model_knobs,

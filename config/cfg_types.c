@@ -120,6 +120,28 @@ static int cfg_bool_read(struct cfg_ctx *ctx, const struct cfg_knob *k,
 	return 0;
 }
 
+static int cfg_price_read(struct cfg_ctx *ctx, const struct cfg_knob *k, void *base, json_t *v,
+			  const char *path)
+{
+	double x = json_number_value(v);
+	if (!json_is_number(v) || !(x >= 0 && x <= 1e9))
+		return cfg__fail(ctx, -ST_INVAL, path, "expected a number 0..1e9");
+	*(double *)((char *)base + k->offset) = x;
+	return 0;
+}
+
+static int cfg_none_finish(struct cfg_ctx *ctx, const struct cfg_knob *k, void *base,
+			   const char *parent)
+{
+	(void)ctx, (void)k, (void)base, (void)parent;
+	return 0;
+}
+
+/* The zeroed struct holds the default, 0. */
+const struct cfg_type cfg__type_price = {
+	"number", CFG_SHOW_TEXT, NULL, NULL, cfg_price_read, cfg_none_finish,
+};
+
 const struct cfg_type cfg__type_int = {
 	"integer", CFG_SHOW_INT, "", cfg_int_unset, cfg_int_read,
 	cfg_int_finish,

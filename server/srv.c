@@ -16,6 +16,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "server/batch/srv_batch.h"
 #include "server/grpc/srv_grpc.h"
 #include "server/kserve/srv_kserve_grpc.h"
 #include "server/srv_int.h"
@@ -38,6 +39,7 @@ static void srv_close_cb(uv_handle_t *h)
 /* Close the server's own handles; the loop then ends by itself. */
 static void srv_stop_loop(struct srv *srv)
 {
+	srv__batch_drain(srv); /* before srv__post_stop: no runner posts after it */
 	uv_handle_t *hs[] = { (uv_handle_t *)&srv->sigterm, (uv_handle_t *)&srv->sigint,
 			      (uv_handle_t *)&srv->drain_timer, (uv_handle_t *)&srv->send_timer,
 			      (uv_handle_t *)&srv->listener };
@@ -94,6 +96,7 @@ static void srv_on_signal(uv_signal_t *s, int signum)
 	fprintf(stderr, "inferd: %s: draining %d connection(s)\n", strsignal(signum),
 		srv->n_conns + srv->n_grpc_conns);
 	srv->draining = true;
+	srv__batch_drain(srv);
 	uv_close((uv_handle_t *)&srv->listener, srv_close_cb);
 	uv_timer_start(&srv->drain_timer, srv_drain_timeout_cb,
 		       (uint64_t)srv->cfg->drain_timeout_ms, 0);
@@ -296,8 +299,14 @@ void srv_set_engine(struct srv *srv, struct eng *eng)
 
 int srv_run(struct srv *srv)
 {
+	char err[512];
+	if (srv__batch_start(srv, err, sizeof(err))) {
+		fprintf(stderr, "inferd: WARNING: the Batch API is off: %s\n", err);
+		srv__batch_stop(srv);
+	}
 	fprintf(stderr, "inferd: listening on %s\n", srv->listen_addr);
 	int rc = uv_run(&srv->loop, UV_RUN_DEFAULT);
+	srv__batch_stop(srv);
 	(void)rc;
 	fprintf(stderr, "inferd: stopped\n");
 	return 0;
@@ -311,6 +320,7 @@ void srv_destroy(struct srv *srv)
 	srv__grpc_close_all(srv);
 	srv_stop_loop(srv);
 	uv_run(&srv->loop, UV_RUN_DEFAULT);
+	srv__batch_stop(srv);
 	if (uv_loop_close(&srv->loop))
 		fprintf(stderr, "inferd: warning: loop closed with handles still open\n");
 	mem_free(srv->api_keys);

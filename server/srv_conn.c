@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/container_of.h"
 #include "common/mem.h"
@@ -421,7 +422,7 @@ static void srv_conn_timer_arm(struct srv_conn *conn)
 	int ms = 0;
 	switch (conn->state) {
 	case SRV_CONN_STATE_WAIT:
-		ms = conn->n_served ? cfg->idle_timeout_ms : cfg->header_timeout_ms;
+		ms = conn->internal ? 0 : conn->n_served ? cfg->idle_timeout_ms : cfg->header_timeout_ms;
 		break;
 	case SRV_CONN_STATE_HEAD:
 		ms = cfg->header_timeout_ms;
@@ -817,6 +818,27 @@ int srv__conn_open_fd(struct srv *srv, int fd)
 		return -ST_IO;
 	}
 	memcpy(conn->remote, "pipe", sizeof("pipe"));
+	srv_conn_start(srv, conn);
+	return 0;
+}
+
+int srv__conn_open_internal(struct srv *srv, int fd)
+{
+	struct srv_conn *conn = srv_conn_new(srv);
+	if (!conn) {
+		close(fd);
+		return -ST_NOMEM;
+	}
+	conn->internal = true;
+	uv_pipe_init(&srv->loop, &conn->h.pipe, 0);
+	if (uv_pipe_open(&conn->h.pipe, fd)) {
+		close(fd);
+		conn->n_open_handles = 1;
+		conn->state = SRV_CONN_STATE_CLOSING;
+		uv_close(&conn->h.handle, srv_conn_close_cb);
+		return -ST_IO;
+	}
+	memcpy(conn->remote, "batch", sizeof("batch"));
 	srv_conn_start(srv, conn);
 	return 0;
 }

@@ -174,6 +174,8 @@ struct srv_conn {
 				       * that is written; a job's late answer is dropped */
 	bool cut;                     /* closed by the drain deadline mid-response (a
 				       * stream): logged 503, not the client's 499 */
+	bool internal;                /* the Batch API's own client (srv__conn_open_internal):
+				       * no API key asked, no idle timeout */
 	struct srv_send_watch send;   /* limits.send_timeout_ms */
 	char remote[64];              /* peer address, for the access log */
 	const struct srv_conn_upgrade *up; /* UPGRADED: the owner's callbacks, else NULL */
@@ -248,6 +250,7 @@ struct srv {
 	bool draining;                /* a stop signal arrived */
 	uint64_t next_request_id;     /* counter part of generated ids */
 	uint32_t request_id_salt;     /* random part, chosen at start */
+	struct srv_batchd *batch;     /* the Batch API's service (server/batch/), or NULL */
 	char listen_addr[80];         /* "127.0.0.1:8080" as bound */
 	char date[40];                /* cached HTTP Date header value */
 	time_t date_sec;
@@ -260,6 +263,12 @@ const char *srv__req_header(const struct srv_req *req, const char *name);
 int srv__req_add_header(struct srv_req *req, const char *name, const char *value);
 int srv__conn_accept(struct srv *srv, uv_stream_t *listener);
 int srv__conn_open_fd(struct srv *srv, int fd); /* tests/fuzz: a socketpair end */
+/* srv__conn_open_internal - serve the socketpair end fd as the server's
+ * own client's connection (the Batch API's runners): no API key is asked
+ * of it and it has no header or idle timeout; otherwise a connection like
+ * any other (limits, metrics, access log as remote "batch"). Closes fd on
+ * failure. Loop thread. */
+int srv__conn_open_internal(struct srv *srv, int fd);
 void srv__conn_close(struct srv_conn *conn);
 void srv__conn_request_done(struct srv_conn *conn);
 void srv__conn_work_done(struct srv_conn *conn);

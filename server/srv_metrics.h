@@ -10,7 +10,7 @@
 
 #include "server/srv_buf.h"
 
-#define SRV_METRICS_MAX_ROUTES 32 /* route table rows + 1 for "unmatched" */
+#define SRV_METRICS_MAX_ROUTES 48 /* route table rows + 1 for "unmatched" */
 #define SRV_METRICS_N_BUCKETS 12  /* duration histogram upper bounds */
 
 struct srv_metrics {

@@ -20,6 +20,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "server/batch/srv_batch.h"
 #include "server/deepgram/srv_deepgram.h"
 #include "server/demo/srv_demo.h"
 #include "server/kserve/srv_kserve.h"
@@ -80,6 +81,15 @@ static const struct srv_route srv_routes[] = {
 	  srv__h_openai_completions }, /* srv_openai_gen.c */
 	{ "/v1/chat/completions", HTTP_POST, SRV_PROTO_OPENAI, false,
 	  srv__h_openai_chat_completions }, /* srv_openai_gen.c */
+	{ "/v1/files", HTTP_POST, SRV_PROTO_OPENAI, false, srv__h_files_create }, /* batch/ */
+	{ "/v1/files", HTTP_GET, SRV_PROTO_OPENAI, false, srv__h_files_list },
+	{ "/v1/files/{name}", HTTP_GET, SRV_PROTO_OPENAI, false, srv__h_file_get },
+	{ "/v1/files/{name}", HTTP_DELETE, SRV_PROTO_OPENAI, false, srv__h_file_delete },
+	{ "/v1/files/{name}/content", HTTP_GET, SRV_PROTO_OPENAI, false, srv__h_file_content },
+	{ "/v1/batches", HTTP_POST, SRV_PROTO_OPENAI, false, srv__h_batches_create },
+	{ "/v1/batches", HTTP_GET, SRV_PROTO_OPENAI, false, srv__h_batches_list },
+	{ "/v1/batches/{name}", HTTP_GET, SRV_PROTO_OPENAI, false, srv__h_batch_get },
+	{ "/v1/batches/{name}/cancel", HTTP_POST, SRV_PROTO_OPENAI, false, srv__h_batch_cancel },
 	{ "/v1/listen", HTTP_POST, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_listen }, /* srv_deepgram.c */
 	{ "/v1/listen", HTTP_GET, SRV_PROTO_DEEPGRAM, false, srv__h_deepgram_live }, /* srv_dg_live.c */
 	{ "/metrics", HTTP_GET, SRV_PROTO_PLAIN, true, srv_h_metrics },
@@ -189,7 +199,7 @@ static bool srv_req_ws_token_ok(const struct srv_req *req)
 static bool srv_req_is_authorized(const struct srv_req *req)
 {
 	const struct srv *srv = req->conn->srv;
-	if (srv->n_api_keys == 0 || req->route->public)
+	if (srv->n_api_keys == 0 || req->route->public || req->conn->internal)
 		return true;
 	const char *v = srv__req_header(req, "Authorization");
 	if (!v)

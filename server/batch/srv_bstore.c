@@ -30,8 +30,12 @@ static const char bs_schema[] =
 	"CREATE TABLE IF NOT EXISTS batches ("
 	" id TEXT PRIMARY KEY, endpoint TEXT NOT NULL, input_file_id TEXT NOT NULL,"
 	" completion_window TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,"
-	" completed_at INTEGER NOT NULL DEFAULT 0, cancelled_at INTEGER NOT NULL DEFAULT 0,"
-	" expires_at INTEGER NOT NULL);"
+	" expires_at INTEGER NOT NULL, in_progress_at INTEGER NOT NULL DEFAULT 0,"
+	" finalizing_at INTEGER NOT NULL DEFAULT 0, completed_at INTEGER NOT NULL DEFAULT 0,"
+	" failed_at INTEGER NOT NULL DEFAULT 0, expired_at INTEGER NOT NULL DEFAULT 0,"
+	" cancelling_at INTEGER NOT NULL DEFAULT 0, cancelled_at INTEGER NOT NULL DEFAULT 0,"
+	" output_file_id TEXT NOT NULL DEFAULT '', error_file_id TEXT NOT NULL DEFAULT '',"
+	" metadata TEXT NOT NULL DEFAULT 'null');"
 	"CREATE TABLE IF NOT EXISTS items ("
 	" batch_id TEXT NOT NULL, line INTEGER NOT NULL, custom_id TEXT NOT NULL,"
 	" body TEXT, state INTEGER NOT NULL, status_code INTEGER NOT NULL DEFAULT 0,"
@@ -177,6 +181,48 @@ int srv__bstore_file_get(struct srv_bstore *s, const char *id, struct srv_bfile 
 	return rc;
 }
 
+int srv__bstore_file_list(struct srv_bstore *s, const char *purpose, const char *after,
+			  struct srv_bfile *out, size_t max, size_t *n, bool *has_more)
+{
+	*n = 0;
+	*has_more = false;
+	struct srv_bfile a = { .created_at = INT64_MAX };
+	int rc = after && *after ? srv__bstore_file_get(s, after, &a, NULL) : 0;
+	if (rc)
+		return rc;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT id, purpose, filename, bytes, created_at, expires_at FROM files "
+			       "WHERE (created_at, id) < (?, ?) AND (? IS NULL OR purpose = ?) "
+			       "ORDER BY created_at DESC, id DESC LIMIT ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -ST_IO;
+	sqlite3_bind_int64(st, 1, a.created_at);
+	sqlite3_bind_text(st, 2, a.id, -1, SQLITE_STATIC);
+	if (purpose) {
+		sqlite3_bind_text(st, 3, purpose, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, purpose, -1, SQLITE_STATIC);
+	}
+	sqlite3_bind_int64(st, 5, (int64_t)max + 1);
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == max) {
+			*has_more = true;
+			break;
+		}
+		struct srv_bfile *f = &out[(*n)++];
+		srv__bs_copy(f->id, sizeof(f->id), sqlite3_column_text(st, 0));
+		srv__bs_copy(f->purpose, sizeof(f->purpose), sqlite3_column_text(st, 1));
+		srv__bs_copy(f->filename, sizeof(f->filename), sqlite3_column_text(st, 2));
+		f->bytes = sqlite3_column_int64(st, 3);
+		f->created_at = sqlite3_column_int64(st, 4);
+		f->expires_at = sqlite3_column_int64(st, 5);
+	}
+	rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -ST_IO;
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int srv__bs_exec2(struct srv_bstore *s, const char *sql, const char *a, const char *b)
 {
 	sqlite3_stmt *st = NULL;
@@ -196,4 +242,43 @@ int srv__bs_exec2(struct srv_bstore *s, const char *sql, const char *a, const ch
 int srv__bstore_file_delete(struct srv_bstore *s, const char *id)
 {
 	return srv__bs_exec2(s, "DELETE FROM files WHERE id = ?", id, NULL);
+}
+
+int64_t srv__bstore_bytes(struct srv_bstore *s)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT page_count * page_size FROM pragma_page_count(), "
+			       "pragma_page_size()",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -ST_IO;
+	int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -ST_IO;
+	sqlite3_finalize(st);
+	return n;
+}
+
+int srv__bstore_expire(struct srv_bstore *s, int64_t now)
+{
+	char sql[512];
+	snprintf(sql, sizeof(sql),
+		 "DELETE FROM files WHERE expires_at > 0 AND expires_at <= %lld;", (long long)now);
+	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -ST_IO;
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -ST_IO;
+	int removed = rc ? 0 : sqlite3_changes(s->db);
+	/* an ended batch goes with the last of its files */
+	static const char gone[] =
+		"DELETE FROM items WHERE batch_id IN (SELECT id FROM batches b WHERE status IN "
+		"('completed', 'failed', 'expired', 'cancelled') AND NOT EXISTS (SELECT 1 FROM "
+		"files f WHERE f.id IN (b.input_file_id, b.output_file_id, b.error_file_id)));"
+		"DELETE FROM batches WHERE status IN ('completed', 'failed', 'expired', "
+		"'cancelled') AND NOT EXISTS (SELECT 1 FROM files f WHERE f.id IN "
+		"(batches.input_file_id, batches.output_file_id, batches.error_file_id));";
+	if (!rc && sqlite3_exec(s->db, gone, NULL, NULL, NULL) != SQLITE_OK)
+		rc = -ST_IO;
+	if (!rc && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		rc = -ST_IO;
+	if (rc)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc ? rc : removed;
 }

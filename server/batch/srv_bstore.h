@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #define SRV_BSTORE_ID_MAX 40 /* "file-" / "batch_" + 24 hex digits, with its NUL */
+#define SRV_BSTORE_META_MAX 4096 /* a batch's metadata as JSON text, with its NUL */
 
 struct srv_bstore;
 
@@ -64,6 +65,13 @@ int srv__bstore_file_put(struct srv_bstore *s, struct srv_bfile *f, const void *
  * decompress to its size), -ST_IO, -ST_NOMEM. */
 int srv__bstore_file_get(struct srv_bstore *s, const char *id, struct srv_bfile *f, char **data);
 
+/* srv__bstore_file_list - up to max file records (not their bytes),
+ * newest first, of purpose (NULL: any) after file `after` in that order
+ * (NULL or "": from the newest), into out[] (*n); *has_more when more
+ * follow. -ST_NOTFOUND (no file `after`), -ST_IO. */
+int srv__bstore_file_list(struct srv_bstore *s, const char *purpose, const char *after,
+			  struct srv_bfile *out, size_t max, size_t *n, bool *has_more);
+
 /* srv__bstore_file_delete - remove file id. -ST_NOTFOUND, -ST_IO. */
 int srv__bstore_file_delete(struct srv_bstore *s, const char *id);
 
@@ -75,11 +83,17 @@ struct srv_batch {
 	char id[SRV_BSTORE_ID_MAX];
 	char endpoint[64];         /* "/v1/chat/completions", ... */
 	char input_file_id[SRV_BSTORE_ID_MAX];
+	char output_file_id[SRV_BSTORE_ID_MAX]; /* "" until the batch ends */
+	char error_file_id[SRV_BSTORE_ID_MAX];  /* "" until it ends with failed items */
 	char completion_window[16]; /* "24h" */
 	char status[16];           /* OpenAI's: validating, in_progress, finalizing,
 				    * completed, failed, expired, cancelling, cancelled */
-	int64_t created_at, completed_at, cancelled_at, expires_at; /* 0: not yet */
-	int64_t total, done, failed; /* items: all, ended with a response, ended with an error */
+	char metadata[SRV_BSTORE_META_MAX]; /* JSON text: an object of strings, or "null" */
+	/* Unix seconds, 0: not yet; each status's time is set by
+	 * srv__bstore_batch_set_status when the batch enters it */
+	int64_t created_at, in_progress_at, finalizing_at, completed_at, failed_at, expired_at,
+		cancelling_at, cancelled_at, expires_at;
+	int64_t total, done, failed; /* items: all, ended with a 2xx response, ended otherwise */
 };
 
 /* srv__bstore_batch_create - a batch of the lines of input file
@@ -89,7 +103,8 @@ struct srv_batch {
  * endpoint and an object body is an item failed at once, its reason its
  * error ("invalid_request": what is wrong, and the line number); two
  * lines with one custom_id likewise. b's endpoint, completion_window,
- * created_at and expires_at are the caller's. Errors: -ST_NOTFOUND (no
+ * metadata ("" or "null": none), created_at and expires_at are the
+ * caller's; in_progress_at is created_at. Errors: -ST_NOTFOUND (no
  * such file; err says), -ST_INVAL (no line at all, or more than
  * max_lines: err says), -ST_IO, -ST_NOMEM. */
 int srv__bstore_batch_create(struct srv_bstore *s, struct srv_batch *b, size_t max_lines,
@@ -99,11 +114,33 @@ int srv__bstore_batch_create(struct srv_bstore *s, struct srv_batch *b, size_t m
  * -ST_NOTFOUND, -ST_IO. */
 int srv__bstore_batch_get(struct srv_bstore *s, const char *id, struct srv_batch *b);
 
-/* srv__bstore_batch_set_status - b's status (and, for "completed",
- * "failed", "cancelled", "expired", the matching time: now). -ST_NOTFOUND,
- * -ST_IO. */
+/* srv__bstore_batch_set_status - b's status, and the time of that status
+ * (in_progress_at, finalizing_at, ..., cancelled_at) now. -ST_NOTFOUND,
+ * -ST_INVAL (not one of OpenAI's statuses), -ST_IO. */
 int srv__bstore_batch_set_status(struct srv_bstore *s, const char *id, const char *status,
 				 int64_t now);
+
+/* srv__bstore_batch_set_files - record the output and error files of
+ * batch id ("" for none). -ST_NOTFOUND, -ST_IO. */
+int srv__bstore_batch_set_files(struct srv_bstore *s, const char *id, const char *output_file_id,
+				const char *error_file_id);
+
+/* srv__bstore_batch_list - up to max batches, newest first, after the
+ * batch `after` in that order (NULL or "": from the newest), into out[]
+ * (*n of them); *has_more when more follow. With open_only, only those
+ * not ended (in_progress, finalizing, cancelling), oldest first.
+ * -ST_NOTFOUND (no batch `after`), -ST_IO. */
+int srv__bstore_batch_list(struct srv_bstore *s, const char *after, bool open_only,
+			   struct srv_batch *out, size_t max, size_t *n, bool *has_more);
+
+/* srv__bstore_bytes - the bytes the database takes on disk (pages in
+ * use and free ones); -ST_IO. */
+int64_t srv__bstore_bytes(struct srv_bstore *s);
+
+/* srv__bstore_expire - remove the files whose expires_at has passed at
+ * now, and the ended batches (with their items) whose files are all
+ * gone or expired. Returns the files removed, or -ST_IO. */
+int srv__bstore_expire(struct srv_bstore *s, int64_t now);
 
 /* One item to run: its line (1-based) and request body (JSON text). */
 struct srv_bitem {
@@ -119,20 +156,36 @@ int srv__bstore_items_pending(struct srv_bstore *s, const char *id, int64_t afte
 			      struct srv_bitem *items, size_t max, size_t *n);
 void srv__bstore_items_free(struct srv_bitem *items, size_t n);
 
-/* srv__bstore_item_end - end item `line` of batch id: with a response
- * (ok: status_code and its JSON body [len]) or an error (ok false:
- * code and message). The result is compressed and written in the
- * transaction that marks the item ended. Returns 0, 1 when the item had
- * ended already (nothing changed), -ST_NOTFOUND, -ST_IO, -ST_NOMEM. */
+/* srv__bstore_item_end - end item `line` of batch id with a response
+ * (status_code > 0 and its JSON body [len]: state done when ok, failed
+ * otherwise, a non-2xx answer) or, with status_code 0, an error without
+ * a response (code and message; failed). The result is compressed and
+ * written in the transaction that marks the item ended. Returns 0, 1
+ * when the item had ended already (nothing changed), -ST_NOTFOUND,
+ * -ST_IO, -ST_NOMEM. */
 int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, bool ok,
 			 int status_code, const char *body, size_t len, const char *code,
 			 const char *message);
 
 /* srv__bstore_results - the JSONL of batch id's ended items of one kind
- * (errors false: those with a response, OpenAI's output file; true:
- * those with an error, its error file), in line order, *out new
+ * (errors false: those done, OpenAI's output file; true: those failed,
+ * its error file, with their non-2xx response or their error), in line
+ * order, *out new
  * (mem_free), *len bytes. -ST_NOTFOUND, -ST_CORRUPT, -ST_IO, -ST_NOMEM. */
 int srv__bstore_results(struct srv_bstore *s, const char *id, bool errors, char **out,
 			size_t *len);
+
+/* srv__bstore_batch_finish - end batch id in one transaction: with
+ * fail_code, its items still pending fail with that error (code,
+ * message: an expired batch's "batch_expired"); its output file (the
+ * done items) and error file (the failed ones) are stored, purpose
+ * "batch_output", when not empty, expiring file_ttl_s after now, and
+ * recorded; its status becomes status ("completed", "cancelled",
+ * "expired", "failed") at now. A crash before the commit leaves the
+ * batch as it was, to be finished again. -ST_NOTFOUND, -ST_IO,
+ * -ST_NOMEM, -ST_CORRUPT. */
+int srv__bstore_batch_finish(struct srv_bstore *s, const char *id, const char *status,
+			     int64_t now, int64_t file_ttl_s, const char *fail_code,
+			     const char *fail_msg);
 
 #endif /* SRV_BSTORE_H */

@@ -53,9 +53,7 @@ static void bs_parse_line(const char *text, size_t len, int64_t n, const char *e
 	json_decref(o);
 }
 
-/* The error object {"code", "message"} of a failed item, as JSON text
- * (json_dumps: free()). */
-static char *bs_error_json(const char *code, const char *message)
+char *srv__bs_error_json(const char *code, const char *message)
 {
 	json_t *e = json_pack("{s:s,s:s}", "code", code ? code : "error", "message",
 			      message ? message : "");
@@ -70,7 +68,7 @@ static int bs_insert_item(sqlite3_stmt *st, const char *id, int64_t n, const str
 	int rc = 0;
 	void *z = NULL;
 	size_t zlen = 0;
-	char *e = l->body ? NULL : bs_error_json("invalid_request", l->err);
+	char *e = l->body ? NULL : srv__bs_error_json("invalid_request", l->err);
 	if (!l->body && (!e || srv__bs_compress(e, strlen(e), &z, &zlen)))
 		rc = -ST_NOMEM;
 	sqlite3_reset(st);
@@ -172,7 +170,8 @@ int srv__bstore_batch_create(struct srv_bstore *s, struct srv_batch *b, size_t m
 	sqlite3_stmt *st = NULL;
 	rc = sqlite3_prepare_v2(s->db,
 				"INSERT INTO batches (id, endpoint, input_file_id, completion_window, "
-				"status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+				"status, created_at, expires_at, in_progress_at, metadata) "
+				"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 				-1, &st, NULL) == SQLITE_OK ? 0 : -ST_IO;
 	if (!rc) {
 		sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
@@ -182,6 +181,8 @@ int srv__bstore_batch_create(struct srv_bstore *s, struct srv_batch *b, size_t m
 		sqlite3_bind_text(st, 5, b->status, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 6, b->created_at);
 		sqlite3_bind_int64(st, 7, b->expires_at);
+		sqlite3_bind_int64(st, 8, b->created_at);
+		sqlite3_bind_text(st, 9, b->metadata[0] ? b->metadata : "null", -1, SQLITE_STATIC);
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -ST_IO;
 	}
 	sqlite3_finalize(st);
@@ -201,36 +202,46 @@ int srv__bstore_batch_create(struct srv_bstore *s, struct srv_batch *b, size_t m
 	return srv__bstore_batch_get(s, b->id, b);
 }
 
+/* The columns bs_batch_row reads, from "batches b". */
+#define BS_BATCH_COLS                                                                        \
+	"b.id, endpoint, input_file_id, output_file_id, error_file_id, completion_window, "   \
+	"status, metadata, created_at, in_progress_at, finalizing_at, completed_at, "         \
+	"failed_at, expired_at, cancelling_at, cancelled_at, expires_at, "                    \
+	"(SELECT count(*) FROM items WHERE batch_id = b.id), "                               \
+	"(SELECT count(*) FROM items WHERE batch_id = b.id AND state = 1), "                 \
+	"(SELECT count(*) FROM items WHERE batch_id = b.id AND state = 2)"
+
+/* The row of st (BS_BATCH_COLS) into *b. */
+static void bs_batch_row(sqlite3_stmt *st, struct srv_batch *b)
+{
+	srv__bs_copy(b->id, sizeof(b->id), sqlite3_column_text(st, 0));
+	srv__bs_copy(b->endpoint, sizeof(b->endpoint), sqlite3_column_text(st, 1));
+	srv__bs_copy(b->input_file_id, sizeof(b->input_file_id), sqlite3_column_text(st, 2));
+	srv__bs_copy(b->output_file_id, sizeof(b->output_file_id), sqlite3_column_text(st, 3));
+	srv__bs_copy(b->error_file_id, sizeof(b->error_file_id), sqlite3_column_text(st, 4));
+	srv__bs_copy(b->completion_window, sizeof(b->completion_window), sqlite3_column_text(st, 5));
+	srv__bs_copy(b->status, sizeof(b->status), sqlite3_column_text(st, 6));
+	srv__bs_copy(b->metadata, sizeof(b->metadata), sqlite3_column_text(st, 7));
+	int64_t *t[] = { &b->created_at,  &b->in_progress_at, &b->finalizing_at,
+			 &b->completed_at, &b->failed_at,      &b->expired_at,
+			 &b->cancelling_at, &b->cancelled_at,  &b->expires_at,
+			 &b->total,       &b->done,           &b->failed };
+	for (int i = 0; i < (int)(sizeof(t) / sizeof(t[0])); i++)
+		*t[i] = sqlite3_column_int64(st, 8 + i);
+}
+
 int srv__bstore_batch_get(struct srv_bstore *s, const char *id_in, struct srv_batch *b)
 {
 	char id[SRV_BSTORE_ID_MAX]; /* id_in may be b->id */
 	snprintf(id, sizeof(id), "%s", id_in);
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(s->db,
-			       "SELECT endpoint, input_file_id, completion_window, status, created_at, "
-			       "completed_at, cancelled_at, expires_at, "
-			       "(SELECT count(*) FROM items WHERE batch_id = b.id), "
-			       "(SELECT count(*) FROM items WHERE batch_id = b.id AND state = 1), "
-			       "(SELECT count(*) FROM items WHERE batch_id = b.id AND state = 2) "
-			       "FROM batches b WHERE id = ?",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(s->db, "SELECT " BS_BATCH_COLS " FROM batches b WHERE id = ?", -1,
+			       &st, NULL) != SQLITE_OK)
 		return -ST_IO;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		srv__bs_copy(b->id, sizeof(b->id), (const unsigned char *)id);
-		srv__bs_copy(b->endpoint, sizeof(b->endpoint), sqlite3_column_text(st, 0));
-		srv__bs_copy(b->input_file_id, sizeof(b->input_file_id), sqlite3_column_text(st, 1));
-		srv__bs_copy(b->completion_window, sizeof(b->completion_window),
-			     sqlite3_column_text(st, 2));
-		srv__bs_copy(b->status, sizeof(b->status), sqlite3_column_text(st, 3));
-		b->created_at = sqlite3_column_int64(st, 4);
-		b->completed_at = sqlite3_column_int64(st, 5);
-		b->cancelled_at = sqlite3_column_int64(st, 6);
-		b->expires_at = sqlite3_column_int64(st, 7);
-		b->total = sqlite3_column_int64(st, 8);
-		b->done = sqlite3_column_int64(st, 9);
-		b->failed = sqlite3_column_int64(st, 10);
+		bs_batch_row(st, b);
 		rc = 0;
 	} else {
 		rc = rc == SQLITE_DONE ? -ST_NOTFOUND : -ST_IO;
@@ -239,21 +250,74 @@ int srv__bstore_batch_get(struct srv_bstore *s, const char *id_in, struct srv_ba
 	return rc;
 }
 
+int srv__bstore_batch_list(struct srv_bstore *s, const char *after, bool open_only,
+			   struct srv_batch *out, size_t max, size_t *n, bool *has_more)
+{
+	*n = 0;
+	*has_more = false;
+	struct srv_batch a;
+	int rc = after && *after ? srv__bstore_batch_get(s, after, &a) : 0;
+	if (rc)
+		return rc;
+	sqlite3_stmt *st = NULL;
+	const char *sql =
+		open_only ? "SELECT " BS_BATCH_COLS " FROM batches b WHERE status IN "
+			    "('in_progress', 'finalizing', 'cancelling') AND (created_at, id) > (?, ?) "
+			    "ORDER BY created_at, id LIMIT ?"
+			  : "SELECT " BS_BATCH_COLS " FROM batches b WHERE (created_at, id) < (?, ?) "
+			    "ORDER BY created_at DESC, id DESC LIMIT ?";
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -ST_IO;
+	bool from = after && *after;
+	sqlite3_bind_int64(st, 1, from ? a.created_at : open_only ? INT64_MIN : INT64_MAX);
+	sqlite3_bind_text(st, 2, from ? a.id : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, (int64_t)max + 1);
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == max) {
+			*has_more = true;
+			break;
+		}
+		bs_batch_row(st, &out[(*n)++]);
+	}
+	rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -ST_IO;
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int srv__bstore_batch_set_status(struct srv_bstore *s, const char *id, const char *status,
 				 int64_t now)
 {
-	const char *col = !strcmp(status, "cancelled") ? "cancelled_at"
-			  : (!strcmp(status, "completed") || !strcmp(status, "failed") ||
-			     !strcmp(status, "expired"))
-				  ? "completed_at"
-				  : NULL;
+	static const char *const statuses[] = { "in_progress", "finalizing", "completed",
+						 "failed",      "expired",    "cancelling",
+						 "cancelled" };
+	size_t i = 0;
+	while (i < sizeof(statuses) / sizeof(statuses[0]) && strcmp(statuses[i], status))
+		i++;
+	if (i == sizeof(statuses) / sizeof(statuses[0]))
+		return -ST_INVAL;
 	char sql[160];
-	if (col)
-		snprintf(sql, sizeof(sql), "UPDATE batches SET status = ?, %s = %lld WHERE id = ?",
-			 col, (long long)now);
-	else
-		snprintf(sql, sizeof(sql), "UPDATE batches SET status = ? WHERE id = ?");
+	snprintf(sql, sizeof(sql), "UPDATE batches SET status = ?, %s_at = %lld WHERE id = ?",
+		 statuses[i], (long long)now);
 	return srv__bs_exec2(s, sql, status, id);
+}
+
+int srv__bstore_batch_set_files(struct srv_bstore *s, const char *id, const char *output_file_id,
+				const char *error_file_id)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "UPDATE batches SET output_file_id = ?, error_file_id = ? WHERE id = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -ST_IO;
+	sqlite3_bind_text(st, 1, output_file_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, error_file_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -ST_IO;
+	if (!rc && sqlite3_changes(s->db) == 0)
+		rc = -ST_NOTFOUND;
+	sqlite3_finalize(st);
+	return rc;
 }
 
 int srv__bstore_items_pending(struct srv_bstore *s, const char *id, int64_t after,
@@ -317,12 +381,13 @@ int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, boo
 			 int status_code, const char *body, size_t len, const char *code,
 			 const char *message)
 {
-	char *e = ok ? NULL : bs_error_json(code, message);
-	const char *res = ok ? body : e;
-	size_t res_len = ok ? len : e ? strlen(e) : 0;
+	bool response = status_code > 0;
+	char *e = response ? NULL : srv__bs_error_json(code, message);
+	const char *res = response ? body : e;
+	size_t res_len = response ? len : e ? strlen(e) : 0;
 	void *z = NULL;
 	size_t zlen = 0;
-	int rc = (!ok && !e) || srv__bs_compress(res, res_len, &z, &zlen) ? -ST_NOMEM : 0;
+	int rc = !res || srv__bs_compress(res, res_len, &z, &zlen) ? -ST_NOMEM : 0;
 	sqlite3_stmt *st = NULL;
 	if (!rc && sqlite3_prepare_v2(s->db,
 				      "UPDATE items SET state = ?, status_code = ?, size = ?, "
@@ -331,7 +396,7 @@ int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, boo
 				      -1, &st, NULL) != SQLITE_OK)
 		rc = -ST_IO;
 	if (!rc) {
-		sqlite3_bind_int(st, 1, ok ? SRV_BITEM_DONE : SRV_BITEM_FAILED);
+		sqlite3_bind_int(st, 1, ok && response ? SRV_BITEM_DONE : SRV_BITEM_FAILED);
 		sqlite3_bind_int(st, 2, status_code);
 		sqlite3_bind_int64(st, 3, (int64_t)res_len);
 		sqlite3_bind_blob64(st, 4, z, zlen, SQLITE_STATIC);

@@ -26,6 +26,10 @@ void srv__bs_new_id(const char *prefix, char id[SRV_BSTORE_ID_MAX]);
 int srv__bs_compress(const void *data, size_t len, void **out, size_t *zlen);
 int srv__bs_decompress(const void *z, size_t zlen, size_t size, char **out);
 
+/* srv__bs_error_json - the error object {"code", "message"} of a failed
+ * item, as JSON text (json_dumps: free()), or NULL out of memory. */
+char *srv__bs_error_json(const char *code, const char *message);
+
 /* srv__bs_copy - the column text src (NULL: "") into dst [cap], cut. */
 void srv__bs_copy(char *dst, size_t cap, const unsigned char *src);
 

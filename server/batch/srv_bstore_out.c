@@ -11,18 +11,19 @@
 #include "server/srv_buf.h"
 
 /* One result line of item `line` (custom_id cid) of batch id: result
- * [n] is the response body (ok) or the error object, as JSON text. */
-static json_t *bs_result_line(const char *id, int64_t line, const char *cid, bool ok,
-			      int status_code, const char *result, size_t n)
+ * [n] is the response body (status_code > 0) or the error object, as
+ * JSON text. */
+static json_t *bs_result_line(const char *id, int64_t line, const char *cid, int status_code,
+			      const char *result, size_t n)
 {
 	char rid[96], qid[96];
 	/* stable across a rerun of the same item: the batch's id and the line */
 	snprintf(rid, sizeof(rid), "batch_req_%s_%lld", id + strlen("batch_"), (long long)line);
 	snprintf(qid, sizeof(qid), "req_%s_%lld", id + strlen("batch_"), (long long)line);
-	json_t *v = json_loadb(result, n, 0, NULL);
+	json_t *v = json_loadb(result, n, JSON_DECODE_ANY, NULL);
 	if (!v)
 		return NULL;
-	if (ok)
+	if (status_code > 0)
 		return json_pack("{s:s,s:s,s:{s:i,s:s,s:o},s:n}", "id", rid, "custom_id", cid,
 				 "response", "status_code", status_code, "request_id", qid, "body", v,
 				 "error");
@@ -55,7 +56,7 @@ int srv__bstore_results(struct srv_bstore *s, const char *id, bool errors, char 
 					(size_t)sqlite3_column_int64(st, 3), &res);
 		json_t *l = rc ? NULL
 			       : bs_result_line(id, sqlite3_column_int64(st, 0),
-						(const char *)sqlite3_column_text(st, 1), !errors,
+						(const char *)sqlite3_column_text(st, 1),
 						sqlite3_column_int(st, 2), res,
 						(size_t)sqlite3_column_int64(st, 3));
 		char *t = l ? json_dumps(l, JSON_COMPACT) : NULL;
@@ -78,4 +79,77 @@ int srv__bstore_results(struct srv_bstore *s, const char *id, bool errors, char 
 	*out = o.len ? srv_buf_steal(&o) : mem_strdup("");
 	srv_buf_fini(&o);
 	return *out ? 0 : -ST_NOMEM;
+}
+
+/* Fail every pending item of batch id with the error code: message. */
+static int bs_fail_pending(struct srv_bstore *s, const char *id, const char *code,
+			   const char *message)
+{
+	char *e = srv__bs_error_json(code, message);
+	void *z = NULL;
+	size_t zlen = 0;
+	int rc = !e || srv__bs_compress(e, strlen(e), &z, &zlen) ? -ST_NOMEM : 0;
+	sqlite3_stmt *st = NULL;
+	if (!rc && sqlite3_prepare_v2(s->db,
+				      "UPDATE items SET state = 2, status_code = 0, size = ?, "
+				      "result = ?, body = NULL WHERE batch_id = ? AND state = 0",
+				      -1, &st, NULL) != SQLITE_OK)
+		rc = -ST_IO;
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, (int64_t)strlen(e));
+		sqlite3_bind_blob64(st, 2, z, zlen, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -ST_IO;
+	}
+	sqlite3_finalize(st);
+	mem_free(z);
+	free(e); /* jansson's allocator */
+	return rc;
+}
+
+/* Store the output (errors false) or error file of batch id when it has
+ * a line, its id into fid ("" when none). */
+static int bs_result_file(struct srv_bstore *s, const char *id, bool errors, int64_t now,
+			  int64_t ttl, char fid[SRV_BSTORE_ID_MAX])
+{
+	fid[0] = '\0';
+	char *text = NULL;
+	size_t len = 0;
+	int rc = srv__bstore_results(s, id, errors, &text, &len);
+	if (!rc && len) {
+		struct srv_bfile f = { .created_at = now, .expires_at = now + ttl };
+		snprintf(f.purpose, sizeof(f.purpose), "batch_output");
+		snprintf(f.filename, sizeof(f.filename), "%s_%s.jsonl", id,
+			 errors ? "error" : "output");
+		rc = srv__bstore_file_put(s, &f, text, len, NULL, 0);
+		if (!rc)
+			memcpy(fid, f.id, SRV_BSTORE_ID_MAX);
+	}
+	mem_free(text);
+	return rc;
+}
+
+int srv__bstore_batch_finish(struct srv_bstore *s, const char *id, const char *status,
+			     int64_t now, int64_t file_ttl_s, const char *fail_code,
+			     const char *fail_msg)
+{
+	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -ST_IO;
+	char out[SRV_BSTORE_ID_MAX], errf[SRV_BSTORE_ID_MAX];
+	int rc = fail_code ? bs_fail_pending(s, id, fail_code, fail_msg) : 0;
+	if (!rc)
+		rc = bs_result_file(s, id, false, now, file_ttl_s, out);
+	if (!rc)
+		rc = bs_result_file(s, id, true, now, file_ttl_s, errf);
+	if (!rc)
+		rc = srv__bstore_batch_set_files(s, id, out, errf);
+	if (!rc && !strcmp(status, "completed"))
+		rc = srv__bstore_batch_set_status(s, id, "finalizing", now);
+	if (!rc)
+		rc = srv__bstore_batch_set_status(s, id, status, now);
+	if (!rc && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		rc = -ST_IO;
+	if (rc)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
 }

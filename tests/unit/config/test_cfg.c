@@ -783,6 +783,15 @@ static void test_help(void **state)
 		"limits.body_timeout_ms", "limits.drain_timeout_ms",
 		"limits.live_idle_timeout_ms (integer, default 10000, 1..86400000)",
 		"limits.send_timeout_ms (integer, default 60000, 1..86400000)",
+		"batch (object)", "batch.store (string, default $XDG_STATE_HOME/inferd/batch.db",
+		"batch.input_dir (string, default none (no audio batches), 1..4096 bytes)",
+		"batch.concurrency (integer, default the largest batch the models take",
+		"batch.max_file_bytes (integer, default 209715200,",
+		"batch.max_lines (integer, default 50000, 1..10000000)",
+		"batch.max_jobs (integer, default 100, 1..100000)",
+		"batch.max_store_bytes (integer, default 10737418240,",
+		"batch.file_ttl_s (integer, default 2592000, 1..315360000)",
+		"price_per_hour (number, default 0 (no cost figures))",
 		"models[].name", "models[].path", "models[].format",
 		"models[].replicas (integer, object or array, default 1, >= 1)",
 		"models[].replicas.count (integer, required, >= 1)",
@@ -815,7 +824,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 34);
+	assert_int_equal(lines, 2 * 44);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");

@@ -100,15 +100,27 @@ static int64_t limit_value(const struct cfg *cfg, const char *key)
 		return cfg->live_idle_timeout_ms;
 	if (strcmp(key, "send_timeout_ms") == 0)
 		return cfg->send_timeout_ms;
+	if (strcmp(key, "max_file_bytes") == 0)
+		return cfg->batch_max_file_bytes;
+	if (strcmp(key, "max_lines") == 0)
+		return cfg->batch_max_lines;
+	if (strcmp(key, "max_jobs") == 0)
+		return cfg->batch_max_jobs;
+	if (strcmp(key, "max_store_bytes") == 0)
+		return cfg->batch_max_store_bytes;
+	if (strcmp(key, "file_ttl_s") == 0)
+		return cfg->batch_file_ttl_s;
+	if (strcmp(key, "concurrency") == 0)
+		return cfg->batch_concurrency;
 	fail_msg("schema has a limit the test does not know: %s", key);
 	return -1;
 }
 
-/* try_limit - load {"limits": {key: value}} plus a model; returns rc. */
-static int try_limit(const char *key, int64_t value, struct cfg **out)
+/* try_limit - load {section: {key: value}} plus a model; returns rc. */
+static int try_limit(const char *section, const char *key, int64_t value, struct cfg **out)
 {
 	char json[256];
-	snprintf(json, sizeof(json), "{\"limits\": {\"%s\": %lld}, " MIN_MODELS "}",
+	snprintf(json, sizeof(json), "{\"%s\": {\"%s\": %lld}, " MIN_MODELS "}", section,
 		 key, (long long)value);
 	return load(json, out, NULL, 0);
 }
@@ -226,22 +238,26 @@ static void check_schema_replicas(json_t *replicas)
 }
 
 /* check_schema_limit - the schema's default, minimum and maximum for one
- * limit are what the loader applies and accepts. */
-static void check_schema_limit(const char *key, json_t *prop, const struct cfg *defaults)
+ * integer of section ("limits", "batch") are what the loader applies
+ * and accepts (no "default": absent is 0; no "maximum": INT64_MAX). */
+static void check_schema_limit(const char *section, const char *key, json_t *prop,
+			       const struct cfg *defaults)
 {
 	int64_t min = json_integer_value(json_object_get(prop, "minimum"));
-	int64_t max = json_integer_value(json_object_get(prop, "maximum"));
+	json_t *jmax = json_object_get(prop, "maximum");
+	int64_t max = jmax ? json_integer_value(jmax) : INT64_MAX;
 	int64_t def = json_integer_value(json_object_get(prop, "default"));
 	assert_int_equal(limit_value(defaults, key), def);
 	struct cfg *cfg;
-	assert_int_equal(try_limit(key, min, &cfg), 0);
+	assert_int_equal(try_limit(section, key, min, &cfg), 0);
 	assert_int_equal(limit_value(cfg, key), min);
 	cfg_destroy(cfg);
-	assert_int_equal(try_limit(key, max, &cfg), 0);
+	assert_int_equal(try_limit(section, key, max, &cfg), 0);
 	assert_int_equal(limit_value(cfg, key), max);
 	cfg_destroy(cfg);
-	assert_int_equal(try_limit(key, min - 1, &cfg), -ST_INVAL);
-	assert_int_equal(try_limit(key, max + 1, &cfg), -ST_INVAL);
+	assert_int_equal(try_limit(section, key, min - 1, &cfg), -ST_INVAL);
+	if (jmax)
+		assert_int_equal(try_limit(section, key, max + 1, &cfg), -ST_INVAL);
 }
 
 static void test_schema_agrees(void **state)
@@ -255,10 +271,10 @@ static void test_schema_agrees(void **state)
 		fail_msg("%s: %s", path, jerr.text);
 	json_t *props = json_object_get(schema, "properties");
 	/* The same top-level keys as the loader knows (and no more). */
-	assert_int_equal(json_object_size(props), 6);
+	assert_int_equal(json_object_size(props), 8);
 	static const char *const top[] = { "listen", "grpc_listen", "api_keys", "access_log",
-					   "limits", "models" };
-	for (size_t i = 0; i < 6; i++)
+					   "limits", "batch", "price_per_hour", "models" };
+	for (size_t i = 0; i < 8; i++)
 		assert_non_null(json_object_get(props, top[i]));
 	assert_string_equal(json_string_value(json_object_get(
 				    json_object_get(props, "grpc_listen"), "default")), "");
@@ -278,7 +294,16 @@ static void test_schema_agrees(void **state)
 	const char *key;
 	json_t *prop;
 	json_object_foreach(limits, key, prop)
-		check_schema_limit(key, prop, defaults);
+		check_schema_limit("limits", key, prop, defaults);
+	/* batch: its integers as the limits', its paths strings */
+	json_t *batch = json_object_get(json_object_get(props, "batch"), "properties");
+	assert_int_equal(json_object_size(batch), 8);
+	json_object_foreach(batch, key, prop)
+		if (!strcmp(json_string_value(json_object_get(prop, "type")), "integer"))
+			check_schema_limit("batch", key, prop, defaults);
+	assert_null(defaults->batch_store);
+	assert_null(defaults->batch_input_dir);
+	assert_true(defaults->price_per_hour == 0);
 	cfg_destroy(defaults);
 
 	json_t *models = json_object_get(props, "models");
