@@ -493,6 +493,8 @@ static void srv_h_metrics(struct srv_req *req)
 	if (!rc)
 		rc = srv_metrics_models(srv, &out);
 	if (!rc)
+		rc = srv__batch_metrics(srv, &out);
+	if (!rc)
 		rc = srv__model_stats_prometheus(srv->eng, &out);
 	if (rc)
 		srv__req_respond_error(req, 503, "server_error", "could not render metrics");

@@ -41,6 +41,15 @@ void srv__batch_drain(struct srv *srv);
  * loop has ended. Safe twice. */
 void srv__batch_stop(struct srv *srv);
 
+/* srv__batch_metrics - append the service's Prometheus metrics to out
+ * (nothing when it is not running): inferd_batch_items_total{state},
+ * inferd_batch_retries_total, inferd_batch_audio_seconds_total,
+ * inferd_batch_tokens_total{kind}, inferd_batch_open,
+ * inferd_batch_items_in_flight, inferd_batch_runners. 0 or a srv_buf
+ * error. Loop thread. */
+struct srv_buf;
+int srv__batch_metrics(const struct srv *srv, struct srv_buf *out);
+
 /* The routes (srv_routes.c's table). Loop thread. */
 void srv__h_files_create(struct srv_req *req);   /* POST /v1/files */
 void srv__h_files_list(struct srv_req *req);     /* GET /v1/files */

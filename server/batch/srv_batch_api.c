@@ -8,7 +8,11 @@
  * {"id", "object": "batch", "endpoint", "input_file_id",
  * "completion_window", "status", "output_file_id", "error_file_id",
  * "created_at", "in_progress_at", ..., "request_counts": {"total",
- * "completed", "failed"}, "metadata"}; lists {"object": "list", "data",
+ * "completed", "failed"}, "metadata", "usage": {"input_tokens",
+ * "output_tokens", "total_tokens", ...}, and inferd's own "x_inferd":
+ * {"audio_seconds", "elapsed_s", "items_per_s", "audio_hours_per_hour",
+ * "tokens_per_s", "price_per_hour", "cost", "cost_per_audio_hour",
+ * "cost_per_million_tokens"}}; lists {"object": "list", "data",
  * "first_id", "last_id", "has_more"}.
  *
  * Endpoints of a batch: /v1/chat/completions, /v1/completions and, an
@@ -206,12 +210,50 @@ static json_t *bapi_file_obj(const struct srv_bfile *f)
 			 f->purpose, "status", "processed", "status_details");
 }
 
-static json_t *bapi_batch_obj(const struct srv_batch *b)
+/* A rate a / secs, or null without time or work. */
+static json_t *bapi_rate(double a, double secs)
+{
+	return secs > 0 && a > 0 ? json_real(a / secs) : json_null();
+}
+
+/* inferd's own figures of batch b (the "x_inferd" object): what it did
+ * and, with price_per_hour, what it cost. Its time is from in_progress_at
+ * to its end (or now): the machine's time while the job ran, downtime
+ * and interactive work included, so the cost is an upper bound. */
+static json_t *bapi_batch_figures(const struct srv_batch *b, double price)
+{
+	int64_t end = b->completed_at ? b->completed_at
+		      : b->cancelled_at ? b->cancelled_at
+		      : b->expired_at	? b->expired_at
+		      : b->failed_at	? b->failed_at
+					: srv__batch_now();
+	double secs = b->in_progress_at && end > b->in_progress_at
+			      ? (double)(end - b->in_progress_at)
+			      : 0;
+	double tokens = (double)(b->prompt_tokens + b->completion_tokens);
+	double cost = price * secs / 3600.0;
+	return json_pack("{s:f,s:f,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "audio_seconds", b->audio_s,
+			 "elapsed_s", secs, "items_per_s",
+			 bapi_rate((double)(b->done + b->failed), secs), "audio_hours_per_hour",
+			 bapi_rate(b->audio_s, secs), "tokens_per_s", bapi_rate(tokens, secs),
+			 "price_per_hour", price, "cost", price > 0 ? json_real(cost) : json_null(),
+			 "cost_per_audio_hour",
+			 price > 0 ? bapi_rate(cost, b->audio_s / 3600.0) : json_null(),
+			 "cost_per_million_tokens",
+			 price > 0 ? bapi_rate(cost, tokens / 1e6) : json_null());
+}
+
+static json_t *bapi_batch_obj(const struct srv_batch *b, double price)
 {
 	json_t *meta = json_loads(b->metadata, JSON_DECODE_ANY, NULL);
+	json_t *usage = json_pack(
+		"{s:I,s:{s:i},s:I,s:{s:i},s:I}", "input_tokens", (json_int_t)b->prompt_tokens,
+		"input_tokens_details", "cached_tokens", 0, "output_tokens",
+		(json_int_t)b->completion_tokens, "output_tokens_details", "reasoning_tokens", 0,
+		"total_tokens", (json_int_t)(b->prompt_tokens + b->completion_tokens));
 	json_t *o = json_pack(
 		"{s:s,s:s,s:s,s:n,s:s,s:s,s:s,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-		"s:{s:I,s:I,s:I},s:o}",
+		"s:{s:I,s:I,s:I},s:o,s:o,s:o}",
 		"id", b->id, "object", "batch", "endpoint", b->endpoint, "errors", "input_file_id",
 		b->input_file_id, "completion_window", b->completion_window, "status", b->status,
 		"output_file_id", bapi_id(b->output_file_id), "error_file_id",
@@ -222,7 +264,8 @@ static json_t *bapi_batch_obj(const struct srv_batch *b)
 		"expired_at", bapi_time(b->expired_at), "cancelling_at",
 		bapi_time(b->cancelling_at), "cancelled_at", bapi_time(b->cancelled_at),
 		"request_counts", "total", (json_int_t)b->total, "completed", (json_int_t)b->done,
-		"failed", (json_int_t)b->failed, "metadata", meta ? meta : json_null());
+		"failed", (json_int_t)b->failed, "metadata", meta ? meta : json_null(), "usage",
+		usage ? usage : json_null(), "x_inferd", bapi_batch_figures(b, price));
 	return o;
 }
 
@@ -510,7 +553,7 @@ static void bapi_run_batch_create(struct srv_batchd *d, struct srv_bcmd *c)
 		goto out;
 	}
 	srv__bq_add(d, &b);
-	bapi_json(c, 200, bapi_batch_obj(&b));
+	bapi_json(c, 200, bapi_batch_obj(&b, d->cfg->price_per_hour));
 out:
 	bapi_post_back(d, c);
 }
@@ -533,7 +576,7 @@ static void bapi_run_batches_list(struct srv_batchd *d, struct srv_bcmd *c)
 		     : 0;
 	json_t *data = json_array();
 	for (size_t i = 0; !rc && i < n; i++)
-		json_array_append_new(data, bapi_batch_obj(&b[i]));
+		json_array_append_new(data, bapi_batch_obj(&b[i], d->cfg->price_per_hour));
 	mem_free(b);
 	if (rc) {
 		json_decref(data);
@@ -556,7 +599,7 @@ static void bapi_run_batch_get(struct srv_batchd *d, struct srv_bcmd *c)
 	else if (rc)
 		bapi_store_fail(c, rc, "batch");
 	else
-		bapi_json(c, 200, bapi_batch_obj(b));
+		bapi_json(c, 200, bapi_batch_obj(b, d->cfg->price_per_hour));
 	mem_free(b);
 	bapi_post_back(d, c);
 }
@@ -596,7 +639,7 @@ static void bapi_run_batch_cancel(struct srv_batchd *d, struct srv_bcmd *c)
 			  b->status);
 		goto out;
 	}
-	bapi_json(c, 200, bapi_batch_obj(b));
+	bapi_json(c, 200, bapi_batch_obj(b, d->cfg->price_per_hour));
 out:
 	mem_free(b);
 	bapi_post_back(d, c);

@@ -98,6 +98,12 @@ struct srv_batchd {
 	struct srv_bstore *store;  /* the batch thread's connection, NULL until the store exists */
 	struct srv_brunner *runners;
 	int n_runners;
+	/* since the start, for /metrics (runner threads add, the loop reads) */
+	_Atomic uint64_t n_done, n_failed;   /* items ended by this process */
+	_Atomic uint64_t n_retried;          /* tries left pending (429, 503, connection lost) */
+	_Atomic uint64_t audio_ms;           /* audio of the done items */
+	_Atomic uint64_t prompt_tokens, completion_tokens;
+	_Atomic int in_flight;               /* items sent, not answered */
 };
 
 /* srv_bqueue.c */

@@ -316,6 +316,8 @@ static enum br_outcome br_fail(struct srv_brunner *r, const struct srv_bq *q,
 			       const struct srv_bitem *it, const char *code, const char *msg)
 {
 	int rc = srv__bstore_item_end(r->store, q->id, it->line, false, 0, NULL, 0, code, msg);
+	if (rc == 0)
+		r->d->n_failed++;
 	return rc < 0 ? BR_RETRY : BR_ENDED;
 }
 
@@ -342,6 +344,17 @@ static enum br_outcome br_store_answer(struct srv_brunner *r, const struct srv_b
 		fprintf(stderr, "inferd: batch %s line %lld: cannot store its result: %s\n", q->id,
 			(long long)it->line, st_str(rc));
 		return BR_RETRY;
+	}
+	struct srv_batchd *d = r->d;
+	if (rc == 0 && status / 100 == 2) {
+		int64_t a, p, c;
+		srv__bstore_usage(resp, len, &a, &p, &c);
+		d->n_done++;
+		d->audio_ms += (uint64_t)a;
+		d->prompt_tokens += (uint64_t)p;
+		d->completion_tokens += (uint64_t)c;
+	} else if (rc == 0) {
+		d->n_failed++;
 	}
 	return BR_ENDED;
 }
@@ -388,11 +401,13 @@ static enum br_outcome br_run(struct srv_brunner *r, const struct srv_bq *q,
 	int status = 0;
 	char *resp = NULL;
 	size_t resp_len = 0;
+	d->in_flight++;
 	int rc = audio ? br_exchange(r, q->endpoint, type, form, form_len, &status, &resp,
 				     &resp_len)
 		       : br_exchange(r, q->endpoint, "application/json", it->body,
 				     strlen(it->body), &status, &resp, &resp_len);
 	mem_free(form);
+	d->in_flight--;
 	enum br_outcome out = rc || status == 429 || status == 503
 				      ? (d->stopping ? BR_STOP : BR_RETRY)
 				      : br_store_answer(r, q, it, status, resp, resp_len);
@@ -490,6 +505,8 @@ void *srv__brunner_main(void *arg)
 			mem_free(e);
 		}
 		pthread_cond_broadcast(&d->work_cv); /* q may be ready to end */
+		if (out == BR_RETRY)
+			d->n_retried++;
 		if (out == BR_RETRY && !d->stopping) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);

@@ -135,3 +135,45 @@ void srv__bq_free_all(struct srv_batchd *d)
 		mem_free(q);
 	}
 }
+
+int srv__batch_metrics(const struct srv *srv, struct srv_buf *out)
+{
+	struct srv_batchd *d = srv->batch;
+	if (!d)
+		return 0;
+	pthread_mutex_lock(&d->mu);
+	int open = 0;
+	for (struct srv_bq *q = d->open; q; q = q->next)
+		open++;
+	pthread_mutex_unlock(&d->mu);
+	return srv_buf_printf(
+		out,
+		"# HELP inferd_batch_items_total Batch API items ended by this process, by state.\n"
+		"# TYPE inferd_batch_items_total counter\n"
+		"inferd_batch_items_total{state=\"done\"} %llu\n"
+		"inferd_batch_items_total{state=\"failed\"} %llu\n"
+		"# HELP inferd_batch_retries_total Batch items sent and left pending (429, 503, "
+		"connection lost).\n"
+		"# TYPE inferd_batch_retries_total counter\n"
+		"inferd_batch_retries_total %llu\n"
+		"# HELP inferd_batch_audio_seconds_total Audio transcribed by done batch items.\n"
+		"# TYPE inferd_batch_audio_seconds_total counter\n"
+		"inferd_batch_audio_seconds_total %.3f\n"
+		"# HELP inferd_batch_tokens_total Tokens of done batch items.\n"
+		"# TYPE inferd_batch_tokens_total counter\n"
+		"inferd_batch_tokens_total{kind=\"prompt\"} %llu\n"
+		"inferd_batch_tokens_total{kind=\"completion\"} %llu\n"
+		"# HELP inferd_batch_open Batches not ended (in_progress, finalizing, cancelling).\n"
+		"# TYPE inferd_batch_open gauge\n"
+		"inferd_batch_open %d\n"
+		"# HELP inferd_batch_items_in_flight Batch items sent and not answered yet.\n"
+		"# TYPE inferd_batch_items_in_flight gauge\n"
+		"inferd_batch_items_in_flight %d\n"
+		"# HELP inferd_batch_runners Batch requests that may be in flight at once.\n"
+		"# TYPE inferd_batch_runners gauge\n"
+		"inferd_batch_runners %d\n",
+		(unsigned long long)d->n_done, (unsigned long long)d->n_failed,
+		(unsigned long long)d->n_retried, (double)d->audio_ms / 1000.0,
+		(unsigned long long)d->prompt_tokens, (unsigned long long)d->completion_tokens, open,
+		(int)d->in_flight, d->n_runners);
+}

@@ -39,7 +39,8 @@ static const char bs_schema[] =
 	"CREATE TABLE IF NOT EXISTS items ("
 	" batch_id TEXT NOT NULL, line INTEGER NOT NULL, custom_id TEXT NOT NULL,"
 	" body TEXT, state INTEGER NOT NULL, status_code INTEGER NOT NULL DEFAULT 0,"
-	" size INTEGER NOT NULL DEFAULT 0, result BLOB,"
+	" size INTEGER NOT NULL DEFAULT 0, result BLOB, audio_ms INTEGER NOT NULL DEFAULT 0,"
+	" prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,"
 	" PRIMARY KEY (batch_id, line)) WITHOUT ROWID;";
 
 int srv__bs_fail(sqlite3 *db, char *err, size_t errlen)
@@ -186,24 +187,23 @@ int srv__bstore_file_list(struct srv_bstore *s, const char *purpose, const char 
 {
 	*n = 0;
 	*has_more = false;
-	struct srv_bfile a = { .created_at = INT64_MAX };
+	struct srv_bfile a;
 	int rc = after && *after ? srv__bstore_file_get(s, after, &a, NULL) : 0;
 	if (rc)
 		return rc;
 	sqlite3_stmt *st = NULL;
+	/* rowid: the order of creation (created_at has whole seconds; the
+	 * store is never VACUUMed, which could renumber it) */
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT id, purpose, filename, bytes, created_at, expires_at FROM files "
-			       "WHERE (created_at, id) < (?, ?) AND (? IS NULL OR purpose = ?) "
-			       "ORDER BY created_at DESC, id DESC LIMIT ?",
+			       "WHERE rowid < coalesce((SELECT rowid FROM files WHERE id = ?1), 1 << 62) "
+			       "AND (?2 IS NULL OR purpose = ?2) ORDER BY rowid DESC LIMIT ?3",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -ST_IO;
-	sqlite3_bind_int64(st, 1, a.created_at);
-	sqlite3_bind_text(st, 2, a.id, -1, SQLITE_STATIC);
-	if (purpose) {
-		sqlite3_bind_text(st, 3, purpose, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, purpose, -1, SQLITE_STATIC);
-	}
-	sqlite3_bind_int64(st, 5, (int64_t)max + 1);
+	sqlite3_bind_text(st, 1, after ? after : "", -1, SQLITE_STATIC);
+	if (purpose)
+		sqlite3_bind_text(st, 2, purpose, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)max + 1);
 	int step;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (*n == max) {

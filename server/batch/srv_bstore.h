@@ -66,7 +66,8 @@ int srv__bstore_file_put(struct srv_bstore *s, struct srv_bfile *f, const void *
 int srv__bstore_file_get(struct srv_bstore *s, const char *id, struct srv_bfile *f, char **data);
 
 /* srv__bstore_file_list - up to max file records (not their bytes),
- * newest first, of purpose (NULL: any) after file `after` in that order
+ * newest first (in the order of creation), of purpose (NULL: any) after
+ * file `after` in that order
  * (NULL or "": from the newest), into out[] (*n); *has_more when more
  * follow. -ST_NOTFOUND (no file `after`), -ST_IO. */
 int srv__bstore_file_list(struct srv_bstore *s, const char *purpose, const char *after,
@@ -94,6 +95,10 @@ struct srv_batch {
 	int64_t created_at, in_progress_at, finalizing_at, completed_at, failed_at, expired_at,
 		cancelling_at, cancelled_at, expires_at;
 	int64_t total, done, failed; /* items: all, ended with a 2xx response, ended otherwise */
+	/* what the done items used, from their answers' OpenAI fields
+	 * (srv__bstore_item_end) */
+	double audio_s;              /* audio transcribed, seconds */
+	int64_t prompt_tokens, completion_tokens;
 };
 
 /* srv__bstore_batch_create - a batch of the lines of input file
@@ -125,7 +130,8 @@ int srv__bstore_batch_set_status(struct srv_bstore *s, const char *id, const cha
 int srv__bstore_batch_set_files(struct srv_bstore *s, const char *id, const char *output_file_id,
 				const char *error_file_id);
 
-/* srv__bstore_batch_list - up to max batches, newest first, after the
+/* srv__bstore_batch_list - up to max batches, newest first (in the
+ * order of creation), after the
  * batch `after` in that order (NULL or "": from the newest), into out[]
  * (*n of them); *has_more when more follow. With open_only, only those
  * not ended (in_progress, finalizing, cancelling), oldest first.
@@ -160,12 +166,21 @@ void srv__bstore_items_free(struct srv_bitem *items, size_t n);
  * (status_code > 0 and its JSON body [len]: state done when ok, failed
  * otherwise, a non-2xx answer) or, with status_code 0, an error without
  * a response (code and message; failed). The result is compressed and
- * written in the transaction that marks the item ended. Returns 0, 1
+ * written in the transaction that marks the item ended, with what a 2xx
+ * answer used (its "duration" or usage.seconds of audio, its
+ * usage.prompt_tokens and usage.completion_tokens). Returns 0, 1
  * when the item had ended already (nothing changed), -ST_NOTFOUND,
  * -ST_IO, -ST_NOMEM. */
 int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, bool ok,
 			 int status_code, const char *body, size_t len, const char *code,
 			 const char *message);
+
+/* srv__bstore_usage - what an endpoint's 2xx answer body [len] used,
+ * from its OpenAI fields: audio seconds ("duration", verbose_json's exact
+ * ones, else usage.seconds, whole ones) in ms, and usage.prompt_tokens,
+ * usage.completion_tokens; 0 for what it does not say. */
+void srv__bstore_usage(const char *body, size_t len, int64_t *audio_ms, int64_t *prompt,
+		       int64_t *completion);
 
 /* srv__bstore_results - the JSONL of batch id's ended items of one kind
  * (errors false: those done, OpenAI's output file; true: those failed,

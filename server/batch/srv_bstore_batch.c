@@ -209,7 +209,10 @@ int srv__bstore_batch_create(struct srv_bstore *s, struct srv_batch *b, size_t m
 	"failed_at, expired_at, cancelling_at, cancelled_at, expires_at, "                    \
 	"(SELECT count(*) FROM items WHERE batch_id = b.id), "                               \
 	"(SELECT count(*) FROM items WHERE batch_id = b.id AND state = 1), "                 \
-	"(SELECT count(*) FROM items WHERE batch_id = b.id AND state = 2)"
+	"(SELECT count(*) FROM items WHERE batch_id = b.id AND state = 2), "                 \
+	"(SELECT total(audio_ms) FROM items WHERE batch_id = b.id), "                        \
+	"(SELECT total(prompt_tokens) FROM items WHERE batch_id = b.id), "                   \
+	"(SELECT total(completion_tokens) FROM items WHERE batch_id = b.id)"
 
 /* The row of st (BS_BATCH_COLS) into *b. */
 static void bs_batch_row(sqlite3_stmt *st, struct srv_batch *b)
@@ -228,6 +231,9 @@ static void bs_batch_row(sqlite3_stmt *st, struct srv_batch *b)
 			 &b->total,       &b->done,           &b->failed };
 	for (int i = 0; i < (int)(sizeof(t) / sizeof(t[0])); i++)
 		*t[i] = sqlite3_column_int64(st, 8 + i);
+	b->audio_s = sqlite3_column_double(st, 20) / 1000.0;
+	b->prompt_tokens = sqlite3_column_int64(st, 21);
+	b->completion_tokens = sqlite3_column_int64(st, 22);
 }
 
 int srv__bstore_batch_get(struct srv_bstore *s, const char *id_in, struct srv_batch *b)
@@ -250,28 +256,43 @@ int srv__bstore_batch_get(struct srv_bstore *s, const char *id_in, struct srv_ba
 	return rc;
 }
 
+/* Whether batch id exists. */
+static bool bs_batch_exists(struct srv_bstore *s, const char *id)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM batches WHERE id = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return false;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	bool yes = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
+}
+
 int srv__bstore_batch_list(struct srv_bstore *s, const char *after, bool open_only,
 			   struct srv_batch *out, size_t max, size_t *n, bool *has_more)
 {
 	*n = 0;
 	*has_more = false;
-	struct srv_batch a;
-	int rc = after && *after ? srv__bstore_batch_get(s, after, &a) : 0;
-	if (rc)
-		return rc;
 	sqlite3_stmt *st = NULL;
+	/* rowid: the order of creation (created_at has whole seconds; the
+	 * store is never VACUUMed, which could renumber it) */
 	const char *sql =
 		open_only ? "SELECT " BS_BATCH_COLS " FROM batches b WHERE status IN "
-			    "('in_progress', 'finalizing', 'cancelling') AND (created_at, id) > (?, ?) "
-			    "ORDER BY created_at, id LIMIT ?"
-			  : "SELECT " BS_BATCH_COLS " FROM batches b WHERE (created_at, id) < (?, ?) "
-			    "ORDER BY created_at DESC, id DESC LIMIT ?";
+			    "('in_progress', 'finalizing', 'cancelling') AND rowid > "
+			    "coalesce((SELECT rowid FROM batches WHERE id = ?1), -1) "
+			    "ORDER BY rowid LIMIT ?2"
+			  : "SELECT " BS_BATCH_COLS " FROM batches b WHERE rowid < "
+			    "coalesce((SELECT rowid FROM batches WHERE id = ?1), 1 << 62) "
+			    "ORDER BY rowid DESC LIMIT ?2";
 	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -ST_IO;
-	bool from = after && *after;
-	sqlite3_bind_int64(st, 1, from ? a.created_at : open_only ? INT64_MIN : INT64_MAX);
-	sqlite3_bind_text(st, 2, from ? a.id : "", -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 3, (int64_t)max + 1);
+	sqlite3_bind_text(st, 1, after ? after : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)max + 1);
+	if (after && *after && !bs_batch_exists(s, after)) {
+		sqlite3_finalize(st);
+		return -ST_NOTFOUND;
+	}
 	int step;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (*n == max) {
@@ -280,7 +301,7 @@ int srv__bstore_batch_list(struct srv_bstore *s, const char *after, bool open_on
 		}
 		bs_batch_row(st, &out[(*n)++]);
 	}
-	rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -ST_IO;
+	int rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -ST_IO;
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -377,6 +398,21 @@ static int bs_item_exists(struct srv_bstore *s, const char *id, int64_t line)
 	return step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? -ST_NOTFOUND : -ST_IO;
 }
 
+void srv__bstore_usage(const char *body, size_t len, int64_t *audio_ms, int64_t *prompt,
+		     int64_t *completion)
+{
+	*audio_ms = *prompt = *completion = 0;
+	json_t *o = json_loadb(body, len, 0, NULL);
+	json_t *u = json_object_get(o, "usage"), *dur = json_object_get(o, "duration");
+	double secs = json_is_number(dur) ? json_number_value(dur)
+					  : json_number_value(json_object_get(u, "seconds"));
+	if (secs > 0 && secs < 1e9)
+		*audio_ms = (int64_t)(secs * 1000.0 + 0.5);
+	*prompt = json_integer_value(json_object_get(u, "prompt_tokens"));
+	*completion = json_integer_value(json_object_get(u, "completion_tokens"));
+	json_decref(o);
+}
+
 int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, bool ok,
 			 int status_code, const char *body, size_t len, const char *code,
 			 const char *message)
@@ -391,7 +427,8 @@ int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, boo
 	sqlite3_stmt *st = NULL;
 	if (!rc && sqlite3_prepare_v2(s->db,
 				      "UPDATE items SET state = ?, status_code = ?, size = ?, "
-				      "result = ?, body = NULL WHERE batch_id = ? AND line = ? AND "
+				      "result = ?, body = NULL, audio_ms = ?, prompt_tokens = ?, "
+				      "completion_tokens = ? WHERE batch_id = ? AND line = ? AND "
 				      "state = 0",
 				      -1, &st, NULL) != SQLITE_OK)
 		rc = -ST_IO;
@@ -400,8 +437,13 @@ int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, boo
 		sqlite3_bind_int(st, 2, status_code);
 		sqlite3_bind_int64(st, 3, (int64_t)res_len);
 		sqlite3_bind_blob64(st, 4, z, zlen, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 6, line);
+		int64_t u[3] = { 0, 0, 0 };
+		if (ok && response)
+			srv__bstore_usage(body, len, &u[0], &u[1], &u[2]);
+		for (int i = 0; i < 3; i++)
+			sqlite3_bind_int64(st, 5 + i, u[i]);
+		sqlite3_bind_text(st, 8, id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 9, line);
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -ST_IO;
 	}
 	bool none = !rc && sqlite3_changes(s->db) == 0;

@@ -10,24 +10,42 @@
 #include "server/batch/srv_bstore_int.h"
 #include "server/srv_buf.h"
 
-/* One result line of item `line` (custom_id cid) of batch id: result
- * [n] is the response body (status_code > 0) or the error object, as
- * JSON text. */
-static json_t *bs_result_line(const char *id, int64_t line, const char *cid, int status_code,
-			      const char *result, size_t n)
+/* Append to o the result line of item `line` (custom_id cid) of batch
+ * id: result [n] is the response body (status_code > 0) or the error
+ * object, as JSON text, copied as it was stored (so numbers keep the
+ * digits the endpoint wrote). -ST_CORRUPT when it is not one line of
+ * JSON, -ST_NOMEM. */
+static int bs_result_line(struct srv_buf *o, const char *id, int64_t line, const char *cid,
+			  int status_code, const char *result, size_t n)
 {
-	char rid[96], qid[96];
-	/* stable across a rerun of the same item: the batch's id and the line */
-	snprintf(rid, sizeof(rid), "batch_req_%s_%lld", id + strlen("batch_"), (long long)line);
-	snprintf(qid, sizeof(qid), "req_%s_%lld", id + strlen("batch_"), (long long)line);
+	while (n && (result[n - 1] == '\n' || result[n - 1] == '\r' || result[n - 1] == ' '))
+		n--;
 	json_t *v = json_loadb(result, n, JSON_DECODE_ANY, NULL);
-	if (!v)
-		return NULL;
-	if (status_code > 0)
-		return json_pack("{s:s,s:s,s:{s:i,s:s,s:o},s:n}", "id", rid, "custom_id", cid,
-				 "response", "status_code", status_code, "request_id", qid, "body", v,
-				 "error");
-	return json_pack("{s:s,s:s,s:n,s:o}", "id", rid, "custom_id", cid, "response", "error", v);
+	json_decref(v);
+	if (!v || memchr(result, '\n', n) || memchr(result, '\r', n))
+		return -ST_CORRUPT; /* our endpoints write compact JSON */
+	json_t *js = json_string(cid);
+	char *q = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+	json_decref(js);
+	/* stable across a rerun of the same item: the batch's id and the line */
+	const char *hex = id + strlen("batch_");
+	int rc = !q;
+	if (!rc && status_code > 0)
+		rc = srv_buf_printf(o,
+				    "{\"id\":\"batch_req_%s_%lld\",\"custom_id\":%s,\"response\":"
+				    "{\"status_code\":%d,\"request_id\":\"req_%s_%lld\",\"body\":",
+				    hex, (long long)line, q, status_code, hex, (long long)line);
+	else if (!rc)
+		rc = srv_buf_printf(o,
+				    "{\"id\":\"batch_req_%s_%lld\",\"custom_id\":%s,\"response\":"
+				    "null,\"error\":",
+				    hex, (long long)line, q);
+	if (!rc)
+		rc = srv_buf_append(o, result, n);
+	if (!rc)
+		rc = srv_buf_printf(o, status_code > 0 ? "},\"error\":null}\n" : "}\n");
+	free(q); /* jansson's allocator */
+	return rc ? -ST_NOMEM : 0;
 }
 
 int srv__bstore_results(struct srv_bstore *s, const char *id, bool errors, char **out,
@@ -54,18 +72,11 @@ int srv__bstore_results(struct srv_bstore *s, const char *id, bool errors, char 
 		char *res = NULL;
 		rc = srv__bs_decompress(sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4),
 					(size_t)sqlite3_column_int64(st, 3), &res);
-		json_t *l = rc ? NULL
-			       : bs_result_line(id, sqlite3_column_int64(st, 0),
-						(const char *)sqlite3_column_text(st, 1),
-						sqlite3_column_int(st, 2), res,
-						(size_t)sqlite3_column_int64(st, 3));
-		char *t = l ? json_dumps(l, JSON_COMPACT) : NULL;
-		if (!rc && !l)
-			rc = -ST_CORRUPT; /* a stored result that is not JSON */
-		else if (!rc && (!t || srv_buf_append(&o, t, strlen(t)) || srv_buf_append(&o, "\n", 1)))
-			rc = -ST_NOMEM;
-		free(t); /* jansson's allocator */
-		json_decref(l);
+		if (!rc)
+			rc = bs_result_line(&o, id, sqlite3_column_int64(st, 0),
+					    (const char *)sqlite3_column_text(st, 1),
+					    sqlite3_column_int(st, 2), res,
+					    (size_t)sqlite3_column_int64(st, 3));
 		mem_free(res);
 	}
 	if (!rc && step != SQLITE_DONE)
