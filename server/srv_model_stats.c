@@ -106,6 +106,10 @@ static double srv_v_gen(const struct eng_stats *s) { return (double)s->model.gen
 static double srv_v_audio(const struct eng_stats *s) { return s->model.audio_seconds; }
 static double srv_v_compute(const struct eng_stats *s) { return s->model.compute_ms / 1e3; }
 static double srv_v_windows(const struct eng_stats *s) { return (double)s->model.encoder_windows; }
+static double srv_v_parked(const struct eng_stats *s)
+{
+	return (double)s->model.batch_parked_steps;
+}
 static double srv_v_positions(const struct eng_stats *s)
 {
 	return (double)s->model.encoder_positions;
@@ -201,6 +205,11 @@ int srv__model_stats_prometheus(const struct eng *eng, struct srv_buf *out)
 	if (!rc)
 		rc = srv_prom_scalar(out, &a, "inferd_model_encoder_windows_total", "counter",
 				     "Whisper encoder windows computed.", srv_v_windows);
+	if (!rc)
+		rc = srv_prom_scalar(out, &a, "inferd_model_batch_parked_steps_total", "counter",
+				     "Steps (generation) or rounds (transcription) computed while "
+				     "batch-priority work waited for interactive work.",
+				     srv_v_parked);
 	if (!rc)
 		rc = srv_prom_scalar(out, &a, "inferd_model_encoder_positions_total", "counter",
 				     "Their encoder positions: 1500 per 30 s window, fewer in a "
@@ -301,13 +310,15 @@ static json_t *srv_json_model(const struct eng_model *m, const struct eng_stats 
 	const struct eng_model_stats *st = &s->model;
 	uint64_t failed = st->failed + st->cancelled + st->timed_out;
 	json_t *inferd = json_pack(
-		"{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:f,s:o}",
+		"{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:f,"
+		"s:o}",
 		"queue_depth", (json_int_t)s->queue_depth, "requests", "submitted",
 		(json_int_t)st->submitted, "completed", (json_int_t)st->completed, "failed",
 		(json_int_t)st->failed, "cancelled", (json_int_t)st->cancelled, "timed_out",
 		(json_int_t)st->timed_out, "rejected", (json_int_t)st->rejected, "prompt_tokens",
 		(json_int_t)st->prompt_tokens, "generated_tokens", (json_int_t)st->generated_tokens,
-		"audio_seconds", st->audio_seconds, "queue_wait_ms", srv_json_hist(&st->queue_wait_ms),
+		"audio_seconds", st->audio_seconds, "batch_parked_steps",
+		(json_int_t)st->batch_parked_steps, "queue_wait_ms", srv_json_hist(&st->queue_wait_ms),
 		"batch_size", srv_json_hist(&st->batch_size), "ttft_ms", srv_json_hist(&st->ttft_ms),
 		"inter_token_latency_ms", srv_json_hist(&st->itl_ms), "request_ms",
 		srv_json_hist(&st->request_ms), "replicas", srv_json_replicas(s), "now_ms",

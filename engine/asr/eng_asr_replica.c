@@ -26,6 +26,14 @@
  * Between rounds (and while a driver waits to be admitted) requests whose
  * client left or whose deadline passed are ended (eng__sched_sweep); a
  * driver stops at its next pass on cancel, deadline or shutdown.
+ *
+ * The batch class (ENG_PRIORITY_BATCH, the Batch API's items) runs on
+ * what interactive requests leave: up to max_batch_size of each class are
+ * admitted, batch ones only while fewer than max_batch_size run in all,
+ * and while an interactive request is admitted the batch ones are parked
+ * - they keep their state and slots but get no turn and no pass - so an
+ * interactive request waits at most for the round in progress when it
+ * came, and its rounds are its own.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -90,18 +98,34 @@ struct ea_loop {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;          /* the loop waits here for turns to come back */
 	int active;                 /* drivers holding a turn (under mu) */
-	struct ea_driver **d;       /* [cap] admitted */
+	struct ea_driver **d;       /* [2 cap] admitted: cap of each class at most */
 	int n, cap;
-	struct eng__req **taken;    /* [cap] */
-	struct eng_whisper_step *steps; /* [cap] */
-	struct ea_driver **stepping;    /* [cap] the drivers of steps, or of windows */
-	/* [cap] the round's encoder windows */
+	int n_inter;                /* of them, not of the batch class (ea_count) */
+	struct eng__req **taken;    /* [2 cap] */
+	struct eng_whisper_step *steps; /* [2 cap] */
+	struct ea_driver **stepping;    /* [2 cap] the drivers of steps, or of windows */
+	/* [2 cap] the round's encoder windows */
 	struct eng_whisper_enc **encs;
 	const float **mels;
 	size_t *strides, *frame0, *n_frames;
 };
 
 /* --- turns ----------------------------------------------------------------------- */
+
+/* Recount the interactive drivers admitted. */
+static void ea_count(struct ea_loop *l)
+{
+	l->n_inter = 0;
+	for (int i = 0; i < l->n; i++)
+		l->n_inter += l->d[i]->r->base.priority != ENG_PRIORITY_BATCH;
+}
+
+/* A batch-class driver gets no turn and no pass while an interactive
+ * one is admitted (see the top). */
+static bool ea_parked(const struct ea_loop *l, const struct ea_driver *d)
+{
+	return l->n_inter > 0 && d->r->base.priority == ENG_PRIORITY_BATCH;
+}
 
 /* Loop side: let every runnable driver go on until it asks for a pass or
  * ends, `width` of them at a time. */
@@ -112,7 +136,7 @@ static void ea_run_drivers(struct ea_loop *l)
 	for (;;) {
 		while (l->active < l->width && next < l->n) {
 			struct ea_driver *d = l->d[next++];
-			if (d->state != EA_RUN)
+			if (d->state != EA_RUN || ea_parked(l, d))
 				continue;
 			d->turn = true;
 			l->active++;
@@ -353,7 +377,9 @@ static bool ea_admit(struct ea_loop *l)
 {
 	struct eng_sched *s = l->rp->s;
 	bool closing = false, idle = l->n == 0;
-	size_t k = eng__sched_take(l->rp, l->taken, (size_t)(l->cap - l->n), idle, 0, &closing);
+	ea_count(l);
+	size_t k = eng__sched_take(l->rp, l->taken, (size_t)(l->cap - l->n_inter),
+				   l->n < l->cap ? (size_t)(l->cap - l->n) : 0, idle, 0, &closing);
 	ea_start_all(l, k);
 	if (closing || !idle || !k || s->max_queue_delay_ms <= 0)
 		return closing;
@@ -363,7 +389,9 @@ static bool ea_admit(struct ea_loop *l)
 		if (now >= until)
 			break;
 		double slice = now + 20 < until ? now + 20 : until;
-		k = eng__sched_take(l->rp, l->taken, (size_t)(l->cap - l->n), true, slice, &closing);
+		ea_count(l);
+		k = eng__sched_take(l->rp, l->taken, (size_t)(l->cap - l->n_inter),
+				    (size_t)(l->cap - l->n), true, slice, &closing);
 		ea_start_all(l, k);
 		closing |= eng__sched_sweep(l->rp);
 	}
@@ -379,7 +407,7 @@ static int ea_encode_all(struct ea_loop *l, uint64_t *positions)
 	int n = 0;
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
-		if (d->state != EA_ENCODE)
+		if (d->state != EA_ENCODE || ea_parked(l, d))
 			continue;
 		l->encs[n] = d->enc;
 		l->mels[n] = d->mel;
@@ -413,6 +441,8 @@ static void ea_compute(struct ea_loop *l)
 	double t1 = st_now_ms();
 	for (int i = 0; i < l->n; i++) {
 		struct ea_driver *d = l->d[i];
+		if (ea_parked(l, d))
+			continue;
 		if (d->state == EA_DECODE && d->n_tokens > ENG_WHISPER_STEP_MAX) {
 			d->pass_rc = eng_whisper_decode(l->w, d->dec_enc, d->kv, l->q, d->tokens,
 							d->n_tokens, d->logits, d->logits_at,
@@ -437,6 +467,7 @@ static void ea_compute(struct ea_loop *l)
 	eng_stats_batch(&s->st, n_step, t2 - t1);
 	s->st.encoder_windows += (uint64_t)n_enc;
 	s->st.encoder_positions += positions;
+	s->st.batch_parked_steps += l->n_inter > 0 && l->n_inter < l->n;
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -444,6 +475,7 @@ static void ea_compute(struct ea_loop *l)
  * ones leave, then the passes are computed. */
 static void ea_round(struct ea_loop *l)
 {
+	ea_count(l);
 	ea_run_drivers(l);
 	for (int i = l->n; i-- > 0;) {
 		struct ea_driver *d = l->d[i];
@@ -454,6 +486,7 @@ static void ea_round(struct ea_loop *l)
 		l->n--;
 		ea_finish(l, d);
 	}
+	ea_count(l);
 	double t0 = st_now_ms();
 	ea_compute(l);
 	double t1 = st_now_ms();
@@ -472,6 +505,7 @@ static int ea_init(struct ea_loop *l, struct eng__replica *rp)
 	l->q = rp->q;
 	l->w = rp->s->m->whisper;
 	l->cap = rp->s->max_batch_size;
+	size_t slots = 2 * (size_t)l->cap; /* cap of each class */
 	int n_cpus;
 	const int *cpus = dev_cpu_ids(rp->dev, &n_cpus);
 	CPU_ZERO(&l->cores);
@@ -482,15 +516,15 @@ static int ea_init(struct ea_loop *l, struct eng__replica *rp)
 	l->width = rp->threads > 0 ? rp->threads : 1;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
-	l->d = mem_calloc((size_t)l->cap, sizeof(*l->d));
-	l->taken = mem_calloc((size_t)l->cap, sizeof(*l->taken));
-	l->steps = mem_calloc((size_t)l->cap, sizeof(*l->steps));
-	l->stepping = mem_calloc((size_t)l->cap, sizeof(*l->stepping));
-	l->encs = mem_calloc((size_t)l->cap, sizeof(*l->encs));
-	l->mels = mem_calloc((size_t)l->cap, sizeof(*l->mels));
-	l->strides = mem_calloc((size_t)l->cap, sizeof(*l->strides));
-	l->frame0 = mem_calloc((size_t)l->cap, sizeof(*l->frame0));
-	l->n_frames = mem_calloc((size_t)l->cap, sizeof(*l->n_frames));
+	l->d = mem_calloc(slots, sizeof(*l->d));
+	l->taken = mem_calloc(slots, sizeof(*l->taken));
+	l->steps = mem_calloc(slots, sizeof(*l->steps));
+	l->stepping = mem_calloc(slots, sizeof(*l->stepping));
+	l->encs = mem_calloc(slots, sizeof(*l->encs));
+	l->mels = mem_calloc(slots, sizeof(*l->mels));
+	l->strides = mem_calloc(slots, sizeof(*l->strides));
+	l->frame0 = mem_calloc(slots, sizeof(*l->frame0));
+	l->n_frames = mem_calloc(slots, sizeof(*l->n_frames));
 	return l->d && l->taken && l->steps && l->stepping && l->encs && l->mels && l->strides &&
 	       l->frame0 && l->n_frames ? 0 : -ST_NOMEM;
 }
@@ -519,7 +553,7 @@ void eng__asr_loop(void *arg, struct dev_pool *pool)
 		for (;;) {
 			struct eng__req *r;
 			bool closing;
-			if (eng__sched_take(l.rp, &r, 1, true, 0, &closing)) {
+			if (eng__sched_take(l.rp, &r, 1, 1, true, 0, &closing)) {
 				eng__sched_count(l.rp->s, -ST_NOMEM, 0);
 				r->end(r, -ST_NOMEM, "out of memory for this replica");
 				eng__sched_finish(l.rp);

@@ -13,6 +13,14 @@
  *
  * With nothing running the loop sleeps in eng__sched_take until work or
  * shutdown arrives. On shutdown running sequences end with -ST_CLOSED.
+ *
+ * The batch class (ENG_PRIORITY_BATCH, the Batch API's items) runs on
+ * what interactive requests leave: up to max_num_seqs of each class run,
+ * batch ones admitted only while fewer than max_num_seqs run in all, and
+ * while an interactive sequence runs the batch ones are parked - they
+ * keep their KV caches and slots but join no batch - so an interactive
+ * request waits at most for the step in progress when it came, and its
+ * steps are its own.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,13 +40,14 @@ struct egl {
 	struct eng_sched *s;
 	struct dev_queue *q; /* the replica's */
 	struct eng_llm_scratch *scratch;
-	struct eng__gen_req **run;  /* [max_num_seqs] running, in admission order */
+	struct eng__gen_req **run;  /* [2 max_num_seqs] running (max_num_seqs of each class at
+				     * most), in admission order */
 	size_t n_run;
-	struct eng__req **taken;    /* [max_num_seqs] */
-	struct eng_llm_seq *seqs;   /* [max_num_seqs] this step's batch */
-	struct eng__gen_req **in;   /* [max_num_seqs] who is in it */
-	size_t *due;                /* [max_num_seqs] batch slots whose logits are due */
-	int32_t *ids;               /* [max_num_seqs] their picks */
+	struct eng__req **taken;    /* [2 max_num_seqs] */
+	struct eng_llm_seq *seqs;   /* [2 max_num_seqs] this step's batch */
+	struct eng__gen_req **in;   /* [2 max_num_seqs] who is in it */
+	size_t *due;                /* [2 max_num_seqs] batch slots whose logits are due */
+	int32_t *ids;               /* [2 max_num_seqs] their picks */
 };
 
 /* End running request i (moved out of the running list). */
@@ -66,14 +75,26 @@ static void egl_end(struct egl *l, size_t i, int rc, const char *err)
 	eng__sched_finish(l->rp);
 }
 
-/* Admit up to the free slots; a prompt that cannot start ends at once. */
+/* Running sequences not of the batch class. */
+static size_t egl_interactive(const struct egl *l)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < l->n_run; i++)
+		n += l->run[i]->base.priority != ENG_PRIORITY_BATCH;
+	return n;
+}
+
+/* Admit up to the free slots of each class (see the top); a prompt that
+ * cannot start ends at once. */
 static bool egl_admit(struct egl *l)
 {
 	bool closing;
-	size_t room = (size_t)l->s->max_num_seqs - l->n_run;
-	size_t k = room ? eng__sched_take(l->rp, l->taken, room, l->n_run == 0, 0, &closing)
-			: 0;
-	if (!room) {
+	size_t seqs = (size_t)l->s->max_num_seqs, inter = egl_interactive(l);
+	size_t room = seqs - inter, room_batch = l->n_run < seqs ? seqs - l->n_run : 0;
+	size_t k = room || room_batch ? eng__sched_take(l->rp, l->taken, room, room_batch,
+							l->n_run == 0, 0, &closing)
+				      : 0;
+	if (!room && !room_batch) {
 		pthread_mutex_lock(&l->s->mu);
 		closing = l->s->closing;
 		pthread_mutex_unlock(&l->s->mu);
@@ -98,15 +119,18 @@ static bool egl_admit(struct egl *l)
 static size_t egl_batch(struct egl *l)
 {
 	size_t budget = (size_t)l->s->max_batch_tokens, n = 0, n_prefill = 0;
+	bool park = egl_interactive(l) > 0; /* the batch class waits */
 	for (size_t i = 0; i < l->n_run; i++)
-		n_prefill += eng__gseq_generated(l->run[i]->seq) == 0;
+		n_prefill += eng__gseq_generated(l->run[i]->seq) == 0 &&
+			     !(park && l->run[i]->base.priority == ENG_PRIORITY_BATCH);
 	for (int pass = 0; pass < 2; pass++) {
 		size_t share = n_prefill ? budget / n_prefill : budget;
 		share = share < 32 ? 32 : share;
 		for (size_t i = 0; i < l->n_run && budget; i++) {
 			struct eng__gen_req *r = l->run[i];
 			bool decoding = eng__gseq_generated(r->seq) > 0;
-			if (decoding != (pass == 0))
+			if (decoding != (pass == 0) ||
+			    (park && r->base.priority == ENG_PRIORITY_BATCH))
 				continue;
 			size_t want = decoding ? budget : (share < budget ? share : budget);
 			struct eng_llm_seq *q = &l->seqs[n];
@@ -174,7 +198,8 @@ static void egl_sample(struct egl *l, size_t n_batch)
 
 static void egl_step(struct egl *l)
 {
-	size_t n = egl_batch(l);
+	size_t n = egl_batch(l), inter = egl_interactive(l);
+	bool parked = inter > 0 && inter < l->n_run;
 	double t0 = st_now_ms();
 	int rc = eng_llm_forward_batch(l->s->m->llm, l->scratch, l->seqs, n);
 	double t1 = st_now_ms();
@@ -183,6 +208,7 @@ static void egl_step(struct egl *l)
 	l->rp->st.busy_ms += t1 - t0;
 	l->rp->st.batches++;
 	s->st.compute_ms += t1 - t0;
+	s->st.batch_parked_steps += parked;
 	eng_stats_batch(&s->st, (int)n, t1 - t0);
 	pthread_mutex_unlock(&s->mu);
 	if (!rc) {
@@ -212,7 +238,7 @@ static void egl_expire(struct egl *l, bool closing)
 static int egl_init(struct egl *l, struct eng__replica *rp)
 {
 	struct eng_sched *s = rp->s;
-	size_t seqs = (size_t)s->max_num_seqs;
+	size_t seqs = 2 * (size_t)s->max_num_seqs; /* max_num_seqs of each class */
 	memset(l, 0, sizeof(*l));
 	l->rp = rp;
 	l->s = s;

@@ -168,6 +168,7 @@ static struct eng__req *es_detach_waiting(struct eng_sched *s)
 		s->tail[p] = NULL;
 	}
 	s->n_waiting = 0;
+	s->n_waiting_batch = 0;
 	s->n_waiting_groups = 0;
 	return all;
 }
@@ -211,19 +212,23 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 					 ? o->priority
 					 : ENG_PRIORITY_NORMAL;
 	int p = es_rank(prio);
+	/* batch requests (their number bounded by the Batch API's runners)
+	 * do not count against max_queue_size: they never make an
+	 * interactive request wait with 429 */
+	bool batch = prio == ENG_PRIORITY_BATCH;
 	for (size_t i = 0; i < n; i++) {
 		rs[i]->priority = prio;
 		rs[i]->t_submit = now;
 		rs[i]->t_deadline = timeout > 0 ? now + timeout : 0;
 		rs[i]->next = NULL;
-		rs[i]->counts = i == 0;
+		rs[i]->counts = i == 0 && !batch;
 	}
 	pthread_mutex_lock(&s->mu);
 	if (s->closing) {
 		pthread_mutex_unlock(&s->mu);
 		return -ST_CLOSED;
 	}
-	if (s->n_waiting_groups + 1 > (size_t)s->max_queue_size) {
+	if (!batch && s->n_waiting_groups + 1 > (size_t)s->max_queue_size) {
 		s->st.rejected += n;
 		pthread_mutex_unlock(&s->mu);
 		return -ST_BUSY;
@@ -236,7 +241,8 @@ int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 		s->tail[p] = rs[i];
 	}
 	s->n_waiting += n;
-	s->n_waiting_groups++;
+	s->n_waiting_batch += batch ? n : 0;
+	s->n_waiting_groups += !batch;
 	s->st.submitted += n;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
@@ -306,12 +312,21 @@ static void es_wait_idle(struct eng__replica *rp)
 	pthread_mutex_lock(&s->mu);
 }
 
-size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max, bool block,
-		       double until_ms, bool *closing)
+/* Under mu: requests rp could take with its room (max_other of the
+ * other classes, max_batch of the batch class). */
+static size_t es_takeable(const struct eng_sched *s, size_t max_other, size_t max_batch)
+{
+	return (max_other ? s->n_waiting - s->n_waiting_batch : 0) +
+	       (max_batch ? s->n_waiting_batch : 0);
+}
+
+size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max_other,
+		       size_t max_batch, bool block, double until_ms, bool *closing)
 {
 	struct eng_sched *s = rp->s;
 	pthread_mutex_lock(&s->mu);
-	while (block && max && !s->closing && !(s->n_waiting && es_eligible(rp))) {
+	while (block && (max_other || max_batch) && !s->closing &&
+	       !(es_takeable(s, max_other, max_batch) && es_eligible(rp))) {
 		if (until_ms <= 0) {
 			es_wait_idle(rp);
 			continue;
@@ -321,19 +336,23 @@ size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t ma
 			break;
 		es_wait_ms(s, left);
 	}
-	size_t k = 0;
+	size_t k = 0, k_batch = 0;
 	double now = st_now_ms();
-	while (k < max && s->n_waiting && es_eligible(rp)) {
+	while (es_takeable(s, max_other, max_batch) && es_eligible(rp)) {
 		int p = ENG_PRIORITY_COUNT - 1;
 		while (p > 0 && !s->queue[p])
 			p--;
+		if (p == 0 ? k_batch == max_batch : k - k_batch == max_other)
+			break; /* the highest class waiting has no more room */
 		struct eng__req *r = s->queue[p];
 		s->queue[p] = r->next;
 		if (!s->queue[p])
 			s->tail[p] = NULL;
 		r->next = NULL;
 		out[k++] = r;
+		k_batch += p == 0;
 		s->n_waiting--;
+		s->n_waiting_batch -= p == 0;
 		s->n_waiting_groups -= r->counts;
 		rp->running++;
 		rp->released = false;
@@ -423,6 +442,7 @@ bool eng__sched_sweep(struct eng__replica *rp)
 			r->next = gone;
 			gone = r;
 			s->n_waiting--;
+			s->n_waiting_batch -= p == 0;
 			s->n_waiting_groups -= r->counts;
 			es_count_locked(s, rc, 0);
 		}

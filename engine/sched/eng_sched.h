@@ -103,6 +103,7 @@ struct eng_sched {
 						     * normal 1, high 2, urgent 3 */
 	struct eng__req *tail[ENG_PRIORITY_COUNT];
 	size_t n_waiting;           /* requests in the queue */
+	size_t n_waiting_batch;     /* of them, of the batch class (queue[0]) */
 	size_t n_waiting_groups;    /* groups among them (what max_queue_size limits) */
 	bool closing;
 	/* settings, resolved from the spec */
@@ -139,14 +140,17 @@ void eng__sched_destroy(struct eng_sched *s);
 int eng__sched_submit(struct eng_sched *s, struct eng__req *const *rs, size_t n,
 		      const struct eng_req_opts *o);
 
-/* eng__sched_take - for a replica's loop: move up to max waiting requests
- * to out (high priority first), one at a time while no other replica
- * runs fewer (see above). When it can take none and block is true, wait
- * until it can, the absolute time until_ms passes (0: no limit) or the
- * scheduler closes. Returns how many were taken; *closing is set when the
- * loop should finish its running work and return. */
-size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max, bool block,
-		       double until_ms, bool *closing);
+/* eng__sched_take - for a replica's loop: move waiting requests to out
+ * (high priority first), up to max_other of the interactive classes
+ * (urgent, high, normal) and max_batch of the batch class, one at a time
+ * while no other replica runs fewer (see above); taking stops at the
+ * first request whose class has no more room. When it can take none and
+ * block is true, wait until it can, the absolute time until_ms passes (0:
+ * no limit) or the scheduler closes. Returns how many were taken;
+ * *closing is set when the loop should finish its running work and
+ * return. */
+size_t eng__sched_take(struct eng__replica *rp, struct eng__req **out, size_t max_other,
+		       size_t max_batch, bool block, double until_ms, bool *closing);
 
 /* eng__sched_sweep - end the waiting requests whose client left or whose
  * deadline passed (-ST_CANCELED / -ST_TIMEDOUT, counted in the stats), so

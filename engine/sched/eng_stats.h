@@ -79,6 +79,8 @@ struct eng_model_stats {
 					* their positions (1500 a full 30 s window; fewer
 					* trimmed: eng_transcribe_params.window_min_s) */
 	double compute_ms;     /* sum over replicas of batched compute time */
+	uint64_t batch_parked_steps; /* steps (generation) or rounds (transcription) computed
+				      * while batch-class work was parked for interactive work */
 	struct eng_hist queue_wait_ms; /* submit -> admitted into a batch */
 	struct eng_hist batch_size;    /* sequences (generation) or windows (transcription) per step */
 	struct eng_hist ttft_ms;       /* submit -> first generated token */

@@ -378,3 +378,33 @@ def test_batch_survives_sigkill_loop(tmp_path):
         assert out[cid]["response"]["body"]["choices"] == \
             again[cid]["response"]["body"]["choices"], cid
     assert_stopped_clean(d)
+
+
+def model_stats(port, model):
+    return request(port, "GET", f"/v2/models/{model}/stats").json()["model_stats"][0]["inferd"]
+
+
+def test_interactive_requests_park_running_batch_work(srv, client):
+    """While batch items run, an interactive request of the same model
+    runs alone: the batch sequences are parked (the daemon counts the
+    steps it computed so), and its answer is the one it gets with no
+    batch running."""
+    msgs = [{"role": "user", "content": "Name three colours."}]
+    ref = client.chat.completions.create(model=LLM, messages=msgs, max_tokens=24,
+                                         temperature=0).choices[0].message.content
+    lines = [chat_line(f"p{i}", f"Write a long poem about the sea, part {i}.", 200)
+             for i in range(12)]
+    f = client.files.create(file=("in.jsonl", jsonl(lines)), purpose="batch")
+    before = model_stats(srv.port, LLM)["batch_parked_steps"]
+    b = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                              completion_window="24h")
+    # the batch items are running (admitted by the replica) before we ask
+    wait_until(lambda: model_stats(srv.port, LLM)["replicas"][0]["running"] >= 2,
+               "batch items running")
+    got = client.chat.completions.create(model=LLM, messages=msgs, max_tokens=24,
+                                         temperature=0).choices[0].message.content
+    assert got == ref
+    st = model_stats(srv.port, LLM)
+    assert st["batch_parked_steps"] > before, st
+    client.batches.cancel(b.id)
+    assert wait_ended(client, b.id).status == "cancelled"
