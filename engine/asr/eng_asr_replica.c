@@ -127,6 +127,16 @@ static bool ea_parked(const struct ea_loop *l, const struct ea_driver *d)
 	return l->n_inter > 0 && d->r->base.priority == ENG_PRIORITY_BATCH;
 }
 
+/* Interactive requests wait in the model's queue. */
+static bool ea_interactive_waits(struct ea_loop *l)
+{
+	struct eng_sched *s = l->rp->s;
+	pthread_mutex_lock(&s->mu);
+	bool waits = s->n_waiting > s->n_waiting_batch;
+	pthread_mutex_unlock(&s->mu);
+	return waits;
+}
+
 /* Loop side: let every runnable driver go on until it asks for a pass or
  * ends, `width` of them at a time. */
 static void ea_run_drivers(struct ea_loop *l)
@@ -138,6 +148,15 @@ static void ea_run_drivers(struct ea_loop *l)
 			struct ea_driver *d = l->d[next++];
 			if (d->state != EA_RUN || ea_parked(l, d))
 				continue;
+			if (d->r->base.priority == ENG_PRIORITY_BATCH) {
+				/* no new batch turn once interactive work waits: it
+				 * is admitted at the next round, these are parked */
+				pthread_mutex_unlock(&l->mu);
+				bool waits = ea_interactive_waits(l);
+				pthread_mutex_lock(&l->mu);
+				if (waits)
+					continue;
+			}
 			d->turn = true;
 			l->active++;
 			pthread_cond_signal(&d->cv);
@@ -398,10 +417,18 @@ static bool ea_admit(struct ea_loop *l)
 	return closing;
 }
 
-/* The round's encoder passes: all windows stacked in one pass
- * (eng_whisper_encode_batch), or one by one when its scratch is not to be
- * had; each driver's pass_rc says how its window went. Returns how many
- * windows. */
+/* Batch-class windows per encoder pass: between two such passes the
+ * round stops when interactive work waits, so that it waits for one pass
+ * of a few windows, not for a whole round of max_batch_size (a 30-second
+ * window is 1500 rows: two already fill the products). */
+#define EA_BATCH_ENC_GROUP 1
+
+/* The round's encoder passes: its windows stacked in one pass
+ * (eng_whisper_encode_batch) - a round of batch-class work in passes of
+ * EA_BATCH_ENC_GROUP windows, stopping early when interactive work waits
+ * (the windows left wait for a later round) - or one by one when the
+ * scratch is not to be had; each driver's pass_rc says how its window
+ * went. Returns how many windows were computed. */
 static int ea_encode_all(struct ea_loop *l, uint64_t *positions)
 {
 	int n = 0;
@@ -415,18 +442,26 @@ static int ea_encode_all(struct ea_loop *l, uint64_t *positions)
 		l->frame0[n] = d->frame0;
 		l->n_frames[n] = d->n_frames;
 		l->stepping[n] = d; /* free until the decoder passes */
-		*positions += eng_whisper_enc_ctx(d->enc);
-		d->state = EA_RUN;
 		n++;
 	}
-	bool alone = eng_whisper_encode_batch(l->w, l->q, l->encs, l->mels, l->strides, l->frame0,
-					      l->n_frames, (size_t)n) != 0;
-	for (int b = 0; b < n; b++)
-		l->stepping[b]->pass_rc =
-			alone ? eng_whisper_encode(l->w, l->encs[b], l->q, l->mels[b],
-						   l->strides[b], l->frame0[b], l->n_frames[b])
-			      : 0;
-	return n;
+	int group = l->n_inter ? n : EA_BATCH_ENC_GROUP, done = 0;
+	while (done < n && !(done && ea_interactive_waits(l))) {
+		int g = n - done < group ? n - done : group;
+		bool alone = eng_whisper_encode_batch(l->w, l->q, l->encs + done, l->mels + done,
+						      l->strides + done, l->frame0 + done,
+						      l->n_frames + done, (size_t)g) != 0;
+		for (int b = done; b < done + g; b++) {
+			struct ea_driver *d = l->stepping[b];
+			d->pass_rc = alone ? eng_whisper_encode(l->w, l->encs[b], l->q, l->mels[b],
+								l->strides[b], l->frame0[b],
+								l->n_frames[b])
+					   : 0;
+			d->state = EA_RUN;
+			*positions += eng_whisper_enc_ctx(d->enc);
+		}
+		done += g;
+	}
+	return done;
 }
 
 /* Every waiting pass of the round, computed together: the encoder windows,
