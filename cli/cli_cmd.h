@@ -11,4 +11,15 @@ int cli_generate(int argc, char **argv);
 /* inferd devices: dev_list's devices and their caps (cli_devices.c). */
 int cli_devices(int argc, char **argv);
 
+/* inferd batch run MANIFEST --out RESULTS (cli_batch.c): the config's
+ * models load, the manifest runs as one Batch API job with a progress
+ * bar, resumable; config_path the default --config. */
+int cli_batch(int argc, char **argv, const char *config_path);
+
+struct cfg;
+struct eng_model_spec;
+/* cli_specs_from_cfg - the config's models as the engine's load specs
+ * (borrowed strings; one allocation, mem_free). NULL out of memory. */
+struct eng_model_spec *cli_specs_from_cfg(const struct cfg *cfg);
+
 #endif /* CLI_CMD_H */

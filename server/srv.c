@@ -95,6 +95,13 @@ static void srv_on_signal(uv_signal_t *s, int signum)
 	}
 	fprintf(stderr, "inferd: %s: draining %d connection(s)\n", strsignal(signum),
 		srv->n_conns + srv->n_grpc_conns);
+	srv__drain(srv);
+}
+
+void srv__drain(struct srv *srv)
+{
+	if (srv->draining)
+		return;
 	srv->draining = true;
 	srv__batch_drain(srv);
 	uv_close((uv_handle_t *)&srv->listener, srv_close_cb);

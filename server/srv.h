@@ -9,6 +9,7 @@
 #ifndef SRV_H
 #define SRV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct cfg;
@@ -37,5 +38,35 @@ int srv_run(struct srv *srv);
 
 /* srv_destroy - free the server after srv_run returned; NULL is a no-op. */
 void srv_destroy(struct srv *srv);
+
+/* Where a command-line batch stands (srv_batch_run's progress). */
+struct srv_batch_progress {
+	const char *status;        /* the batch's: in_progress, completed, ... */
+	long long total, done, failed; /* items: all, done, failed */
+	long long ended_before;    /* of them, ended before this run (resumed) */
+	double audio_s;            /* audio of the done items, seconds */
+	double elapsed_s;          /* since this run started */
+};
+
+struct srv_batch_run_opts {
+	const char *manifest;      /* JSONL of Batch API request lines (one endpoint) */
+	const char *out;           /* the results (OpenAI's output file) go here; the error
+				    * file, when an item failed, to OUT.errors.jsonl */
+	/* progress - every 200 ms from the calling thread, and once more
+	 * (last true) when the batch has ended */
+	void (*progress)(void *ud, const struct srv_batch_progress *p, bool last);
+	void *ud;
+};
+
+/* srv_batch_run - run the manifest as one Batch API job on eng, with no
+ * listening socket: the store is cfg's batch.store (created if absent),
+ * audio lines read from cfg's batch.input_dir. A job of the same
+ * manifest (by its SHA-256) already in the store is resumed where it
+ * stopped - the command run again after a crash or Ctrl-C goes on - and
+ * one already ended only has its results written again. Blocks until
+ * the job ends and its results are written. 0, or -ST_* with err (the
+ * manifest unreadable or refused, the store, the results' files). */
+int srv_batch_run(const struct cfg *cfg, struct eng *eng, const struct srv_batch_run_opts *o,
+		  char *err, size_t errlen);
 
 #endif /* SRV_H */

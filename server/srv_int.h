@@ -330,6 +330,12 @@ void srv__post_stop(struct srv *srv);
 int srv__create_unbound(const struct cfg *cfg, struct eng *eng, const char *extra_api_key,
 			struct srv **out);
 
+/* srv__drain - begin the graceful stop a first SIGTERM begins: stop
+ * accepting, close idle connections, let requests in progress finish
+ * within limits.drain_timeout_ms; the loop ends when the last connection
+ * has gone. Loop thread; a second call does nothing. */
+void srv__drain(struct srv *srv);
+
 /* srv_resp.c */
 /* srv__date - the Date header value (cached for a second). */
 const char *srv__date(struct srv *srv);

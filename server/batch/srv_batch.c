@@ -15,7 +15,8 @@
 #include "common/st.h"
 #include "server/batch/srv_batch_int.h"
 
-#define SRV_BATCH_SWEEP_S 30    /* how often expired files and batches are looked for */
+#define SRV_BATCH_SWEEP_S 30 /* how often expired files and batches are looked for (or
+			     * batch.file_ttl_s when shorter) */
 #define SRV_BATCH_MAX_RUNNERS 256
 
 /* The store's path: batch.store, else $XDG_STATE_HOME/inferd/batch.db,
@@ -104,7 +105,10 @@ static void *batch_main(void *arg)
 				pthread_mutex_unlock(&d->mu);
 				batch_sweep(d);
 				pthread_mutex_lock(&d->mu);
-				next_sweep = now + SRV_BATCH_SWEEP_S;
+				int64_t every = d->cfg->batch_file_ttl_s < SRV_BATCH_SWEEP_S
+							? d->cfg->batch_file_ttl_s
+							: SRV_BATCH_SWEEP_S;
+				next_sweep = now + every;
 				continue;
 			}
 			struct timespec ts;

@@ -237,8 +237,10 @@ def test_batch_list_and_files(client):
     assert nxt.data[0].id == ids[0]
     listed = [x.id for x in client.files.list(purpose="batch").data]
     assert f.id in listed
-    for bid in ids:
-        wait_ended(client, bid)
+    for bid in ids:  # three jobs at once: each ends with its own answer
+        b = wait_ended(client, bid)
+        assert b.status == "completed" and b.request_counts.completed == 1
+        assert list(results(client, b.output_file_id)) == ["a"]
     assert client.files.delete(f.id).deleted
     with pytest.raises(openai.NotFoundError):
         client.files.retrieve(f.id)
@@ -315,6 +317,25 @@ def test_batch_store_limits(fresh_daemon, tmp_path):
     wait_ended(c, b.id)
     c.batches.create(input_file_id=slow.id, endpoint="/v1/chat/completions",
                      completion_window="24h")
+
+
+def test_batch_store_size_and_expiry(fresh_daemon, tmp_path):
+    d = fresh_daemon(batch_config(str(tmp_path / "b.db"),
+                                  batch={"max_store_bytes": 65536, "file_ttl_s": 2}))
+    c = client_for(d)
+    small = c.files.create(file=("s.jsonl", jsonl([chat_line("a", "Hi.")])), purpose="batch")
+    assert small.expires_at - small.created_at == 2
+    with pytest.raises(openai.APIStatusError) as e:
+        c.files.create(file=("big.jsonl", os.urandom(70000)), purpose="batch")
+    assert e.value.status_code == 507 and "batch.max_store_bytes" in str(e.value)
+    b = run_batch(c, [chat_line("a", "Hi.")])
+    assert b.status == "completed"
+    # the files expire (swept every file_ttl_s here), then the ended batch goes too
+    wait_until(lambda: request(d.port, "GET", f"/v1/files/{small.id}").status == 404,
+               "the input file expired", timeout=60)
+    wait_until(lambda: request(d.port, "GET", f"/v1/batches/{b.id}").status == 404,
+               "the ended batch went with its files", timeout=60)
+    assert request(d.port, "GET", f"/v1/files/{b.output_file_id}").status == 404
 
 
 def test_audio_batches_need_an_input_dir(fresh_daemon, tmp_path):
@@ -408,3 +429,89 @@ def test_interactive_requests_park_running_batch_work(srv, client):
     assert st["batch_parked_steps"] > before, st
     client.batches.cancel(b.id)
     assert wait_ended(client, b.id).status == "cancelled"
+
+
+def run_cli(args, **kw):
+    from conftest import BIN
+    return subprocess.run([BIN, "batch", "run", *args], capture_output=True, text=True,
+                          timeout=600, **kw)
+
+
+def test_cli_batch_run_resumes_after_sigkill(tmp_path):
+    """inferd batch run: killed with SIGKILL at three points of its job and
+    run again, it ends every item once, with the answers of a run never
+    interrupted; run once more it only writes the results again."""
+    from conftest import BIN
+    import sqlite3
+    cfg = batch_config("unused", models=[{"name": LLM, "format": "gguf", "path": os.path.join(
+        MODELS, "smollm2-135m-instruct-q4_1.gguf")}])
+    del cfg["batch"]
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    n = 120
+    lines = [chat_line(f"m{i}", f"Name an animal that starts with the letter {chr(65 + i % 26)}.",
+                       12) for i in range(n)]
+    (tmp_path / "in.jsonl").write_bytes(jsonl(lines))
+    args = [str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "out.jsonl"),
+            "--config", str(tmp_path / "c.json")]
+    store = tmp_path / "out.jsonl.db"
+
+    def ended():
+        if not store.exists():
+            return 0
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5) as db:
+            try:
+                return db.execute("SELECT count(*) FROM items WHERE state != 0").fetchone()[0]
+            except sqlite3.OperationalError:  # the tables are being made
+                return 0
+
+    seen = []
+    for k, at in enumerate((10, 40, 80)):
+        p = subprocess.Popen([BIN, "batch", "run", *args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        wait_until(lambda: ended() >= at or p.poll() is not None, f"{at} items ended")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        seen.append(ended())
+    assert seen == sorted(seen) and 0 < seen[0] < n, seen
+    r = run_cli(args)
+    assert r.returncode == 0, r.stderr
+    assert f"{n}/{n} items (0 failed)" in r.stderr and "completed" in r.stderr
+    out = {json.loads(x)["custom_id"]: json.loads(x) for x in
+           (tmp_path / "out.jsonl").read_text().splitlines()}
+    assert sorted(out) == sorted(x["custom_id"] for x in lines)
+    assert not (tmp_path / "out.jsonl.errors.jsonl").exists()
+    # a run never interrupted, in its own store
+    r = run_cli([str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "ref.jsonl"),
+                 "--config", str(tmp_path / "c.json")])
+    assert r.returncode == 0, r.stderr
+    ref = {json.loads(x)["custom_id"]: json.loads(x) for x in
+           (tmp_path / "ref.jsonl").read_text().splitlines()}
+    for cid in ref:
+        assert out[cid]["response"]["body"]["choices"] == ref[cid]["response"]["body"]["choices"]
+    before = (tmp_path / "out.jsonl").read_bytes()
+    r = run_cli(args)
+    assert r.returncode == 0 and "had ended already" in r.stderr, r.stderr
+    assert (tmp_path / "out.jsonl").read_bytes() == before
+
+
+def test_cli_batch_run_bad_manifests(tmp_path):
+    cfg = batch_config("unused", models=[{"name": LLM, "format": "gguf", "path": os.path.join(
+        MODELS, "smollm2-135m-instruct-q4_1.gguf")}])
+    del cfg["batch"]
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    (tmp_path / "nourl.jsonl").write_text('{"custom_id": "a"}\n')
+    r = run_cli([str(tmp_path / "nourl.jsonl"), "--out", str(tmp_path / "o"), "--config",
+                 str(tmp_path / "c.json")])
+    assert r.returncode == 1 and "no line with a \"url\"" in r.stderr, r.stderr
+    r = run_cli([str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"), "--config",
+                 str(tmp_path / "c.json")])
+    assert r.returncode == 1 and "No such file" in r.stderr
+    r = run_cli([str(tmp_path / "nourl.jsonl")])
+    assert r.returncode == 2 and "--out RESULTS are required" in r.stderr
+    # a bad line fails its item; the job goes on
+    (tmp_path / "mixed.jsonl").write_bytes(jsonl([chat_line("ok", "Hi."), "not json"]))
+    r = run_cli([str(tmp_path / "mixed.jsonl"), "--out", str(tmp_path / "m.jsonl"), "--config",
+                 str(tmp_path / "c.json")])
+    assert r.returncode == 0 and "2/2 items (1 failed)" in r.stderr, r.stderr
+    errs = (tmp_path / "m.jsonl.errors.jsonl").read_text()
+    assert "line 2 is not JSON" in errs
