@@ -10,6 +10,7 @@
  */
 #include <assert.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -805,11 +806,13 @@ int srv__conn_accept(struct srv *srv, uv_stream_t *listener)
 	return 0;
 }
 
-int srv__conn_open_fd(struct srv *srv, int fd)
+/* Serve the socketpair end fd (remote: the access log's name for it). */
+static int srv_conn_open_pipe(struct srv *srv, int fd, bool internal, const char *remote)
 {
 	struct srv_conn *conn = srv_conn_new(srv);
 	if (!conn)
 		return -ST_NOMEM;
+	conn->internal = internal;
 	uv_pipe_init(&srv->loop, &conn->h.pipe, 0);
 	if (uv_pipe_open(&conn->h.pipe, fd)) {
 		conn->n_open_handles = 1;
@@ -817,30 +820,22 @@ int srv__conn_open_fd(struct srv *srv, int fd)
 		uv_close(&conn->h.handle, srv_conn_close_cb);
 		return -ST_IO;
 	}
-	memcpy(conn->remote, "pipe", sizeof("pipe"));
+	snprintf(conn->remote, sizeof(conn->remote), "%s", remote);
 	srv_conn_start(srv, conn);
 	return 0;
 }
 
+int srv__conn_open_fd(struct srv *srv, int fd)
+{
+	return srv_conn_open_pipe(srv, fd, false, "pipe");
+}
+
 int srv__conn_open_internal(struct srv *srv, int fd)
 {
-	struct srv_conn *conn = srv_conn_new(srv);
-	if (!conn) {
+	int rc = srv_conn_open_pipe(srv, fd, true, "batch");
+	if (rc)
 		close(fd);
-		return -ST_NOMEM;
-	}
-	conn->internal = true;
-	uv_pipe_init(&srv->loop, &conn->h.pipe, 0);
-	if (uv_pipe_open(&conn->h.pipe, fd)) {
-		close(fd);
-		conn->n_open_handles = 1;
-		conn->state = SRV_CONN_STATE_CLOSING;
-		uv_close(&conn->h.handle, srv_conn_close_cb);
-		return -ST_IO;
-	}
-	memcpy(conn->remote, "batch", sizeof("batch"));
-	srv_conn_start(srv, conn);
-	return 0;
+	return rc;
 }
 
 void srv__conns_close_idle(struct srv *srv)

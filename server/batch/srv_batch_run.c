@@ -340,6 +340,9 @@ static enum br_outcome br_store_answer(struct srv_brunner *r, const struct srv_b
 					  v ? len : strlen(js), NULL, NULL)
 		   : -ST_NOMEM;
 	free(js); /* jansson's allocator */
+	if (rc == -ST_TOOBIG) /* the disk is full: the item fails with that, if it fits */
+		return br_fail(r, q, it, "storage_full",
+			       "the batch store's disk is full: this item's answer could not be kept");
 	if (rc < 0) {
 		fprintf(stderr, "inferd: batch %s line %lld: cannot store its result: %s\n", q->id,
 			(long long)it->line, st_str(rc));

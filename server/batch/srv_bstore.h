@@ -170,7 +170,7 @@ void srv__bstore_items_free(struct srv_bitem *items, size_t n);
  * answer used (its "duration" or usage.seconds of audio, its
  * usage.prompt_tokens and usage.completion_tokens). Returns 0, 1
  * when the item had ended already (nothing changed), -ST_NOTFOUND,
- * -ST_IO, -ST_NOMEM. */
+ * -ST_TOOBIG (the disk is full), -ST_IO, -ST_NOMEM. */
 int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, bool ok,
 			 int status_code, const char *body, size_t len, const char *code,
 			 const char *message);

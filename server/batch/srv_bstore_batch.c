@@ -444,7 +444,8 @@ int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, boo
 			sqlite3_bind_int64(st, 5 + i, u[i]);
 		sqlite3_bind_text(st, 8, id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 9, line);
-		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -ST_IO;
+		int step = sqlite3_step(st);
+		rc = step == SQLITE_DONE ? 0 : step == SQLITE_FULL ? -ST_TOOBIG : -ST_IO;
 	}
 	bool none = !rc && sqlite3_changes(s->db) == 0;
 	sqlite3_finalize(st);
