@@ -58,10 +58,11 @@ static int bc_endpoint(const char *data, size_t len, char *out, size_t cap, char
 		size_t end = nl ? (size_t)(nl - data) : len;
 		json_t *o = json_loadb(data + at, end - at, 0, NULL);
 		json_t *url = json_object_get(o, "url");
-		if (json_is_string(url))
+		bool found = json_is_string(url);
+		if (found)
 			snprintf(out, cap, "%s", json_string_value(url));
 		json_decref(o);
-		if (json_is_string(url))
+		if (found)
 			return 0;
 		at = end + 1;
 	}
