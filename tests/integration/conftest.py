@@ -36,6 +36,10 @@ class Daemon:
     def __init__(self, config, args=(), env=None):
         self.dir = tempfile.mkdtemp(prefix="inferd-test-")
         self.config_path = os.path.join(self.dir, "config.json")
+        # never the user's own Batch API store (its open batches would run here)
+        config = dict(config)
+        config["batch"] = dict(config.get("batch") or {})
+        config["batch"].setdefault("store", os.path.join(self.dir, "batch.db"))
         with open(self.config_path, "w") as f:
             json.dump(config, f)
         self.err_path = os.path.join(self.dir, "stderr.log")
