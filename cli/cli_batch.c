@@ -3,6 +3,7 @@
  * bar on a terminal (items, audio hours, rate, ETA) and plain progress
  * lines otherwise; run again, it resumes the job where it stopped.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,17 @@ static void cb_progress(void *ud, const struct srv_batch_progress *p, bool last)
 	fflush(stderr);
 }
 
+/* Ctrl-C (or SIGTERM): say how to go on and leave at once; the job's
+ * ended items are in the store already (async-signal-safe calls only). */
+static void cb_on_signal(int sig)
+{
+	static const char msg[] = "\ninferd batch: interrupted; run the same command again to "
+				  "resume the job\n";
+	ssize_t unused = write(2, msg, sizeof(msg) - 1);
+	(void)unused;
+	_exit(128 + sig);
+}
+
 int cli_batch(int argc, char **argv, const char *config_path)
 {
 	struct cb_args a = { .config = config_path };
@@ -151,6 +163,8 @@ int cli_batch(int argc, char **argv, const char *config_path)
 	if (!rc)
 		rc = eng_create(specs, cfg->n_models, &eng, err, sizeof(err));
 	struct cb_view v = { .tty = isatty(2) };
+	signal(SIGINT, cb_on_signal);
+	signal(SIGTERM, cb_on_signal);
 	struct srv_batch_run_opts o = { .manifest = a.manifest, .out = a.out,
 					.progress = cb_progress, .ud = &v };
 	if (!rc)

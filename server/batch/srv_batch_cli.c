@@ -13,6 +13,7 @@
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/mem.h"
@@ -89,15 +90,14 @@ static int bc_find(struct srv_bstore *s, const char *sha, struct srv_batch *b)
 	return -ST_NOTFOUND;
 }
 
-/* Find the manifest's job in s, or make it: *b. */
+/* Find the job of manifest (its bytes data [len]; b->endpoint read) in
+ * s, or make it: *b. */
 static int bc_job(const struct cfg *cfg, struct srv_bstore *s, const char *manifest,
-		  struct srv_batch *b, char *err, size_t errlen)
+		  const char *data, size_t len, struct srv_batch *b, char *err, size_t errlen)
 {
-	char *data = NULL;
-	size_t len = 0;
-	int rc = bc_read(manifest, cfg->batch_max_file_bytes, &data, &len, err, errlen);
-	if (rc)
-		return rc;
+	char endpoint[sizeof(b->endpoint)];
+	memcpy(endpoint, b->endpoint, sizeof(endpoint));
+	int rc;
 	struct sha256_ctx h;
 	uint8_t dig[SHA256_DIGEST_SIZE];
 	sha256_init(&h);
@@ -107,20 +107,16 @@ static int bc_job(const struct cfg *cfg, struct srv_bstore *s, const char *manif
 	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
 		snprintf(sha + 2 * i, 3, "%02x", dig[i]);
 	rc = bc_find(s, sha, b);
-	if (rc != -ST_NOTFOUND) {
-		mem_free(data);
+	if (rc != -ST_NOTFOUND)
 		return rc ? st_errf(rc, err, errlen, "batch store: %s", st_str(rc)) : 0;
-	}
 	memset(b, 0, sizeof(*b));
-	rc = bc_endpoint(data, len, b->endpoint, sizeof(b->endpoint), err, errlen);
+	memcpy(b->endpoint, endpoint, sizeof(endpoint));
 	int64_t now = srv__batch_now();
 	struct srv_bfile f = { .created_at = now, .expires_at = now + cfg->batch_file_ttl_s };
 	snprintf(f.purpose, sizeof(f.purpose), "batch");
 	const char *base = strrchr(manifest, '/');
 	snprintf(f.filename, sizeof(f.filename), "%s", base ? base + 1 : manifest);
-	if (!rc)
-		rc = srv__bstore_file_put(s, &f, data, len, err, errlen);
-	mem_free(data);
+	rc = srv__bstore_file_put(s, &f, data, len, err, errlen);
 	if (rc)
 		return rc;
 	memcpy(b->input_file_id, f.id, sizeof(b->input_file_id));
@@ -213,10 +209,22 @@ int srv_batch_run(const struct cfg *cfg, struct eng *eng, const struct srv_batch
 	bool looping = false;
 	pthread_t th;
 	struct bc_stop stop;
-	int rc = b ? srv__bstore_open(cfg->batch_store, &s, err, errlen)
-		   : st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	char *data = NULL;
+	size_t len = 0;
+	struct stat sb;
+	int rc = b ? 0 : st_errf(-ST_NOMEM, err, errlen, "out of memory");
+	if (!rc && !stat(o->out, &sb) && S_ISDIR(sb.st_mode))
+		rc = st_errf(-ST_INVAL, err, errlen, "--out %s is a folder; name a file", o->out);
+	/* the manifest is read and checked before the store is made */
 	if (!rc)
-		rc = bc_job(cfg, s, o->manifest, b, err, errlen);
+		rc = bc_read(o->manifest, cfg->batch_max_file_bytes, &data, &len, err, errlen);
+	if (!rc)
+		rc = bc_endpoint(data, len, b->endpoint, sizeof(b->endpoint), err, errlen);
+	if (!rc)
+		rc = srv__bstore_open(cfg->batch_store, &s, err, errlen);
+	if (!rc)
+		rc = bc_job(cfg, s, o->manifest, data, len, b, err, errlen);
+	mem_free(data);
 	if (!rc && !bc_ended(b->status)) {
 		rc = srv__create_unbound(cfg, eng, NULL, &srv);
 		if (rc)

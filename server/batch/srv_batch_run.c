@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -105,7 +106,45 @@ static int br_send_all(int fd, const char *p, size_t n)
 struct br_resp {
 	struct srv_buf body;
 	bool complete;
+	char field[32];   /* the header name being read (cut) */
+	size_t field_len;
+	bool in_value;    /* its value follows */
+	char secs[32];    /* Inferd-Audio-Seconds' value (cut), or "" */
+	size_t secs_len;
+	bool in_secs;
 };
+
+/* Header callbacks: keep Inferd-Audio-Seconds (the exact audio length
+ * the audio routes report beside their usage's whole seconds). */
+static int br_on_field(llhttp_t *p, const char *at, size_t n)
+{
+	struct br_resp *rs = p->data;
+	if (rs->in_value)
+		rs->field_len = 0;
+	rs->in_value = false;
+	size_t k = n < sizeof(rs->field) - 1 - rs->field_len ? n
+							     : sizeof(rs->field) - 1 - rs->field_len;
+	memcpy(rs->field + rs->field_len, at, k);
+	rs->field_len += k;
+	rs->field[rs->field_len] = '\0';
+	return 0;
+}
+
+static int br_on_value(llhttp_t *p, const char *at, size_t n)
+{
+	struct br_resp *rs = p->data;
+	if (!rs->in_value)
+		rs->in_secs = !strcasecmp(rs->field, "Inferd-Audio-Seconds");
+	rs->in_value = true;
+	if (!rs->in_secs)
+		return 0;
+	size_t k = n < sizeof(rs->secs) - 1 - rs->secs_len ? n
+							   : sizeof(rs->secs) - 1 - rs->secs_len;
+	memcpy(rs->secs + rs->secs_len, at, k);
+	rs->secs_len += k;
+	rs->secs[rs->secs_len] = '\0';
+	return 0;
+}
 
 static int br_on_body(llhttp_t *p, const char *at, size_t n)
 {
@@ -121,10 +160,12 @@ static int br_on_complete(llhttp_t *p)
 }
 
 /* One exchange on r's connection: the request head and body out, the
- * answer's status and body (*out new, mem_free) in. -ST_IO when the
- * connection failed (it is then closed). */
+ * answer's status, body (*out new, mem_free) and Inferd-Audio-Seconds
+ * (*audio_s, -1 when absent) in. -ST_IO when the connection failed (it
+ * is then closed). */
 static int br_exchange(struct srv_brunner *r, const char *path, const char *content_type,
-		       const char *body, size_t len, int *status, char **out, size_t *out_len)
+		       const char *body, size_t len, int *status, char **out, size_t *out_len,
+		       double *audio_s)
 {
 	char head[512];
 	int hn = snprintf(head, sizeof(head),
@@ -139,9 +180,12 @@ static int br_exchange(struct srv_brunner *r, const char *path, const char *cont
 	llhttp_settings_init(&st);
 	st.on_body = br_on_body;
 	st.on_message_complete = br_on_complete;
+	st.on_header_field = br_on_field;
+	st.on_header_value = br_on_value;
 	llhttp_t p;
 	llhttp_init(&p, HTTP_RESPONSE, &st);
 	struct br_resp rs = { .complete = false };
+	*audio_s = -1;
 	srv_buf_init(&rs.body, BR_MAX_RESPONSE);
 	p.data = &rs;
 	char buf[65536];
@@ -165,6 +209,10 @@ static int br_exchange(struct srv_brunner *r, const char *path, const char *cont
 	if (rc || !llhttp_should_keep_alive(&p))
 		br_disconnect(r);
 	if (!rc) {
+		char *end;
+		double a = strtod(rs.secs, &end);
+		if (rs.secs[0] && !*end && a >= 0 && a < 1e9)
+			*audio_s = a;
 		*status = p.status_code;
 		*out_len = rs.body.len;
 		*out = rs.body.len ? srv_buf_steal(&rs.body) : mem_strdup("");
@@ -315,7 +363,7 @@ static int br_audio_form(const struct cfg *cfg, json_t *o, const char *bnd, char
 static enum br_outcome br_fail(struct srv_brunner *r, const struct srv_bq *q,
 			       const struct srv_bitem *it, const char *code, const char *msg)
 {
-	int rc = srv__bstore_item_end(r->store, q->id, it->line, false, 0, NULL, 0, code, msg);
+	int rc = srv__bstore_item_end(r->store, q->id, it->line, false, 0, NULL, 0, -1, code, msg);
 	if (rc == 0)
 		r->d->n_failed++;
 	return rc < 0 ? BR_RETRY : BR_ENDED;
@@ -324,7 +372,7 @@ static enum br_outcome br_fail(struct srv_brunner *r, const struct srv_bq *q,
 /* End item it of batch q with the answer status, resp [len]. */
 static enum br_outcome br_store_answer(struct srv_brunner *r, const struct srv_bq *q,
 				       const struct srv_bitem *it, int status, const char *resp,
-				       size_t len)
+				       size_t len, double audio_s)
 {
 	/* a body that is not JSON (a text response_format) is kept as a string */
 	json_t *v = json_loadb(resp, len, 0, NULL);
@@ -337,7 +385,7 @@ static enum br_outcome br_store_answer(struct srv_brunner *r, const struct srv_b
 	json_decref(v);
 	const char *b = v ? resp : js;
 	int rc = b ? srv__bstore_item_end(r->store, q->id, it->line, status / 100 == 2, status, b,
-					  v ? len : strlen(js), NULL, NULL)
+					  v ? len : strlen(js), audio_s, NULL, NULL)
 		   : -ST_NOMEM;
 	free(js); /* jansson's allocator */
 	if (rc == -ST_TOOBIG) /* the disk is full: the item fails with that, if it fits */
@@ -352,6 +400,8 @@ static enum br_outcome br_store_answer(struct srv_brunner *r, const struct srv_b
 	if (rc == 0 && status / 100 == 2) {
 		int64_t a, p, c;
 		srv__bstore_usage(resp, len, &a, &p, &c);
+		if (audio_s >= 0)
+			a = (int64_t)(audio_s * 1000.0 + 0.5);
 		d->n_done++;
 		d->audio_ms += (uint64_t)a;
 		d->prompt_tokens += (uint64_t)p;
@@ -404,24 +454,53 @@ static enum br_outcome br_run(struct srv_brunner *r, const struct srv_bq *q,
 	int status = 0;
 	char *resp = NULL;
 	size_t resp_len = 0;
+	double audio_s = -1;
 	d->in_flight++;
 	int rc = audio ? br_exchange(r, q->endpoint, type, form, form_len, &status, &resp,
-				     &resp_len)
+				     &resp_len, &audio_s)
 		       : br_exchange(r, q->endpoint, "application/json", it->body,
-				     strlen(it->body), &status, &resp, &resp_len);
+				     strlen(it->body), &status, &resp, &resp_len, &audio_s);
 	mem_free(form);
 	d->in_flight--;
 	enum br_outcome out = rc || status == 429 || status == 503
 				      ? (d->stopping ? BR_STOP : BR_RETRY)
-				      : br_store_answer(r, q, it, status, resp, resp_len);
+				      : br_store_answer(r, q, it, status, resp, resp_len, audio_s);
 	mem_free(resp);
 	return out;
 }
 
 /* --- taking items -------------------------------------------------------- */
 
-/* Take the next item for r: *qp its batch; or NULL with *finish set to
- * a batch this runner is to end now. Under d->mu. */
+/* Fetch the next pending items of q into its queue (q->exhausted when
+ * there are none). Under d->mu. */
+static void br_refill(struct srv_brunner *r, struct srv_bq *q)
+{
+	struct srv_bitem items[SRV_BQ_FETCH];
+	size_t n = 0;
+	if (srv__bstore_items_pending(r->store, q->id, q->cursor, items, SRV_BQ_FETCH, &n))
+		return; /* tried again at the next take */
+	q->exhausted = n == 0;
+	for (size_t i = 0; i < n; i++) {
+		struct srv_bq_item *e = mem_calloc(1, sizeof(*e));
+		if (!e) {
+			srv__bstore_items_free(&items[i], n - i);
+			return; /* cursor stays: the rest are fetched again */
+		}
+		e->it = items[i];
+		q->cursor = items[i].line;
+		if (q->tail)
+			q->tail->next = e;
+		else
+			q->head = e;
+		q->tail = e;
+	}
+}
+
+/* Take the next item for r: of the open batch with work that has the
+ * fewest items in flight (so that every open batch, and with it every
+ * model, gets runners: a long batch does not hold back a later one);
+ * *qp its batch. Or NULL, with *finish set to a batch this runner is to
+ * end now. Under d->mu. */
 static struct srv_bq_item *br_take(struct srv_brunner *r, struct srv_bq **qp,
 				   struct srv_bq **finish)
 {
@@ -430,48 +509,39 @@ static struct srv_bq_item *br_take(struct srv_brunner *r, struct srv_bq **qp,
 	if (!r->store && d->store_ready &&
 	    srv__batch_store_open(d, false, &r->store, NULL, 0))
 		return NULL;
-	for (struct srv_bq *q = d->open; q && r->store; q = q->next) {
-		if (q->finishing)
-			continue;
-		if (q->ending == SRV_BQ_RUN && !q->head && !q->exhausted) {
-			struct srv_bitem items[SRV_BQ_FETCH];
-			size_t n = 0;
-			if (srv__bstore_items_pending(r->store, q->id, q->cursor, items, SRV_BQ_FETCH,
-						      &n))
+	if (!r->store)
+		return NULL;
+	for (;;) {
+		struct srv_bq *best = NULL;
+		for (struct srv_bq *q = d->open; q; q = q->next) {
+			if (q->finishing)
 				continue;
-			q->exhausted = n == 0;
-			for (size_t i = 0; i < n; i++) {
-				struct srv_bq_item *e = mem_calloc(1, sizeof(*e));
-				if (!e) {
-					srv__bstore_items_free(&items[i], n - i);
-					break; /* cursor stays: the rest are fetched again */
-				}
-				e->it = items[i];
-				q->cursor = items[i].line;
-				if (q->tail)
-					q->tail->next = e;
-				else
-					q->head = e;
-				q->tail = e;
+			if (!q->head && (q->exhausted || q->ending != SRV_BQ_RUN) && !q->in_flight) {
+				q->finishing = true;
+				*finish = q;
+				return NULL;
 			}
+			bool work = q->ending == SRV_BQ_RUN && (q->head || !q->exhausted);
+			if (work && (!best || q->in_flight < best->in_flight))
+				best = q;
 		}
-		if (q->head && q->ending == SRV_BQ_RUN) {
-			struct srv_bq_item *e = q->head;
-			q->head = e->next;
-			if (!q->head)
-				q->tail = NULL;
-			e->next = NULL;
-			q->in_flight++;
-			*qp = q;
-			return e;
-		}
-		if (!q->head && (q->exhausted || q->ending != SRV_BQ_RUN) && q->in_flight == 0) {
-			q->finishing = true;
-			*finish = q;
+		if (!best)
 			return NULL;
+		if (!best->head) {
+			br_refill(r, best);
+			if (!best->head && !best->exhausted)
+				return NULL; /* the store failed: wait, try again */
+			continue; /* it may have none left: choose again */
 		}
+		struct srv_bq_item *e = best->head;
+		best->head = e->next;
+		if (!best->head)
+			best->tail = NULL;
+		e->next = NULL;
+		best->in_flight++;
+		*qp = best;
+		return e;
 	}
-	return NULL;
 }
 
 void *srv__brunner_main(void *arg)

@@ -41,7 +41,9 @@ static const char bs_schema[] =
 	" body TEXT, state INTEGER NOT NULL, status_code INTEGER NOT NULL DEFAULT 0,"
 	" size INTEGER NOT NULL DEFAULT 0, result BLOB, audio_ms INTEGER NOT NULL DEFAULT 0,"
 	" prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,"
-	" PRIMARY KEY (batch_id, line)) WITHOUT ROWID;";
+	" PRIMARY KEY (batch_id, line)) WITHOUT ROWID;"
+	/* the duplicate custom_id check at creation: one lookup per line */
+	"CREATE INDEX IF NOT EXISTS items_custom_id ON items (batch_id, custom_id);";
 
 int srv__bs_fail(sqlite3 *db, char *err, size_t errlen)
 {
@@ -248,8 +250,8 @@ int64_t srv__bstore_bytes(struct srv_bstore *s)
 {
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
-			       "SELECT page_count * page_size FROM pragma_page_count(), "
-			       "pragma_page_size()",
+			       "SELECT (page_count - freelist_count) * page_size FROM "
+			       "pragma_page_count(), pragma_freelist_count(), pragma_page_size()",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -ST_IO;
 	int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -ST_IO;

@@ -139,8 +139,8 @@ int srv__bstore_batch_set_files(struct srv_bstore *s, const char *id, const char
 int srv__bstore_batch_list(struct srv_bstore *s, const char *after, bool open_only,
 			   struct srv_batch *out, size_t max, size_t *n, bool *has_more);
 
-/* srv__bstore_bytes - the bytes the database takes on disk (pages in
- * use and free ones); -ST_IO. */
+/* srv__bstore_bytes - the bytes the database's pages in use hold (the
+ * pages freed by deletions are reused, not counted); -ST_IO. */
 int64_t srv__bstore_bytes(struct srv_bstore *s);
 
 /* srv__bstore_expire - remove the files whose expires_at has passed at
@@ -167,13 +167,13 @@ void srv__bstore_items_free(struct srv_bitem *items, size_t n);
  * otherwise, a non-2xx answer) or, with status_code 0, an error without
  * a response (code and message; failed). The result is compressed and
  * written in the transaction that marks the item ended, with what a 2xx
- * answer used (its "duration" or usage.seconds of audio, its
- * usage.prompt_tokens and usage.completion_tokens). Returns 0, 1
- * when the item had ended already (nothing changed), -ST_NOTFOUND,
- * -ST_TOOBIG (the disk is full), -ST_IO, -ST_NOMEM. */
+ * answer used: audio_s seconds of audio (< 0: its "duration" or
+ * usage.seconds), its usage.prompt_tokens and usage.completion_tokens.
+ * Returns 0, 1 when the item had ended already (nothing changed),
+ * -ST_NOTFOUND, -ST_TOOBIG (the disk is full), -ST_IO, -ST_NOMEM. */
 int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, bool ok,
-			 int status_code, const char *body, size_t len, const char *code,
-			 const char *message);
+			 int status_code, const char *body, size_t len, double audio_s,
+			 const char *code, const char *message);
 
 /* srv__bstore_usage - what an endpoint's 2xx answer body [len] used,
  * from its OpenAI fields: audio seconds ("duration", verbose_json's exact

@@ -414,8 +414,8 @@ void srv__bstore_usage(const char *body, size_t len, int64_t *audio_ms, int64_t 
 }
 
 int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, bool ok,
-			 int status_code, const char *body, size_t len, const char *code,
-			 const char *message)
+			 int status_code, const char *body, size_t len, double audio_s,
+			 const char *code, const char *message)
 {
 	bool response = status_code > 0;
 	char *e = response ? NULL : srv__bs_error_json(code, message);
@@ -440,6 +440,8 @@ int srv__bstore_item_end(struct srv_bstore *s, const char *id, int64_t line, boo
 		int64_t u[3] = { 0, 0, 0 };
 		if (ok && response)
 			srv__bstore_usage(body, len, &u[0], &u[1], &u[2]);
+		if (ok && response && audio_s >= 0)
+			u[0] = (int64_t)(audio_s * 1000.0 + 0.5);
 		for (int i = 0; i < 3; i++)
 			sqlite3_bind_int64(st, 5 + i, u[i]);
 		sqlite3_bind_text(st, 8, id, -1, SQLITE_STATIC);

@@ -64,6 +64,11 @@ void srv__audio_job_free(struct srv_audio_job *job)
 
 static void srv_audio_respond(struct srv_req *req, struct srv_audio_job *job)
 {
+	/* the exact audio length (usage.seconds is whole seconds), for the
+	 * Batch API's figures and any client that wants it */
+	char secs[32];
+	snprintf(secs, sizeof(secs), "%.3f", job->duration_s);
+	srv__req_add_header(req, "Inferd-Audio-Seconds", secs);
 	if (job->infer_header_len) {
 		char n[32];
 		snprintf(n, sizeof(n), "%zu", job->infer_header_len);

@@ -158,16 +158,17 @@ static void test_batch_items(void **state)
 	srv__bstore_items_free(it, n);
 
 	const char resp[] = "{\"choices\": [{\"message\": {\"content\": \"hello\"}}]}";
-	assert_int_equal(srv__bstore_item_end(s, b.id, 2, true, 200, resp, strlen(resp), NULL,
+	assert_int_equal(srv__bstore_item_end(s, b.id, 2, true, 200, resp, strlen(resp), -1.0, NULL,
 					      NULL), 0);
 	/* ended once: a second end changes nothing */
-	assert_int_equal(srv__bstore_item_end(s, b.id, 2, false, 0, NULL, 0, "x", "y"), 1);
-	assert_int_equal(srv__bstore_item_end(s, b.id, 6, false, 0, NULL, 0, "model_error",
+	assert_int_equal(srv__bstore_item_end(s, b.id, 2, false, 0, NULL, 0, -1.0, "x", "y"), 1);
+	assert_int_equal(srv__bstore_item_end(s, b.id, 6, false, 0, NULL, 0, -1.0, "model_error",
 					      "the model failed"), 0);
-	assert_int_equal(srv__bstore_item_end(s, b.id, 77, true, 200, "{}", 2, NULL, NULL),
+	assert_int_equal(srv__bstore_item_end(s, b.id, 77, true, 200, "{}", 2, -1.0, NULL, NULL),
 			 -ST_NOTFOUND);
-	assert_int_equal(srv__bstore_item_end(s, "batch_none", 1, true, 200, "{}", 2, NULL, NULL),
-			 -ST_NOTFOUND);
+	assert_int_equal(
+		srv__bstore_item_end(s, "batch_none", 1, true, 200, "{}", 2, -1.0, NULL, NULL),
+		-ST_NOTFOUND);
 	struct srv_batch g;
 	assert_int_equal(srv__bstore_batch_get(s, b.id, &g), 0);
 	assert_int_equal(g.done, 1);
@@ -274,7 +275,7 @@ static void test_sigkill_keeps_ended(void **state)
 				char body[64];
 				snprintf(body, sizeof(body), "{\"n\": %lld}", (long long)lines[i]);
 				if (srv__bstore_item_end(c, b.id, lines[i], true, 200, body,
-							 strlen(body), NULL, NULL) < 0)
+							 strlen(body), -1.0, NULL, NULL) < 0)
 					_exit(3);
 			}
 			raise(SIGKILL);
