@@ -253,6 +253,24 @@ def test_batch_list_and_files(client):
         client.batches.retrieve("batch_nope")
 
 
+def test_a_long_batch_does_not_hold_back_a_later_one(client):
+    """Runners go to the open batch with the fewest items in flight: a
+    small audio batch made after a long chat batch ends while the chat
+    batch still runs."""
+    long = [chat_line(f"l{i}", f"Write a long story about the number {i}.", 48)
+            for i in range(150)]
+    f = client.files.create(file=("long.jsonl", jsonl(long)), purpose="batch")
+    first = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h")
+    lines = [{"custom_id": f"a{i}", "method": "POST", "url": "/v1/audio/transcriptions",
+              "body": {"model": ASR, "file": "jfk.wav"}} for i in range(2)]
+    b = run_batch(client, lines, endpoint="/v1/audio/transcriptions")
+    assert b.status == "completed" and b.request_counts.completed == 2
+    assert client.batches.retrieve(first.id).status == "in_progress"
+    client.batches.cancel(first.id)
+    assert wait_ended(client, first.id).status == "cancelled"
+
+
 def test_bad_files_and_batches(client, srv):
     port = srv.port
     with pytest.raises(openai.BadRequestError, match="purpose must be"):
@@ -331,6 +349,15 @@ def test_batch_store_size_and_expiry(fresh_daemon, tmp_path):
     with pytest.raises(openai.APIStatusError) as e:
         c.files.create(file=("big.jsonl", os.urandom(70000)), purpose="batch")
     assert e.value.status_code == 507 and "batch.max_store_bytes" in str(e.value)
+    # what deleted files held is room again
+    kept = []
+    with pytest.raises(openai.APIStatusError) as e:
+        for i in range(100):
+            kept.append(c.files.create(file=(f"{i}.jsonl", os.urandom(900)), purpose="batch"))
+    assert e.value.status_code == 507 and len(kept) > 3
+    for f in kept:
+        c.files.delete(f.id)
+    c.files.create(file=("again.jsonl", os.urandom(900)), purpose="batch")
     b = run_batch(c, [chat_line("a", "Hi.")])
     assert b.status == "completed"
     # the files expire (swept every file_ttl_s here), then the ended batch goes too
