@@ -114,6 +114,15 @@ struct br_resp {
 	bool in_secs;
 };
 
+/* Append at [n] to the string buf [cap] of *len bytes, cut to fit. */
+static void br_append_cut(char *buf, size_t cap, size_t *len, const char *at, size_t n)
+{
+	size_t k = n < cap - 1 - *len ? n : cap - 1 - *len;
+	memcpy(buf + *len, at, k);
+	*len += k;
+	buf[*len] = '\0';
+}
+
 /* Header callbacks: keep Inferd-Audio-Seconds (the exact audio length
  * the audio routes report beside their usage's whole seconds). */
 static int br_on_field(llhttp_t *p, const char *at, size_t n)
@@ -122,11 +131,7 @@ static int br_on_field(llhttp_t *p, const char *at, size_t n)
 	if (rs->in_value)
 		rs->field_len = 0;
 	rs->in_value = false;
-	size_t k = n < sizeof(rs->field) - 1 - rs->field_len ? n
-							     : sizeof(rs->field) - 1 - rs->field_len;
-	memcpy(rs->field + rs->field_len, at, k);
-	rs->field_len += k;
-	rs->field[rs->field_len] = '\0';
+	br_append_cut(rs->field, sizeof(rs->field), &rs->field_len, at, n);
 	return 0;
 }
 
@@ -136,13 +141,8 @@ static int br_on_value(llhttp_t *p, const char *at, size_t n)
 	if (!rs->in_value)
 		rs->in_secs = !strcasecmp(rs->field, "Inferd-Audio-Seconds");
 	rs->in_value = true;
-	if (!rs->in_secs)
-		return 0;
-	size_t k = n < sizeof(rs->secs) - 1 - rs->secs_len ? n
-							   : sizeof(rs->secs) - 1 - rs->secs_len;
-	memcpy(rs->secs + rs->secs_len, at, k);
-	rs->secs_len += k;
-	rs->secs[rs->secs_len] = '\0';
+	if (rs->in_secs)
+		br_append_cut(rs->secs, sizeof(rs->secs), &rs->secs_len, at, n);
 	return 0;
 }
 
