@@ -30,10 +30,11 @@
  * The batch class (ENG_PRIORITY_BATCH, the Batch API's items) runs on
  * what interactive requests leave: up to max_batch_size of each class are
  * admitted, batch ones only while fewer than max_batch_size run in all,
- * and while an interactive request is admitted the batch ones are parked
- * - they keep their state and slots but get no turn and no pass - so an
- * interactive request waits at most for the round in progress when it
- * came, and its rounds are its own.
+ * and while an interactive request is admitted (and for EA_BATCH_GRACE_MS
+ * after one ended) the batch ones are parked - they keep their state and
+ * slots but get no turn and no pass - so an interactive request waits at
+ * most for the round in progress when it came, and its rounds are its
+ * own.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -101,6 +102,8 @@ struct ea_loop {
 	struct ea_driver **d;       /* [2 cap] admitted: cap of each class at most */
 	int n, cap;
 	int n_inter;                /* of them, not of the batch class (ea_count) */
+	bool grace;                 /* within EA_BATCH_GRACE_MS of interactive work (ea_count) */
+	double inter_seen_ms;       /* monotonic ms: interactive work last admitted or ended */
 	struct eng__req **taken;    /* [2 cap] */
 	struct eng_whisper_step *steps; /* [2 cap] */
 	struct ea_driver **stepping;    /* [2 cap] the drivers of steps, or of windows */
@@ -112,19 +115,30 @@ struct ea_loop {
 
 /* --- turns ----------------------------------------------------------------------- */
 
-/* Recount the interactive drivers admitted. */
+/* Batch work waits this long after interactive work ended: a client's
+ * next request, sent as its answer arrives, finds the replica free
+ * rather than behind a batch driver's host step (decode, VAD, log-mel)
+ * begun in between. */
+#define EA_BATCH_GRACE_MS 20.0
+
+/* Recount the interactive drivers admitted, and whether batch work is
+ * within its grace time. */
 static void ea_count(struct ea_loop *l)
 {
 	l->n_inter = 0;
 	for (int i = 0; i < l->n; i++)
 		l->n_inter += l->d[i]->r->base.priority != ENG_PRIORITY_BATCH;
+	double now = st_now_ms();
+	if (l->n_inter)
+		l->inter_seen_ms = now;
+	l->grace = l->inter_seen_ms > 0 && now - l->inter_seen_ms < EA_BATCH_GRACE_MS;
 }
 
 /* A batch-class driver gets no turn and no pass while an interactive
- * one is admitted (see the top). */
+ * one is admitted, nor within the grace time after one (see the top). */
 static bool ea_parked(const struct ea_loop *l, const struct ea_driver *d)
 {
-	return l->n_inter > 0 && d->r->base.priority == ENG_PRIORITY_BATCH;
+	return (l->n_inter > 0 || l->grace) && d->r->base.priority == ENG_PRIORITY_BATCH;
 }
 
 /* Interactive requests wait in the model's queue. */
@@ -317,6 +331,8 @@ static void ea_finish(struct ea_loop *l, struct ea_driver *d)
 	struct eng_sched *s = l->rp->s;
 	struct eng__asr_req *r = d->r;
 	double now = st_now_ms();
+	if (r->base.priority != ENG_PRIORITY_BATCH)
+		l->inter_seen_ms = now;
 	struct eng_recent_req e = { .replica = l->rp->index, .rc = d->rc,
 				    .priority = (int)r->base.priority,
 				    .submitted_ms = r->base.t_submit, .admitted_ms = d->t_admit,
@@ -397,8 +413,11 @@ static bool ea_admit(struct ea_loop *l)
 	struct eng_sched *s = l->rp->s;
 	bool closing = false, idle = l->n == 0;
 	ea_count(l);
+	/* only parked batch work: wait for a request or the grace's end */
+	bool hold = !idle && !l->n_inter && l->grace;
 	size_t k = eng__sched_take(l->rp, l->taken, (size_t)(l->cap - l->n_inter),
-				   l->n < l->cap ? (size_t)(l->cap - l->n) : 0, idle, 0, &closing);
+				   l->n < l->cap ? (size_t)(l->cap - l->n) : 0, idle || hold,
+				   hold ? l->inter_seen_ms + EA_BATCH_GRACE_MS : 0, &closing);
 	ea_start_all(l, k);
 	if (closing || !idle || !k || s->max_queue_delay_ms <= 0)
 		return closing;
