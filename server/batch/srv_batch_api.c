@@ -520,11 +520,7 @@ static void bapi_run_batch_create(struct srv_batchd *d, struct srv_bcmd *c)
 			  f.id, f.purpose);
 		goto out;
 	}
-	pthread_mutex_lock(&d->mu);
-	int n_open = 0;
-	for (struct srv_bq *q = d->open; q; q = q->next)
-		n_open++;
-	pthread_mutex_unlock(&d->mu);
+	int n_open = d->n_open;
 	if (n_open >= d->cfg->batch_max_jobs) {
 		bapi_fail(c, 429, "too_many_batches",
 			  "%d batches are not ended yet (batch.max_jobs); wait for one to end or "

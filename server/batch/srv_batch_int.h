@@ -104,6 +104,9 @@ struct srv_batchd {
 	_Atomic uint64_t audio_ms;           /* audio of the done items */
 	_Atomic uint64_t prompt_tokens, completion_tokens;
 	_Atomic int in_flight;               /* items sent, not answered */
+	_Atomic int n_open;                  /* entries of open (read without d->mu: the
+					      * loop thread never waits for a runner's
+					      * store call) */
 };
 
 /* srv_bqueue.c */

@@ -67,6 +67,7 @@ void srv__bq_add(struct srv_batchd *d, const struct srv_batch *b)
 		q->ending = !strcmp(b->status, "cancelling") ? SRV_BQ_CANCEL : SRV_BQ_RUN;
 		*at = q;
 		q = NULL;
+		d->n_open++;
 		pthread_cond_broadcast(&d->work_cv);
 	}
 	pthread_mutex_unlock(&d->mu);
@@ -119,6 +120,7 @@ void srv__bq_finish(struct srv_batchd *d, struct srv_bstore *s, struct srv_bq *q
 	for (struct srv_bq **at = &d->open; *at; at = &(*at)->next)
 		if (*at == q) {
 			*at = q->next;
+			d->n_open--;
 			break;
 		}
 	srv__bq_drop_items(q);
@@ -141,11 +143,6 @@ int srv__batch_metrics(const struct srv *srv, struct srv_buf *out)
 	struct srv_batchd *d = srv->batch;
 	if (!d)
 		return 0;
-	pthread_mutex_lock(&d->mu);
-	int open = 0;
-	for (struct srv_bq *q = d->open; q; q = q->next)
-		open++;
-	pthread_mutex_unlock(&d->mu);
 	return srv_buf_printf(
 		out,
 		"# HELP inferd_batch_items_total Batch API items ended by this process, by state.\n"
@@ -174,6 +171,7 @@ int srv__batch_metrics(const struct srv *srv, struct srv_buf *out)
 		"inferd_batch_runners %d\n",
 		(unsigned long long)d->n_done, (unsigned long long)d->n_failed,
 		(unsigned long long)d->n_retried, (double)d->audio_ms / 1000.0,
-		(unsigned long long)d->prompt_tokens, (unsigned long long)d->completion_tokens, open,
+		(unsigned long long)d->prompt_tokens, (unsigned long long)d->completion_tokens,
+		(int)d->n_open,
 		(int)d->in_flight, d->n_runners);
 }
