@@ -179,8 +179,15 @@ int dev_softmax(struct dev_queue *q, float *x, size_t rows, size_t n);
  * overlapping), in order with q's other work (a KV cache's new rows). */
 int dev_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n);
 
-/* y[i] = binary16(x[i]) over n (nearest even; a KV cache in float16). */
-int dev_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
+/* dev_kv_store - n new rows of a KV cache's keys or values into the
+ * cache, one block per KV head: x holds row j's n_heads heads of head_dim
+ * floats side by side, rows ldx apart; head g's row j goes to y + g hs +
+ * j head_dim elements (y: the first new position of head 0's block), as
+ * float32 (f16 false) or as binary16 rounded to nearest even (f16: a
+ * float16 cache, as ggml's cpy to F16). Each head's keys are then one
+ * run of memory, which a decode step's attention streams. */
+int dev_kv_store(struct dev_queue *q, void *y, size_t hs, bool f16, const float *x, size_t ldx,
+		 size_t n, size_t n_heads, size_t head_dim);
 
 /* host out[r] = the index of row r's largest of n floats (the first of
  * equals; kn argmax: a NaN is never taken but at index 0). Returns once
@@ -210,8 +217,10 @@ int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_he
  * pos0 + i + 1 - window (window 0: from 0), scores scaled by scale and
  * soft-capped by softcap (> 0; 0: none) before the softmax; its output
  * goes to the same row of out. A sequence's k and v point at key 0 of its
- * cache for this layer (KV head g at column g head_dim, key j at row j of
- * ldk / ldv elements), in kv_type: 0 float32, 1 binary16 (read exactly).
+ * cache for this layer (KV head g at g hs elements, hs 0 meaning head_dim:
+ * the heads side by side in each row; key j at row j of ldk / ldv
+ * elements; dev_kv_store's blocks: hs the cache's keys times head_dim,
+ * ldk = ldv = head_dim), in kv_type: 0 float32, 1 binary16 (read exactly).
  * kn_attention_window(_f16) per (sequence, head); the cpu back end splits
  * the pairs over its pool by rows times keys.
  * full: no mask (Whisper's encoder self-attention and its decoder's
@@ -256,6 +265,7 @@ struct dev_attn_seq {
 	size_t r0, n, pos0;
 	const void *k, *v;
 	size_t n_kv; /* full attention's keys (causal: pos0 + n, this ignored) */
+	size_t hs;   /* causal: elements from KV head g's column 0 to g + 1's (0: head_dim) */
 };
 
 int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct dev_attn_seq *seqs,

@@ -124,11 +124,22 @@ static int cpu_softmax(struct dev_queue *q, float *x, size_t rows, size_t n)
 	return 0;
 }
 
-static int cpu_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n)
+static int cpu_kv_store(struct dev_queue *q, void *y, size_t hs, bool f16, const float *x,
+			size_t ldx, size_t n, size_t n_heads, size_t head_dim)
 {
 	(void)q;
-	for (size_t i = 0; i < n; i++)
-		y[i] = kn_f32_to_f16(x[i]);
+	for (size_t g = 0; g < n_heads; g++)
+		for (size_t j = 0; j < n; j++) {
+			const float *src = x + j * ldx + g * head_dim;
+			size_t at = g * hs + j * head_dim;
+			if (!f16) {
+				memcpy((float *)y + at, src, head_dim * sizeof(float));
+				continue;
+			}
+			uint16_t *dst = (uint16_t *)y + at;
+			for (size_t e = 0; e < head_dim; e++)
+				dst[e] = kn_f32_to_f16(src[e]);
+		}
 	return 0;
 }
 
@@ -457,18 +468,18 @@ static void cpu_attn_heads(void *arg, int ith, int nth)
 		at += cpu_attn_cost(sg);
 		if (start < lo || start >= hi)
 			continue;
-		size_t h = j % nh, g = h / group;
+		size_t h = j % nh, g = (h / group) * (sg->hs ? sg->hs : hd);
 		const float *qr = a->q + sg->r0 * a->ldq + h * hd;
 		float *o = a->out + sg->r0 * a->ldo + h * hd;
 		if (a->kv_type == 1)
 			kn_attention_window_f16(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
-						(const uint16_t *)sg->k + g * hd, a->ldk,
-						(const uint16_t *)sg->v + g * hd, a->ldv, o, a->ldo,
+						(const uint16_t *)sg->k + g, a->ldk,
+						(const uint16_t *)sg->v + g, a->ldv, o, a->ldo,
 						sg->pos0, a->window, a->scale, a->softcap, scores);
 		else
 			kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
-					    (const float *)sg->k + g * hd, a->ldk,
-					    (const float *)sg->v + g * hd, a->ldv, o, a->ldo,
+					    (const float *)sg->k + g, a->ldk,
+					    (const float *)sg->v + g, a->ldv, o, a->ldo,
 					    sg->pos0, a->window, a->scale, a->softcap, scores);
 	}
 }
@@ -581,7 +592,7 @@ const struct dev_ops dev__cpu_ops = {
 	.glu = cpu_glu,
 	.softmax = cpu_softmax,
 	.memcpy = cpu_memcpy,
-	.to_f16 = cpu_to_f16,
+	.kv_store = cpu_kv_store,
 	.argmax = cpu_argmax,
 	.rope = cpu_rope,
 	.attention = cpu_attention,

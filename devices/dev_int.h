@@ -31,7 +31,8 @@ struct dev_ops {
 	int (*glu)(struct dev_queue *q, enum dev_glu kind, float *g, const float *u, size_t n);
 	int (*softmax)(struct dev_queue *q, float *x, size_t rows, size_t n);
 	int (*memcpy)(struct dev_queue *q, void *dst, const void *src, size_t n);
-	int (*to_f16)(struct dev_queue *q, uint16_t *y, const float *x, size_t n);
+	int (*kv_store)(struct dev_queue *q, void *y, size_t hs, bool f16, const float *x,
+			size_t ldx, size_t n, size_t n_heads, size_t head_dim);
 	int (*argmax)(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out);
 	int (*rope)(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
 		    size_t head_dim, size_t n_rot, const float *cs, bool neox);

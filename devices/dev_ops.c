@@ -77,9 +77,14 @@ int dev_memcpy(struct dev_queue *q, void *dst, const void *src, size_t n)
 	return n ? dev_ops_of(q)->memcpy(q, dst, src, n) : 0;
 }
 
-int dev_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n)
+int dev_kv_store(struct dev_queue *q, void *y, size_t hs, bool f16, const float *x, size_t ldx,
+		 size_t n, size_t n_heads, size_t head_dim)
 {
-	return n ? dev_ops_of(q)->to_f16(q, y, x, n) : 0;
+	if (ldx < n_heads * head_dim || (n_heads > 1 && hs < head_dim))
+		return -ST_INVAL;
+	if (n == 0 || n_heads == 0 || head_dim == 0)
+		return 0;
+	return dev_ops_of(q)->kv_store(q, y, hs, f16, x, ldx, n, n_heads, head_dim);
 }
 
 int dev_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n, int32_t *out)

@@ -64,6 +64,18 @@ static void ocl_u32(struct ocl_call *c, size_t v)
 	ocl_arg(c, sizeof(u), &u);
 }
 
+static void ocl_u64(struct ocl_call *c, size_t v)
+{
+	cl_ulong u = v;
+	ocl_arg(c, sizeof(u), &u);
+}
+
+/* Bytes of a strided block of rows: the last row's start plus its width. */
+static size_t ocl_rows_bytes(size_t rows, size_t ld, size_t width, size_t elem)
+{
+	return ((rows - 1) * ld + width) * elem;
+}
+
 static void ocl_f32(struct ocl_call *c, float v)
 {
 	ocl_arg(c, sizeof(v), &v);
@@ -200,13 +212,19 @@ static int ocl_softmax(struct dev_queue *q, float *x, size_t rows, size_t n)
 	return ocl_run_rows(&c, rows, n);
 }
 
-static int ocl_to_f16(struct dev_queue *q, uint16_t *y, const float *x, size_t n)
+static int ocl_kv_store(struct dev_queue *q, void *y, size_t hs, bool f16, const float *x,
+			size_t ldx, size_t n, size_t n_heads, size_t head_dim)
 {
-	struct ocl_call c = ocl_begin(q, "to_f16_f32");
-	ocl_buf(&c, y, n * sizeof(uint16_t));
-	ocl_buf(&c, x, n * sizeof(float));
-	ocl_u32(&c, n);
-	return ocl_run_elems(&c, n);
+	struct ocl_call c = ocl_begin(q, "kv_store");
+	ocl_buf(&c, y, ((n_heads - 1) * hs + n * head_dim) * (f16 ? 2 : 4));
+	ocl_u64(&c, hs);
+	ocl_u32(&c, f16);
+	ocl_buf(&c, x, ocl_rows_bytes(n, ldx, n_heads * head_dim, 4));
+	ocl_u64(&c, ldx);
+	ocl_u64(&c, n * n_heads * head_dim);
+	ocl_u32(&c, n_heads);
+	ocl_u32(&c, head_dim);
+	return ocl_run_elems(&c, n * n_heads * head_dim);
 }
 
 /* The indices land in a device buffer of the queue's device, then come
@@ -228,12 +246,6 @@ static int ocl_argmax(struct dev_queue *q, const float *x, size_t rows, size_t n
 	return rc;
 }
 
-static void ocl_u64(struct ocl_call *c, size_t v)
-{
-	cl_ulong u = v;
-	ocl_arg(c, sizeof(u), &u);
-}
-
 static int ocl_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_head,
 		    size_t head_dim, size_t n_rot, const float *cs, bool neox)
 {
@@ -253,12 +265,6 @@ static int ocl_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size
 	return 0;
 }
 
-/* Bytes of a strided block of rows: the last row's start plus its width. */
-static size_t ocl_rows_bytes(size_t rows, size_t ld, size_t width, size_t elem)
-{
-	return ((rows - 1) * ld + width) * elem;
-}
-
 /* The keys a sequence's rows see at most (its scores' stride). */
 static size_t ocl_attn_keys(const struct dev_attn *a, const struct dev_attn_seq *sg)
 {
@@ -273,7 +279,7 @@ static int ocl_attn_seq(struct dev_queue *q, const struct dev_attn *a,
 			const struct dev_attn_seq *sg, float *sc)
 {
 	size_t n_kv = ocl_attn_keys(a, sg), hd = a->head_dim, esz = a->kv_type == 1 ? 2 : 4;
-	size_t kvw = a->n_head_kv * hd;
+	size_t hs = sg->hs ? sg->hs : hd, kvw = (a->n_head_kv - 1) * hs + hd;
 	struct ocl_call c = ocl_begin(q, "attn_window");
 	ocl_buf(&c, a->q + sg->r0 * a->ldq, ocl_rows_bytes(sg->n, a->ldq, a->n_head * hd, 4));
 	ocl_u64(&c, a->ldq);
@@ -287,6 +293,7 @@ static int ocl_attn_seq(struct dev_queue *q, const struct dev_attn *a,
 	}
 	ocl_u64(&c, a->ldk);
 	ocl_u64(&c, a->ldv);
+	ocl_u64(&c, hs);
 	ocl_u32(&c, (size_t)a->kv_type);
 	ocl_buf(&c, a->out + sg->r0 * a->ldo, ocl_rows_bytes(sg->n, a->ldo, a->n_head * hd, 4));
 	ocl_u64(&c, a->ldo);
@@ -417,7 +424,7 @@ const struct dev_ops dev__ocl_ops = {
 	.glu = ocl_glu,
 	.softmax = ocl_softmax,
 	.memcpy = ocl_memcpy,
-	.to_f16 = ocl_to_f16,
+	.kv_store = ocl_kv_store,
 	.argmax = ocl_argmax,
 	.rope = ocl_rope,
 	.attention = ocl_attention,

@@ -219,34 +219,39 @@ static const float *el_pre_norm(struct el_pass *ps, const float *w)
 }
 
 /* Each sequence's new rows of k and v (rows of kvd floats) into layer il
- * of its cache at its positions: copied, or rounded to binary16 (nearest
- * even, as ggml's cpy to an F16 cache). */
-static void el_kv_store(struct el_pass *ps, int il, size_t kvd)
+ * of its cache at its positions, a block per KV head (el_attn_caches):
+ * copied, or rounded to binary16 (nearest even, as ggml's cpy to an F16
+ * cache). */
+static void el_kv_store(struct el_pass *ps, int il, size_t kvd, size_t hd)
 {
 	struct eng_llm_scratch *b = ps->b;
 	for (size_t s = 0; s < b->n_seg; s++) {
 		const struct dev_attn_seq *sg = &b->seg[s];
 		struct eng_llm_kv *kv = b->seg_kv[s];
-		size_t off = ((size_t)il * kv->n_ctx + sg->pos0) * kvd, n = sg->n * kvd;
-		const float *ks = b->k + sg->r0 * kvd, *vs = b->v + sg->r0 * kvd;
-		if (kv->k16) {
-			EL_DO(ps, dev_to_f16(ps->dq, kv->k16 + off, ks, n));
-			EL_DO(ps, dev_to_f16(ps->dq, kv->v16 + off, vs, n));
-		} else {
-			EL_DO(ps, dev_memcpy(ps->dq, kv->k + off, ks, n * sizeof(float)));
-			EL_DO(ps, dev_memcpy(ps->dq, kv->v + off, vs, n * sizeof(float)));
-		}
+		size_t off = (size_t)il * kv->n_ctx * kvd + sg->pos0 * hd, hs = kv->n_ctx * hd;
+		bool f16 = kv->k16 != NULL;
+		void *k = f16 ? (void *)(kv->k16 + off) : (void *)(kv->k + off);
+		void *v = f16 ? (void *)(kv->v16 + off) : (void *)(kv->v + off);
+		EL_DO(ps, dev_kv_store(ps->dq, k, hs, f16, b->k + sg->r0 * kvd, kvd, sg->n, kvd / hd,
+				       hd));
+		EL_DO(ps, dev_kv_store(ps->dq, v, hs, f16, b->v + sg->r0 * kvd, kvd, sg->n, kvd / hd,
+				       hd));
 	}
 }
 
-/* Each sequence's whole cache of layer il, for the attention. */
-static void el_attn_caches(struct eng_llm_scratch *b, int il, size_t kvd)
+/* Each sequence's whole cache of layer il, for the attention: n_ctx *
+ * kvd elements, KV head g's keys a block of n_ctx rows of hd from g n_ctx
+ * hd (a decode step reads each head's keys as one run of memory; rows of
+ * every head side by side read a third of each cache line's neighbours
+ * for SmolLM2's three KV heads, and streamed at a third of the speed). */
+static void el_attn_caches(struct eng_llm_scratch *b, int il, size_t kvd, size_t hd)
 {
 	for (size_t s = 0; s < b->n_seg; s++) {
 		const struct eng_llm_kv *kv = b->seg_kv[s];
 		size_t off = (size_t)il * kv->n_ctx * kvd;
 		b->seg[s].k = kv->k16 ? (const void *)(kv->k16 + off) : (const void *)(kv->k + off);
 		b->seg[s].v = kv->v16 ? (const void *)(kv->v16 + off) : (const void *)(kv->v + off);
+		b->seg[s].hs = kv->n_ctx * hd;
 	}
 }
 
@@ -273,10 +278,10 @@ static void el_attention(struct el_pass *ps, int il)
 	size_t nh = (size_t)hp->n_head, nkv = (size_t)hp->n_head_kv, rot = (size_t)hp->n_rot;
 	EL_DO(ps, dev_rope(ps->dq, b->q, n, qd, nh, hd, rot, cs, hp->rope_neox));
 	EL_DO(ps, dev_rope(ps->dq, b->k, n, kvd, nkv, hd, rot, cs, hp->rope_neox));
-	el_kv_store(ps, il, kvd);
-	el_attn_caches(b, il, kvd);
+	el_kv_store(ps, il, kvd, hd);
+	el_attn_caches(b, il, kvd, hd);
 	bool f16 = b->seg_kv[0]->k16 != NULL;
-	struct dev_attn a = { nh, nkv, hd, b->q, qd, b->att, qd, kvd, kvd, f16 ? 1 : 0,
+	struct dev_attn a = { nh, nkv, hd, b->q, qd, b->att, qd, hd, hd, f16 ? 1 : 0,
 			      l->swa ? (size_t)hp->n_swa : 0, hp->attn_scale, hp->attn_softcap,
 			      false, DEV_ATTN_F32, false };
 	EL_DO(ps, dev_attention(ps->dq, &a, b->seg, b->n_seg));
@@ -433,7 +438,7 @@ int eng_llm_forward_batch(const struct eng_llm *m, struct eng_llm_scratch *b,
 	size_t r = 0;
 	for (size_t s = 0; s < n_seqs; s++) {
 		struct eng_llm_kv *kv = seqs[s].kv;
-		b->seg[s] = (struct dev_attn_seq){ r, seqs[s].n, kv->len, NULL, NULL, 0 };
+		b->seg[s] = (struct dev_attn_seq){ r, seqs[s].n, kv->len, NULL, NULL, 0, 0 };
 		b->seg_kv[s] = kv;
 		for (size_t j = 0; j < seqs[s].n; j++, r++) {
 			b->pos[r] = (int32_t)(kv->len + j);

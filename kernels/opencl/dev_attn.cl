@@ -68,7 +68,7 @@ kernel void kv16_pack(global char *kb, ulong ko, ulong ldkv, global char *cb, ul
  * (row, head)), then their softmax weights the values. The cache's KV
  * head g = h / group sits at column g head_dim; k and v point at key 0. */
 kernel void attn_window(global char *qb, ulong qo, ulong ldq, global char *kb, ulong ko,
-			global char *vb, ulong vo, ulong ldk, ulong ldv, uint kv,
+			global char *vb, ulong vo, ulong ldk, ulong ldv, ulong hs, uint kv,
 			global char *ob, ulong oo, ulong ldo, global char *sb, ulong so, uint n_kv,
 			uint head_dim, uint group, ulong pos0, ulong window, float scale,
 			float softcap, uint full)
@@ -78,7 +78,7 @@ kernel void attn_window(global char *qb, ulong qo, ulong ldq, global char *kb, u
 	uint h = get_group_id(1), n_head = get_num_groups(1);
 	uint l = get_local_id(0), L = get_local_size(0);
 	ulong p = full ? n_kv - 1 : pos0 + i, lo = window && p + 1 > window ? p + 1 - window : 0;
-	ulong g0 = (ulong)(h / group) * head_dim;
+	ulong g0 = (ulong)(h / group) * hs;
 	global const float *q = AT(const float, qb, qo) + i * ldq + (ulong)h * head_dim;
 	ulong at0 = kv == 2 ? 0 : g0 * (kv ? 2 : 4); /* a packed cache's heads are inside */
 	global const char *k = kb + ko + at0;

@@ -174,10 +174,20 @@ kernel void glu_f32(global char *gb, ulong go, global char *ub, ulong uo, uint k
 	g[i] = a * AT(const float, ub, uo)[i];
 }
 
-/* y = binary16(x), nearest even. */
-kernel void to_f16_f32(global char *yb, ulong yo, global char *xb, ulong xo, uint n)
+/* dev_kv_store: item i < total is element e of head g of row j of x
+ * (rows ldx apart), stored at g hs + j head_dim + e of y, as float32 or
+ * as binary16 (nearest even). */
+kernel void kv_store(global char *yb, ulong yo, ulong hs, uint f16, global char *xb, ulong xo,
+		     ulong ldx, ulong total, uint n_heads, uint head_dim)
 {
-	uint i = get_global_id(0);
-	if (i < n)
-		vstore_half_rte(AT(const float, xb, xo)[i], i, AT(half, yb, yo));
+	ulong i = get_global_id(0), w = (ulong)n_heads * head_dim;
+	if (i >= total)
+		return;
+	ulong j = i / w, c = i % w, g = c / head_dim, e = c % head_dim;
+	float v = AT(const float, xb, xo)[j * ldx + c];
+	ulong at = g * hs + j * head_dim + e;
+	if (f16)
+		vstore_half_rte(v, at, AT(half, yb, yo));
+	else
+		AT(float, yb, yo)[at] = v;
 }

@@ -39,6 +39,7 @@
 #include "devices/dev.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_bf16.h"
+#include "kernels/kn_half.h"
 #include "tests/unit/devices/dev_pair.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -193,17 +194,7 @@ static void test_elementwise(void **state)
 				near(got, y, n, 1e-5f, 1e-5f, k == DEV_GLU_SILU ? "glu silu" : "glu gelu_tanh");
 			free(got);
 		}
-		/* binary16, exact */
-		uint16_t *h = malloc(n * 2 + 2), *hg = malloc(n * 2 + 2);
-		void *dh = dev_alloc(p->ocl, n * 2);
-		assert_int_equal(dev_to_f16(p->qc, h, x, n), 0);
-		assert_int_equal(dev_to_f16(p->qo, dh, dx, n), 0);
-		assert_int_equal(dev_download(p->qo, hg, dh, n * 2), 0);
-		assert_memory_equal(hg, h, n * 2);
-		dev_free(p->ocl, dh);
 		dev_free(p->ocl, dx);
-		free(h);
-		free(hg);
 		free(x);
 		free(u);
 		free(y);
@@ -287,38 +278,122 @@ static void test_rope(void **state)
 	}
 }
 
+/* A KV cache's new rows into its blocks per head (dev_kv_store): 5 rows
+ * of 3 heads of 7 at a stride of 25 into blocks 45 apart, then 1 row at
+ * position 5, float32 and binary16. Both back ends give the bits of the
+ * direct loop (kn_f32_to_f16's nearest even), elements outside the new
+ * rows untouched; a stride under the rows' width, or blocks that overlap,
+ * are refused. */
+static void test_kv_store(void **state)
+{
+	struct pair *p = *state;
+	enum { NH = 3, HD = 7, LDX = 25, N = 5, HS = 45, LEN = NH * HS };
+	float *x = rnd_vec((N + 1) * LDX, 2.0f);
+	void *dx = up(p, x, (N + 1) * LDX * 4);
+	for (int f16 = 0; f16 < 2; f16++) {
+		size_t esz = f16 ? 2 : 4;
+		unsigned char *want = malloc(LEN * esz), *got = malloc(LEN * esz);
+		unsigned char *host = malloc(LEN * esz);
+		memset(want, 0xa5, LEN * esz);
+		for (size_t j = 0; j < N + 1; j++)
+			for (size_t g = 0; g < NH; g++)
+				for (size_t e = 0; e < HD; e++) {
+					float v = x[j * LDX + g * HD + e];
+					size_t at = g * HS + j * HD + e;
+					if (f16) {
+						uint16_t h = kn_f32_to_f16(v);
+						memcpy(want + at * 2, &h, 2);
+					} else {
+						memcpy(want + at * 4, &v, 4);
+					}
+				}
+		memset(host, 0xa5, LEN * esz);
+		void *dy = up(p, host, LEN * esz);
+		assert_int_equal(dev_kv_store(p->qc, host, HS, f16, x, LDX, N, NH, HD), 0);
+		assert_int_equal(dev_kv_store(p->qc, host + N * HD * esz, HS, f16, x + N * LDX, LDX,
+					      1, NH, HD), 0);
+		assert_memory_equal(host, want, LEN * esz);
+		assert_int_equal(dev_kv_store(p->qo, dy, HS, f16, dx, LDX, N, NH, HD), 0);
+		assert_int_equal(dev_kv_store(p->qo, (unsigned char *)dy + N * HD * esz, HS, f16,
+					      (float *)dx + N * LDX, LDX, 1, NH, HD), 0);
+		assert_int_equal(dev_download(p->qo, got, dy, LEN * esz), 0);
+		assert_memory_equal(got, want, LEN * esz);
+		assert_int_equal(dev_kv_store(p->qc, host, HS, f16, x, NH * HD - 1, N, NH, HD),
+				 -ST_INVAL);
+		assert_int_equal(dev_kv_store(p->qc, host, HD - 1, f16, x, LDX, N, NH, HD),
+				 -ST_INVAL);
+		dev_free(p->ocl, dy);
+		free(want);
+		free(got);
+		free(host);
+	}
+	dev_free(p->ocl, dx);
+	free(x);
+}
+
+/* The caches of test_attention in binary16 (kn_f32_to_f16, as
+ * dev_kv_store rounds). */
+static uint16_t *to_f16(const float *x, size_t n)
+{
+	uint16_t *h = malloc(n * sizeof(*h));
+	assert_non_null(h);
+	for (size_t i = 0; i < n; i++)
+		h[i] = kn_f32_to_f16(x[i]);
+	return h;
+}
+
+/* x [CTX rows of nkv heads of hd] as one block of CTX rows per head. */
+static float *to_blocks(const float *x, size_t ctx, size_t nkv, size_t hd)
+{
+	float *b = malloc(ctx * nkv * hd * sizeof(*b));
+	assert_non_null(b);
+	for (size_t j = 0; j < ctx; j++)
+		for (size_t g = 0; g < nkv; g++)
+			memcpy(b + (g * ctx + j) * hd, x + (j * nkv + g) * hd, hd * sizeof(*b));
+	return b;
+}
+
 /* Attention of three sequences at different points over float32 and
  * binary16 caches, grouped-query heads, with and without a window and a
- * soft cap: sums in another order, 1e-6 absolute plus 2e-5 relative. */
+ * soft cap, the heads side by side in each row or in blocks (variant 8,
+ * dev_attn_seq's hs): sums in another order, 1e-6 absolute plus 2e-5
+ * relative; on the cpu the blocks give the side-by-side bits. */
 static void test_attention(void **state)
 {
 	struct pair *p = *state;
 	enum { NH = 4, NKV = 2, HD = 16, CTX = 80, ROWS = 14 };
 	size_t kvw = NKV * HD, qw = NH * HD;
-	struct dev_attn_seq seqs[3] = { { 0, 1, 40, 0, 0, 0 }, { 1, 9, 0, 0, 0, 0 },
-					{ 10, 4, 70, 0, 0, 0 } };
+	struct dev_attn_seq seqs[3] = { { 0, 1, 40, 0, 0, 0, 0 }, { 1, 9, 0, 0, 0, 0, 0 },
+					{ 10, 4, 70, 0, 0, 0, 0 } };
 	float *qh = rnd_vec(ROWS * qw, 1.0f);
 	void *dq = up(p, qh, ROWS * qw * 4);
-	for (int variant = 0; variant < 8; variant++) {
-		int f16 = variant & 1;
+	for (int variant = 0; variant < 16; variant++) {
+		int f16 = variant & 1, blocks = variant & 8;
 		size_t esz = f16 ? 2 : 4;
 		struct dev_attn a = { NH, NKV, HD, qh, qw, NULL, qw, kvw, kvw, f16,
 				      variant & 2 ? 5 : 0, 0.25f, variant & 4 ? 3.0f : 0.0f,
 				      false, DEV_ATTN_F32, false };
-		void *hk[3], *hv[3], *dk[3], *dv[3];
-		struct dev_attn_seq so[3];
+		void *hk[3], *hv[3], *dk[3], *dv[3], *rk[3], *rv[3];
+		struct dev_attn_seq so[3], rows[3];
 		for (int s = 0; s < 3; s++) {
 			float *k = rnd_vec(CTX * kvw, 1.5f), *v = rnd_vec(CTX * kvw, 1.0f);
-			if (f16) { /* the caches in binary16 */
-				uint16_t *k16 = malloc(CTX * kvw * 2), *v16 = malloc(CTX * kvw * 2);
-				assert_int_equal(dev_to_f16(p->qc, k16, k, CTX * kvw), 0);
-				assert_int_equal(dev_to_f16(p->qc, v16, v, CTX * kvw), 0);
+			float *kb = blocks ? to_blocks(k, CTX, NKV, HD) : NULL;
+			float *vb = blocks ? to_blocks(v, CTX, NKV, HD) : NULL;
+			rk[s] = f16 ? (void *)to_f16(k, CTX * kvw) : (void *)k;
+			rv[s] = f16 ? (void *)to_f16(v, CTX * kvw) : (void *)v;
+			hk[s] = !blocks ? rk[s] : f16 ? (void *)to_f16(kb, CTX * kvw) : (void *)kb;
+			hv[s] = !blocks ? rv[s] : f16 ? (void *)to_f16(vb, CTX * kvw) : (void *)vb;
+			if (f16) {
 				free(k);
 				free(v);
-				hk[s] = k16, hv[s] = v16;
-			} else {
-				hk[s] = k, hv[s] = v;
 			}
+			if (f16 && blocks) {
+				free(kb);
+				free(vb);
+			}
+			rows[s] = seqs[s];
+			rows[s].k = rk[s], rows[s].v = rv[s], rows[s].hs = 0;
+			seqs[s].hs = blocks ? CTX * HD : 0;
 			dk[s] = up(p, hk[s], CTX * kvw * esz);
 			dv[s] = up(p, hv[s], CTX * kvw * esz);
 			seqs[s].k = hk[s], seqs[s].v = hv[s];
@@ -327,8 +402,18 @@ static void test_attention(void **state)
 		}
 		float *out = calloc(ROWS * qw, sizeof(float));
 		float *dout = dev_alloc(p->ocl, ROWS * qw * 4);
+		if (blocks) { /* the cpu's side-by-side bits first */
+			a.out = calloc(ROWS * qw, sizeof(float));
+			assert_int_equal(dev_attention(p->qc, &a, rows, 3), 0);
+			a.ldk = a.ldv = HD;
+		}
+		float *side = a.out;
 		a.out = out;
 		assert_int_equal(dev_attention(p->qc, &a, seqs, 3), 0);
+		if (blocks) {
+			assert_memory_equal(out, side, ROWS * qw * sizeof(float));
+			free(side);
+		}
 		a.q = dq, a.out = dout;
 		assert_int_equal(dev_attention(p->qo, &a, so, 3), 0);
 		float *got = down(p, dout, ROWS * qw);
@@ -338,8 +423,12 @@ static void test_attention(void **state)
 		for (int s = 0; s < 3; s++) {
 			dev_free(p->ocl, dk[s]);
 			dev_free(p->ocl, dv[s]);
-			free(hk[s]);
-			free(hv[s]);
+			if (hk[s] != rk[s]) {
+				free(hk[s]);
+				free(hv[s]);
+			}
+			free(rk[s]);
+			free(rv[s]);
 		}
 		a.q = qh;
 	}
@@ -363,8 +452,8 @@ static void test_attention_full(void **state)
 	float *qh = rnd_vec(ROWS * W, 1.0f), *kh = rnd_vec(KV * W, 1.5f), *vh = rnd_vec(KV * W, 1.0f);
 	float *dq = up(p, qh, ROWS * W * 4), *dk = up(p, kh, KV * W * 4);
 	float *dv = up(p, vh, KV * W * 4);
-	struct dev_attn_seq seqs[2] = { { 0, 7, 99, kh, vh, 7 }, { 7, 3, 0, kh, vh, KV } };
-	struct dev_attn_seq so[2] = { { 0, 7, 99, dk, dv, 7 }, { 7, 3, 0, dk, dv, KV } };
+	struct dev_attn_seq seqs[2] = { { 0, 7, 99, kh, vh, 7, 0 }, { 7, 3, 0, kh, vh, KV, 0 } };
+	struct dev_attn_seq so[2] = { { 0, 7, 99, dk, dv, 7, 0 }, { 7, 3, 0, dk, dv, KV, 0 } };
 	float *f32 = calloc(ROWS * W, 4);
 	for (int prec = DEV_ATTN_F32; prec <= DEV_ATTN_I8; prec++) {
 		struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, W, W, 0, 0,
@@ -421,7 +510,7 @@ static void test_attention_full(void **state)
 	bad[5].full = false, bad[5].prec = DEV_ATTN_I8;
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(dev_attention(p->qc, &bad[i], seqs, 2), -ST_INVAL);
-	struct dev_attn_seq none = { 0, 1, 0, kh, vh, 0 };
+	struct dev_attn_seq none = { 0, 1, 0, kh, vh, 0, 0 };
 	assert_int_equal(dev_attention(p->qc, &ok, &none, 1), -ST_INVAL);
 	dev_free(p->ocl, dq);
 	dev_free(p->ocl, dk);
@@ -445,10 +534,10 @@ static void test_attention_ct2(void **state)
 	float *vh = rnd_vec(2 * CTX * W, 1.0f);
 	float *dq = up(p, qh, ROWS * W * 4), *dk = up(p, kh, 2 * CTX * W * 4);
 	float *dv = up(p, vh, 2 * CTX * W * 4);
-	struct dev_attn_seq seqs[2] = { { 0, 1, 5, kh, vh, 0 },
-					{ 1, 4, 0, kh + CTX * W, vh + CTX * W, 0 } };
-	struct dev_attn_seq so[2] = { { 0, 1, 5, dk, dv, 0 },
-				      { 1, 4, 0, dk + CTX * W, dv + CTX * W, 0 } };
+	struct dev_attn_seq seqs[2] = { { 0, 1, 5, kh, vh, 0, 0 },
+					{ 1, 4, 0, kh + CTX * W, vh + CTX * W, 0, 0 } };
+	struct dev_attn_seq so[2] = { { 0, 1, 5, dk, dv, 0, 0 },
+				      { 1, 4, 0, dk + CTX * W, dv + CTX * W, 0, 0 } };
 	struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, W, W, 0, 0, 1.0f / sqrtf((float)HD),
 			      0.0f, false, DEV_ATTN_F32, true };
 	float *out = calloc(ROWS * W, 4), *want = calloc(ROWS * W, 4), *sc = malloc(ROWS * CTX * 4);
@@ -515,8 +604,8 @@ static void test_attention_kv16(void **state)
 	uint16_t *c9 = malloc(len9 * 2);
 	kn_kv16_pack(kv, LD, 9, NH, HD, c9);
 	void *dc9 = up(p, c9, len9 * 2), *dq = up(p, qh, ROWS * W * 4);
-	struct dev_attn_seq seqs[2] = { { 0, 1, 0, c9, NULL, 9 }, { 1, 4, 0, cache, NULL, KV } };
-	struct dev_attn_seq so[2] = { { 0, 1, 0, dc9, NULL, 9 }, { 1, 4, 0, dc, NULL, KV } };
+	struct dev_attn_seq seqs[2] = { { 0, 1, 0, c9, NULL, 9, 0 }, { 1, 4, 0, cache, NULL, KV, 0 } };
+	struct dev_attn_seq so[2] = { { 0, 1, 0, dc9, NULL, 9, 0 }, { 1, 4, 0, dc, NULL, KV, 0 } };
 	struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, 0, 0, 2, 0, 1.0f / sqrtf((float)HD),
 			      0.0f, true, DEV_ATTN_F32, false };
 	float *out = calloc(ROWS * W, 4), *ref = calloc(ROWS * W, 4), *f32 = calloc(ROWS * W, 4);
@@ -628,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_softmax_argmax),
 		cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_kv_store),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_full),
 		cmocka_unit_test(test_attention_ct2),
