@@ -431,59 +431,6 @@ static int cpu_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size
 	return 0;
 }
 
-struct cpu_attn {
-	const struct dev_attn *a;
-	const struct dev_attn_seq *seqs;
-	size_t n_seqs;
-	float *scratch; /* nth regions of per floats */
-	size_t per;
-};
-
-/* A (sequence, head) pair's share of the work: its rows times the keys
- * they see (the last row sees pos0 + n). */
-static size_t cpu_attn_cost(const struct dev_attn_seq *sg)
-{
-	return sg->n * (sg->pos0 + sg->n);
-}
-
-/* The (sequence, query head) pairs are split over the threads by their
- * work (a decode batch mixes sequences of a few and of thousands of keys:
- * an even count of pairs left one thread waiting): a thread takes the
- * pairs whose work starts in its share of the total. */
-static void cpu_attn_heads(void *arg, int ith, int nth)
-{
-	const struct cpu_attn *t = arg;
-	const struct dev_attn *a = t->a;
-	size_t hd = a->head_dim, nh = a->n_head, group = a->n_head / a->n_head_kv;
-	float *scores = t->scratch + (size_t)ith * t->per;
-	size_t total = 0, at = 0;
-	for (size_t s = 0; s < t->n_seqs; s++)
-		total += nh * cpu_attn_cost(&t->seqs[s]);
-	/* rows times keys times heads times threads stays far below 2^64 */
-	uint64_t lo = (uint64_t)total * (unsigned)ith / (unsigned)nth;
-	uint64_t hi = (uint64_t)total * (unsigned)(ith + 1) / (unsigned)nth;
-	for (size_t j = 0; j < t->n_seqs * nh; j++) {
-		const struct dev_attn_seq *sg = &t->seqs[j / nh];
-		size_t start = at;
-		at += cpu_attn_cost(sg);
-		if (start < lo || start >= hi)
-			continue;
-		size_t h = j % nh, g = (h / group) * (sg->hs ? sg->hs : hd);
-		const float *qr = a->q + sg->r0 * a->ldq + h * hd;
-		float *o = a->out + sg->r0 * a->ldo + h * hd;
-		if (a->kv_type == 1)
-			kn_attention_window_f16(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
-						(const uint16_t *)sg->k + g, a->ldk,
-						(const uint16_t *)sg->v + g, a->ldv, o, a->ldo,
-						sg->pos0, a->window, a->scale, a->softcap, scores);
-		else
-			kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
-					    (const float *)sg->k + g, a->ldk,
-					    (const float *)sg->v + g, a->ldv, o, a->ldo,
-					    sg->pos0, a->window, a->scale, a->softcap, scores);
-	}
-}
-
 /* Floats of one thread's scratch for full attention of n rows over n_kv
  * keys in a's precision (dev_par.h's sizes). */
 static size_t cpu_attn_full_per(const struct dev_attn *a, size_t n, size_t n_kv)
@@ -570,15 +517,10 @@ static int cpu_attention(struct dev_queue *q, const struct dev_attn *a,
 		return cpu_attention_full(q, a, seqs, n_seqs);
 	struct dev_pool *p = dev__queue_pool(q);
 	struct cpu_queue *c = dev__queue_impl(q);
-	size_t per = 0;
-	for (size_t s = 0; s < n_seqs; s++) /* kn_attention_window(_f16)'s scratch */
-		if (seqs[s].n * (seqs[s].pos0 + seqs[s].n) > per)
-			per = seqs[s].n * (seqs[s].pos0 + seqs[s].n);
-	per += KN_WIN16_CHUNK * a->head_dim;
-	if (cpu_grow(&c->attn, &c->attn_cap, per * (size_t)dev_pool_size(p)))
+	if (cpu_grow(&c->attn, &c->attn_cap,
+		     dev__cpu_causal_floats(dev_pool_size(p), a, seqs, n_seqs)))
 		return -ST_NOMEM;
-	struct cpu_attn t = { a, seqs, n_seqs, c->attn, per };
-	dev_pool_run(p, cpu_attn_heads, &t);
+	dev__cpu_causal(p, a, seqs, n_seqs, c->attn);
 	return 0;
 }
 

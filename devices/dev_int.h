@@ -112,6 +112,14 @@ extern const struct dev_ops dev__ocl_ops;
 int dev__cpu_queue_open(struct dev_queue *q, char *err, size_t errlen);
 void dev__cpu_queue_close(struct dev_queue *q);
 
+/* dev__cpu_causal - the cpu's causal attention (dev_attention without
+ * full or ct2) of n_seqs sequences over pool p, in dev_cpu_attn.c; buf:
+ * dev__cpu_causal_floats(dev_pool_size(p), ...) floats of scratch. */
+size_t dev__cpu_causal_floats(int nth, const struct dev_attn *a, const struct dev_attn_seq *seqs,
+			      size_t n_seqs);
+void dev__cpu_causal(struct dev_pool *p, const struct dev_attn *a,
+		     const struct dev_attn_seq *seqs, size_t n_seqs, float *buf);
+
 /* dev__queue_pool - q's worker team (cpu back end; NULL elsewhere). */
 struct dev_pool *dev__queue_pool(const struct dev_queue *q);
 

@@ -105,6 +105,47 @@ void kn_attention_window(size_t n_q, size_t n_kv, size_t n_heads, size_t head_di
 			 const float *v, size_t ldv, float *out, size_t ldo,
 			 size_t q_pos0, size_t window, float scale, float softcap, float *scratch);
 
+/* One decode step's attention (a single query row at position p) for
+ * the g query heads that share one KV head (grouped-query attention;
+ * g = 1 without it), over the keys [lo, hi) it sees or a part of them:
+ * q: the g heads' rows, head_dim floats apart (a token's query row from
+ * the group's first head); keys and values: float32 (k, v; k16, v16 NULL)
+ * or IEEE binary16 (k16, v16; k, v NULL), column 0 of the KV head, key j
+ * at row j, rows ldk / ldv apart; scale and softcap as for
+ * kn_attention_window. */
+struct kn_dec {
+	size_t g, head_dim;
+	const float *q;
+	const float *k, *v;
+	const uint16_t *k16, *v16;
+	size_t ldk, ldv;
+	float scale, softcap;
+};
+
+/* Keys per part of a long cache: a caller splitting the keys over
+ * threads makes parts of this many from the first key the row sees (the
+ * last part shorter), whatever else it runs, so that a sequence's answer
+ * does not depend on its batch or the thread count. */
+#define KN_DEC_PART 256
+
+/* kn_attention_decode - out [g, head_dim] (rows head_dim apart) = each
+ * head's softmax(scale q k^T) v over keys [lo, hi) (hi - lo in 1 ..
+ * KN_DEC_PART); lse: NULL, or g floats: each head's log sum exp of its
+ * scores (soft-capped), the part's weight in kn_attention_decode_merge.
+ * The numbers kn_attention_window(_f16) gives the one row over those
+ * keys, bit for bit. scratch: kn_attention_decode_scratch(g) floats. */
+void kn_attention_decode(const struct kn_dec *d, size_t lo, size_t hi, float *out, float *lse,
+			 float *scratch);
+size_t kn_attention_decode_scratch(size_t g);
+
+/* kn_attention_decode_merge - out [g, head_dim] from n_parts parts of
+ * one step's keys, each kn_attention_decode's out (parts: n_parts * g
+ * rows of head_dim, part p's head h at row p * g + h) and lse (n_parts *
+ * g floats, likewise): each part weighted by exp(lse - the largest),
+ * normalized by the weights' sum. */
+void kn_attention_decode_merge(size_t g, size_t head_dim, size_t n_parts, const float *parts,
+			       const float *lse, float *out);
+
 /* kn_attention_window_f16 - kn_attention_window over keys and values
  * stored as IEEE binary16 (an LLM's float16 KV cache, llama.cpp's default
  * cache type): q, out and every product and sum float32, the cached values

@@ -1,0 +1,191 @@
+/* dev_cpu_attn.c - the cpu back end's causal attention (dev_attention
+ * without full or ct2), split over the queue's pool by work: a prefill's
+ * rows per (sequence, query head), kn_attention_window(_f16) as llama.cpp
+ * computes them; a decode row (a sequence's one new token) per (KV head,
+ * part of its keys), kn_attention_decode taking the KV head's g query
+ * heads in turn over each part while it is in the caches, the parts of a
+ * long cache merged after the pool's run (kernels/kn_attn_dec.c). A
+ * sequence's parts depend only on its own keys, so its answer is the same
+ * in any batch and on any number of threads; a cache of one part gives
+ * kn_attention_window's bits.
+ */
+#include <stdint.h>
+
+#include "devices/dev.h"
+#include "devices/dev_int.h"
+#include "devices/dev_pool.h"
+#include "kernels/kn_attn.h"
+
+struct cpu_causal {
+	const struct dev_attn *a;
+	const struct dev_attn_seq *seqs;
+	size_t n_seqs;
+	float *scratch;	    /* nth regions of per floats */
+	size_t per;
+	float *parts, *lse; /* the parts of split decode rows, slot by slot */
+	uint64_t total;	    /* the work of every unit */
+};
+
+/* The first key a sequence's decode row sees (its window's start). */
+static size_t cc_first(const struct dev_attn *a, const struct dev_attn_seq *sg)
+{
+	return a->window && sg->pos0 + 1 > a->window ? sg->pos0 + 1 - a->window : 0;
+}
+
+/* A decode row's parts (0: prefill rows, by query head). */
+static size_t cc_parts(const struct dev_attn *a, const struct dev_attn_seq *sg)
+{
+	if (sg->n != 1)
+		return 0;
+	return (sg->pos0 + 1 - cc_first(a, sg) + KN_DEC_PART - 1) / KN_DEC_PART;
+}
+
+/* The work of each of a sequence's units: rows times keys (times the
+ * query heads a decode unit does). */
+static uint64_t cc_cost(const struct dev_attn *a, const struct dev_attn_seq *sg, size_t np)
+{
+	if (np == 0)
+		return (uint64_t)sg->n * (sg->pos0 + sg->n);
+	return (uint64_t)(a->n_head / a->n_head_kv) * KN_DEC_PART;
+}
+
+/* KV head kh's column 0 in a sequence's cache, in elements. */
+static size_t cc_head(const struct dev_attn *a, const struct dev_attn_seq *sg, size_t kh)
+{
+	return kh * (sg->hs ? sg->hs : a->head_dim);
+}
+
+/* Part p of n_parts of KV head kh of sequence sg's decode row: into its
+ * row of out (one part), or into slot's place in t->parts. */
+static void cc_decode(const struct cpu_causal *t, const struct dev_attn_seq *sg, size_t kh,
+		      size_t p, size_t n_parts, size_t slot, float *scratch)
+{
+	const struct dev_attn *a = t->a;
+	size_t hd = a->head_dim, g = a->n_head / a->n_head_kv, at = cc_head(a, sg, kh);
+	struct kn_dec d = { .g = g, .head_dim = hd, .q = a->q + sg->r0 * a->ldq + kh * g * hd,
+			    .ldk = a->ldk, .ldv = a->ldv, .scale = a->scale,
+			    .softcap = a->softcap };
+	if (a->kv_type == 1) {
+		d.k16 = (const uint16_t *)sg->k + at;
+		d.v16 = (const uint16_t *)sg->v + at;
+	} else {
+		d.k = (const float *)sg->k + at;
+		d.v = (const float *)sg->v + at;
+	}
+	size_t lo = cc_first(a, sg) + p * KN_DEC_PART, end = sg->pos0 + 1;
+	size_t hi = end - lo > KN_DEC_PART ? lo + KN_DEC_PART : end;
+	if (n_parts == 1)
+		kn_attention_decode(&d, lo, hi, a->out + sg->r0 * a->ldo + kh * g * hd, NULL,
+				    scratch);
+	else
+		kn_attention_decode(&d, lo, hi, t->parts + slot * g * hd, t->lse + slot * g,
+				    scratch);
+}
+
+/* Query head h of sequence sg's prefill rows. */
+static void cc_prefill(const struct cpu_causal *t, const struct dev_attn_seq *sg, size_t h,
+		       float *scratch)
+{
+	const struct dev_attn *a = t->a;
+	size_t hd = a->head_dim, at = cc_head(a, sg, h / (a->n_head / a->n_head_kv));
+	const float *qr = a->q + sg->r0 * a->ldq + h * hd;
+	float *o = a->out + sg->r0 * a->ldo + h * hd;
+	if (a->kv_type == 1)
+		kn_attention_window_f16(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
+					(const uint16_t *)sg->k + at, a->ldk,
+					(const uint16_t *)sg->v + at, a->ldv, o, a->ldo, sg->pos0,
+					a->window, a->scale, a->softcap, scratch);
+	else
+		kn_attention_window(sg->n, sg->pos0 + sg->n, 1, hd, qr, a->ldq,
+				    (const float *)sg->k + at, a->ldk, (const float *)sg->v + at,
+				    a->ldv, o, a->ldo, sg->pos0, a->window, a->scale, a->softcap,
+				    scratch);
+}
+
+/* The units in one fixed order, each taken by the thread whose share of
+ * the total work its start falls in (a decode batch mixes sequences of a
+ * few and of thousands of keys: an even count of units left one thread
+ * waiting). */
+static void cc_run(void *arg, int ith, int nth)
+{
+	const struct cpu_causal *t = arg;
+	const struct dev_attn *a = t->a;
+	float *scratch = t->scratch + (size_t)ith * t->per;
+	uint64_t lo = t->total * (unsigned)ith / (unsigned)nth;
+	uint64_t hi = t->total * (unsigned)(ith + 1) / (unsigned)nth, at = 0;
+	size_t slot = 0;
+	for (size_t s = 0; s < t->n_seqs; s++) {
+		const struct dev_attn_seq *sg = &t->seqs[s];
+		size_t np = cc_parts(a, sg), n_units = np ? a->n_head_kv * np : a->n_head;
+		uint64_t cost = cc_cost(a, sg, np);
+		for (size_t u = 0; u < n_units; u++, at += cost) {
+			if (at < lo || at >= hi)
+				continue;
+			if (np == 0)
+				cc_prefill(t, sg, u, scratch);
+			else
+				cc_decode(t, sg, u / np, u % np, np, slot + u, scratch);
+		}
+		if (np > 1)
+			slot += n_units;
+	}
+}
+
+/* Each split decode row's parts into its rows of out. */
+static void cc_merge(const struct cpu_causal *t)
+{
+	const struct dev_attn *a = t->a;
+	size_t hd = a->head_dim, g = a->n_head / a->n_head_kv, slot = 0;
+	for (size_t s = 0; s < t->n_seqs; s++) {
+		const struct dev_attn_seq *sg = &t->seqs[s];
+		size_t np = cc_parts(a, sg);
+		if (np < 2)
+			continue;
+		for (size_t kh = 0; kh < a->n_head_kv; kh++, slot += np)
+			kn_attention_decode_merge(g, hd, np, t->parts + slot * g * hd,
+						  t->lse + slot * g,
+						  a->out + sg->r0 * a->ldo + kh * g * hd);
+	}
+}
+
+/* Per-thread scratch floats, and the slots of split decode rows. */
+static size_t cc_sizes(const struct dev_attn *a, const struct dev_attn_seq *seqs, size_t n_seqs,
+		       size_t *slots)
+{
+	size_t per = kn_attention_decode_scratch(a->n_head / a->n_head_kv);
+	*slots = 0;
+	for (size_t s = 0; s < n_seqs; s++) {
+		size_t np = cc_parts(a, &seqs[s]);
+		/* kn_attention_window(_f16)'s scratch */
+		size_t need = seqs[s].n * (seqs[s].pos0 + seqs[s].n) + KN_WIN16_CHUNK * a->head_dim;
+		if (np == 0 && need > per)
+			per = need;
+		if (np > 1)
+			*slots += a->n_head_kv * np;
+	}
+	return per;
+}
+
+size_t dev__cpu_causal_floats(int nth, const struct dev_attn *a, const struct dev_attn_seq *seqs,
+			      size_t n_seqs)
+{
+	size_t slots, per = cc_sizes(a, seqs, n_seqs, &slots);
+	return per * (size_t)nth + slots * (a->n_head / a->n_head_kv) * (a->head_dim + 1);
+}
+
+void dev__cpu_causal(struct dev_pool *p, const struct dev_attn *a,
+		     const struct dev_attn_seq *seqs, size_t n_seqs, float *buf)
+{
+	size_t slots, per = cc_sizes(a, seqs, n_seqs, &slots);
+	size_t nth = (size_t)dev_pool_size(p), g = a->n_head / a->n_head_kv;
+	struct cpu_causal t = { .a = a, .seqs = seqs, .n_seqs = n_seqs, .scratch = buf,
+				.per = per, .parts = buf + per * nth };
+	t.lse = t.parts + slots * g * a->head_dim;
+	for (size_t s = 0; s < n_seqs; s++) {
+		size_t np = cc_parts(a, &seqs[s]);
+		t.total += cc_cost(a, &seqs[s], np) * (np ? a->n_head_kv * np : a->n_head);
+	}
+	dev_pool_run(p, cc_run, &t);
+	if (slots)
+		cc_merge(&t);
+}

@@ -1,0 +1,147 @@
+/* test_attn_dec.c - kn_attention_decode and kn_attention_decode_merge
+ * (kernels/kn_attn_dec.c) against kn_attention_window(_f16), the kernel
+ * they stand in for at a decode step: one query row at position p over
+ * keys [lo, p] of a float32 or binary16 cache, a group of query heads per
+ * KV head, with and without a window and a soft cap.
+ *  - One part (at most KN_DEC_PART keys): the same bits, each head.
+ *  - Parts of KN_DEC_PART keys merged: within float rounding of the
+ *    whole (1e-5 absolute: outputs are averages of values in [-1, 1]).
+ *  - The log-sum-exp kept per part is the double sum over its scores.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kn.h"
+#include "kernels/kn_attn.h"
+#include "kernels/kn_half.h"
+#include "tests/unit/kernels/kn_test_rng.h"
+
+enum { G = 3, HD = 40, LD = 2 * HD + 5, CTX = 700 };
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float *rnd(size_t n, float a)
+{
+	float *x = malloc(n * sizeof(*x));
+	assert_non_null(x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = a * kn_test_uniform(&rng);
+	return x;
+}
+
+static uint16_t *halves(const float *x, size_t n)
+{
+	uint16_t *h = malloc(n * sizeof(*h));
+	assert_non_null(h);
+	for (size_t i = 0; i < n; i++)
+		h[i] = kn_f32_to_f16(x[i]);
+	return h;
+}
+
+/* Head h's row of kn_attention_window(_f16) for position p (the cache at
+ * column 0 of the KV head). */
+static void window_row(const struct kn_dec *d, size_t h, size_t p, size_t window, float *out)
+{
+	float *scratch = malloc(((p + 1) + KN_WIN16_CHUNK * HD) * sizeof(float));
+	assert_non_null(scratch);
+	if (d->k16)
+		kn_attention_window_f16(1, p + 1, 1, HD, d->q + h * HD, HD, d->k16, d->ldk, d->v16,
+					d->ldv, out, HD, p, window, d->scale, d->softcap, scratch);
+	else
+		kn_attention_window(1, p + 1, 1, HD, d->q + h * HD, HD, d->k, d->ldk, d->v, d->ldv,
+				    out, HD, p, window, d->scale, d->softcap, scratch);
+	free(scratch);
+}
+
+/* Every part of position p's keys, merged. */
+static void decode_parts(const struct kn_dec *d, size_t p, size_t window, float *out)
+{
+	size_t lo = window && p + 1 > window ? p + 1 - window : 0;
+	size_t np = (p + 1 - lo + KN_DEC_PART - 1) / KN_DEC_PART;
+	float *parts = malloc(np * G * HD * sizeof(float)), *lse = malloc(np * G * sizeof(float));
+	float *scratch = malloc(kn_attention_decode_scratch(G) * sizeof(float));
+	assert_true(parts && lse && scratch);
+	for (size_t i = 0; i < np; i++) {
+		size_t a = lo + i * KN_DEC_PART, b = a + KN_DEC_PART < p + 1 ? a + KN_DEC_PART : p + 1;
+		kn_attention_decode(d, a, b, parts + i * G * HD, lse + i * G, scratch);
+		for (size_t h = 0; h < G; h++) { /* the part's weight, in double */
+			float *s = malloc((b - a) * sizeof(float));
+			assert_non_null(s);
+			double m = -INFINITY, sum = 0.0;
+			for (size_t j = a; j < b; j++) {
+				float acc = 0.0f;
+				for (size_t e = 0; e < HD; e++)
+					acc += d->q[h * HD + e] *
+					       (d->k ? d->k[j * d->ldk + e]
+						     : kn_f16_to_f32(d->k16[j * d->ldk + e]));
+				s[j - a] = acc * d->scale;
+				if (d->softcap > 0.0f)
+					s[j - a] = tanhf(s[j - a] / d->softcap) * d->softcap;
+				m = s[j - a] > m ? s[j - a] : m;
+			}
+			for (size_t j = a; j < b; j++)
+				sum += exp(s[j - a] - m);
+			assert_true(fabs(lse[i * G + h] - (m + log(sum))) < 1e-3);
+			free(s);
+		}
+	}
+	if (np == 1)
+		memcpy(out, parts, G * HD * sizeof(float));
+	else
+		kn_attention_decode_merge(G, HD, np, parts, lse, out);
+	free(parts);
+	free(lse);
+	free(scratch);
+}
+
+static void test_decode(void **state)
+{
+	(void)state;
+	float *q = rnd(G * HD, 1.0f), *k = rnd(CTX * LD, 1.0f), *v = rnd(CTX * LD, 1.0f);
+	uint16_t *k16 = halves(k, CTX * LD), *v16 = halves(v, CTX * LD);
+	static const size_t pos[] = { 0, 7, 255, 256, 300, 511, 699 };
+	float got[G * HD], want[HD];
+	for (int variant = 0; variant < 8; variant++) {
+		int f16 = variant & 1;
+		size_t window = variant & 2 ? 300 : 0;
+		struct kn_dec d = { .g = G, .head_dim = HD, .q = q, .ldk = LD, .ldv = LD,
+				    .scale = 0.2f, .softcap = variant & 4 ? 4.0f : 0.0f };
+		if (f16)
+			d.k16 = k16, d.v16 = v16;
+		else
+			d.k = k, d.v = v;
+		for (size_t i = 0; i < sizeof(pos) / sizeof(pos[0]); i++) {
+			size_t p = pos[i], lo = window && p + 1 > window ? p + 1 - window : 0;
+			decode_parts(&d, p, window, got);
+			for (size_t h = 0; h < G; h++) {
+				window_row(&d, h, p, window, want);
+				if (p + 1 - lo <= KN_DEC_PART) {
+					assert_memory_equal(got + h * HD, want, sizeof(want));
+					continue;
+				}
+				for (size_t e = 0; e < HD; e++)
+					assert_true(fabsf(got[h * HD + e] - want[e]) < 1e-5f);
+			}
+		}
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(k16);
+	free(v16);
+}
+
+int main(void)
+{
+	kn_init(KN_ISA_COUNT);
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_decode) };
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
