@@ -22,36 +22,7 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/batch/srv_bstore.h"
-
-static char dir[] = "/tmp/inferd-test-bstore-XXXXXX";
-static char path[256];
-
-static int setup(void **state)
-{
-	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/batch.db", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static struct srv_bstore *open_store(void)
-{
-	struct srv_bstore *s;
-	char err[256];
-	int rc = srv__bstore_open(path, &s, err, sizeof(err));
-	if (rc)
-		fail_msg("%s", err);
-	return s;
-}
+#include "tests/unit/server/bstore_test.h"
 
 static void put_file(struct srv_bstore *s, const char *text, char id[SRV_BSTORE_ID_MAX])
 {

@@ -18,47 +18,12 @@
 #include "common/mem.h"
 #include "common/st.h"
 #include "server/batch/srv_bstore.h"
-
-static char dir[] = "/tmp/inferd-test-bstore-jobs-XXXXXX";
-static char path[256];
-
-static int setup(void **state)
-{
-	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/batch.db", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "tests/unit/server/bstore_test.h"
 
 #define URL "/v1/chat/completions"
 #define LINE(cid) \
 	"{\"custom_id\": \"" cid "\", \"method\": \"POST\", \"url\": \"" URL "\", " \
 	"\"body\": {\"model\": \"m\"}}\n"
-
-/* The store at path, or (name non-NULL) at a file of its own in dir. */
-static struct srv_bstore *open_store_at(const char *name)
-{
-	struct srv_bstore *s;
-	char err[256], own[300];
-	snprintf(own, sizeof(own), "%s/%s", dir, name ? name : "");
-	if (srv__bstore_open(name ? own : path, &s, err, sizeof(err)))
-		fail_msg("%s", err);
-	return s;
-}
-
-static struct srv_bstore *open_store(void)
-{
-	return open_store_at(NULL);
-}
 
 /* A batch of text's lines, created at t, its file expiring at expires. */
 static void make_batch(struct srv_bstore *s, const char *text, int64_t t, int64_t expires,
