@@ -221,8 +221,10 @@ int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_he
  * the heads side by side in each row; key j at row j of ldk / ldv
  * elements; dev_kv_store's blocks: hs the cache's keys times head_dim,
  * ldk = ldv = head_dim), in kv_type: 0 float32, 1 binary16 (read exactly).
- * kn_attention_window(_f16) per (sequence, head); the cpu back end splits
- * the pairs over its pool by rows times keys.
+ * cpu: prefill rows by kn_attention_window(_f16) per (sequence, query
+ * head); a decode row (n 1) by kn_attention_decode per (KV head, part of
+ * its keys), the parts merged (dev_cpu_attn.c); the units split over its
+ * pool by rows times keys.
  * full: no mask (Whisper's encoder self-attention and its decoder's
  * cross-attention): every row of sequence s sees its n_kv keys [0, n_kv)
  * (pos0 ignored); n_head == n_head_kv, no window, no soft cap, and scale
