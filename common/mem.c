@@ -5,12 +5,14 @@
  * allocation (curl's torture tests, SQLite's *fault.test). */
 #include "common/mem.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef INFERD_JEMALLOC
 #include <jemalloc/jemalloc.h>
-#include <stdint.h>
 #elif defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -149,22 +151,81 @@ char *mem_strdup(const char *s)
 	return mem_strndup(s, strlen(s));
 }
 
-#define MEM_HUGE ((size_t)2 << 20)
+#define MEM_HUGE ((size_t)2 << 20) /* the huge page size the advice is for */
+#define MEM_SLAB ((size_t)16 << 20) /* a shared slab's size, and every slab's alignment */
+#define MEM_SLAB_HEAD 64	    /* the slab's header, before its first block */
+
+/* A slab of mem_alloc_huge blocks: this header at its start, then the
+ * blocks in the order they were asked for. A block finds its slab by
+ * rounding its address down to MEM_SLAB (every block starts in its
+ * slab's first MEM_SLAB bytes). */
+struct mem_slab {
+	size_t size; /* bytes, header included */
+	size_t used; /* bytes handed out from the start, header included */
+	size_t live; /* blocks not yet freed */
+};
+
+static pthread_mutex_t mem_slab_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct mem_slab *mem_slab_open; /* where small blocks go now, or NULL */
+
+static struct mem_slab *mem_slab_new(size_t size)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, MEM_SLAB, size))
+		return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+	(void)madvise(p, size, MADV_HUGEPAGE); /* advice only: refused is fine */
+#endif
+	struct mem_slab *s = p;
+	*s = (struct mem_slab){ size, MEM_SLAB_HEAD, 0 };
+	return s;
+}
 
 void *mem_alloc_huge(size_t size_bytes)
 {
-	if (size_bytes < MEM_HUGE)
-		return mem_alloc(size_bytes);
 	if (mem_should_fail())
 		return NULL;
-	size_t n = (size_bytes + MEM_HUGE - 1) & ~(MEM_HUGE - 1);
+	size_t need = size_bytes ? (size_bytes + 63) & ~(size_t)63 : 64;
+	if (need > MEM_SLAB / 4) {
+		/* its own slab, to a whole number of huge pages */
+		size_t n = (MEM_SLAB_HEAD + need + MEM_HUGE - 1) & ~(MEM_HUGE - 1);
+		struct mem_slab *s = n > need ? mem_slab_new(n) : NULL;
+		if (!s)
+			return NULL;
+		s->used = n;
+		s->live = 1;
+		return (char *)s + MEM_SLAB_HEAD;
+	}
+	pthread_mutex_lock(&mem_slab_mu);
+	struct mem_slab *s = mem_slab_open;
+	if (!s || s->used + need > s->size) {
+		/* the full one goes with its last block (mem_free_huge) */
+		s = mem_slab_new(MEM_SLAB);
+		if (s)
+			mem_slab_open = s;
+	}
 	void *p = NULL;
-	if (posix_memalign(&p, MEM_HUGE, n))
-		return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-	(void)madvise(p, n, MADV_HUGEPAGE); /* advice only: refused is fine */
-#endif
+	if (s) {
+		p = (char *)s + s->used;
+		s->used += need;
+		s->live++;
+	}
+	pthread_mutex_unlock(&mem_slab_mu);
 	return p;
+}
+
+void mem_free_huge(void *p)
+{
+	if (!p)
+		return;
+	struct mem_slab *s = (struct mem_slab *)((uintptr_t)p & ~(uintptr_t)(MEM_SLAB - 1));
+	pthread_mutex_lock(&mem_slab_mu);
+	bool last = --s->live == 0;
+	if (last && s == mem_slab_open)
+		mem_slab_open = NULL;
+	pthread_mutex_unlock(&mem_slab_mu);
+	if (last)
+		free(s);
 }
 
 void mem_free(void *p)

@@ -182,7 +182,7 @@ static int cpu_mat_i8(struct cpu_mat *c, const struct dev_mat *m, const void *ho
 	int32_t *comp = mem_alloc(np * sizeof(int32_t));
 	if (!codes || !packed || !scale || !comp) {
 		mem_free(codes);
-		mem_free(packed);
+		mem_free_huge(packed);
 		mem_free(scale);
 		mem_free(comp);
 		return -ST_NOMEM;
@@ -203,7 +203,7 @@ static int cpu_mat_i8(struct cpu_mat *c, const struct dev_mat *m, const void *ho
 static int cpu_mat_bf16(struct cpu_mat *c, const struct dev_mat *m, const void *host)
 {
 	size_t n = m->rows * m->cols;
-	float *f = mem_alloc_huge(n * sizeof(float));
+	float *f = mem_alloc(n * sizeof(float));
 	c->packed = mem_alloc_huge(kn_bf16_packed_len(m->rows, m->cols) * sizeof(uint16_t));
 	if (!f || !c->packed) {
 		mem_free(f);
@@ -250,8 +250,8 @@ static int cpu_mat_ct2(struct cpu_mat *c, const struct dev_mat *m, const void *h
 
 static void cpu_mat_free(struct cpu_mat *c)
 {
-	mem_free(c->packed);
-	mem_free((void *)c->i8.packed);
+	mem_free_huge(c->packed);
+	mem_free_huge((void *)c->i8.packed);
 	mem_free((void *)c->i8.scale);
 	mem_free((void *)c->i8.comp);
 	mem_free(c);

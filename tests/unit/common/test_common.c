@@ -85,20 +85,47 @@ static void test_st_now_ms(void **state)
 	assert_true(b - a >= 1.5 && b - a < 10000.0);
 }
 
-/* mem_alloc_huge: 2 MiB-aligned from 2 MiB up (the huge page size the
- * advice is for), writable to its end, counted by the fault injection. */
+/* mem_alloc_huge: 64-byte aligned, writable to its end, small blocks
+ * apart from each other in a shared slab and a large one on its own;
+ * freed by mem_free_huge in any order, a slab's space back once its
+ * blocks are gone; counted by the fault injection. */
 static void test_mem_alloc_huge(void **state)
 {
 	(void)state;
-	size_t n = (5u << 20) + 123;
-	unsigned char *p = mem_alloc_huge(n), *q = mem_alloc_huge(100);
+	size_t n = (5u << 20) + 123, small[3] = { 100, 3000, 1u << 20 };
+	unsigned char *p = mem_alloc_huge(n), *q[3];
 	assert_non_null(p);
-	assert_non_null(q);
-	assert_int_equal((uintptr_t)p % (2u << 20), 0);
+	assert_int_equal((uintptr_t)p % 64, 0);
 	memset(p, 0xab, n);
+	for (int i = 0; i < 3; i++) {
+		q[i] = mem_alloc_huge(small[i]);
+		assert_non_null(q[i]);
+		assert_int_equal((uintptr_t)q[i] % 64, 0);
+		memset(q[i], 0x10 + i, small[i]);
+	}
+	for (int i = 0; i < 3; i++) /* none wrote over another */
+		for (size_t j = 0; j < small[i]; j++)
+			assert_int_equal(q[i][j], 0x10 + i);
+	assert_int_equal(p[0], 0xab);
 	assert_int_equal(p[n - 1], 0xab);
-	mem_free(p);
-	mem_free(q);
+	mem_free_huge(q[1]);
+	mem_free_huge(p);
+	mem_free_huge(q[0]);
+	mem_free_huge(q[2]);
+	/* more than a slab holds, in blocks of 4 MiB (a slab's largest) */
+	unsigned char *r[9];
+	for (int i = 0; i < 9; i++) {
+		r[i] = mem_alloc_huge(4u << 20);
+		assert_non_null(r[i]);
+		r[i][0] = (unsigned char)i;
+		r[i][(4u << 20) - 1] = (unsigned char)i;
+	}
+	for (int i = 0; i < 9; i++) {
+		assert_int_equal(r[i][0], i);
+		assert_int_equal(r[i][(4u << 20) - 1], i);
+		mem_free_huge(r[i]);
+	}
+	mem_free_huge(NULL);
 	mem_fail_after(0);
 	assert_null(mem_alloc_huge(n));
 	assert_null(mem_alloc_huge(100));
