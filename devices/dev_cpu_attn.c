@@ -32,21 +32,28 @@ static size_t cc_first(const struct dev_attn *a, const struct dev_attn_seq *sg)
 	return a->window && sg->pos0 + 1 > a->window ? sg->pos0 + 1 - a->window : 0;
 }
 
+/* The keys a sequence's decode row sees. */
+static size_t cc_keys(const struct dev_attn *a, const struct dev_attn_seq *sg)
+{
+	return sg->pos0 + 1 - cc_first(a, sg);
+}
+
 /* A decode row's parts (0: prefill rows, by query head). */
 static size_t cc_parts(const struct dev_attn *a, const struct dev_attn_seq *sg)
 {
-	if (sg->n != 1)
-		return 0;
-	return (sg->pos0 + 1 - cc_first(a, sg) + KN_DEC_PART - 1) / KN_DEC_PART;
+	return sg->n == 1 ? kn_dec_parts(cc_keys(a, sg)) : 0;
 }
 
-/* The work of each of a sequence's units: rows times keys (times the
- * query heads a decode unit does). */
-static uint64_t cc_cost(const struct dev_attn *a, const struct dev_attn_seq *sg, size_t np)
+/* The work of a sequence's unit u: a prefill head's rows times keys, or
+ * a decode part's keys times the query heads that take them. */
+static uint64_t cc_cost(const struct dev_attn *a, const struct dev_attn_seq *sg, size_t np,
+			size_t u)
 {
 	if (np == 0)
 		return (uint64_t)sg->n * (sg->pos0 + sg->n);
-	return (uint64_t)(a->n_head / a->n_head_kv) * KN_DEC_PART;
+	size_t lo, hi;
+	kn_dec_part(cc_keys(a, sg), u % np, &lo, &hi);
+	return (uint64_t)(a->n_head / a->n_head_kv) * (hi - lo);
 }
 
 /* KV head kh's column 0 in a sequence's cache, in elements. */
@@ -72,8 +79,10 @@ static void cc_decode(const struct cpu_causal *t, const struct dev_attn_seq *sg,
 		d.k = (const float *)sg->k + at;
 		d.v = (const float *)sg->v + at;
 	}
-	size_t lo = cc_first(a, sg) + p * KN_DEC_PART, end = sg->pos0 + 1;
-	size_t hi = end - lo > KN_DEC_PART ? lo + KN_DEC_PART : end;
+	size_t lo, hi, first = cc_first(a, sg);
+	kn_dec_part(cc_keys(a, sg), p, &lo, &hi);
+	lo += first;
+	hi += first;
 	if (n_parts == 1)
 		kn_attention_decode(&d, lo, hi, a->out + sg->r0 * a->ldo + kh * g * hd, NULL,
 				    scratch);
@@ -117,8 +126,7 @@ static void cc_run(void *arg, int ith, int nth)
 	for (size_t s = 0; s < t->n_seqs; s++) {
 		const struct dev_attn_seq *sg = &t->seqs[s];
 		size_t np = cc_parts(a, sg), n_units = np ? a->n_head_kv * np : a->n_head;
-		uint64_t cost = cc_cost(a, sg, np);
-		for (size_t u = 0; u < n_units; u++, at += cost) {
+		for (size_t u = 0; u < n_units; at += cc_cost(a, sg, np, u), u++) {
 			if (at < lo || at >= hi)
 				continue;
 			if (np == 0)
@@ -182,8 +190,9 @@ void dev__cpu_causal(struct dev_pool *p, const struct dev_attn *a,
 				.per = per, .parts = buf + per * nth };
 	t.lse = t.parts + slots * g * a->head_dim;
 	for (size_t s = 0; s < n_seqs; s++) {
-		size_t np = cc_parts(a, &seqs[s]);
-		t.total += cc_cost(a, &seqs[s], np) * (np ? a->n_head_kv * np : a->n_head);
+		size_t np = cc_parts(a, &seqs[s]), n_units = np ? a->n_head_kv * np : a->n_head;
+		for (size_t u = 0; u < n_units; u++)
+			t.total += cc_cost(a, &seqs[s], np, u);
 	}
 	dev_pool_run(p, cc_run, &t);
 	if (slots)

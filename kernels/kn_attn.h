@@ -122,11 +122,29 @@ struct kn_dec {
 	float scale, softcap;
 };
 
-/* Keys per part of a long cache: a caller splitting the keys over
- * threads makes parts of this many from the first key the row sees (the
- * last part shorter), whatever else it runs, so that a sequence's answer
- * does not depend on its batch or the thread count. */
-#define KN_DEC_PART 256
+/* The most keys in a part of a long cache. A caller splitting the keys
+ * over threads cuts the n keys a row sees into kn_dec_parts(n) parts of
+ * about equal size (kn_dec_part), whatever else it runs, so that a
+ * sequence's answer does not depend on its batch or the thread count,
+ * and a part's work is about any other's (parts of 256, the last one
+ * shorter, left one of two threads waiting on the other for a third of
+ * SmolLM2's attention after a 600-token prompt: 3 KV heads, 9 parts). */
+#define KN_DEC_PART 128
+
+/* kn_dec_parts - the parts n keys (n >= 1) are cut into. */
+static inline size_t kn_dec_parts(size_t n)
+{
+	return (n + KN_DEC_PART - 1) / KN_DEC_PART;
+}
+
+/* kn_dec_part - part p of kn_dec_parts(n): keys [*lo, *hi) of the n,
+ * counted from the row's first key; 1 .. KN_DEC_PART of them. */
+static inline void kn_dec_part(size_t n, size_t p, size_t *lo, size_t *hi)
+{
+	size_t np = kn_dec_parts(n);
+	*lo = n * p / np;
+	*hi = n * (p + 1) / np;
+}
 
 /* kn_attention_decode - out [g, head_dim] (rows head_dim apart) = each
  * head's softmax(scale q k^T) v over keys [lo, hi) (hi - lo in 1 ..

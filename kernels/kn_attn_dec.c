@@ -5,8 +5,8 @@
  * Grouped-query attention (Ainslie et al. 2023) gives g query heads one
  * KV head. A decode step's attention is bound by reading that head's keys
  * and values, so the g heads take a part of them in turn while it is in
- * the caches (KN_DEC_PART keys: Gemma 3's 256-wide head makes a part 256
- * KiB of float32 keys, inside a 1 MiB L2), instead of each head sweeping
+ * the caches (up to KN_DEC_PART keys: Gemma 3's 256-wide head makes a
+ * part 128 KiB of float32 keys, inside a 1 MiB L2), instead of each head sweeping
  * the whole cache. A long cache is split into parts that threads run at
  * once, each part normalized on its own with its log-sum-exp kept and the
  * parts merged by those weights: flash-decoding's split of the keys (Dao

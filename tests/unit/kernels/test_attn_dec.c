@@ -4,8 +4,9 @@
  * keys [lo, p] of a float32 or binary16 cache, a group of query heads per
  * KV head, with and without a window and a soft cap.
  *  - One part (at most KN_DEC_PART keys): the same bits, each head.
- *  - Parts of KN_DEC_PART keys merged: within float rounding of the
- *    whole (1e-5 absolute: outputs are averages of values in [-1, 1]).
+ *  - The parts kn_dec_part cuts (at most KN_DEC_PART keys each) merged:
+ *    within float rounding of the whole (1e-5 absolute: outputs are
+ *    averages of values in [-1, 1]).
  *  - The log-sum-exp kept per part is the double sum over its scores.
  */
 #include <setjmp.h>
@@ -65,12 +66,16 @@ static void window_row(const struct kn_dec *d, size_t h, size_t p, size_t window
 static void decode_parts(const struct kn_dec *d, size_t p, size_t window, float *out)
 {
 	size_t lo = window && p + 1 > window ? p + 1 - window : 0;
-	size_t np = (p + 1 - lo + KN_DEC_PART - 1) / KN_DEC_PART;
+	size_t np = kn_dec_parts(p + 1 - lo);
 	float *parts = malloc(np * G * HD * sizeof(float)), *lse = malloc(np * G * sizeof(float));
 	float *scratch = malloc(kn_attention_decode_scratch(G) * sizeof(float));
 	assert_true(parts && lse && scratch);
 	for (size_t i = 0; i < np; i++) {
-		size_t a = lo + i * KN_DEC_PART, b = a + KN_DEC_PART < p + 1 ? a + KN_DEC_PART : p + 1;
+		size_t a, b;
+		kn_dec_part(p + 1 - lo, i, &a, &b);
+		assert_true(b > a && b - a <= KN_DEC_PART);
+		a += lo;
+		b += lo;
 		kn_attention_decode(d, a, b, parts + i * G * HD, lse + i * G, scratch);
 		for (size_t h = 0; h < G; h++) { /* the part's weight, in double */
 			float *s = malloc((b - a) * sizeof(float));
