@@ -49,6 +49,22 @@ struct kn_ops {
 	 * rows at a time, in another order than dot's). */
 	void (*dot_rows)(const float *x, const float *B, size_t ldb, size_t n, size_t k,
 			 float alpha, float *y);
+	/* dot_rows for g rows of x at once (row h at x + h ldx; g >= 1), row
+	 * h's results at y + h ldy: y[h ldy + i] = alpha * sum_j x[h ldx + j]
+	 * B[i ldb + j]. Grouped-query attention's g query heads against their
+	 * one KV head's keys, each key loaded once for all of them (SIMD: up
+	 * to 4 heads a pass with AVX-512, 3 with AVX2). Each within dot's
+	 * tolerance of the exact value. */
+	void (*dot_rows_g)(const float *x, size_t ldx, size_t g, const float *B, size_t ldb,
+			   size_t n, size_t k, float alpha, float *y, size_t ldy);
+	/* y[h ldy + j] = sum_i p[h ldp + i] B[i ldb + j] for h < g, j < k: g
+	 * rows of weights p [g, n] times B [n, k] (ldb >= k), a decode step's
+	 * probabilities of g query heads times their KV head's values, each
+	 * value row loaded once for all of them (as dot_rows_g, heads a pass).
+	 * Sums in float32 over i in order from 0 (the SIMD variants too, so
+	 * every variant gives the reference's bits up to FMA contraction). */
+	void (*gemv_t_g)(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
+			 size_t n, size_t k, float *y, size_t ldy);
 	/* y[r] = sum_k W[r*ldw + k] * x[k] for r < n_rows: a matrix-vector
 	 * product with IEEE binary16 weights W [n_rows, ldw >= k] (a decode
 	 * step reads half the bytes of float32 weights). Products and sums

@@ -150,8 +150,10 @@ static inline void kn_dec_part(size_t n, size_t p, size_t *lo, size_t *hi)
  * head's softmax(scale q k^T) v over keys [lo, hi) (hi - lo in 1 ..
  * KN_DEC_PART); lse: NULL, or g floats: each head's log sum exp of its
  * scores (soft-capped), the part's weight in kn_attention_decode_merge.
- * The numbers kn_attention_window(_f16) gives the one row over those
- * keys, bit for bit. scratch: kn_attention_decode_scratch(g) floats. */
+ * A float16 cache: the numbers kn_attention_window_f16 gives the one row
+ * over those keys, bit for bit; float32: kn_attention_window's within
+ * float rounding (another order of sums). scratch:
+ * kn_attention_decode_scratch(g) floats. */
 void kn_attention_decode(const struct kn_dec *d, size_t lo, size_t hi, float *out, float *lse,
 			 float *scratch);
 size_t kn_attention_decode_scratch(size_t g);

@@ -106,6 +106,25 @@ static void ref_dot_rows(const float *x, const float *B, size_t ldb, size_t n, s
 		y[i] = alpha * ref_dot(x, B + i * ldb, k);
 }
 
+static void ref_dot_rows_g(const float *x, size_t ldx, size_t g, const float *B, size_t ldb,
+			   size_t n, size_t k, float alpha, float *y, size_t ldy)
+{
+	for (size_t h = 0; h < g; h++)
+		ref_dot_rows(x + h * ldx, B, ldb, n, k, alpha, y + h * ldy);
+}
+
+static void ref_gemv_t_g(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
+			 size_t n, size_t k, float *y, size_t ldy)
+{
+	for (size_t h = 0; h < g; h++)
+		for (size_t j = 0; j < k; j++) {
+			float sum = 0.0f;
+			for (size_t i = 0; i < n; i++)
+				sum = fmaf(p[h * ldp + i], B[i * ldb + j], sum);
+			y[h * ldy + j] = sum;
+		}
+}
+
 static void ref_gemv_f16(const uint16_t *restrict W, size_t ldw, const float *restrict x,
 			 float *restrict y, size_t n_rows, size_t k)
 {
@@ -224,6 +243,8 @@ const struct kn_ops kn__ops_ref = {
 	.scale_add = ref_scale_add,
 	.dot = ref_dot,
 	.dot_rows = ref_dot_rows,
+	.dot_rows_g = ref_dot_rows_g,
+	.gemv_t_g = ref_gemv_t_g,
 	.gemv_f16 = ref_gemv_f16,
 	.rms_norm = ref_rms_norm,
 	.gelu_tanh_mul = ref_gelu_tanh_mul,

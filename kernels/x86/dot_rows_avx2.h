@@ -1,9 +1,12 @@
-/* kernels/x86/dot_rows_avx2.h - kn_ops dot_rows (kn.h) on ymm: one row x
- * against n rows of B, 8 rows at a time. Not a public header: included
- * once by x86/ops_avx2.c and once by x86/ops_avx512.c (the same code, each
- * compiled with its library's flags; ymm is what head_dim 64 fills).
+/* kernels/x86/dot_rows_avx2.h - kn_ops dot_rows, dot_rows_g and gemv_t_g
+ * (kn.h): one row x against n rows of B, 8 rows at a time (ymm); up to
+ * DR_G rows of x against B's rows 4 at a time (ymm); up to DR_G rows of
+ * weights times B's rows whole, in order (zmm with AVX-512, ymm without).
+ * Not a public header: included once by x86/ops_avx2.c and once by
+ * x86/ops_avx512.c (the same code, each compiled with its library's
+ * flags; ymm is what head_dim 64 fills).
  *
- * Each of the 8 rows gets its own accumulator over k in steps of 8 (one
+ * dot_rows: each of the 8 rows gets its own accumulator over k in steps of 8 (one
  * FMA per step, x's 8 floats loaded once for the 8 rows), and the 8
  * accumulators are reduced together: two rounds of vhaddps and one
  * cross-lane add leave row r's sum in lane r, so 8 sums cost 7 shuffling
@@ -15,6 +18,7 @@
 #define KN_X86_DOT_ROWS_AVX2_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 static inline __m256 dr_sum8(const __m256 a[8])
@@ -56,6 +60,177 @@ static void dr_dot_rows(const float *x, const float *B, size_t ldb, size_t n, si
 	}
 	for (; i < n; i++)
 		y[i] = alpha * DR_DOT(x, B + i * ldb, k);
+}
+
+#define DR_INLINE static inline __attribute__((always_inline))
+/* rows of x (query heads) per pass: their accumulators fit AVX-512's 32
+ * vector registers, AVX2's 16 */
+#ifdef __AVX512F__
+#define DR_G 4
+#else
+#define DR_G 3
+#endif
+#ifndef DR_AHEAD
+#define DR_AHEAD 8
+#endif
+
+/* Lane r of the result: the sum of a[r]'s lanes. */
+DR_INLINE __m128 dr_sum4(const __m256 a[4])
+{
+	__m256 u = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+	return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
+/* dot_rows_g for G (1 .. DR_G) rows of x: B's rows 4 at a time, each of
+ * their 8-float pieces loaded once for the G rows (4 G accumulators). */
+DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B, size_t ldb,
+			      size_t n, size_t k, float alpha, float *y, size_t ldy)
+{
+	size_t k8 = k & ~(size_t)7, i = 0;
+	int tail = (int)(k - k8);
+	const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
+						_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+	const __m128 va = _mm_set1_ps(alpha);
+	for (; i + 4 <= n; i += 4) {
+		const float *b = B + i * ldb;
+		for (size_t r = i + DR_AHEAD; r < i + DR_AHEAD + 4 && r < n; r++)
+			for (size_t o = 0; o < k * sizeof(float); o += 64)
+				_mm_prefetch((const char *)(B + r * ldb) + o, _MM_HINT_T0);
+		__m256 acc[DR_G][4];
+		for (int h = 0; h < G; h++)
+			for (int r = 0; r < 4; r++)
+				acc[h][r] = _mm256_setzero_ps();
+		for (size_t d = 0; d <= k8; d += 8) {
+			if (d == k8 && !tail)
+				break;
+			__m256 xv[DR_G];
+			for (int h = 0; h < G; h++)
+				xv[h] = d < k8 ? _mm256_loadu_ps(x + (size_t)h * ldx + d)
+					       : _mm256_maskload_ps(x + (size_t)h * ldx + d, mask);
+			for (int r = 0; r < 4; r++) {
+				const float *br = b + (size_t)r * ldb + d;
+				__m256 bv = d < k8 ? _mm256_loadu_ps(br) : _mm256_maskload_ps(br, mask);
+				for (int h = 0; h < G; h++)
+					acc[h][r] = _mm256_fmadd_ps(xv[h], bv, acc[h][r]);
+			}
+		}
+		for (int h = 0; h < G; h++)
+			_mm_storeu_ps(y + (size_t)h * ldy + i, _mm_mul_ps(va, dr_sum4(acc[h])));
+	}
+	for (; i < n; i++)
+		for (int h = 0; h < G; h++)
+			y[(size_t)h * ldy + i] = alpha * DR_DOT(x + (size_t)h * ldx, B + i * ldb, k);
+}
+
+static void dr_dot_rows_g(const float *x, size_t ldx, size_t g, const float *B, size_t ldb,
+			  size_t n, size_t k, float alpha, float *y, size_t ldy)
+{
+	for (size_t h = 0; h < g; h += DR_G) {
+		const float *xh = x + h * ldx;
+		float *yh = y + h * ldy;
+		if (g - h >= 4 && DR_G >= 4)
+			dr_dot_rows_gn(xh, ldx, 4, B, ldb, n, k, alpha, yh, ldy);
+		else if (g - h >= 3)
+			dr_dot_rows_gn(xh, ldx, 3, B, ldb, n, k, alpha, yh, ldy);
+		else if (g - h == 2)
+			dr_dot_rows_gn(xh, ldx, 2, B, ldb, n, k, alpha, yh, ldy);
+		else
+			dr_dot_rows_gn(xh, ldx, 1, B, ldb, n, k, alpha, yh, ldy);
+	}
+}
+
+/* gemv_t_g for G (1 .. DR_G) rows of weights p over columns [j, j + w)
+ * of B, w <= DR_GV_COLS (4 vectors: 64 columns in zmm where the including
+ * library has AVX-512, 32 in ymm where not; the vectors past w masked):
+ * B's rows in order, each loaded once for the G rows, one FMA per
+ * element per row from 0 (kn__sgemm's one-row path reads B the same way:
+ * its rows whole and in order, which streams from memory; columns 16 at
+ * a time over blocks of rows ran 2x slower from memory). */
+#ifdef __AVX512F__
+#define DR_GV_COLS 64
+DR_INLINE void dr_gemv_t_gn(const float *p, size_t ldp, int G, const float *B, size_t ldb,
+			    size_t n, size_t j, size_t w, float *y, size_t ldy)
+{
+	__mmask16 m[4];
+	for (int v = 0; v < 4; v++) {
+		size_t lo = 16 * (size_t)v, c = lo >= w ? 0 : w - lo;
+		m[v] = (__mmask16)(c >= 16 ? 0xffff : (1u << c) - 1);
+	}
+	__m512 acc[DR_G][4];
+	for (int h = 0; h < G; h++)
+		for (int v = 0; v < 4; v++)
+			acc[h][v] = _mm512_setzero_ps();
+	const float *b = B + j;
+	for (size_t i = 0; i < n; i++, b += ldb) {
+		__m512 bv[4];
+		for (int v = 0; v < 4; v++)
+			bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
+		for (int h = 0; h < G; h++) {
+			__m512 pv = _mm512_set1_ps(p[(size_t)h * ldp + i]);
+			for (int v = 0; v < 4; v++)
+				acc[h][v] = _mm512_fmadd_ps(pv, bv[v], acc[h][v]);
+		}
+	}
+	for (int h = 0; h < G; h++)
+		for (int v = 0; v < 4; v++)
+			_mm512_mask_storeu_ps(y + (size_t)h * ldy + j + 16 * v, m[v], acc[h][v]);
+}
+#else
+#define DR_GV_COLS 32
+DR_INLINE void dr_gemv_t_gn(const float *p, size_t ldp, int G, const float *B, size_t ldb,
+			    size_t n, size_t j, size_t w, float *y, size_t ldy)
+{
+	__m256i m[4];
+	for (int v = 0; v < 4; v++) {
+		int c = 8 * v >= (int)w ? 0 : (int)w - 8 * v;
+		m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(c),
+					  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+	}
+	bool full = w == DR_GV_COLS;
+	__m256 acc[DR_G][4];
+	for (int h = 0; h < G; h++)
+		for (int v = 0; v < 4; v++)
+			acc[h][v] = _mm256_setzero_ps();
+	const float *b = B + j;
+	for (size_t i = 0; i < n; i++, b += ldb) {
+		__m256 bv[4];
+		for (int v = 0; v < 4; v++)
+			bv[v] = full ? _mm256_loadu_ps(b + 8 * v) : _mm256_maskload_ps(b + 8 * v, m[v]);
+		for (int h = 0; h < G; h++) {
+			__m256 pv = _mm256_broadcast_ss(p + (size_t)h * ldp + i);
+			for (int v = 0; v < 4; v++)
+				acc[h][v] = _mm256_fmadd_ps(pv, bv[v], acc[h][v]);
+		}
+	}
+	for (int h = 0; h < G; h++)
+		for (int v = 0; v < 4; v++)
+			_mm256_maskstore_ps(y + (size_t)h * ldy + j + 8 * v, m[v], acc[h][v]);
+}
+#endif
+
+DR_INLINE void dr_gemv_t_gk(const float *p, size_t ldp, int G, const float *B, size_t ldb,
+			    size_t n, size_t k, float *y, size_t ldy)
+{
+	for (size_t j = 0; j < k; j += DR_GV_COLS)
+		dr_gemv_t_gn(p, ldp, G, B, ldb, n, j, k - j < DR_GV_COLS ? k - j : DR_GV_COLS, y,
+			     ldy);
+}
+
+static void dr_gemv_t_g(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
+			size_t n, size_t k, float *y, size_t ldy)
+{
+	for (size_t h = 0; h < g; h += DR_G) {
+		const float *ph = p + h * ldp;
+		float *yh = y + h * ldy;
+		if (g - h >= 4 && DR_G >= 4)
+			dr_gemv_t_gk(ph, ldp, 4, B, ldb, n, k, yh, ldy);
+		else if (g - h >= 3)
+			dr_gemv_t_gk(ph, ldp, 3, B, ldb, n, k, yh, ldy);
+		else if (g - h == 2)
+			dr_gemv_t_gk(ph, ldp, 2, B, ldb, n, k, yh, ldy);
+		else
+			dr_gemv_t_gk(ph, ldp, 1, B, ldb, n, k, yh, ldy);
+	}
 }
 
 #endif /* KN_X86_DOT_ROWS_AVX2_H */

@@ -3,11 +3,15 @@
  * they stand in for at a decode step: one query row at position p over
  * keys [lo, p] of a float32 or binary16 cache, a group of query heads per
  * KV head, with and without a window and a soft cap.
- *  - One part (at most KN_DEC_PART keys): the same bits, each head.
+ *  - One part (at most KN_DEC_PART keys): the same bits with a binary16
+ *    cache; within 2e-6 with a float32 one (its scores summed in
+ *    another order).
  *  - The parts kn_dec_part cuts (at most KN_DEC_PART keys each) merged:
  *    within float rounding of the whole (1e-5 absolute: outputs are
  *    averages of values in [-1, 1]).
  *  - The log-sum-exp kept per part is the double sum over its scores.
+ * And the two kn_ops kernels of the float32 path, dot_rows_g and
+ * gemv_t_g, on every ISA.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,12 +132,13 @@ static void test_decode(void **state)
 			decode_parts(&d, p, window, got);
 			for (size_t h = 0; h < G; h++) {
 				window_row(&d, h, p, window, want);
-				if (p + 1 - lo <= KN_DEC_PART) {
+				if (f16 && p + 1 - lo <= KN_DEC_PART) {
 					assert_memory_equal(got + h * HD, want, sizeof(want));
 					continue;
 				}
+				float tol = p + 1 - lo <= KN_DEC_PART ? 2e-6f : 1e-5f;
 				for (size_t e = 0; e < HD; e++)
-					assert_true(fabsf(got[h * HD + e] - want[e]) < 1e-5f);
+					assert_true(fabsf(got[h * HD + e] - want[e]) < tol);
 			}
 		}
 	}
@@ -144,9 +149,103 @@ static void test_decode(void **state)
 	free(v16);
 }
 
+/* kn_ops dot_rows_g of every ISA: g = 1 .. 7 rows of x (passes of 3 and
+ * what is left) against n rows of k (a masked tail, head widths 64 and
+ * 256), all at odd strides; each y within dot's tolerance of the double
+ * dot times alpha (1e-6 of the sum of |x b|), and y's gaps untouched. */
+static void test_dot_rows_g(void **state)
+{
+	(void)state;
+	static const size_t ns[] = { 1, 3, 4, 5, 37, 128 }, ks[] = { 9, 64, 70, 256 };
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		for (size_t a = 0; ops && a < sizeof(ns) / sizeof(ns[0]); a++)
+			for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
+				for (size_t g = 1; g <= 7; g++) {
+					size_t n = ns[a], k = ks[b], ldx = k + 1, ldb = k + 3, ldy = n + 2;
+					float *x = rnd(g * ldx, 1.0f), *B = rnd(n * ldb, 1.0f);
+					float *y = malloc(g * ldy * sizeof(float));
+					assert_non_null(y);
+					for (size_t i = 0; i < g * ldy; i++)
+						y[i] = -7.0f;
+					ops->dot_rows_g(x, ldx, g, B, ldb, n, k, 0.125f, y, ldy);
+					for (size_t h = 0; h < g; h++) {
+						for (size_t i = 0; i < n; i++) {
+							double e = 0.0, mag = 0.0;
+							for (size_t j = 0; j < k; j++) {
+								double t = (double)x[h * ldx + j] * B[i * ldb + j];
+								e += t;
+								mag += fabs(t);
+							}
+							assert_true(fabs(y[h * ldy + i] - 0.125 * e) <=
+								    0.125 * 1e-6 * mag + 1e-30);
+						}
+						for (size_t i = n; i < ldy; i++)
+							assert_true(y[h * ldy + i] == -7.0f);
+					}
+					free(x);
+					free(B);
+					free(y);
+				}
+	}
+}
+
+/* kn_ops gemv_t_g of every ISA: g = 1 .. 7 rows of weights over n rows
+ * of B of k columns (chunk edges and masked tails: 9, 40, 64, 70, 256),
+ * odd strides; the reference's bits (each element's FMA chain over the
+ * rows in order), the reference within float rounding of double sums,
+ * and y's gaps untouched. */
+static void test_gemv_t_g(void **state)
+{
+	(void)state;
+	static const size_t ns[] = { 1, 3, 37, 128 }, ks[] = { 9, 40, 64, 70, 256 };
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	for (size_t a = 0; a < sizeof(ns) / sizeof(ns[0]); a++)
+		for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
+			for (size_t g = 1; g <= 7; g++) {
+				size_t n = ns[a], k = ks[b], ldp = n + 1, ldb = k + 3, ldy = k + 5;
+				float *p = rnd(g * ldp, 1.0f), *B = rnd(n * ldb, 1.0f);
+				float *want = malloc(g * ldy * sizeof(float));
+				float *got = malloc(g * ldy * sizeof(float));
+				assert_true(want && got);
+				ref->gemv_t_g(p, ldp, g, B, ldb, n, k, want, ldy);
+				for (size_t h = 0; h < g; h++)
+					for (size_t j = 0; j < k; j++) {
+						double e = 0.0, mag = 0.0;
+						for (size_t i = 0; i < n; i++) {
+							double t = (double)p[h * ldp + i] * B[i * ldb + j];
+							e += t;
+							mag += fabs(t);
+						}
+						assert_true(fabs(want[h * ldy + j] - e) <=
+							    (double)n * 1.2e-7 * mag + 1e-30);
+					}
+				for (int isa = 1; isa < KN_ISA_COUNT; isa++) {
+					const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+					if (!ops)
+						continue;
+					for (size_t i = 0; i < g * ldy; i++)
+						got[i] = -7.0f;
+					ops->gemv_t_g(p, ldp, g, B, ldb, n, k, got, ldy);
+					for (size_t h = 0; h < g; h++) {
+						assert_memory_equal(got + h * ldy, want + h * ldy,
+								    k * sizeof(float));
+						for (size_t j = k; j < ldy; j++)
+							assert_true(got[h * ldy + j] == -7.0f);
+					}
+				}
+				free(p);
+				free(B);
+				free(want);
+				free(got);
+			}
+}
+
 int main(void)
 {
 	kn_init(KN_ISA_COUNT);
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_decode) };
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_decode),
+					    cmocka_unit_test(test_dot_rows_g),
+					    cmocka_unit_test(test_gemv_t_g) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
