@@ -149,6 +149,19 @@ static void test_decode(void **state)
 	free(v16);
 }
 
+/* *e = sum of a[i sa] b[i sb] over i < n in double, *mag = the sum of
+ * the terms' magnitudes. */
+static void dsum(const float *a, size_t sa, const float *b, size_t sb, size_t n, double *e,
+		 double *mag)
+{
+	*e = *mag = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double t = (double)a[i * sa] * b[i * sb];
+		*e += t;
+		*mag += fabs(t);
+	}
+}
+
 /* kn_ops dot_rows_g of every ISA: g = 1 .. 7 rows of x (passes of 3 and
  * what is left) against n rows of k (a masked tail, head widths 64 and
  * 256), all at odd strides; each y within dot's tolerance of the double
@@ -171,12 +184,8 @@ static void test_dot_rows_g(void **state)
 					ops->dot_rows_g(x, ldx, g, B, ldb, n, k, 0.125f, y, ldy);
 					for (size_t h = 0; h < g; h++) {
 						for (size_t i = 0; i < n; i++) {
-							double e = 0.0, mag = 0.0;
-							for (size_t j = 0; j < k; j++) {
-								double t = (double)x[h * ldx + j] * B[i * ldb + j];
-								e += t;
-								mag += fabs(t);
-							}
+							double e, mag;
+							dsum(x + h * ldx, 1, B + i * ldb, 1, k, &e, &mag);
 							assert_true(fabs(y[h * ldy + i] - 0.125 * e) <=
 								    0.125 * 1e-6 * mag + 1e-30);
 						}
@@ -211,12 +220,8 @@ static void test_gemv_t_g(void **state)
 				ref->gemv_t_g(p, ldp, g, B, ldb, n, k, want, ldy);
 				for (size_t h = 0; h < g; h++)
 					for (size_t j = 0; j < k; j++) {
-						double e = 0.0, mag = 0.0;
-						for (size_t i = 0; i < n; i++) {
-							double t = (double)p[h * ldp + i] * B[i * ldb + j];
-							e += t;
-							mag += fabs(t);
-						}
+						double e, mag;
+						dsum(p + h * ldp, 1, B + j, ldb, n, &e, &mag);
 						assert_true(fabs(want[h * ldy + j] - e) <=
 							    (double)n * 1.2e-7 * mag + 1e-30);
 					}
