@@ -2,12 +2,13 @@
  * without full or ct2), split over the queue's pool by work: a prefill's
  * rows per (sequence, query head), kn_attention_window(_f16) as llama.cpp
  * computes them; a decode row (a sequence's one new token) per (KV head,
- * part of its keys), kn_attention_decode taking the KV head's g query
- * heads in turn over each part while it is in the caches, the parts of a
- * long cache merged after the pool's run (kernels/kn_attn_dec.c). A
- * sequence's parts depend only on its own keys, so its answer is the same
- * in any batch and on any number of threads; a cache of one part gives
- * kn_attention_window's bits.
+ * part of its keys: kn_dec_part's cut, parts of about equal size),
+ * kn_attention_decode taking the KV head's g query heads together over
+ * each part, the parts of a long cache merged after the pool's run
+ * (kernels/kn_attn_dec.c). A sequence's parts depend only on its own
+ * keys, so its answer is the same in any batch and on any number of
+ * threads; a float16 cache of one part gives kn_attention_window_f16's
+ * bits.
  */
 #include <stdint.h>
 
