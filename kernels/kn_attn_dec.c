@@ -37,27 +37,31 @@ void kn_attention_decode(const struct kn_dec *d, size_t lo, size_t hi, float *ou
 {
 	const struct kn_ops *ops = kn_ops();
 	size_t n = hi - lo, hd = d->head_dim;
-	if (!d->k16) /* the g heads' scores, each key read once for all */
-		ops->dot_rows_g(d->q, hd, d->g, d->k + lo * d->ldk, d->ldk, n, hd, d->scale, scratch,
-				n);
-	for (size_t h = 0; h < d->g; h++) {
-		float *row = scratch + h * n;
-		if (d->k16) {
+	if (d->k16) { /* the scores a head at a time */
+		for (size_t h = 0; h < d->g; h++) {
+			float *row = scratch + h * n;
 			ops->gemv_f16(d->k16 + lo * d->ldk, d->ldk, d->q + h * hd, row, n, hd);
 			ops->scale_add(row, d->scale, NULL, n);
 		}
+	} else { /* the g heads' scores, each key read once for all */
+		ops->dot_rows_g(d->q, hd, d->g, d->k + lo * d->ldk, d->ldk, n, hd, d->scale, scratch,
+				n);
+	}
+	for (size_t h = 0; h < d->g; h++) {
+		float *row = scratch + h * n;
 		if (d->softcap > 0.0f)
 			kn_softcap(row, n, d->softcap);
 		if (lse)
 			lse[h] = (float)ops->logsumexp(row, n);
 		ops->softmax(row, n);
 	}
-	if (!d->v16) { /* each value row read once for the g heads */
+	if (d->v16) { /* the values a head at a time */
+		for (size_t h = 0; h < d->g; h++)
+			ops->gemv_t_f16(d->v16 + lo * d->ldv, d->ldv, scratch + h * n, out + h * hd,
+					n, hd);
+	} else { /* each value row read once for the g heads */
 		ops->gemv_t_g(scratch, n, d->g, d->v + lo * d->ldv, d->ldv, n, hd, out, hd);
-		return;
 	}
-	for (size_t h = 0; h < d->g; h++)
-		ops->gemv_t_f16(d->v16 + lo * d->ldv, d->ldv, scratch + h * n, out + h * hd, n, hd);
 }
 
 void kn_attention_decode_merge(size_t g, size_t head_dim, size_t n_parts, const float *parts,

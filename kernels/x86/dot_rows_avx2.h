@@ -6,8 +6,8 @@
  * x86/ops_avx512.c (the same code, each compiled with its library's
  * flags; ymm is what head_dim 64 fills).
  *
- * dot_rows: each of the 8 rows gets its own accumulator over k in steps of 8 (one
- * FMA per step, x's 8 floats loaded once for the 8 rows), and the 8
+ * dot_rows: each of the 8 rows gets its own accumulator over k in steps
+ * of 8 (one FMA per step, x's 8 floats loaded once for the 8 rows), and the 8
  * accumulators are reduced together: two rounds of vhaddps and one
  * cross-lane add leave row r's sum in lane r, so 8 sums cost 7 shuffling
  * adds where a dot each would cost 8 horizontal sums (and 8 calls). The
@@ -70,9 +70,7 @@ static void dr_dot_rows(const float *x, const float *B, size_t ldb, size_t n, si
 #else
 #define DR_G 3
 #endif
-#ifndef DR_AHEAD
-#define DR_AHEAD 8
-#endif
+#define DR_AHEAD 8 /* B's rows ahead that dot_rows_g asks the caches for */
 
 /* Lane r of the result: the sum of a[r]'s lanes. */
 DR_INLINE __m128 dr_sum4(const __m256 a[4])
@@ -86,9 +84,8 @@ DR_INLINE __m128 dr_sum4(const __m256 a[4])
 DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B, size_t ldb,
 			      size_t n, size_t k, float alpha, float *y, size_t ldy)
 {
-	size_t k8 = k & ~(size_t)7, i = 0;
-	int tail = (int)(k - k8);
-	const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
+	size_t i = 0;
+	const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k % 8)),
 						_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 	const __m128 va = _mm_set1_ps(alpha);
 	for (; i + 4 <= n; i += 4) {
@@ -100,16 +97,15 @@ DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B,
 		for (int h = 0; h < G; h++)
 			for (int r = 0; r < 4; r++)
 				acc[h][r] = _mm256_setzero_ps();
-		for (size_t d = 0; d <= k8; d += 8) {
-			if (d == k8 && !tail)
-				break;
+		for (size_t d = 0; d < k; d += 8) {
+			bool whole = k - d >= 8; /* else the masked tail */
 			__m256 xv[DR_G];
 			for (int h = 0; h < G; h++)
-				xv[h] = d < k8 ? _mm256_loadu_ps(x + (size_t)h * ldx + d)
-					       : _mm256_maskload_ps(x + (size_t)h * ldx + d, mask);
+				xv[h] = whole ? _mm256_loadu_ps(x + (size_t)h * ldx + d)
+					      : _mm256_maskload_ps(x + (size_t)h * ldx + d, mask);
 			for (int r = 0; r < 4; r++) {
 				const float *br = b + (size_t)r * ldb + d;
-				__m256 bv = d < k8 ? _mm256_loadu_ps(br) : _mm256_maskload_ps(br, mask);
+				__m256 bv = whole ? _mm256_loadu_ps(br) : _mm256_maskload_ps(br, mask);
 				for (int h = 0; h < G; h++)
 					acc[h][r] = _mm256_fmadd_ps(xv[h], bv, acc[h][r]);
 			}
