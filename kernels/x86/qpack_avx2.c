@@ -16,9 +16,12 @@
  *   Q5_0 codes 0..31: 7874 per pair, 4 chunks in int16 (31496), two
  *     widenings per block; the codes stand for themselves minus 16, which
  *     the int32 sum starts at (-16 times x's code sum);
- *   Q8_0 codes -127..127: vpmaddubsw needs one operand unsigned, so the
- *     block is unpacked to |w| and x takes w's signs (vpsignb); a pair can
- *     reach 32258, so every chunk widens.
+ *   Q8_0 codes -128..127: vpmaddubsw needs one operand unsigned, so one
+ *     x row (gemv) takes |w| and gives x w's signs (vpsignb); a pair can
+ *     reach 32512, so every chunk widens. Several x rows (gemm) widen the
+ *     codes to int16 instead, and vpmaddwd sums their pairs to int32: on
+ *     Zen vpsignb runs on the multipliers' pipes, and two vpmaddwd take
+ *     1.25 cycles against 1.6 for a 32-code step with it.
  *   Q4_K (256-element blocks): per 32-element sub-block in int16 as Q4_1,
  *     widened by vpmaddwd against the sub-block's 6-bit scale.
  * After the block, each lane holds its row's exact integer dot; one
@@ -27,21 +30,19 @@
  * d_x with the mins' sum) finish it: the reference's operations in its
  * order, so the results equal kernels/ref/qpack.c's bit for bit.
  *
- * Loop order, several x rows: a group's blocks are taken QA_TB (Q8_0: 2)
- * at a time; each tile is unpacked once (Q5_0's fifth bits spread,
- * nibbles split, Q8_0's signs split off) into a stack buffer that stays
- * in L1, then the x rows run over it (Q8_0's and Q4_1's two at a time:
- * each unpacked chunk is loaded once for both), their accumulators kept
- * in y between tiles. One x row
- * (a decode step's gemv, memory-bound): each block is unpacked in
- * registers and met at once, with no buffer to write and read back.
+ * Loop order, several x rows: each block of a group is unpacked once
+ * (Q5_0's fifth bits spread, nibbles split, Q8_0's codes widened) into a
+ * stack buffer that stays in L1, then the x rows meet it four at a time,
+ * their 8 integer sums in registers, their float sums kept in y between
+ * blocks. One x row (a decode step's gemv, memory-bound): each block is
+ * unpacked in registers and met at once, with no buffer to write and
+ * read back.
  */
 #include <immintrin.h>
 #include <string.h>
 
 #include "kernels/kn_int.h"
 
-#define QA_TB 4    /* blocks per tile */
 #define QA_PF 4096 /* bytes ahead that each block asks the caches for */
 
 #define QA_INLINE static inline __attribute__((always_inline))
@@ -139,53 +140,36 @@ QA_INLINE __m256i qa_x4(const uint8_t *xc, int c)
 	return _mm256_set1_epi32(v);
 }
 
-/* The exact integer dots of one half (8 rows) of a block with two x rows'
- * codes xa and xb (32 int8 each), in int32 lanes, less `off` times each
- * row's code sum: every unpacked chunk is read once for both rows (the
- * loads, not the multiplies, bound one row at a time). One row: xb = xa. */
-QA_INLINE void qa_isum2(const struct qa_bh *t, const uint8_t *xa, const uint8_t *xb,
-			int32_t sum_a, int32_t sum_b, enum qa_kind kind, __m256i *ra, __m256i *rb)
+/* The exact integer dot of one half (8 rows) of a block with an x row's
+ * codes xc (32 int8), in int32 lanes (Q5_0: less 16 times the row's code
+ * sum xsum). */
+QA_INLINE __m256i qa_isum(const struct qa_bh *t, const uint8_t *xc, int32_t xsum,
+			  enum qa_kind kind)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	if (kind == QA_Q8_0) {
-		__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+		__m256i a = _mm256_setzero_si256();
 		for (int c = 0; c < 8; c++) {
-			__m256i u = t->u[c], s = t->s[c];
-			__m256i pa = _mm256_maddubs_epi16(u, _mm256_sign_epi8(qa_x4(xa, c), s));
-			__m256i pb = _mm256_maddubs_epi16(u, _mm256_sign_epi8(qa_x4(xb, c), s));
-			a = _mm256_add_epi32(a, _mm256_madd_epi16(pa, ones));
-			b = _mm256_add_epi32(b, _mm256_madd_epi16(pb, ones));
+			__m256i p = _mm256_maddubs_epi16(t->u[c],
+							 _mm256_sign_epi8(qa_x4(xc, c), t->s[c]));
+			a = _mm256_add_epi32(a, _mm256_madd_epi16(p, ones));
 		}
-		*ra = a;
-		*rb = b;
-		return;
+		return a;
 	}
 	if (kind == QA_Q4_1) {
-		__m256i pa = _mm256_maddubs_epi16(t->u[0], qa_x4(xa, 0));
-		__m256i pb = _mm256_maddubs_epi16(t->u[0], qa_x4(xb, 0));
-		for (int c = 1; c < 8; c++) {
-			pa = _mm256_add_epi16(pa, _mm256_maddubs_epi16(t->u[c], qa_x4(xa, c)));
-			pb = _mm256_add_epi16(pb, _mm256_maddubs_epi16(t->u[c], qa_x4(xb, c)));
-		}
-		*ra = _mm256_madd_epi16(pa, ones);
-		*rb = _mm256_madd_epi16(pb, ones);
-		return;
+		__m256i p = _mm256_maddubs_epi16(t->u[0], qa_x4(xc, 0));
+		for (int c = 1; c < 8; c++)
+			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(t->u[c], qa_x4(xc, c)));
+		return _mm256_madd_epi16(p, ones);
 	}
-	__m256i la = _mm256_maddubs_epi16(t->u[0], qa_x4(xa, 0));
-	__m256i ha = _mm256_maddubs_epi16(t->u[4], qa_x4(xa, 4));
-	__m256i lb = _mm256_maddubs_epi16(t->u[0], qa_x4(xb, 0));
-	__m256i hb = _mm256_maddubs_epi16(t->u[4], qa_x4(xb, 4));
+	__m256i l = _mm256_maddubs_epi16(t->u[0], qa_x4(xc, 0));
+	__m256i h = _mm256_maddubs_epi16(t->u[4], qa_x4(xc, 4));
 	for (int c = 1; c < 4; c++) {
-		__m256i ul = t->u[c], uh = t->u[c + 4];
-		la = _mm256_add_epi16(la, _mm256_maddubs_epi16(ul, qa_x4(xa, c)));
-		ha = _mm256_add_epi16(ha, _mm256_maddubs_epi16(uh, qa_x4(xa, c + 4)));
-		lb = _mm256_add_epi16(lb, _mm256_maddubs_epi16(ul, qa_x4(xb, c)));
-		hb = _mm256_add_epi16(hb, _mm256_maddubs_epi16(uh, qa_x4(xb, c + 4)));
+		l = _mm256_add_epi16(l, _mm256_maddubs_epi16(t->u[c], qa_x4(xc, c)));
+		h = _mm256_add_epi16(h, _mm256_maddubs_epi16(t->u[c + 4], qa_x4(xc, c + 4)));
 	}
-	__m256i sa = _mm256_add_epi32(_mm256_set1_epi32(sum_a * -16), _mm256_madd_epi16(la, ones));
-	__m256i sb = _mm256_add_epi32(_mm256_set1_epi32(sum_b * -16), _mm256_madd_epi16(lb, ones));
-	*ra = _mm256_add_epi32(sa, _mm256_madd_epi16(ha, ones));
-	*rb = _mm256_add_epi32(sb, _mm256_madd_epi16(hb, ones));
+	__m256i sl = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), _mm256_madd_epi16(l, ones));
+	return _mm256_add_epi32(sl, _mm256_madd_epi16(h, ones));
 }
 
 QA_INLINE void qa_unpack(const uint8_t *o, int h, struct qa_bh *t, enum qa_kind kind)
@@ -223,31 +207,13 @@ QA_INLINE __m256 qa_fin(const struct qa_bh *t, __m256i s, float xd, int32_t xsum
 	return acc;
 }
 
-/* acc_a, acc_b (8 rows each) += block b of x rows xa, xb (nb blocks)
- * against the half t. One row: xb = xa (the compiler folds the copy). */
-QA_INLINE void qa_block2(const struct qa_bh *t, const uint8_t *xa, const uint8_t *xb, size_t b,
-			 size_t nb, enum qa_kind kind, __m256 *acc_a, __m256 *acc_b)
-{
-	float da, db;
-	int32_t sa, sb;
-	qa_xmeta(xa, b, nb, &da, &sa);
-	qa_xmeta(xb, b, nb, &db, &sb);
-	__m256i ia, ib;
-	qa_isum2(t, xa + b * KN__QK, xb + b * KN__QK, sa, sb, kind, &ia, &ib);
-	*acc_a = qa_fin(t, ia, da, sa, kind, *acc_a);
-	*acc_b = qa_fin(t, ib, db, sb, kind, *acc_b);
-}
-
 QA_INLINE __m256 qa_block(const struct qa_bh *t, const uint8_t *xj, size_t b, size_t nb,
 			  enum qa_kind kind, __m256 acc)
 {
 	float xd;
 	int32_t xsum;
 	qa_xmeta(xj, b, nb, &xd, &xsum);
-	__m256i s, unused;
-	qa_isum2(t, xj + b * KN__QK, xj + b * KN__QK, xsum, xsum, kind, &s, &unused);
-	(void)unused;
-	return qa_fin(t, s, xd, xsum, kind, acc);
+	return qa_fin(t, qa_isum(t, xj + b * KN__QK, xsum, kind), xd, xsum, kind, acc);
 }
 
 /* The 16 rows of the group at gw (blocks of bb bytes) against one x
@@ -269,65 +235,190 @@ QA_INLINE void qa_group1(const uint8_t *gw, size_t bb, enum qa_kind kind, const 
 	_mm256_storeu_ps(y + 8, acc[1]);
 }
 
-/* The same against n_x x partner rows (row j at xq + j * xs; its results
- * at y + j * ldy): a tile of blocks unpacked at a time into a buffer that
- * stays in L1, then met by the x rows two at a time (each unpacked chunk
- * loaded once for both), whose accumulators wait in y between tiles. */
+/* Several x rows (the two functions below): the x rows are met four at a
+ * time by each block, unpacked once into a buffer in L1. Per chunk each
+ * row's codes are broadcast once for both halves, and the 8 products'
+ * integer sums (4 rows by 2 halves) stay in registers for the block: the
+ * steps are asm because GCC, given them as intrinsics, spilled the sums
+ * and ran at half the speed. The rows' float sums wait in y between
+ * blocks. Per (weight row, x row) it is the operations of qa_block, in
+ * its order: the same bits. */
+
+/* p[j][h] = the int16 sums of chunks c0 .. c0 + n - 1 of half h with x
+ * row j (codes at xq + j xs + b 32): one vpmaddubsw per chunk and row. */
+QA_INLINE void qa_u_run(const struct qa_bh *t, int c0, int n, size_t b, const uint8_t *xq,
+			size_t xs, int NX, __m256i p[4][2])
+{
+	for (int j = 0; j < NX; j++)
+		p[j][0] = p[j][1] = _mm256_setzero_si256();
+	for (int c = c0; c < c0 + n; c++) {
+		__m256i u0 = t[0].u[c], u1 = t[1].u[c];
+#pragma GCC unroll 4
+		for (int j = 0; j < NX; j++) {
+			__m256i xv, tt;
+			__asm__("vpbroadcastd %[x], %[xv]\n\t"
+				"vpmaddubsw %[xv], %[u0], %[t]\n\t"
+				"vpaddw %[t], %[p0], %[p0]\n\t"
+				"vpmaddubsw %[xv], %[u1], %[t]\n\t"
+				"vpaddw %[t], %[p1], %[p1]"
+				: [p0] "+x"(p[j][0]), [p1] "+x"(p[j][1]), [xv] "=&x"(xv), [t] "=&x"(tt)
+				: [u0] "x"(u0), [u1] "x"(u1),
+				  [x] "m"(*(const int32_t *)(xq + j * xs + b * KN__QK + 4 * c)));
+		}
+	}
+}
+
+/* Q4_1 / Q5_0: NX (1..4) x rows (partner rows at xq + j xs, results at
+ * y + j ldy) += block b of nb against its unpacked halves t (first: y
+ * starts at 0): vpmaddubsw into int16 sums (Q4_1: the block's 8 chunks,
+ * Q5_0: 4 at a time), widened by vpmaddwd. */
+QA_INLINE void qa_u_rows(const struct qa_bh *t, size_t b, size_t nb, enum qa_kind kind,
+			 const uint8_t *xq, size_t xs, float *y, size_t ldy, int NX, int first)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256i s[4][2], p[4][2];
+	qa_u_run(t, 0, kind == QA_Q5_0 ? 4 : 8, b, xq, xs, NX, p);
+	for (int j = 0; j < NX; j++)
+		for (int h = 0; h < 2; h++)
+			s[j][h] = _mm256_madd_epi16(p[j][h], ones);
+	if (kind == QA_Q5_0) {
+		qa_u_run(t, 4, 4, b, xq, xs, NX, p);
+		for (int j = 0; j < NX; j++)
+			for (int h = 0; h < 2; h++)
+				s[j][h] = _mm256_add_epi32(s[j][h], _mm256_madd_epi16(p[j][h], ones));
+	}
+	for (int j = 0; j < NX; j++) {
+		float xd;
+		int32_t xsum;
+		qa_xmeta(xq + j * xs, b, nb, &xd, &xsum);
+		float *yj = y + j * ldy;
+		for (int h = 0; h < 2; h++) {
+			__m256i sj = s[j][h];
+			if (kind == QA_Q5_0)
+				sj = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), sj);
+			__m256 acc = first ? _mm256_setzero_ps() : _mm256_loadu_ps(yj + 8 * h);
+			_mm256_storeu_ps(yj + 8 * h, qa_fin(&t[h], sj, xd, xsum, kind, acc));
+		}
+	}
+}
+
+/* A Q8_0 block, both halves, as int16 pairs for vpmaddwd: w[h][p] holds
+ * codes 2p and 2p + 1 of half h's 8 rows, a row a dword lane. */
+struct qa_w16 {
+	__m256i w[2][16];
+	__m256 d[2];
+};
+
+/* Q8_0 block at o: each row's 4 codes of a chunk (a dword, stored plus
+ * 128) go to the high bytes of two dwords' words, which shift down with
+ * their signs. */
+QA_INLINE void qa_unpack_w16(const uint8_t *o, struct qa_w16 *t)
+{
+	const __m256i lo = _mm256_setr_epi8(-1, 0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13,
+					    -1, 0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13);
+	const __m256i hi = _mm256_setr_epi8(-1, 2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1,
+					    15, -1, 2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14,
+					    -1, 15);
+	const __m256i x80 = _mm256_set1_epi8((char)0x80);
+	for (int h = 0; h < 2; h++) {
+		for (int c = 0; c < 8; c++) {
+			__m256i w = _mm256_xor_si256(
+				_mm256_loadu_si256((const __m256i *)(o + 32 + 64 * c + 32 * h)), x80);
+			t->w[h][2 * c] = _mm256_srai_epi16(_mm256_shuffle_epi8(w, lo), 8);
+			t->w[h][2 * c + 1] = _mm256_srai_epi16(_mm256_shuffle_epi8(w, hi), 8);
+		}
+		t->d[h] = qa_half(o + 16 * h);
+	}
+}
+
+/* Q8_0: as qa_u_rows, with vpmaddwd on int16 codes (each x row's block
+ * widened once) instead of qa_isum's vpsignb + vpmaddubsw + vpmaddwd:
+ * on Zen vpsignb takes the multipliers' pipes, 1.6 cycles a 32-code step
+ * against 1.25 for two vpmaddwd (the same exact integer dot). */
+QA_INLINE void qa_q8_rows(const struct qa_w16 *t, size_t b, size_t nb, const uint8_t *xq,
+			  size_t xs, float *y, size_t ldy, int NX, int first)
+{
+	int16_t xw[4][KN__QK] __attribute__((aligned(32)));
+	for (int j = 0; j < NX; j++) {
+		const uint8_t *xc = xq + j * xs + b * KN__QK;
+		_mm256_store_si256((__m256i *)xw[j],
+				   _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xc)));
+		_mm256_store_si256((__m256i *)(xw[j] + 16),
+				   _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(xc + 16))));
+	}
+	__m256i a[4][2];
+	for (int j = 0; j < NX; j++)
+		a[j][0] = a[j][1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+	for (int p = 0; p < 16; p++) {
+		__m256i w0 = t->w[0][p], w1 = t->w[1][p];
+#pragma GCC unroll 4
+		for (int j = 0; j < NX; j++) {
+			__m256i t0, t1;
+			__asm__("vpbroadcastd %[x], %[t0]\n\t"
+				"vpmaddwd %[w0], %[t0], %[t1]\n\t"
+				"vpmaddwd %[w1], %[t0], %[t0]\n\t"
+				"vpaddd %[t1], %[a0], %[a0]\n\t"
+				"vpaddd %[t0], %[a1], %[a1]"
+				: [a0] "+x"(a[j][0]), [a1] "+x"(a[j][1]), [t0] "=&x"(t0), [t1] "=&x"(t1)
+				: [w0] "x"(w0), [w1] "x"(w1), [x] "m"(*(const int32_t *)(xw[j] + 2 * p)));
+		}
+	}
+	for (int j = 0; j < NX; j++) {
+		float xd;
+		int32_t xsum;
+		qa_xmeta(xq + j * xs, b, nb, &xd, &xsum);
+		__m256 vxd = _mm256_set1_ps(xd);
+		float *yj = y + j * ldy;
+		for (int h = 0; h < 2; h++) {
+			__m256 acc = first ? _mm256_setzero_ps() : _mm256_loadu_ps(yj + 8 * h);
+			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[j][h]),
+					      _mm256_mul_ps(t->d[h], vxd), acc);
+			_mm256_storeu_ps(yj + 8 * h, acc);
+		}
+	}
+}
+
+/* A block unpacked for several x rows: Q8_0's in w, the others' in h. */
+union qa_blk {
+	struct qa_bh h[2];
+	struct qa_w16 w;
+};
+
+QA_INLINE void qa_rows(const union qa_blk *t, enum qa_kind kind, size_t b, size_t nb,
+		       const uint8_t *xq, size_t xs, float *y, size_t ldy, int NX)
+{
+	if (kind == QA_Q8_0)
+		qa_q8_rows(&t->w, b, nb, xq, xs, y, ldy, NX, b == 0);
+	else
+		qa_u_rows(t->h, b, nb, kind, xq, xs, y, ldy, NX, b == 0);
+}
+
+/* The 16 rows of the group at gw (blocks of bb bytes) against n_x x
+ * partner rows (row j at xq + j * xs; its results at y + j * ldy). */
 QA_INLINE void qa_group(const uint8_t *gw, size_t bb, enum qa_kind kind, const uint8_t *xq,
 			size_t xs, size_t n_x, float *y, size_t ldy, size_t nb)
 {
-	struct qa_bh t[QA_TB][2];
-	/* Q8_0 in tiles of 2 blocks: 101 against 90 GOP/s for 4 over the
-	 * 262 144 x 640 lm head of Gemma 3 (16 x rows, one core of an EPYC
-	 * Zen 4 at AVX2; the weights' prefetches spread more evenly) */
-	const int tile = kind == QA_Q8_0 ? 2 : QA_TB;
-	for (size_t b0 = 0; b0 < nb; b0 += (size_t)tile) {
-		int tb = nb - b0 < (size_t)tile ? (int)(nb - b0) : tile;
-		for (int b = 0; b < tb; b++) {
-			const uint8_t *o = gw + (b0 + (size_t)b) * bb;
-			qa_prefetch(o, bb);
-			for (int h = 0; h < 2; h++)
-				qa_unpack(o, h, &t[b][h], kind);
+	union qa_blk t;
+	for (size_t b = 0; b < nb; b++) {
+		const uint8_t *o = gw + b * bb;
+		qa_prefetch(o, bb);
+		if (kind == QA_Q8_0) {
+			qa_unpack_w16(o, &t.w);
+		} else {
+			qa_unpack(o, 0, &t.h[0], kind);
+			qa_unpack(o, 1, &t.h[1], kind);
 		}
-		size_t j = 0;
-		/* pairs: Q8_0 +8 %, Q4_1 +11 %, Q5_0 -4 % (its four int16 sums per
-		 * row run short of registers): 16 x rows, one core of an EPYC
-		 * Zen 4 at AVX2 */
-		for (; kind != QA_Q5_0 && j + 2 <= n_x; j += 2) {
-			const uint8_t *xa = xq + j * xs, *xb = xa + xs;
-			float *ya = y + j * ldy, *yb = ya + ldy;
-			__m256 a0 = b0 ? _mm256_loadu_ps(ya) : _mm256_setzero_ps();
-			__m256 a1 = b0 ? _mm256_loadu_ps(ya + 8) : _mm256_setzero_ps();
-			__m256 c0 = b0 ? _mm256_loadu_ps(yb) : _mm256_setzero_ps();
-			__m256 c1 = b0 ? _mm256_loadu_ps(yb + 8) : _mm256_setzero_ps();
-			for (int b = 0; b < tb; b++) {
-				qa_block2(&t[b][0], xa, xb, b0 + (size_t)b, nb, kind, &a0, &c0);
-				qa_block2(&t[b][1], xa, xb, b0 + (size_t)b, nb, kind, &a1, &c1);
-			}
-			_mm256_storeu_ps(ya, a0);
-			_mm256_storeu_ps(ya + 8, a1);
-			_mm256_storeu_ps(yb, c0);
-			_mm256_storeu_ps(yb + 8, c1);
-		}
-		for (; j < n_x; j++) {
+		for (size_t j = 0; j < n_x; j += 4) {
+			size_t nx = n_x - j < 4 ? n_x - j : 4;
 			const uint8_t *xj = xq + j * xs;
 			float *yj = y + j * ldy;
-			__m256 acc0 = b0 ? _mm256_loadu_ps(yj) : _mm256_setzero_ps();
-			__m256 acc1 = b0 ? _mm256_loadu_ps(yj + 8) : _mm256_setzero_ps();
-			if (tb == QA_TB) {
-#pragma GCC unroll 4
-				for (int b = 0; b < QA_TB; b++) {
-					acc0 = qa_block(&t[b][0], xj, b0 + (size_t)b, nb, kind, acc0);
-					acc1 = qa_block(&t[b][1], xj, b0 + (size_t)b, nb, kind, acc1);
-				}
-			} else {
-				for (int b = 0; b < tb; b++) {
-					acc0 = qa_block(&t[b][0], xj, b0 + (size_t)b, nb, kind, acc0);
-					acc1 = qa_block(&t[b][1], xj, b0 + (size_t)b, nb, kind, acc1);
-				}
+			switch (nx) {
+			case 4: qa_rows(&t, kind, b, nb, xj, xs, yj, ldy, 4); break;
+			case 3: qa_rows(&t, kind, b, nb, xj, xs, yj, ldy, 3); break;
+			case 2: qa_rows(&t, kind, b, nb, xj, xs, yj, ldy, 2); break;
+			default: qa_rows(&t, kind, b, nb, xj, xs, yj, ldy, 1);
 			}
-			_mm256_storeu_ps(yj, acc0);
-			_mm256_storeu_ps(yj + 8, acc1);
 		}
 	}
 }
