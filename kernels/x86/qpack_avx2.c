@@ -244,26 +244,27 @@ QA_INLINE void qa_group1(const uint8_t *gw, size_t bb, enum qa_kind kind, const 
  * blocks. Per (weight row, x row) it is the operations of qa_block, in
  * its order: the same bits. */
 
-/* p[j][h] = the int16 sums of chunks c0 .. c0 + n - 1 of half h with x
- * row j (codes at xq + j xs + b 32): one vpmaddubsw per chunk and row. */
-QA_INLINE void qa_u_run(const struct qa_bh *t, int c0, int n, size_t b, const uint8_t *xq,
+/* p[j][h] = the int16 sums of n chunks, chunk c's codes u0[c] (half 0)
+ * and u1[c] (half 1) against x row j's codes x + j xs + 4c: one
+ * vpmaddubsw per chunk, half and row. */
+QA_INLINE void qa_u_run(const __m256i *u0, const __m256i *u1, int n, const uint8_t *x,
 			size_t xs, int NX, __m256i p[4][2])
 {
 	for (int j = 0; j < NX; j++)
 		p[j][0] = p[j][1] = _mm256_setzero_si256();
-	for (int c = c0; c < c0 + n; c++) {
-		__m256i u0 = t[0].u[c], u1 = t[1].u[c];
+	for (int c = 0; c < n; c++) {
+		__m256i w0 = u0[c], w1 = u1[c];
 #pragma GCC unroll 4
 		for (int j = 0; j < NX; j++) {
 			__m256i xv, tt;
 			__asm__("vpbroadcastd %[x], %[xv]\n\t"
-				"vpmaddubsw %[xv], %[u0], %[t]\n\t"
+				"vpmaddubsw %[xv], %[w0], %[t]\n\t"
 				"vpaddw %[t], %[p0], %[p0]\n\t"
-				"vpmaddubsw %[xv], %[u1], %[t]\n\t"
+				"vpmaddubsw %[xv], %[w1], %[t]\n\t"
 				"vpaddw %[t], %[p1], %[p1]"
 				: [p0] "+x"(p[j][0]), [p1] "+x"(p[j][1]), [xv] "=&x"(xv), [t] "=&x"(tt)
-				: [u0] "x"(u0), [u1] "x"(u1),
-				  [x] "m"(*(const int32_t *)(xq + j * xs + b * KN__QK + 4 * c)));
+				: [w0] "x"(w0), [w1] "x"(w1),
+				  [x] "m"(*(const int32_t *)(x + j * xs + 4 * c)));
 		}
 	}
 }
@@ -277,12 +278,13 @@ QA_INLINE void qa_u_rows(const struct qa_bh *t, size_t b, size_t nb, enum qa_kin
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256i s[4][2], p[4][2];
-	qa_u_run(t, 0, kind == QA_Q5_0 ? 4 : 8, b, xq, xs, NX, p);
+	const uint8_t *xb = xq + b * KN__QK;
+	qa_u_run(t[0].u, t[1].u, kind == QA_Q5_0 ? 4 : 8, xb, xs, NX, p);
 	for (int j = 0; j < NX; j++)
 		for (int h = 0; h < 2; h++)
 			s[j][h] = _mm256_madd_epi16(p[j][h], ones);
 	if (kind == QA_Q5_0) {
-		qa_u_run(t, 4, 4, b, xq, xs, NX, p);
+		qa_u_run(t[0].u + 4, t[1].u + 4, 4, xb + 16, xs, NX, p);
 		for (int j = 0; j < NX; j++)
 			for (int h = 0; h < 2; h++)
 				s[j][h] = _mm256_add_epi32(s[j][h], _mm256_madd_epi16(p[j][h], ones));
@@ -498,25 +500,16 @@ QA_INLINE void qk_unpack(const uint8_t *o, int h, struct qk_bh *t)
 	t->dm = qa_half(o + 32 + 16 * h);
 }
 
-/* acc (8 rows) += one Q8_K x block xb against the half t: per sub-block
- * the 8 chunks' int16 sums (at most 8 * 3810) times its scale by
- * vpmaddwd, the mins against x's sums of 32 codes; then the reference's
- * two FMAs. */
-QA_INLINE __m256 qk_block(const struct qk_bh *t, const uint8_t *xb, __m256 acc)
+/* acc (8 rows) += the half t's integer sums isum with d_w d_x, less the
+ * mins (mp) against x block xb's sums of 32 codes with dmin_w d_x: the
+ * reference's two FMAs. */
+QA_INLINE __m256 qk_fin(const struct qk_bh *t, const uint8_t *xb, __m256i isum, __m256 acc)
 {
-	const uint8_t *xc = xb + 4;
 	float xd;
 	int16_t bs[16];
 	memcpy(&xd, xb, 4);
 	memcpy(bs, xb + 260, sizeof(bs));
-	__m256i isum = _mm256_setzero_si256(), msum = _mm256_setzero_si256();
-	for (int sb = 0; sb < 8; sb++) {
-		__m256i p = _mm256_maddubs_epi16(t->u[8 * sb], qa_x4(xc + 32 * sb, 0));
-		for (int ch = 1; ch < 8; ch++)
-			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(t->u[8 * sb + ch],
-								     qa_x4(xc + 32 * sb, ch)));
-		isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, t->sc[sb]));
-	}
+	__m256i msum = _mm256_setzero_si256();
 	for (int k = 0; k < 4; k++) {
 		uint32_t lo = (uint16_t)(bs[4 * k] + bs[4 * k + 1]);
 		uint32_t hi = (uint16_t)(bs[4 * k + 2] + bs[4 * k + 3]);
@@ -528,8 +521,34 @@ QA_INLINE __m256 qk_block(const struct qk_bh *t, const uint8_t *xb, __m256 acc)
 	return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(t->dm, vxd), acc);
 }
 
+/* NX (1..4) x rows (Q8_K blocks at xb + j xs; results at y + j ldy) +=
+ * the block's halves t: per sub-block the 8 chunks' int16 sums (at most
+ * 8 * 3810) times its scale by vpmaddwd, then qk_fin. */
+QA_INLINE void qk_rows(const struct qk_bh *t, const uint8_t *xb, size_t xs, float *y,
+		       size_t ldy, int NX, int first)
+{
+	__m256i is[4][2], p[4][2];
+	for (int j = 0; j < NX; j++)
+		is[j][0] = is[j][1] = _mm256_setzero_si256();
+	for (int sb = 0; sb < 8; sb++) {
+		qa_u_run(t[0].u + 8 * sb, t[1].u + 8 * sb, 8, xb + 4 + 32 * sb, xs, NX, p);
+		for (int j = 0; j < NX; j++)
+			for (int h = 0; h < 2; h++)
+				is[j][h] = _mm256_add_epi32(is[j][h],
+							    _mm256_madd_epi16(p[j][h], t[h].sc[sb]));
+	}
+	for (int j = 0; j < NX; j++) {
+		float *yj = y + j * ldy;
+		for (int h = 0; h < 2; h++) {
+			__m256 acc = first ? _mm256_setzero_ps() : _mm256_loadu_ps(yj + 8 * h);
+			_mm256_storeu_ps(yj + 8 * h, qk_fin(&t[h], xb + j * xs, is[j][h], acc));
+		}
+	}
+}
+
 /* Every group, each block unpacked once (both halves) for all n_x rows,
- * whose accumulators wait in y between blocks. */
+ * met four at a time (as qa_group), whose float sums wait in y between
+ * blocks. */
 static void qk_gemm_xq_q4_k(const void *restrict W, size_t rb, const void *restrict xq,
 			    size_t xs, size_t n_x, float *restrict y, size_t ldy, size_t n_rows,
 			    size_t k)
@@ -545,12 +564,14 @@ static void qk_gemm_xq_q4_k(const void *restrict W, size_t rb, const void *restr
 			qa_prefetch(o, KN__QP_Q4_K_BLOCK);
 			qk_unpack(o, 0, &t[0]);
 			qk_unpack(o, 1, &t[1]);
-			for (size_t j = 0; j < n_x; j++) {
+			for (size_t j = 0; j < n_x; j += 4) {
 				const uint8_t *xb = x + j * xs + b * KN__Q8_K_BYTES;
 				float *yj = yg + j * ldy;
-				for (int h = 0; h < 2; h++) {
-					__m256 acc = b ? _mm256_loadu_ps(yj + 8 * h) : _mm256_setzero_ps();
-					_mm256_storeu_ps(yj + 8 * h, qk_block(&t[h], xb, acc));
+				switch (n_x - j < 4 ? n_x - j : 4) {
+				case 4: qk_rows(t, xb, xs, yj, ldy, 4, b == 0); break;
+				case 3: qk_rows(t, xb, xs, yj, ldy, 3, b == 0); break;
+				case 2: qk_rows(t, xb, xs, yj, ldy, 2, b == 0); break;
+				default: qk_rows(t, xb, xs, yj, ldy, 1, b == 0);
 				}
 			}
 		}
