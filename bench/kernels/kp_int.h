@@ -52,6 +52,12 @@ void kp__bf16_table(double peak_dp, double min_ms);
  * them (0: not measured). */
 void kp__i8_table(const double *peak, double min_ms);
 
+/* kp_qpack.c: the packed GGUF table (every kn_qpack variant the CPU can
+ * run, 1 and 16 x rows); peak_avx2 / peak_avx512 the int8 peak loops of
+ * AVX2 (vpmaddubsw + vpmaddwd + vpaddd) and AVX512-VNNI (vpdpbusd zmm) in
+ * GOP/s (0: not measured). */
+void kp__qpack_table(double peak_avx2, double peak_avx512, double min_ms);
+
 /* kp_main.c: seconds on CLOCK_MONOTONIC; this thread's CPU seconds
  * (CLOCK_THREAD_CPUTIME_ID). */
 double kp__now(void);

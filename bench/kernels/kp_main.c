@@ -25,7 +25,8 @@
  * same shapes, against the vdpbf16ps peak), and the int8 table of
  * kp_i8.c (every kn_i8 variant on the linears, against the peak loop of
  * its own instructions, and on one decode step's output projection, in
- * weight GB/s).
+ * weight GB/s), and the packed GGUF table of kp_qpack.c (the LLM weight
+ * products of every kn_qpack variant against 1 and 16 x rows).
  * OpenBLAS picks its kernels by CPU model at load time (the core name is
  * printed; "Prescott" is its SSE3 fallback for a model it does not know);
  * run with OPENBLAS_CORETYPE=Haswell (AVX2) or SkylakeX (AVX-512) to
@@ -281,5 +282,6 @@ int main(int argc, char **argv)
 	kp__gemm_table(ymm, zmm, gemm_ms);
 	kp__bf16_table(dp, gemm_ms);
 	kp__i8_table(i8, gemm_ms);
+	kp__qpack_table(i8[KN_I8_AVX2], i8[KN_I8_AVX512VNNI], gemm_ms);
 	return 0;
 }
