@@ -235,14 +235,14 @@ QA_INLINE void qa_group1(const uint8_t *gw, size_t bb, enum qa_kind kind, const 
 	_mm256_storeu_ps(y + 8, acc[1]);
 }
 
-/* Several x rows (the two functions below): the x rows are met four at a
- * time by each block, unpacked once into a buffer in L1. Per chunk each
- * row's codes are broadcast once for both halves, and the 8 products'
- * integer sums (4 rows by 2 halves) stay in registers for the block: the
- * steps are asm because GCC, given them as intrinsics, spilled the sums
- * and ran at half the speed. The rows' float sums wait in y between
- * blocks. Per (weight row, x row) it is the operations of qa_block, in
- * its order: the same bits. */
+/* Several x rows (qa_group and what it calls, below): the x rows are met
+ * four at a time by each block, unpacked once into a buffer in L1. Per
+ * chunk each row's codes are broadcast once for both halves, and the 8
+ * products' integer sums (4 rows by 2 halves) stay in registers for the
+ * block: the steps are asm because GCC, given them as intrinsics, spilled
+ * the sums and ran at half the speed. The rows' float sums wait in y
+ * between blocks. Per (weight row, x row) the integer sums are exact and
+ * the float operations are qa_block's, in its order: the same bits. */
 
 /* p[j][h] = the int16 sums of n chunks, chunk c's codes u0[c] (half 0)
  * and u1[c] (half 1) against x row j's codes x + j xs + 4c: one
