@@ -141,10 +141,9 @@ QA_INLINE __m256i qa_x4(const uint8_t *xc, int c)
 }
 
 /* The exact integer dot of one half (8 rows) of a block with an x row's
- * codes xc (32 int8), in int32 lanes (Q5_0: less 16 times the row's code
- * sum xsum). */
-QA_INLINE __m256i qa_isum(const struct qa_bh *t, const uint8_t *xc, int32_t xsum,
-			  enum qa_kind kind)
+ * codes xc (32 int8), in int32 lanes (Q5_0: of its stored codes 0..31,
+ * which qa_fin corrects). */
+QA_INLINE __m256i qa_isum(const struct qa_bh *t, const uint8_t *xc, enum qa_kind kind)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	if (kind == QA_Q8_0) {
@@ -168,8 +167,7 @@ QA_INLINE __m256i qa_isum(const struct qa_bh *t, const uint8_t *xc, int32_t xsum
 		l = _mm256_add_epi16(l, _mm256_maddubs_epi16(t->u[c], qa_x4(xc, c)));
 		h = _mm256_add_epi16(h, _mm256_maddubs_epi16(t->u[c + 4], qa_x4(xc, c + 4)));
 	}
-	__m256i sl = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), _mm256_madd_epi16(l, ones));
-	return _mm256_add_epi32(sl, _mm256_madd_epi16(h, ones));
+	return _mm256_add_epi32(_mm256_madd_epi16(l, ones), _mm256_madd_epi16(h, ones));
 }
 
 QA_INLINE void qa_unpack(const uint8_t *o, int h, struct qa_bh *t, enum qa_kind kind)
@@ -196,14 +194,17 @@ QA_INLINE void qa_xmeta(const uint8_t *xj, size_t b, size_t nb, float *xd, int32
 	memcpy(xsum, xj + nb * (KN__QK + 4) + 4 * b, 4);
 }
 
-/* acc (8 rows) += the block's integer dots s with d_w d_x (and Q4_1's m_w
- * times x's s): the reference's operations, in its order. */
-QA_INLINE __m256 qa_fin(const struct qa_bh *t, __m256i s, float xd, int32_t xsum,
+/* acc (8 rows) += the block's integer dots s with d_w (*d) d_x (and
+ * Q4_1's m_w (*m) times x's s; Q5_0's s first less 16 times x's code
+ * sum, its codes' offset): the reference's operations, in its order. */
+QA_INLINE __m256 qa_fin(const __m256 *d, const __m256 *m, __m256i s, float xd, int32_t xsum,
 			enum qa_kind kind, __m256 acc)
 {
-	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(t->d, _mm256_set1_ps(xd)), acc);
+	if (kind == QA_Q5_0)
+		s = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), s);
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(*d, _mm256_set1_ps(xd)), acc);
 	if (kind == QA_Q4_1)
-		acc = _mm256_fmadd_ps(t->m, _mm256_castsi256_ps(_mm256_set1_epi32(xsum)), acc);
+		acc = _mm256_fmadd_ps(*m, _mm256_castsi256_ps(_mm256_set1_epi32(xsum)), acc);
 	return acc;
 }
 
@@ -213,7 +214,7 @@ QA_INLINE __m256 qa_block(const struct qa_bh *t, const uint8_t *xj, size_t b, si
 	float xd;
 	int32_t xsum;
 	qa_xmeta(xj, b, nb, &xd, &xsum);
-	return qa_fin(t, qa_isum(t, xj + b * KN__QK, xsum, kind), xd, xsum, kind, acc);
+	return qa_fin(&t->d, &t->m, qa_isum(t, xj + b * KN__QK, kind), xd, xsum, kind, acc);
 }
 
 /* The 16 rows of the group at gw (blocks of bb bytes) against one x
@@ -269,12 +270,31 @@ QA_INLINE void qa_u_run(const __m256i *u0, const __m256i *u1, int n, const uint8
 	}
 }
 
+/* y + j ldy (16 floats; block 0 starts them at 0) += block b of nb of x
+ * row j < NX (partner rows at xq + j xs): its integer sums s[j][h] with
+ * half h's scales d[h] (and Q4_1's mins m[h]), qa_fin per half. */
+QA_INLINE void qa_rows_fin(const __m256 *const d[2], const __m256 *const m[2], __m256i s[4][2],
+			   enum qa_kind kind, size_t b, size_t nb, const uint8_t *xq, size_t xs,
+			   float *y, size_t ldy, int NX)
+{
+	for (int j = 0; j < NX; j++) {
+		float xd;
+		int32_t xsum;
+		qa_xmeta(xq + j * xs, b, nb, &xd, &xsum);
+		float *yj = y + j * ldy;
+		for (int h = 0; h < 2; h++) {
+			__m256 acc = b ? _mm256_loadu_ps(yj + 8 * h) : _mm256_setzero_ps();
+			_mm256_storeu_ps(yj + 8 * h, qa_fin(d[h], m[h], s[j][h], xd, xsum, kind, acc));
+		}
+	}
+}
+
 /* Q4_1 / Q5_0: NX (1..4) x rows (partner rows at xq + j xs, results at
- * y + j ldy) += block b of nb against its unpacked halves t (first: y
- * starts at 0): vpmaddubsw into int16 sums (Q4_1: the block's 8 chunks,
- * Q5_0: 4 at a time), widened by vpmaddwd. */
+ * y + j ldy) += block b of nb against its unpacked halves t: vpmaddubsw
+ * into int16 sums (Q4_1: the block's 8 chunks, Q5_0: 4 at a time),
+ * widened by vpmaddwd. */
 QA_INLINE void qa_u_rows(const struct qa_bh *t, size_t b, size_t nb, enum qa_kind kind,
-			 const uint8_t *xq, size_t xs, float *y, size_t ldy, int NX, int first)
+			 const uint8_t *xq, size_t xs, float *y, size_t ldy, int NX)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256i s[4][2], p[4][2];
@@ -289,19 +309,8 @@ QA_INLINE void qa_u_rows(const struct qa_bh *t, size_t b, size_t nb, enum qa_kin
 			for (int h = 0; h < 2; h++)
 				s[j][h] = _mm256_add_epi32(s[j][h], _mm256_madd_epi16(p[j][h], ones));
 	}
-	for (int j = 0; j < NX; j++) {
-		float xd;
-		int32_t xsum;
-		qa_xmeta(xq + j * xs, b, nb, &xd, &xsum);
-		float *yj = y + j * ldy;
-		for (int h = 0; h < 2; h++) {
-			__m256i sj = s[j][h];
-			if (kind == QA_Q5_0)
-				sj = _mm256_add_epi32(_mm256_set1_epi32(xsum * -16), sj);
-			__m256 acc = first ? _mm256_setzero_ps() : _mm256_loadu_ps(yj + 8 * h);
-			_mm256_storeu_ps(yj + 8 * h, qa_fin(&t[h], sj, xd, xsum, kind, acc));
-		}
-	}
+	const __m256 *const d[2] = { &t[0].d, &t[1].d }, *const m[2] = { &t[0].m, &t[1].m };
+	qa_rows_fin(d, m, s, kind, b, nb, xq, xs, y, ldy, NX);
 }
 
 /* A Q8_0 block, both halves, as int16 pairs for vpmaddwd: w[h][p] holds
@@ -338,7 +347,7 @@ QA_INLINE void qa_unpack_w16(const uint8_t *o, struct qa_w16 *t)
  * on Zen vpsignb takes the multipliers' pipes, 1.6 cycles a 32-code step
  * against 1.25 for two vpmaddwd (the same exact integer dot). */
 QA_INLINE void qa_q8_rows(const struct qa_w16 *t, size_t b, size_t nb, const uint8_t *xq,
-			  size_t xs, float *y, size_t ldy, int NX, int first)
+			  size_t xs, float *y, size_t ldy, int NX)
 {
 	int16_t xw[4][KN__QK] __attribute__((aligned(32)));
 	for (int j = 0; j < NX; j++) {
@@ -366,19 +375,8 @@ QA_INLINE void qa_q8_rows(const struct qa_w16 *t, size_t b, size_t nb, const uin
 				: [w0] "x"(w0), [w1] "x"(w1), [x] "m"(*(const int32_t *)(xw[j] + 2 * p)));
 		}
 	}
-	for (int j = 0; j < NX; j++) {
-		float xd;
-		int32_t xsum;
-		qa_xmeta(xq + j * xs, b, nb, &xd, &xsum);
-		__m256 vxd = _mm256_set1_ps(xd);
-		float *yj = y + j * ldy;
-		for (int h = 0; h < 2; h++) {
-			__m256 acc = first ? _mm256_setzero_ps() : _mm256_loadu_ps(yj + 8 * h);
-			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[j][h]),
-					      _mm256_mul_ps(t->d[h], vxd), acc);
-			_mm256_storeu_ps(yj + 8 * h, acc);
-		}
-	}
+	const __m256 *const d[2] = { &t->d[0], &t->d[1] }, *const m[2] = { NULL, NULL };
+	qa_rows_fin(d, m, a, QA_Q8_0, b, nb, xq, xs, y, ldy, NX);
 }
 
 /* A block unpacked for several x rows: Q8_0's in w, the others' in h. */
@@ -391,9 +389,9 @@ QA_INLINE void qa_rows(const union qa_blk *t, enum qa_kind kind, size_t b, size_
 		       const uint8_t *xq, size_t xs, float *y, size_t ldy, int NX)
 {
 	if (kind == QA_Q8_0)
-		qa_q8_rows(&t->w, b, nb, xq, xs, y, ldy, NX, b == 0);
+		qa_q8_rows(&t->w, b, nb, xq, xs, y, ldy, NX);
 	else
-		qa_u_rows(t->h, b, nb, kind, xq, xs, y, ldy, NX, b == 0);
+		qa_u_rows(t->h, b, nb, kind, xq, xs, y, ldy, NX);
 }
 
 /* The 16 rows of the group at gw (blocks of bb bytes) against n_x x
