@@ -10,6 +10,7 @@
  * threads; a float16 cache of one part gives kn_attention_window_f16's
  * bits.
  */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "devices/dev.h"
@@ -63,10 +64,11 @@ static size_t cc_head(const struct dev_attn *a, const struct dev_attn_seq *sg, s
 	return kh * (sg->hs ? sg->hs : a->head_dim);
 }
 
-/* Part p of n_parts of KV head kh of sequence sg's decode row: into its
- * row of out (one part), or into slot's place in t->parts. */
+/* Parts p .. p + m - 1 of n_parts of KV head kh of sequence sg's decode
+ * row: into its row of out (one part), or into the places of slots slot
+ * .. slot + m - 1 in t->parts. */
 static void cc_decode(const struct cpu_causal *t, const struct dev_attn_seq *sg, size_t kh,
-		      size_t p, size_t n_parts, size_t slot, float *scratch)
+		      size_t p, size_t m, size_t n_parts, size_t slot, float *scratch)
 {
 	const struct dev_attn *a = t->a;
 	size_t hd = a->head_dim, g = a->n_head / a->n_head_kv, at = cc_head(a, sg, kh);
@@ -80,16 +82,12 @@ static void cc_decode(const struct cpu_causal *t, const struct dev_attn_seq *sg,
 		d.k = (const float *)sg->k + at;
 		d.v = (const float *)sg->v + at;
 	}
-	size_t lo, hi, first = cc_first(a, sg);
-	kn_dec_part(cc_keys(a, sg), p, &lo, &hi);
-	lo += first;
-	hi += first;
 	if (n_parts == 1)
-		kn_attention_decode(&d, lo, hi, a->out + sg->r0 * a->ldo + kh * g * hd, NULL,
-				    scratch);
+		kn_attention_decode_parts(&d, cc_first(a, sg), cc_keys(a, sg), 0, 1,
+					  a->out + sg->r0 * a->ldo + kh * g * hd, NULL, scratch);
 	else
-		kn_attention_decode(&d, lo, hi, t->parts + slot * g * hd, t->lse + slot * g,
-				    scratch);
+		kn_attention_decode_parts(&d, cc_first(a, sg), cc_keys(a, sg), p, m,
+					  t->parts + slot * g * hd, t->lse + slot * g, scratch);
 }
 
 /* Query head h of sequence sg's prefill rows. */
@@ -115,7 +113,9 @@ static void cc_prefill(const struct cpu_causal *t, const struct dev_attn_seq *sg
 /* The units in one fixed order, each taken by the thread whose share of
  * the total work its start falls in (a decode batch mixes sequences of a
  * few and of thousands of keys: an even count of units left one thread
- * waiting). */
+ * waiting); a thread's parts of one KV head in a row, up to KN_DEC_GROUP,
+ * in one call (kn_attention_decode_parts: their keys, then their
+ * values). */
 static void cc_run(void *arg, int ith, int nth)
 {
 	const struct cpu_causal *t = arg;
@@ -127,13 +127,19 @@ static void cc_run(void *arg, int ith, int nth)
 	for (size_t s = 0; s < t->n_seqs; s++) {
 		const struct dev_attn_seq *sg = &t->seqs[s];
 		size_t np = cc_parts(a, sg), n_units = np ? a->n_head_kv * np : a->n_head;
-		for (size_t u = 0; u < n_units; at += cc_cost(a, sg, np, u), u++) {
-			if (at < lo || at >= hi)
-				continue;
-			if (np == 0)
+		for (size_t u = 0; u < n_units;) {
+			bool mine = at >= lo && at < hi;
+			size_t m = 1;
+			at += cc_cost(a, sg, np, u);
+			if (mine && np == 0)
 				cc_prefill(t, sg, u, scratch);
-			else
-				cc_decode(t, sg, u / np, u % np, np, slot + u, scratch);
+			else if (mine) {
+				while (m < KN_DEC_GROUP && u + m < n_units && (u + m) / np == u / np &&
+				       at < hi)
+					at += cc_cost(a, sg, np, u + m++);
+				cc_decode(t, sg, u / np, u % np, m, np, slot + u, scratch);
+			}
+			u += m;
 		}
 		if (np > 1)
 			slot += n_units;

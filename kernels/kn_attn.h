@@ -158,6 +158,18 @@ void kn_attention_decode(const struct kn_dec *d, size_t lo, size_t hi, float *ou
 			 float *scratch);
 size_t kn_attention_decode_scratch(size_t g);
 
+/* The most parts kn_attention_decode_parts takes at once. */
+#define KN_DEC_GROUP 8
+
+/* kn_attention_decode_parts - kn_attention_decode for parts p0 .. p0 + m
+ * - 1 (m in 1 .. KN_DEC_GROUP) of the n keys from key first (part i
+ * over kn_dec_part(n, p0 + i)'s keys, offset by first): part i's out at
+ * out + i g head_dim, its lse (unless NULL) at lse + i g, the same bits
+ * as m calls of kn_attention_decode. Every part's keys are read before
+ * any part's values. scratch: kn_attention_decode_scratch(g) floats. */
+void kn_attention_decode_parts(const struct kn_dec *d, size_t first, size_t n, size_t p0,
+			       size_t m, float *out, float *lse, float *scratch);
+
 /* kn_attention_decode_merge - out [g, head_dim] from n_parts parts of
  * one step's keys, each kn_attention_decode's out (parts: n_parts * g
  * rows of head_dim, part p's head h at row p * g + h) and lse (n_parts *

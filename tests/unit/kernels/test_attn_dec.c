@@ -10,6 +10,8 @@
  *    within float rounding of the whole (1e-5 absolute: outputs are
  *    averages of values in [-1, 1]).
  *  - The log-sum-exp kept per part is the double sum over its scores.
+ *  - kn_attention_decode_parts over runs of parts: the bits of the
+ *    part-by-part calls.
  * And the two kn_ops kernels of the float32 path, dot_rows_g and
  * gemv_t_g, on every ISA.
  */
@@ -102,12 +104,28 @@ static void decode_parts(const struct kn_dec *d, size_t p, size_t window, float 
 			free(s);
 		}
 	}
+	/* kn_attention_decode_parts over runs of 1 .. KN_DEC_GROUP parts:
+	 * the same bits as the part-by-part calls */
+	float *parts2 = malloc(np * G * HD * sizeof(float)), *lse2 = malloc(np * G * sizeof(float));
+	assert_true(parts2 && lse2);
+	for (size_t m = 1; m <= KN_DEC_GROUP; m += 3) {
+		memset(parts2, 0, np * G * HD * sizeof(float));
+		for (size_t p0 = 0; p0 < np; p0 += m) {
+			size_t run = np - p0 < m ? np - p0 : m;
+			kn_attention_decode_parts(d, lo, p + 1 - lo, p0, run, parts2 + p0 * G * HD,
+						  lse2 + p0 * G, scratch);
+		}
+		assert_memory_equal(parts2, parts, np * G * HD * sizeof(float));
+		assert_memory_equal(lse2, lse, np * G * sizeof(float));
+	}
 	if (np == 1)
 		memcpy(out, parts, G * HD * sizeof(float));
 	else
 		kn_attention_decode_merge(G, HD, np, parts, lse, out);
 	free(parts);
 	free(lse);
+	free(parts2);
+	free(lse2);
 	free(scratch);
 }
 
