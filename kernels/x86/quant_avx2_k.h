@@ -255,38 +255,27 @@ KQ_INLINE float kq_hsum_k(__m256 acc, __m128 accm)
 	return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* R rows (1 or 4) of a K-quant; each Q8_K block of x loaded once for all. */
-KQ_INLINE void kq_xqk_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
-			   int R, size_t bytes, kq_blk_fn bf)
+/* One row of a K-quant, block by block: rows one after the other, one
+ * stream from memory (x86/quant_avx512_xq.h kq_xqk_row says why). */
+KQ_INLINE float kq_xqk_row(const uint8_t *w, size_t rb, const uint8_t *xq, size_t k,
+			   size_t bytes, kq_blk_fn bf)
 {
-	__m256 acc[4];
-	__m128 accm[4];
-	for (int r = 0; r < R; r++) {
-		acc[r] = _mm256_setzero_ps();
-		accm[r] = _mm_setzero_ps();
-	}
-	size_t pf = kq_pf_dist(R, rb);
+	__m256 acc = _mm256_setzero_ps();
+	__m128 accm = _mm_setzero_ps();
+	size_t pf = kq_pf_dist(1, rb);
 	for (size_t i = 0; i < k / KN__QK_K; i++) {
-		const uint8_t *xb = xq + i * KN__Q8_K_BYTES;
-		for (int r = 0; r < R; r++) {
-			const uint8_t *wb = w + (size_t)r * rb + i * bytes;
-			kq_pf(wb + pf, bytes);
-			bf(wb, xb, &acc[r], &accm[r]);
-		}
+		kq_pf(w + i * bytes + pf, bytes);
+		bf(w + i * bytes, xq + i * KN__Q8_K_BYTES, &acc, &accm);
 	}
-	for (int r = 0; r < R; r++)
-		y[r] = kq_hsum_k(acc[r], accm[r]);
+	return kq_hsum_k(acc, accm);
 }
 
 KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
 		      size_t k, size_t bytes, kq_blk_fn bf)
 {
 	const uint8_t *w = W;
-	size_t r = 0;
-	for (; r + 4 <= n_rows; r += 4)
-		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, bf);
-	for (; r < n_rows; r++)
-		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, bf);
+	for (size_t r = 0; r < n_rows; r++)
+		y[r] = kq_xqk_row(w + r * rb, rb, xq, k, bytes, bf);
 }
 
 #define KQ_XQK(T, BYTES)                                                                   \

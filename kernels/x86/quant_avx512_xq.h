@@ -598,42 +598,35 @@ KQ_INLINE float kq_hsum_k(__m512 acc, __m128 accm)
 
 typedef void (*kq_xk_fn)(const uint8_t *xb, struct kq_xk *X);
 
-/* R rows (1 or 4) of a K-quant: each Q8_K block of x unpacked once for
- * all R rows. */
-KQ_INLINE void kq_xqk_rows(const uint8_t *w, size_t rb, const uint8_t *xq, float *y, size_t k,
-			   int R, size_t bytes, kq_xk_fn xf, int kind, int vnni)
+/* One row of a K-quant, block by block. Rows one after the other, not 4
+ * at a time with each Q8_K block of x unpacked once for the 4 (the same
+ * sums in the same order either way): 4 rows met a block at a time were
+ * 4 streams from memory, which ran at 17 GB/s on 2 threads where one row
+ * at a time ran at 26-28 (Gemma 3's Q6_K ffn_down, 640 rows of 1680
+ * bytes, a decode step's pool run: 59-63 -> 37-42 us). */
+KQ_INLINE float kq_xqk_row(const uint8_t *w, size_t rb, const uint8_t *xq, size_t k,
+			   size_t bytes, kq_xk_fn xf, int kind, int vnni)
 {
-	__m512 acc[4];
-	__m128 accm[4];
-	for (int r = 0; r < R; r++) {
-		acc[r] = _mm512_setzero_ps();
-		accm[r] = _mm_setzero_ps();
-	}
-	size_t pf = kq_pf_dist(R, rb);
+	__m512 acc = _mm512_setzero_ps();
+	__m128 accm = _mm_setzero_ps();
+	size_t pf = kq_pf_dist(1, rb);
 	for (size_t i = 0; i < k / KN__QK_K; i++) {
 		struct kq_xk X;
+		struct kq_wk K;
 		xf(xq + i * KN__Q8_K_BYTES, &X);
-		for (int r = 0; r < R; r++) {
-			const uint8_t *wb = w + (size_t)r * rb + i * bytes;
-			kq_pf(wb + pf, bytes);
-			struct kq_wk K;
-			kq_wk(wb, kind, &K);
-			kq_wk_combine(&K, kind, &X, &acc[r], &accm[r], vnni);
-		}
+		kq_pf(w + i * bytes + pf, bytes);
+		kq_wk(w + i * bytes, kind, &K);
+		kq_wk_combine(&K, kind, &X, &acc, &accm, vnni);
 	}
-	for (int r = 0; r < R; r++)
-		y[r] = kq_hsum_k(acc[r], accm[r]);
+	return kq_hsum_k(acc, accm);
 }
 
 KQ_INLINE void kq_xqk(const void *W, size_t rb, const void *xq, float *y, size_t n_rows,
 		      size_t k, size_t bytes, kq_xk_fn xf, int kind, int vnni)
 {
 	const uint8_t *w = W;
-	size_t r = 0;
-	for (; r + 4 <= n_rows; r += 4)
-		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 4, bytes, xf, kind, vnni);
-	for (; r < n_rows; r++)
-		kq_xqk_rows(w + r * rb, rb, xq, y + r, k, 1, bytes, xf, kind, vnni);
+	for (size_t r = 0; r < n_rows; r++)
+		y[r] = kq_xqk_row(w + r * rb, rb, xq, k, bytes, xf, kind, vnni);
 }
 
 /* Each type's gemv_xq in two instantiations (VNNI and AVX-512BW) of the
