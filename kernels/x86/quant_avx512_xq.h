@@ -601,9 +601,10 @@ typedef void (*kq_xk_fn)(const uint8_t *xb, struct kq_xk *X);
 /* One row of a K-quant, block by block. Rows one after the other, not 4
  * at a time with each Q8_K block of x unpacked once for the 4 (the same
  * sums in the same order either way): 4 rows met a block at a time were
- * 4 streams from memory, which ran at 17 GB/s on 2 threads where one row
- * at a time ran at 26-28 (Gemma 3's Q6_K ffn_down, 640 rows of 1680
- * bytes, a decode step's pool run: 59-63 -> 37-42 us). */
+ * 4 streams from memory, which the prefetches above did not make up for:
+ * Gemma 3's Q6_K ffn_down (640 rows of 1680 bytes) in a decode step's
+ * pool run on 2 threads took 59-69 us (16-18 GB/s), one row at a time
+ * 37-46 (23-29 GB/s). */
 KQ_INLINE float kq_xqk_row(const uint8_t *w, size_t rb, const uint8_t *xq, size_t k,
 			   size_t bytes, kq_xk_fn xf, int kind, int vnni)
 {
