@@ -4,7 +4,8 @@
  * computes them; a decode row (a sequence's one new token) per (KV head,
  * part of its keys: kn_dec_part's cut, parts of about equal size),
  * kn_attention_decode taking the KV head's g query heads together over
- * each part, the parts of a long cache merged after the pool's run
+ * each part (in groups, when a batch has too few units for the threads),
+ * the parts of a long cache merged after the pool's run
  * (kernels/kn_attn_dec.c). A sequence's parts depend only on its own
  * keys, so its answer is the same in any batch and on any number of
  * threads; a float16 cache of one part gives kn_attention_window_f16's
@@ -26,6 +27,7 @@ struct cpu_causal {
 	size_t per;
 	float *parts, *lse; /* the parts of split decode rows, slot by slot */
 	uint64_t total;	    /* the work of every unit */
+	size_t hs;	    /* decode units per (KV head, part): its query heads in hs groups */
 };
 
 /* The first key a sequence's decode row sees (its window's start). */
@@ -46,16 +48,32 @@ static size_t cc_parts(const struct dev_attn *a, const struct dev_attn_seq *sg)
 	return sg->n == 1 ? kn_dec_parts(cc_keys(a, sg)) : 0;
 }
 
+/* A sequence's units: its prefill rows' query heads, or its decode
+ * row's (KV head, part) pairs, each hs times (groups of query heads). */
+static size_t cc_units(const struct dev_attn *a, size_t np, size_t hs)
+{
+	return np ? a->n_head_kv * np * hs : a->n_head;
+}
+
+/* Query heads [*h0, *h1) of a KV head's g: group j of hs. */
+static void cc_group(const struct dev_attn *a, size_t hs, size_t j, size_t *h0, size_t *h1)
+{
+	size_t g = a->n_head / a->n_head_kv;
+	*h0 = g * j / hs;
+	*h1 = g * (j + 1) / hs;
+}
+
 /* The work of a sequence's unit u: a prefill head's rows times keys, or
  * a decode part's keys times the query heads that take them. */
 static uint64_t cc_cost(const struct dev_attn *a, const struct dev_attn_seq *sg, size_t np,
-			size_t u)
+			size_t hs, size_t u)
 {
 	if (np == 0)
 		return (uint64_t)sg->n * (sg->pos0 + sg->n);
-	size_t lo, hi;
-	kn_dec_part(cc_keys(a, sg), u % np, &lo, &hi);
-	return (uint64_t)(a->n_head / a->n_head_kv) * (hi - lo);
+	size_t lo, hi, h0, h1;
+	kn_dec_part(cc_keys(a, sg), u / hs % np, &lo, &hi);
+	cc_group(a, hs, u % hs, &h0, &h1);
+	return (uint64_t)(h1 - h0) * (hi - lo);
 }
 
 /* KV head kh's column 0 in a sequence's cache, in elements. */
@@ -65,14 +83,17 @@ static size_t cc_head(const struct dev_attn *a, const struct dev_attn_seq *sg, s
 }
 
 /* Parts p .. p + m - 1 of n_parts of KV head kh of sequence sg's decode
- * row: into its row of out (one part), or into the places of slots slot
- * .. slot + m - 1 in t->parts. */
+ * row, for its query heads [h0, h1) (m 1 unless they are all g): into its
+ * row of out (one part), or into the places of slots slot .. slot + m - 1
+ * in t->parts. */
 static void cc_decode(const struct cpu_causal *t, const struct dev_attn_seq *sg, size_t kh,
-		      size_t p, size_t m, size_t n_parts, size_t slot, float *scratch)
+		      size_t p, size_t m, size_t n_parts, size_t slot, size_t h0, size_t h1,
+		      float *scratch)
 {
 	const struct dev_attn *a = t->a;
 	size_t hd = a->head_dim, g = a->n_head / a->n_head_kv, at = cc_head(a, sg, kh);
-	struct kn_dec d = { .g = g, .head_dim = hd, .q = a->q + sg->r0 * a->ldq + kh * g * hd,
+	size_t qh = kh * g + h0; /* the group's first query head */
+	struct kn_dec d = { .g = h1 - h0, .head_dim = hd, .q = a->q + sg->r0 * a->ldq + qh * hd,
 			    .ldk = a->ldk, .ldv = a->ldv, .scale = a->scale,
 			    .softcap = a->softcap };
 	if (a->kv_type == 1) {
@@ -84,10 +105,11 @@ static void cc_decode(const struct cpu_causal *t, const struct dev_attn_seq *sg,
 	}
 	if (n_parts == 1)
 		kn_attention_decode_parts(&d, cc_first(a, sg), cc_keys(a, sg), 0, 1,
-					  a->out + sg->r0 * a->ldo + kh * g * hd, NULL, scratch);
+					  a->out + sg->r0 * a->ldo + qh * hd, NULL, scratch);
 	else
 		kn_attention_decode_parts(&d, cc_first(a, sg), cc_keys(a, sg), p, m,
-					  t->parts + slot * g * hd, t->lse + slot * g, scratch);
+					  t->parts + (slot * g + h0) * hd, t->lse + slot * g + h0,
+					  scratch);
 }
 
 /* Query head h of sequence sg's prefill rows. */
@@ -115,7 +137,12 @@ static void cc_prefill(const struct cpu_causal *t, const struct dev_attn_seq *sg
  * few and of thousands of keys: an even count of units left one thread
  * waiting); a thread's parts of one KV head in a row, up to KN_DEC_GROUP,
  * in one call (kn_attention_decode_parts: their keys, then their
- * values). */
+ * values). A decode batch of fewer units than twice the threads (one
+ * short sequence: Gemma 3's one KV head is one unit below 128 keys, and
+ * the second thread waited through it) splits each KV head's query heads
+ * into t->hs groups, each its own unit: a head's numbers do not depend
+ * on the others in its call (kn_ops dot_rows_g, gemv_t_g), so the bits
+ * are the same. */
 static void cc_run(void *arg, int ith, int nth)
 {
 	const struct cpu_causal *t = arg;
@@ -126,23 +153,25 @@ static void cc_run(void *arg, int ith, int nth)
 	size_t slot = 0;
 	for (size_t s = 0; s < t->n_seqs; s++) {
 		const struct dev_attn_seq *sg = &t->seqs[s];
-		size_t np = cc_parts(a, sg), n_units = np ? a->n_head_kv * np : a->n_head;
+		size_t np = cc_parts(a, sg), hs = t->hs, n_units = cc_units(a, np, hs);
 		for (size_t u = 0; u < n_units;) {
 			bool mine = at >= lo && at < hi;
-			size_t m = 1;
-			at += cc_cost(a, sg, np, u);
-			if (mine && np == 0)
+			size_t m = 1, h0, h1;
+			at += cc_cost(a, sg, np, hs, u);
+			if (mine && np == 0) {
 				cc_prefill(t, sg, u, scratch);
-			else if (mine) {
-				while (m < KN_DEC_GROUP && u + m < n_units && (u + m) / np == u / np &&
-				       at < hi)
-					at += cc_cost(a, sg, np, u + m++);
-				cc_decode(t, sg, u / np, u % np, m, np, slot + u, scratch);
+			} else if (mine) {
+				while (hs == 1 && m < KN_DEC_GROUP && u + m < n_units &&
+				       (u + m) / np == u / np && at < hi)
+					at += cc_cost(a, sg, np, hs, u + m++);
+				cc_group(a, hs, u % hs, &h0, &h1);
+				cc_decode(t, sg, u / hs / np, u / hs % np, m, np, slot + u / hs, h0, h1,
+					  scratch);
 			}
 			u += m;
 		}
 		if (np > 1)
-			slot += n_units;
+			slot += a->n_head_kv * np;
 	}
 }
 
@@ -196,10 +225,15 @@ void dev__cpu_causal(struct dev_pool *p, const struct dev_attn *a,
 	struct cpu_causal t = { .a = a, .seqs = seqs, .n_seqs = n_seqs, .scratch = buf,
 				.per = per, .parts = buf + per * nth };
 	t.lse = t.parts + slots * g * a->head_dim;
+	size_t units = 0;
+	for (size_t s = 0; s < n_seqs; s++)
+		units += cc_parts(a, &seqs[s]) ? cc_units(a, cc_parts(a, &seqs[s]), 1) : 2 * nth;
+	t.hs = nth > 1 && units && units < 2 * nth ? (4 * nth + units - 1) / units : 1;
+	t.hs = t.hs < g ? t.hs : g;
 	for (size_t s = 0; s < n_seqs; s++) {
-		size_t np = cc_parts(a, &seqs[s]), n_units = np ? a->n_head_kv * np : a->n_head;
+		size_t np = cc_parts(a, &seqs[s]), n_units = cc_units(a, np, t.hs);
 		for (size_t u = 0; u < n_units; u++)
-			t.total += cc_cost(a, &seqs[s], np, u);
+			t.total += cc_cost(a, &seqs[s], np, t.hs, u);
 	}
 	dev_pool_run(p, cc_run, &t);
 	if (slots)

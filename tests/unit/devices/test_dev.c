@@ -37,6 +37,7 @@
 #include "devices/dev_pool.h"
 #include "kernels/kn.h"
 #include "kernels/kn_blas.h"
+#include "kernels/kn_half.h"
 
 #define ERR_LEN	 256
 #define MAX_TIDS 512
@@ -796,6 +797,75 @@ static void test_thread_counts(void **state)
 	dev_close(d1);
 }
 
+/* ---- causal attention: the same bits on any number of threads ---------- */
+
+/* Decode rows of one or two sequences (dev__cpu_causal) over float32 and
+ * binary16 caches laid out in per-head blocks as the LLM forward pass
+ * lays them: one KV head of 4 query heads (Gemma 3's grouping) and 3 of
+ * 3 (SmolLM2's), 1 to 3 parts of keys, with and without a window; the
+ * output of pools of 2 to 4 threads (where few units split the query
+ * heads of a KV head over the threads, and several parts of a head go in
+ * one call) equals one thread's bit for bit. */
+static void test_causal_thread_counts(void **state)
+{
+	(void)state;
+	enum { CTX = 300, HD = 24 };
+	static const size_t shapes[][2] = { { 1, 4 }, { 3, 3 } }; /* KV heads, query heads each */
+	static const size_t pos[] = { 5, 127, 200, 299 };
+	uint64_t r = 0x2545f4914f6cdd1dull;
+	for (size_t sh = 0; sh < 2; sh++)
+		for (int variant = 0; variant < 4; variant++) {
+			size_t nkv = shapes[sh][0], nh = nkv * shapes[sh][1], qw = nh * HD;
+			size_t n = CTX * nkv * HD, esz = variant & 1 ? 2 : 4;
+			float *q = malloc(2 * qw * sizeof(float)), *kv = malloc(2 * n * sizeof(float));
+			uint16_t *kv16 = malloc(2 * n * sizeof(uint16_t));
+			float *want = malloc(2 * qw * sizeof(float)), *got = malloc(2 * qw * sizeof(float));
+			assert_true(q && kv && kv16 && want && got);
+			for (size_t i = 0; i < 2 * qw; i++) {
+				r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+				q[i] = (float)(r >> 40) / (float)(1u << 24) - 0.5f;
+			}
+			for (size_t i = 0; i < 2 * n; i++) {
+				r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+				kv[i] = (float)(r >> 40) / (float)(1u << 23) - 1.0f;
+				kv16[i] = kn_f32_to_f16(kv[i]);
+			}
+			const char *k = variant & 1 ? (const char *)kv16 : (const char *)kv;
+			struct dev_attn a = { .n_head = nh, .n_head_kv = nkv, .head_dim = HD, .q = q,
+					      .ldq = qw, .ldo = qw, .ldk = HD, .ldv = HD,
+					      .kv_type = variant & 1, .window = variant & 2 ? 150 : 0,
+					      .scale = 0.2f, .prec = DEV_ATTN_F32 };
+			for (size_t pi = 0; pi < 4; pi++)
+				for (size_t n_seqs = 1; n_seqs <= 2; n_seqs++) {
+					struct dev_attn_seq seqs[2];
+					for (size_t s = 0; s < n_seqs; s++)
+						seqs[s] = (struct dev_attn_seq){
+							.r0 = s, .n = 1, .pos0 = s ? pos[3 - pi] : pos[pi],
+							.k = k + s * n * esz, .v = k + (1 - s) * n * esz,
+							.hs = CTX * HD };
+					for (int nth = 1; nth <= 4; nth++) {
+						struct dev_pool *pool;
+						assert_int_equal(dev_pool_create(nth, NULL, &pool), 0);
+						float *buf = malloc(dev__cpu_causal_floats(nth, &a, seqs, n_seqs) *
+								    sizeof(float));
+						assert_non_null(buf);
+						a.out = nth == 1 ? want : got;
+						dev__cpu_causal(pool, &a, seqs, n_seqs, buf);
+						if (nth > 1)
+							assert_memory_equal(got, want,
+									    n_seqs * qw * sizeof(float));
+						free(buf);
+						dev_pool_destroy(pool);
+					}
+				}
+			free(q);
+			free(kv);
+			free(kv16);
+			free(want);
+			free(got);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -815,6 +885,7 @@ int main(void)
 		cmocka_unit_test(test_queue_nomem),
 		cmocka_unit_test(test_queue_pinning),
 		cmocka_unit_test(test_thread_counts),
+		cmocka_unit_test(test_causal_thread_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
