@@ -226,8 +226,10 @@ void dev__cpu_causal(struct dev_pool *p, const struct dev_attn *a,
 				.per = per, .parts = buf + per * nth };
 	t.lse = t.parts + slots * g * a->head_dim;
 	size_t units = 0;
-	for (size_t s = 0; s < n_seqs; s++)
-		units += cc_parts(a, &seqs[s]) ? cc_units(a, cc_parts(a, &seqs[s]), 1) : 2 * nth;
+	for (size_t s = 0; s < n_seqs; s++) {
+		size_t np = cc_parts(a, &seqs[s]);
+		units += np ? cc_units(a, np, 1) : 2 * nth; /* a prefill: never split */
+	}
 	t.hs = nth > 1 && units && units < 2 * nth ? (4 * nth + units - 1) / units : 1;
 	t.hs = t.hs < g ? t.hs : g;
 	for (size_t s = 0; s < n_seqs; s++) {

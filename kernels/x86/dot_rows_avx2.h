@@ -80,6 +80,12 @@ static void dr_dot_rows(const float *x, const float *B, size_t ldb, size_t n, si
  * the interleaved order, which was as fast or faster. */
 #define DR_SEQ_K 128
 
+/* 8 floats at p, or (not whole) those mask keeps, 0 elsewhere. */
+DR_INLINE __m256 dr_ld8(const float *p, bool whole, __m256i mask)
+{
+	return whole ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask);
+}
+
 /* Lane r of the result: the sum of a[r]'s lanes. */
 DR_INLINE __m128 dr_sum4(const __m256 a[4])
 {
@@ -106,34 +112,26 @@ DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B,
 			for (int r = 0; r < 4; r++)
 				for (size_t d = 0; d < k; d += 8) {
 					bool whole = k - d >= 8;
-					const float *br = b + (size_t)r * ldb + d;
-					__m256 bv = whole ? _mm256_loadu_ps(br)
-							  : _mm256_maskload_ps(br, mask);
-					for (int h = 0; h < G; h++) {
-						const float *xh = x + (size_t)h * ldx + d;
-						__m256 xv = whole ? _mm256_loadu_ps(xh)
-								  : _mm256_maskload_ps(xh, mask);
-						acc[h][r] = _mm256_fmadd_ps(xv, bv, acc[h][r]);
-					}
+					__m256 bv = dr_ld8(b + (size_t)r * ldb + d, whole, mask);
+					for (int h = 0; h < G; h++)
+						acc[h][r] = _mm256_fmadd_ps(
+							dr_ld8(x + (size_t)h * ldx + d, whole, mask), bv,
+							acc[h][r]);
 				}
-			for (int h = 0; h < G; h++)
-				_mm_storeu_ps(y + (size_t)h * ldy + i, _mm_mul_ps(va, dr_sum4(acc[h])));
-			continue;
-		}
-		for (size_t r = i + DR_AHEAD; r < i + DR_AHEAD + 4 && r < n; r++)
-			for (size_t o = 0; o < k * sizeof(float); o += 64)
-				_mm_prefetch((const char *)(B + r * ldb) + o, _MM_HINT_T0);
-		for (size_t d = 0; d < k; d += 8) {
-			bool whole = k - d >= 8; /* else the masked tail */
-			__m256 xv[DR_G];
-			for (int h = 0; h < G; h++)
-				xv[h] = whole ? _mm256_loadu_ps(x + (size_t)h * ldx + d)
-					      : _mm256_maskload_ps(x + (size_t)h * ldx + d, mask);
-			for (int r = 0; r < 4; r++) {
-				const float *br = b + (size_t)r * ldb + d;
-				__m256 bv = whole ? _mm256_loadu_ps(br) : _mm256_maskload_ps(br, mask);
+		} else { /* a piece of each row in turn, x loaded once for the 4 */
+			for (size_t r = i + DR_AHEAD; r < i + DR_AHEAD + 4 && r < n; r++)
+				for (size_t o = 0; o < k * sizeof(float); o += 64)
+					_mm_prefetch((const char *)(B + r * ldb) + o, _MM_HINT_T0);
+			for (size_t d = 0; d < k; d += 8) {
+				bool whole = k - d >= 8; /* else the masked tail */
+				__m256 xv[DR_G];
 				for (int h = 0; h < G; h++)
-					acc[h][r] = _mm256_fmadd_ps(xv[h], bv, acc[h][r]);
+					xv[h] = dr_ld8(x + (size_t)h * ldx + d, whole, mask);
+				for (int r = 0; r < 4; r++) {
+					__m256 bv = dr_ld8(b + (size_t)r * ldb + d, whole, mask);
+					for (int h = 0; h < G; h++)
+						acc[h][r] = _mm256_fmadd_ps(xv[h], bv, acc[h][r]);
+				}
 			}
 		}
 		for (int h = 0; h < G; h++)

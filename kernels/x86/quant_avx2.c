@@ -493,10 +493,11 @@ KQ_INLINE __m256i kq_w_q8_0(const uint8_t *b, __m256i x, __m256i *xs)
 
 typedef __m256i (*kq_w_fn)(const uint8_t *b, __m256i x, __m256i *xs);
 
-/* Software prefetch of the n bytes at p (lines of 64): four rows are
- * streamed at a time, which the hardware prefetchers follow badly (a third
- * of the DRAM rate measured), so each step asks for the same position R
- * rows further down, the next pass's data. Prefetches never fault. */
+/* Software prefetch of the n bytes at p (lines of 64): the _0 types' four
+ * rows are streamed at a time, which the hardware prefetchers follow badly
+ * (a third of the DRAM rate measured), so each step asks for the same
+ * position R rows further down, the next pass's data (the K-quants, one
+ * row at a time, the same way with R = 1). Prefetches never fault. */
 #define KQ_PF_AHEAD_BYTES 6144
 
 /* The prefetch distance for passes of R rows of rb bytes: whole passes,

@@ -221,12 +221,13 @@ KQ_INLINE __m512i kq_w2_q8_0(const uint8_t *w, int b_ok, __m512i x, __m512i *xs)
 
 typedef __m512i (*kq_w2_fn)(const uint8_t *w, int b_ok, __m512i x, __m512i *xs);
 
-/* Software prefetch of the n bytes at p (lines of 64). The weights are
- * streamed four rows at a time, row r at block i, so the hardware
- * prefetchers see four interleaved streams within a few KiB and fall
- * behind (measured: a third of the DRAM rate); each step asks for the same
- * position R rows further down, i.e. the next pass's data. Prefetches
- * never fault, past the matrix included. */
+/* Software prefetch of the n bytes at p (lines of 64). The _0 types'
+ * weights are streamed four rows at a time, row r at block i, so the
+ * hardware prefetchers see four interleaved streams within a few KiB and
+ * fall behind (measured: a third of the DRAM rate); each step asks for the
+ * same position R rows further down, i.e. the next pass's data (the
+ * K-quants, one row at a time, the same way with R = 1). Prefetches never
+ * fault, past the matrix included. */
 #define KQ_PF_AHEAD_BYTES 6144
 
 /* The prefetch distance for passes of R rows of rb bytes: whole passes,

@@ -38,6 +38,7 @@
 #include "kernels/kn.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_half.h"
+#include "tests/unit/kernels/kn_test_rng.h"
 
 #define ERR_LEN	 256
 #define MAX_TIDS 512
@@ -812,7 +813,7 @@ static void test_causal_thread_counts(void **state)
 	enum { CTX = 300, HD = 24 };
 	static const size_t shapes[][2] = { { 1, 4 }, { 3, 3 } }; /* KV heads, query heads each */
 	static const size_t pos[] = { 5, 127, 200, 299 };
-	uint64_t r = 0x2545f4914f6cdd1dull;
+	uint64_t rng = 0x2545f4914f6cdd1dull;
 	for (size_t sh = 0; sh < 2; sh++)
 		for (int variant = 0; variant < 4; variant++) {
 			size_t nkv = shapes[sh][0], nh = nkv * shapes[sh][1], qw = nh * HD;
@@ -821,13 +822,10 @@ static void test_causal_thread_counts(void **state)
 			uint16_t *kv16 = malloc(2 * n * sizeof(uint16_t));
 			float *want = malloc(2 * qw * sizeof(float)), *got = malloc(2 * qw * sizeof(float));
 			assert_true(q && kv && kv16 && want && got);
-			for (size_t i = 0; i < 2 * qw; i++) {
-				r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-				q[i] = (float)(r >> 40) / (float)(1u << 24) - 0.5f;
-			}
+			for (size_t i = 0; i < 2 * qw; i++)
+				q[i] = 0.5f * kn_test_uniform(&rng);
 			for (size_t i = 0; i < 2 * n; i++) {
-				r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-				kv[i] = (float)(r >> 40) / (float)(1u << 23) - 1.0f;
+				kv[i] = kn_test_uniform(&rng);
 				kv16[i] = kn_f32_to_f16(kv[i]);
 			}
 			const char *k = variant & 1 ? (const char *)kv16 : (const char *)kv;
