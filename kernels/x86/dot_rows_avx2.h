@@ -70,14 +70,15 @@ static void dr_dot_rows(const float *x, const float *B, size_t ldb, size_t n, si
 #else
 #define DR_G 3
 #endif
-#define DR_AHEAD 8 /* B's rows ahead that dot_rows_g asks the caches for */
 /* Row widths from which dot_rows_g reads its 4 rows one after the other
  * (each accumulator's sums in the same order, so the same bits): 4 rows
  * of 1 KB met 32 bytes at a time were 4 streams a page apart, which the
  * hardware prefetchers followed at half the speed of one (Gemma 3's keys
  * of 256 floats, one thread, from memory: 66 against 84-92 us a layer of
- * 512 keys; asking for rows ahead made it slower); 64-float rows keep
- * the interleaved order, which was as fast or faster. */
+ * 512 keys). 64-float rows keep the interleaved order, which is as fast
+ * there. Neither asks for rows ahead (prefetcht0 of the rows 8 ahead):
+ * the hardware's prefetch alone was faster (SmolLM2's 3 heads' keys
+ * after 650 tokens, one thread, from memory: 36 against 50 us a layer). */
 #define DR_SEQ_K 128
 
 /* 8 floats at p, or (not whole) those mask keeps, 0 elsewhere. */
@@ -109,19 +110,27 @@ DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B,
 			for (int r = 0; r < 4; r++)
 				acc[h][r] = _mm256_setzero_ps();
 		if (k >= DR_SEQ_K) { /* the 4 rows one after the other: one stream */
-			for (int r = 0; r < 4; r++)
+			for (int r = 0; r < 4; r++) {
+				/* the row's G sums in registers: acc[h][r], r not
+				 * a constant here, stayed in memory, a store and a
+				 * load in every FMA's chain (Gemma 3's keys, one
+				 * thread: 128 from L2 15 -> 6 us, 650 from memory
+				 * 78 -> 36 us) */
+				__m256 a[DR_G];
+				for (int h = 0; h < G; h++)
+					a[h] = _mm256_setzero_ps();
 				for (size_t d = 0; d < k; d += 8) {
 					bool whole = k - d >= 8;
 					__m256 bv = dr_ld8(b + (size_t)r * ldb + d, whole, mask);
 					for (int h = 0; h < G; h++)
-						acc[h][r] = _mm256_fmadd_ps(
+						a[h] = _mm256_fmadd_ps(
 							dr_ld8(x + (size_t)h * ldx + d, whole, mask), bv,
-							acc[h][r]);
+							a[h]);
 				}
+				for (int h = 0; h < G; h++)
+					acc[h][r] = a[h];
+			}
 		} else { /* a piece of each row in turn, x loaded once for the 4 */
-			for (size_t r = i + DR_AHEAD; r < i + DR_AHEAD + 4 && r < n; r++)
-				for (size_t o = 0; o < k * sizeof(float); o += 64)
-					_mm_prefetch((const char *)(B + r * ldb) + o, _MM_HINT_T0);
 			for (size_t d = 0; d < k; d += 8) {
 				bool whole = k - d >= 8; /* else the masked tail */
 				__m256 xv[DR_G];

@@ -183,11 +183,12 @@ static void dsum(const float *a, size_t sa, const float *b, size_t sb, size_t n,
 /* kn_ops dot_rows_g of every ISA: g = 1 .. 7 rows of x (passes of 3 and
  * what is left) against n rows of k (a masked tail, head widths 64 and
  * 256), all at odd strides; each y within dot's tolerance of the double
- * dot times alpha (1e-6 of the sum of |x b|), and y's gaps untouched. */
+ * dot times alpha (1e-6 of the sum of |x b|), and y's gaps untouched;
+ * widths from DR_SEQ_K (128) take the rows one after the other. */
 static void test_dot_rows_g(void **state)
 {
 	(void)state;
-	static const size_t ns[] = { 1, 3, 4, 5, 37, 128 }, ks[] = { 9, 64, 70, 256 };
+	static const size_t ns[] = { 1, 3, 4, 5, 37, 128 }, ks[] = { 9, 64, 70, 133, 256 };
 	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
 		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
 		for (size_t a = 0; ops && a < sizeof(ns) / sizeof(ns[0]); a++)
