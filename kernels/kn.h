@@ -123,6 +123,13 @@ struct kn_ops {
 	 * decode step's probabilities times an LLM's float16 value cache. */
 	void (*gemv_t_f16)(const uint16_t *restrict W, size_t ldw, const float *restrict x,
 			   float *restrict y, size_t n_rows, size_t n);
+	/* gemv_f16 for g rows of x at once (row h at x + h ldx; g >= 1; its
+	 * results at y + h ldy): grouped-query attention's g query heads
+	 * against their KV head's float16 keys, each key widened once for
+	 * all of them. Row h's results are gemv_f16's (W, ldw, x + h ldx,
+	 * y + h ldy, n_rows, k) in the same table, bit for bit. */
+	void (*dot_rows_g_f16)(const float *x, size_t ldx, size_t g, const uint16_t *W,
+			       size_t ldw, size_t n_rows, size_t k, float *y, size_t ldy);
 };
 
 /* kn_init - detect the CPU and fill the table; force picks an ISA

@@ -210,6 +210,13 @@ static void ref_gemv_t_f16(const uint16_t *restrict W, size_t ldw, const float *
 	ref_gemv_t16(W, ldw, x, y, n_rows, n, kn_f16_to_f32);
 }
 
+static void ref_dot_rows_g_f16(const float *x, size_t ldx, size_t g, const uint16_t *W,
+			       size_t ldw, size_t n_rows, size_t k, float *y, size_t ldy)
+{
+	for (size_t h = 0; h < g; h++)
+		ref_gemv_f16(W, ldw, x + h * ldx, y + h * ldy, n_rows, k);
+}
+
 static void ref_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
 {
 	ref_scale_add(x, scale, NULL, n);
@@ -256,4 +263,5 @@ const struct kn_ops kn__ops_ref = {
 	.softmax_i8 = ref_softmax_i8,
 	.gemv_t_bf16 = ref_gemv_t_bf16,
 	.gemv_t_f16 = ref_gemv_t_f16,
+	.dot_rows_g_f16 = ref_dot_rows_g_f16,
 };

@@ -500,6 +500,16 @@ static void avx2_gemv_t_f16(const uint16_t *restrict Wt, size_t ldw, const float
 	avx2_gemv_t16(Wt, ldw, x, y, n_rows, n, true);
 }
 
+#define DF_VEC __m256
+#define DF_ZERO _mm256_setzero_ps
+#define DF_LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define DF_LOADF _mm256_loadu_ps
+#define DF_FMA _mm256_fmadd_ps
+#define DF_SUM hsum8
+#define DF_GEMV avx2_gemv_f16
+#define DF_G 2
+#include "kernels/x86/dot_rows_f16.h"
+
 static void avx2_softmax_bf16(float *x, size_t n, float scale, uint16_t *y, size_t n_pad)
 {
 	avx2_scale_add(x, scale, NULL, n);
@@ -554,4 +564,5 @@ const struct kn_ops kn__ops_avx2 = {
 	.softmax_i8 = avx2_softmax_i8,
 	.gemv_t_bf16 = avx2_gemv_t_bf16,
 	.gemv_t_f16 = avx2_gemv_t_f16,
+	.dot_rows_g_f16 = df_dot_rows_g_f16,
 };

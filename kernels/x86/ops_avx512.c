@@ -442,6 +442,16 @@ static void avx512_gemv_f16(const uint16_t *restrict Wt, size_t ldw, const float
 	}
 }
 
+#define DF_VEC __m512
+#define DF_ZERO _mm512_setzero_ps
+#define DF_LOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define DF_LOADF _mm512_loadu_ps
+#define DF_FMA _mm512_fmadd_ps
+#define DF_SUM _mm512_reduce_add_ps
+#define DF_GEMV avx512_gemv_f16
+#define DF_G 4
+#include "kernels/x86/dot_rows_f16.h"
+
 static void avx512_rms_norm(const float *x, const float *w, float *y, size_t n, float eps)
 {
 	if (n == 0)
@@ -568,4 +578,5 @@ const struct kn_ops kn__ops_avx512 = {
 	.softmax_i8 = avx512_softmax_i8,
 	.gemv_t_bf16 = avx512_gemv_t_bf16,
 	.gemv_t_f16 = avx512_gemv_t_f16,
+	.dot_rows_g_f16 = df_dot_rows_g_f16,
 };

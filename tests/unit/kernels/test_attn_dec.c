@@ -12,8 +12,8 @@
  *  - The log-sum-exp kept per part is the double sum over its scores.
  *  - kn_attention_decode_parts over runs of parts: the bits of the
  *    part-by-part calls.
- * And the two kn_ops kernels of the float32 path, dot_rows_g and
- * gemv_t_g, on every ISA.
+ * And the kn_ops kernels of the float32 path, dot_rows_g and gemv_t_g,
+ * and the float16 one's dot_rows_g_f16, on every ISA.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -265,11 +265,50 @@ static void test_gemv_t_g(void **state)
 			}
 }
 
+/* kn_ops dot_rows_g_f16 of every ISA (the float16 cache's scores): g =
+ * 1 .. 7 rows of x against n rows of binary16 W of k columns (rows in
+ * fours and what is left, chunk edges and tails: 9, 40, 64, 70, 133,
+ * 256), odd strides; row h the bits of the same table's gemv_f16 of x's
+ * row h, and y's gaps untouched. */
+static void test_dot_rows_g_f16(void **state)
+{
+	(void)state;
+	static const size_t ns[] = { 1, 3, 4, 5, 37, 128 }, ks[] = { 9, 40, 64, 70, 133, 256 };
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+		for (size_t a = 0; ops && a < sizeof(ns) / sizeof(ns[0]); a++)
+			for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
+				for (size_t g = 1; g <= 7; g++) {
+					size_t n = ns[a], k = ks[b], ldw = k + 3, ldx = k + 1, ldy = n + 2;
+					float *x = rnd(g * ldx, 1.0f), *wf = rnd(n * ldw, 1.0f);
+					uint16_t *w = halves(wf, n * ldw);
+					float *want = malloc(n * sizeof(float));
+					float *got = malloc(g * ldy * sizeof(float));
+					assert_true(want && got);
+					for (size_t i = 0; i < g * ldy; i++)
+						got[i] = -7.0f;
+					ops->dot_rows_g_f16(x, ldx, g, w, ldw, n, k, got, ldy);
+					for (size_t h = 0; h < g; h++) {
+						ops->gemv_f16(w, ldw, x + h * ldx, want, n, k);
+						assert_memory_equal(got + h * ldy, want, n * sizeof(float));
+						for (size_t i = n; i < ldy; i++)
+							assert_true(got[h * ldy + i] == -7.0f);
+					}
+					free(x);
+					free(wf);
+					free(w);
+					free(want);
+					free(got);
+				}
+	}
+}
+
 int main(void)
 {
 	kn_init(KN_ISA_COUNT);
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_decode),
 					    cmocka_unit_test(test_dot_rows_g),
-					    cmocka_unit_test(test_gemv_t_g) };
+					    cmocka_unit_test(test_gemv_t_g),
+					    cmocka_unit_test(test_dot_rows_g_f16) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
