@@ -24,13 +24,13 @@
 #include "kernels/kn_int.h"
 
 #define QP_NX 16 /* x rows per pass over a group's blocks */
-/* Bytes ahead that each block asks the L2 for. Into L2, 4 KiB ahead: a
- * decode step's weights stream past the caches once, and 8 KiB ahead into
- * L1 (the first form) read 20-25 % slower on Zen 4 (SmolLM2-sized Q4_1
- * and Q8_0 matrices, two threads, a barrier after each: 19.8 against 22.3
- * GB/s and 19.7 against 24.3, where plain 256-bit reads of the same bytes
- * gave 22.7 and 24.3; medians of 10 alternated runs). */
-#define QP_PF 4096
+/* No software prefetch: the packed groups are one forward stream, which
+ * the hardware prefetchers follow, and asking for each block 4 KiB ahead
+ * (into L2) read slower on Zen 4 (two threads over 100 MB with a barrier
+ * every 3 MB, medians of 40 alternated passes: Q4_1 24.5 against 27.2
+ * GB/s, Q8_0 24.2 against 26.7, Q5_0 23.9 against 26.1, where plain
+ * 256-bit reads gave 28.1-28.9; 8 KiB ahead into L1, the first form, was
+ * slower still). */
 
 static void qp_pack_q8_0(const void *restrict W, size_t rb, size_t n_rows, size_t k,
 			 void *restrict dst)
@@ -157,8 +157,6 @@ QP_INLINE void qp_group(const uint8_t *gw, size_t bb, qp_block_fn blk, int off, 
 		acc[j] = _mm512_setzero_ps();
 	for (size_t b = 0; b < nb; b++) {
 		const uint8_t *o = gw + b * bb;
-		for (size_t l = 0; l < bb; l += 64)
-			_mm_prefetch((const char *)o + QP_PF + l, _MM_HINT_T1);
 		__m512i w[8];
 		__m512 dw = blk(o, w);
 		__m512 mw = min ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 32)))
