@@ -52,8 +52,8 @@ const struct kn_qpack *kn_qpack_get(int type)
 	if (isa == KN_ISA_REF)
 		return NULL;
 	const struct kn_qpack *p = kn_qpack_for(isa, type);
-	/* AVX-512 without VNNI, or a type AVX-512 packs no own way (Q4_K):
-	 * the AVX2 kernels, faster there than the plain AVX-512 ones */
+	/* AVX-512 without VNNI: the AVX2 kernels, faster there than the
+	 * plain AVX-512 ones */
 	return p || isa != KN_ISA_AVX512 ? p : kn_qpack_for(KN_ISA_AVX2, type);
 }
 

@@ -146,8 +146,8 @@ const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
  * the type, at every number of x rows.
  *
  * Every ISA but the reference's kn_qpack_get runs them (AVX2, and
- * AVX-512: with VNNI its own kernels for Q8_0, Q5_0 and Q4_1, AVX2's for
- * the rest and without VNNI).
+ * AVX-512: with VNNI its own kernels for Q8_0, Q5_0, Q4_1 and Q4_K, AVX2's
+ * without VNNI).
  *
  * Q8_0, 16 rows (kn_qpack_get(KN_Q_Q8_0)): n_rows a multiple
  * of 16, k of 32, nb = k / 32 blocks per row, rb = nb * 34 (the plain row
@@ -165,7 +165,7 @@ const struct kn_qops *kn_qops_for(enum kn_isa isa, int type);
  * Q4_1, 16 rows: the same groups (rb = nb * 20), block b of a group at
  * b * 320: the 16 rows' fp16 d (32 bytes), their fp16 m (32 bytes), then
  * the qs bytes in 4 chunks of 64 as Q5_0's.
- * Q4_K, 16 rows (AVX2): k a multiple of 256, nb = k / 256, rb = nb * 144;
+ * Q4_K, 16 rows: k a multiple of 256, nb = k / 256, rb = nb * 144;
  * block b of a group at b * 2304: the 16 rows' fp16 d (32 bytes), fp16
  * dmin (32), the three little-endian words of each row's 12 scale bytes
  * (scales[0..3] of the 16 rows, 64 bytes, then [4..7], then [8..11]), then

@@ -1,7 +1,8 @@
 /* kernels/x86/qpack_avx512.c - the packed weight layouts (kn_quant.h
- * struct kn_qpack) on AVX512-VNNI: Q8_0, Q5_0 and Q4_1 in groups of 16 rows. Compiled
- * with libkn_avx512's flags (kernels/meson.build, VNNI included) and
- * reached only through kn_qpack_for, which checks the CPU's VNNI.
+ * struct kn_qpack) on AVX512-VNNI: Q8_0, Q5_0, Q4_1 and Q4_K in groups of
+ * 16 rows. Compiled with libkn_avx512's flags (kernels/meson.build, VNNI
+ * included) and reached only through kn_qpack_for, which checks the
+ * CPU's VNNI.
  *
  * The product keeps one zmm lane per weight row: a block's 8 code chunks
  * (64 bytes each, 4 codes of each of the 16 rows) are loaded once, and
@@ -13,7 +14,8 @@
  * products, against 16 dots and 48 float operations in the plain layout
  * (x86/quant_avx512_mm.h), where lanes hold partial sums of a block that
  * each need their own scaling. Up to QP_NX x rows share each load of a
- * block.
+ * block. Q4_K keeps the same lanes: each sub-block's dot, 8 vpdpbusd,
+ * times the row's 6-bit scale (vpmulld) joins the block's integer sum.
  *
  * pack transposes 16 rows x 8 four-byte chunks of a block with unpacks
  * and a two-source permute, the same bytes as kernels/ref/qpack.c's.
@@ -215,6 +217,142 @@ QP_PRODUCTS(q8_0, KN__QP_Q8_0_BLOCK, 128, 0)
 QP_PRODUCTS(q5_0, KN__QP_Q5_0_BLOCK, 16, 0)
 QP_PRODUCTS(q4_1, KN__QP_Q4_1_BLOCK, 0, 1)
 
+/* ---- Q4_K: 256-element blocks, 8 sub-blocks with 6-bit scales and mins -- */
+
+/* Byte j of every dword lane of v, zero-extended: row r's byte j. */
+QP_INLINE __m512i qk_byte(__m512i v, int j)
+{
+	return _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(255));
+}
+
+/* The 16 rows' scales (sc[s]) and mins (m[s]) of sub-blocks s = 0..7, one
+ * lane a row, from the three scale words at 64, 128 and 192 (row r's 4
+ * bytes at 4 r of each): ggml's get_scale_min_k4 on 16 rows at once. */
+QP_INLINE void qk_scales(const uint8_t *o, __m512i sc[8], __m512i m[8])
+{
+	const __m512i m6 = _mm512_set1_epi8(63), m4 = _mm512_set1_epi8(15);
+	const __m512i m2 = _mm512_set1_epi8(3);
+	__m512i a = _mm512_loadu_si512(o + 64), b = _mm512_loadu_si512(o + 128);
+	__m512i c = _mm512_loadu_si512(o + 192);
+	__m512i sc03 = _mm512_and_si512(a, m6), m03 = _mm512_and_si512(b, m6);
+	__m512i sc47 = _mm512_or_si512(
+		_mm512_and_si512(c, m4),
+		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a, 6), m2), 4));
+	__m512i m47 = _mm512_or_si512(
+		_mm512_and_si512(_mm512_srli_epi32(c, 4), m4),
+		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 6), m2), 4));
+	for (int j = 0; j < 4; j++) {
+		sc[j] = qk_byte(sc03, j);
+		sc[j + 4] = qk_byte(sc47, j);
+		m[j] = qk_byte(m03, j);
+		m[j + 4] = qk_byte(m47, j);
+	}
+}
+
+/* NX (1..QK_NX) x rows (Q8_K: float d at 0, codes at 4, int16 sums of 16
+ * codes at 260; row j at xq + j * xs) against the 16 rows of the group at
+ * gw over nb blocks; row j's results at y + j * ldy. Per block and
+ * sub-block pair, the 8 code chunks are loaded once, split into low
+ * (even sub-block) and high nibbles, and each x row meets them in 16
+ * vpdpbusd (codes 0..15 times x's int8: a sub-block's dot is exact in
+ * int32); then the integer sums sum(scale * dot) and sum(min * (the x
+ * sums of the sub-block)), and the reference's two FMAs (kernels/ref/
+ * qpack.c qp_group_q4_k: the same operations, the same bits). */
+#define QK_NX 4
+QP_INLINE void qk_group(const uint8_t *gw, const uint8_t *xq, size_t xs, int NX, float *y,
+			size_t ldy, size_t nb)
+{
+	const __m512i m4 = _mm512_set1_epi8(15);
+	__m512 acc[QK_NX];
+	for (int j = 0; j < NX; j++)
+		acc[j] = _mm512_setzero_ps();
+	for (size_t b = 0; b < nb; b++) {
+		const uint8_t *o = gw + b * KN__QP_Q4_K_BLOCK;
+		__m512i sc[8], m[8], isum[QK_NX];
+		qk_scales(o, sc, m);
+		for (int j = 0; j < NX; j++)
+			isum[j] = _mm512_setzero_si512();
+		for (int p = 0; p < 4; p++) {
+			__m512i lo[8], hi[8];
+			for (int c = 0; c < 8; c++) {
+				__m512i q = _mm512_loadu_si512(o + 256 + 512 * p + 64 * c);
+				lo[c] = _mm512_and_si512(q, m4);
+				hi[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+			}
+			for (int j = 0; j < NX; j++) {
+				const uint8_t *xc = xq + (size_t)j * xs + b * KN__Q8_K_BYTES + 4;
+				__m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+				for (int c = 0; c < 8; c++) {
+					d0 = _mm512_dpbusd_epi32(d0, lo[c],
+								 qp_bcast4(xc + 64 * p + 4 * c));
+					d1 = _mm512_dpbusd_epi32(d1, hi[c],
+								 qp_bcast4(xc + 64 * p + 32 + 4 * c));
+				}
+				isum[j] = _mm512_add_epi32(isum[j],
+							   _mm512_mullo_epi32(d0, sc[2 * p]));
+				isum[j] = _mm512_add_epi32(isum[j],
+							   _mm512_mullo_epi32(d1, sc[2 * p + 1]));
+			}
+		}
+		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+		__m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 32)));
+		for (int j = 0; j < NX; j++) {
+			const uint8_t *xb = xq + (size_t)j * xs + b * KN__Q8_K_BYTES;
+			float xd;
+			int16_t bs[16];
+			memcpy(&xd, xb, 4);
+			memcpy(bs, xb + 260, sizeof(bs));
+			__m512i msum = _mm512_setzero_si512();
+			for (int s = 0; s < 8; s++)
+				msum = _mm512_add_epi32(
+					msum, _mm512_mullo_epi32(m[s], _mm512_set1_epi32(bs[2 * s] +
+											 bs[2 * s + 1])));
+			__m512 vxd = _mm512_set1_ps(xd);
+			acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), _mm512_mul_ps(d, vxd),
+						 acc[j]);
+			acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dm, vxd),
+						  acc[j]);
+		}
+	}
+	for (int j = 0; j < NX; j++)
+		_mm512_storeu_ps(y + (size_t)j * ldy, acc[j]);
+}
+
+/* Each group against the x rows QK_NX at a time, the group's blocks read
+ * again (from cache) for every pass after the first. */
+static void qk_gemm_xq_q4_k(const void *restrict W, size_t rb, const void *restrict xq,
+			    size_t xs, size_t n_x, float *restrict y, size_t ldy, size_t n_rows,
+			    size_t k)
+{
+	const uint8_t *w = W, *x = xq;
+	size_t nb = k / KN__QK_K;
+	for (size_t g = 0; g < n_rows / KN__QP_ROWS; g++) {
+		const uint8_t *gw = w + g * KN__QP_ROWS * rb;
+		float *yg = y + g * KN__QP_ROWS;
+		for (size_t j = 0; j < n_x; j += QK_NX) {
+			const uint8_t *xj = x + j * xs;
+			float *yj = yg + j * ldy;
+			switch (n_x - j < QK_NX ? n_x - j : QK_NX) {
+			case 4: qk_group(gw, xj, xs, 4, yj, ldy, nb); break;
+			case 3: qk_group(gw, xj, xs, 3, yj, ldy, nb); break;
+			case 2: qk_group(gw, xj, xs, 2, yj, ldy, nb); break;
+			default: qk_group(gw, xj, xs, 1, yj, ldy, nb);
+			}
+		}
+	}
+}
+
+static void qk_gemv_xq_q4_k(const void *restrict W, size_t rb, const void *restrict xq,
+			    float *restrict y, size_t n_rows, size_t k)
+{
+	qk_gemm_xq_q4_k(W, rb, xq, 0, 1, y, 0, n_rows, k);
+}
+
+static void qk_quantize_x(const float *restrict x, void *restrict xq, size_t k)
+{
+	kn__qops_avx512[KN_Q_Q4_K].quantize_x(x, xq, k);
+}
+
 #define QP_OPS(TYPE, T, QX)                                                                      \
 	{ .type = TYPE, .geom = &kn__qtypes[TYPE], .xq_bytes = kn__qpack_xq_bytes,                      \
 	  .quantize_x = QX, .gemv_xq = qp_gemv_xq_##T, .gemm_xq = qp_gemm_xq_##T }
@@ -222,9 +360,14 @@ QP_PRODUCTS(q4_1, KN__QP_Q4_1_BLOCK, 0, 1)
 static const struct kn_qops qp_q8_0_ops = QP_OPS(KN_Q_Q8_0, q8_0, qp_quantize_x);
 static const struct kn_qops qp_q5_0_ops = QP_OPS(KN_Q_Q5_0, q5_0, qp_quantize_x);
 static const struct kn_qops qp_q4_1_ops = QP_OPS(KN_Q_Q4_1, q4_1, qp_quantize_x1);
+static const struct kn_qops qk_q4_k_ops = {
+	.type = KN_Q_Q4_K, .geom = &kn__qtypes[KN_Q_Q4_K], .xq_bytes = kn__qpack_xq_bytes_k,
+	.quantize_x = qk_quantize_x, .gemv_xq = qk_gemv_xq_q4_k, .gemm_xq = qk_gemm_xq_q4_k
+};
 
 const struct kn_qpack kn__qpack_avx512[KN_Q_MAX] = {
 	[KN_Q_Q8_0] = { &qp_q8_0_ops, KN__QP_ROWS, qp_pack_q8_0 },
 	[KN_Q_Q5_0] = { &qp_q5_0_ops, KN__QP_ROWS, kn__qpack_q5_0 },
 	[KN_Q_Q4_1] = { &qp_q4_1_ops, KN__QP_ROWS, kn__qpack_q4_1 },
+	[KN_Q_Q4_K] = { &qk_q4_k_ops, KN__QP_ROWS, kn__qpack_q4_k },
 };
