@@ -85,7 +85,9 @@ struct dev_par_qmat {
  * and v; gate and up), with the same results: where every matrix takes
  * the integer path, each N is a multiple of 16 and scratch holds the
  * quantized rows of them all, one run of the pool quantizes x once per
- * partner format (its rows split over the threads), then takes all the
+ * partner format (its rows split over the threads, then a barrier; fewer
+ * rows than threads, a decode step's, each thread quantizes them all into
+ * its own copy and waits for no one), then takes all the
  * matrices' columns laid end to end; otherwise dev_par_qlinear one matrix
  * after the other. yrows get their rows tile by tile, while the tile is
  * in cache (the lm head's logits into each sequence's buffer); argmax,

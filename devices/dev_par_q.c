@@ -25,6 +25,7 @@ struct ep_qrange {
 	int32_t *best_i;	   /* and its index (-1: none yet) */
 	const char *xq;		   /* the M quantized x rows */
 	size_t xq_bytes;	   /* bytes of one (q->xq_bytes(K)) */
+	size_t xq_th;		   /* from thread ith's own copy of them to ith + 1's (0: one) */
 	const struct kn_qops *q8;  /* Q4_0/Q5_0 tiles widened to Q8_0 for these, or NULL */
 	char *wide;		   /* per thread DEV_PAR_QTILE * wide_rb bytes */
 	size_t wide_rb;		   /* bytes of a widened row */
@@ -85,6 +86,7 @@ static void ep_q_cols(const struct ep_qrange *a, int ith, size_t c0, size_t c1)
 {
 	float stage[EP_Q_STAGE_ROWS * DEV_PAR_QTILE];
 	bool staged = a->M <= EP_Q_STAGE_ROWS;
+	const char *xq = a->xq + (size_t)ith * a->xq_th;
 	for (size_t c = c0; c < c1; c += DEV_PAR_QTILE) {
 		size_t nt = c1 - c < DEV_PAR_QTILE ? c1 - c : DEV_PAR_QTILE;
 		const char *w = a->W + c * a->row_bytes;
@@ -96,15 +98,15 @@ static void ep_q_cols(const struct ep_qrange *a, int ith, size_t c0, size_t c1)
 			 * to_q8_0) */
 			char *wt = a->wide + (size_t)ith * DEV_PAR_QTILE * a->wide_rb;
 			a->q->to_q8_0(w, wt, nt * (a->K / a->q->geom->block_elems));
-			a->q8->gemm_xq(wt, a->wide_rb, a->xq, a->xq_bytes, a->M, yt, ldy, nt, a->K);
+			a->q8->gemm_xq(wt, a->wide_rb, xq, a->xq_bytes, a->M, yt, ldy, nt, a->K);
 		} else if (a->q->gemm_xq && a->M > 1) {
 			/* several rows: the tile's blocks unpacked once for all of
 			 * them (the same results as gemv_xq, which one row keeps: it
 			 * is faster alone) */
-			a->q->gemm_xq(w, a->row_bytes, a->xq, a->xq_bytes, a->M, yt, ldy, nt, a->K);
+			a->q->gemm_xq(w, a->row_bytes, xq, a->xq_bytes, a->M, yt, ldy, nt, a->K);
 		} else {
 			for (size_t m = 0; m < a->M; m++)
-				a->q->gemv_xq(w, a->row_bytes, a->xq + m * a->xq_bytes, yt + m * ldy, nt,
+				a->q->gemv_xq(w, a->row_bytes, xq + m * a->xq_bytes, yt + m * ldy, nt,
 					      a->K);
 		}
 		for (size_t m = 0; m < a->M; m++) {
@@ -245,6 +247,7 @@ struct ep_qmulti {
 	size_t n;		/* matrices */
 	bool quantize[DEV_PAR_QMULTI_MAX]; /* r[i] is the first with its partner rows */
 	const float *x;		/* [M, K], quantized by the threads first */
+	bool own;		/* each thread quantizes every row into its own copy */
 	struct dev_pool *p;	/* for the barrier between the two phases */
 };
 
@@ -269,16 +272,20 @@ static void ep_qmulti_run(void *arg, int ith, int nth)
 {
 	const struct ep_qmulti *a = arg;
 	/* first x's rows, quantized to every partner format by the threads
-	 * (rows split: a row's codes do not depend on who makes them) */
-	long m0, m1;
-	dev_split((long)a->r[0].M, ith, nth, 1, &m0, &m1);
+	 * (a row's codes do not depend on who makes them): split, then a
+	 * barrier; or, with fewer rows than threads (a decode step), every
+	 * row by every thread into its own copy, with no barrier to wait at */
+	long m0 = 0, m1 = (long)a->r[0].M;
+	if (!a->own)
+		dev_split((long)a->r[0].M, ith, nth, 1, &m0, &m1);
 	for (size_t i = 0; i < a->n; i++) {
 		const struct ep_qrange *r = &a->r[i];
+		char *xq = (char *)r->xq + (size_t)ith * r->xq_th;
 		for (long m = m0; a->quantize[i] && m < m1; m++)
-			r->q->quantize_x(a->x + (size_t)m * r->K, (char *)r->xq + (size_t)m * r->xq_bytes,
-					 r->K);
+			r->q->quantize_x(a->x + (size_t)m * r->K, xq + (size_t)m * r->xq_bytes, r->K);
 	}
-	dev_pool_barrier(a->p);
+	if (!a->own)
+		dev_pool_barrier(a->p);
 	uint64_t total = 0, off = 0;
 	for (size_t i = 0; i < a->n; i++)
 		total += (uint64_t)a->r[i].N * a->r[i].row_bytes;
@@ -304,7 +311,7 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 	size_t cap = (size_t)dev_pool_size(p) * DEV_PAR_QTILE * K * sizeof(float), used = 0;
 	size_t wide_rb = kn_qtype_row_bytes(KN_Q_Q8_0, K);
 	size_t wide = (size_t)dev_pool_size(p) * DEV_PAR_QTILE * wide_rb;
-	struct ep_qmulti a = { .n = n };
+	struct ep_qmulti a = { .n = n, .own = M < (size_t)dev_pool_size(p) };
 	if (n > DEV_PAR_QMULTI_MAX || !scratch || (n > 1 && mats[0].argmax))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
@@ -321,9 +328,10 @@ static int ep_qmulti_fused(struct dev_pool *p, size_t M, size_t K, const float *
 		for (size_t j = 0; j < i && !r->xq; j++)
 			if (a.r[j].q->quantize_x == q->quantize_x && a.r[j].xq_bytes == r->xq_bytes)
 				r->xq = a.r[j].xq; /* the same partner rows */
+		r->xq_th = a.own ? M * r->xq_bytes : 0;
 		if (!r->xq) {
 			r->xq = scratch + used;
-			used += M * r->xq_bytes;
+			used += M * r->xq_bytes * (a.own ? (size_t)dev_pool_size(p) : 1);
 		}
 	}
 	bool widen = false; /* one region for every widened matrix: they take turns */
