@@ -247,20 +247,23 @@ static const float *kn_win_stage(const struct kn_win *w, const uint16_t *kv, siz
 	return w->stage;
 }
 
-/* S [rows, span] = scale q[i0 .. i0 + rows) k[lo .. lo + span)^T. One
- * query row (a decode step): 8 keys at a time (dot_rows), or the
- * binary16 keys in place (gemv_f16, then the scale); several: a GEMM,
- * over binary16 keys a chunk of widened keys at a time. */
+/* S [rows, span] = scale q[i0 .. i0 + rows) k[lo .. lo + span)^T.
+ * float32 keys: a GEMM for any number of rows (kn_gemm_rows, so a row's
+ * scores do not depend on how many rows its block has). binary16: one
+ * query row reads the keys in place (gemv_f16, then the scale: the bits
+ * kn_attention_decode_parts gives a decode step), several a chunk of
+ * widened keys at a time through a GEMM. */
 static void kn_win_scores(const struct kn_win *w, size_t off, size_t i0, size_t rows, size_t lo,
 			  size_t span, float *S)
 {
 	const struct kn_ops *ops = kn_ops();
 	const float *q = w->q + i0 * w->ldq + off;
-	if (!w->k16 && rows == 1) {
-		ops->dot_rows(q, w->k + lo * w->ldk + off, w->ldk, span, w->head_dim, w->scale, S);
-	} else if (!w->k16) {
-		kn_gemm(true, rows, span, w->head_dim, w->scale, q, w->ldq, w->k + lo * w->ldk + off,
-			w->ldk, 0.0f, S, span);
+	if (!w->k16) {
+		/* any number of rows the same way: a prompt cut between forward
+		 * chunks gets the bits of one uncut (a lone row's dot, summed in
+		 * another order, changed greedy answers between batches) */
+		kn_gemm_rows(true, rows, span, w->head_dim, w->scale, q, w->ldq,
+			     w->k + lo * w->ldk + off, w->ldk, 0.0f, S, span);
 	} else if (rows == 1) {
 		ops->gemv_f16(w->k16 + lo * w->ldk + off, w->ldk, q, S, span, w->head_dim);
 		ops->scale_add(S, w->scale, NULL, span);
@@ -280,8 +283,8 @@ static void kn_win_values(const struct kn_win *w, size_t off, size_t i0, size_t 
 {
 	float *out = w->out + i0 * w->ldo + off;
 	if (!w->v16) {
-		kn_gemm(false, rows, w->head_dim, span, 1.0f, S, span, w->v + lo * w->ldv + off,
-			w->ldv, 0.0f, out, w->ldo);
+		kn_gemm_rows(false, rows, w->head_dim, span, 1.0f, S, span,
+			     w->v + lo * w->ldv + off, w->ldv, 0.0f, out, w->ldo);
 	} else if (rows == 1) {
 		kn_ops()->gemv_t_f16(w->v16 + lo * w->ldv + off, w->ldv, S, out, span, w->head_dim);
 	} else {

@@ -16,6 +16,14 @@
 void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
 	     size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc);
 
+/* kn_gemm_rows - kn_gemm without its one-row shortcuts (a dot per output,
+ * sgemv): every row of C gets the bits kn_gemm gives it among two or more
+ * rows, whatever M is, for callers whose rows must not depend on how many
+ * are computed together (a prompt's attention cut between forward chunks:
+ * kernels/kn_attn.c). */
+void kn_gemm_rows(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
+		  size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc);
+
 /* kn_linear - y[M,N] = x[M,K] * W[N,K]^T + bias[N] (bias may be NULL):
  * the nn.Linear product with weights stored [out, in]. */
 void kn_linear(size_t M, size_t N, size_t K, const float *x, const float *W,

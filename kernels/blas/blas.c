@@ -74,8 +74,10 @@ static void kn_gemm_scale_only(size_t M, size_t N, float beta, float *C, size_t 
 	}
 }
 
-void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
-	     const float *B, size_t ldb, float beta, float *C, size_t ldc)
+/* kn_gemm, and kn_gemm_rows with one_row false. */
+static void kn_gemm_any(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
+			size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
+			bool one_row)
 {
 	if (M == 0 || N == 0)
 		return;
@@ -87,7 +89,7 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 	assert(lda >= K && ldb >= (trans_b ? K : N) && ldc >= N && ldc <= INT_MAX);
 	enum kn_isa isa = kn_ops()->isa;
 	bool simd = isa == KN_ISA_AVX512 || isa == KN_ISA_AVX2;
-	if (M == 1 && trans_b && simd) {
+	if (one_row && M == 1 && trans_b && simd) {
 		/* One row against rows of B (a decode step's q k^T, a float32
 		 * linear): one kn_ops dot per output - about twice OpenBLAS's
 		 * sgemv at head_dim 64, and no packing. */
@@ -105,7 +107,7 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 			kn__sgemm_avx2(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
 		return;
 	}
-	if (M == 1) { /* a matrix-vector product: sgemm would pack all of B */
+	if (one_row && M == 1) { /* a matrix-vector product: sgemm would pack all of B */
 		cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans,
 			    trans_b ? (int)N : (int)K, trans_b ? (int)K : (int)N, alpha, B, (int)ldb,
 			    A, 1, beta, C, 1);
@@ -113,6 +115,18 @@ void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const floa
 	}
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
 		    (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+void kn_gemm(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
+	     const float *B, size_t ldb, float beta, float *C, size_t ldc)
+{
+	kn_gemm_any(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, true);
+}
+
+void kn_gemm_rows(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float *A,
+		  size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc)
+{
+	kn_gemm_any(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, false);
 }
 
 void kn_linear(size_t M, size_t N, size_t K, const float *x, const float *W, const float *bias,

@@ -6,7 +6,8 @@
  * softmax comes from kn_ops()), with several head counts and widths, with
  * and without the causal mask, q_pos0 > 0 (decoding with a KV cache) and
  * row strides wider than the data. Outputs are surrounded by sentinels
- * that must survive. Tolerances are stated at each check.
+ * that must survive. Tolerances are stated at each check. And
+ * kn_attention_window's rows the same bits however a prompt is cut.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -374,6 +375,47 @@ static double rope_check(const struct rope_case *c)
 	return worst;
 }
 
+/* A prompt cut between forward chunks: kn_attention_window over rows
+ * [0, n) in one call, and over [0, cut) then [cut, n) (q_pos0 = cut, the
+ * keys of both pieces), give the same bits at every cut, float32 cache,
+ * with and without a window, under the AVX2 and AVX-512 tables (our
+ * GEMM kernels; a lone row's scores took another summation order
+ * before). Not the reference table: its GEMM is OpenBLAS's, whose row
+ * tails sum in other orders. */
+static void test_attention_window_cut(void **state)
+{
+	(void)state;
+	enum { N = 40, HD = 64, NH = 2 };
+	float *q = rand_new(N * NH * HD, -1.0f, 1.0f), *k = rand_new(N * NH * HD, -1.0f, 1.0f);
+	float *v = rand_new(N * NH * HD, -1.0f, 1.0f), *whole = fill_new(N * NH * HD, 0.0f);
+	float *cut = fill_new(N * NH * HD, 0.0f), *scratch = fill_new(N * N, 0.0f);
+	static const size_t windows[] = { 0, 7 };
+	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
+		if (isa == KN_ISA_REF || !kn_ops_for((enum kn_isa)isa))
+			continue;
+		kn_init((enum kn_isa)isa);
+		for (size_t wi = 0; wi < 2; wi++) {
+			size_t ld = NH * HD, win = windows[wi];
+			kn_attention_window(N, N, NH, HD, q, ld, k, ld, v, ld, whole, ld, 0, win, 0.125f,
+					    0.0f, scratch);
+			for (size_t c = 1; c < N; c++) {
+				kn_attention_window(c, c, NH, HD, q, ld, k, ld, v, ld, cut, ld, 0, win,
+						    0.125f, 0.0f, scratch);
+				kn_attention_window(N - c, N, NH, HD, q + c * ld, ld, k, ld, v, ld,
+						    cut + c * ld, ld, c, win, 0.125f, 0.0f, scratch);
+				assert_memory_equal(cut, whole, N * ld * sizeof(float));
+			}
+		}
+	}
+	kn_init(KN_ISA_COUNT);
+	free(q);
+	free(k);
+	free(v);
+	free(whole);
+	free(cut);
+	free(scratch);
+}
+
 static void test_rope(void **state)
 {
 	(void)state;
@@ -599,6 +641,7 @@ int main(void)
 	kn_init(KN_ISA_COUNT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_window),
+		cmocka_unit_test(test_attention_window_cut),
 		cmocka_unit_test(test_rope),	  cmocka_unit_test(test_conv1d),
 		cmocka_unit_test(test_gemm),	  cmocka_unit_test(test_linear),
 	};
