@@ -222,8 +222,11 @@ int dev_rope(struct dev_queue *q, float *x, size_t n_tok, size_t ld, size_t n_he
  * elements; dev_kv_store's blocks: hs the cache's keys times head_dim,
  * ldk = ldv = head_dim), in kv_type: 0 float32, 1 binary16 (read exactly).
  * cpu: prefill rows by kn_attention_window(_f16) per (sequence, query
- * head); a decode row (n 1) by kn_attention_decode per (KV head, part of
- * its keys), the parts merged (dev_cpu_attn.c); the units split over its
+ * head); a decode row (n 1, prompt false) by kn_attention_decode per (KV
+ * head, part of its keys), the parts merged (dev_cpu_attn.c); a prompt's
+ * lone row (n 1, prompt true: a chunked prefill's last cut) as prefill
+ * rows, so its bits do not depend on where the prompt was cut; the units
+ * split over its
  * pool by rows times keys.
  * full: no mask (Whisper's encoder self-attention and its decoder's
  * cross-attention): every row of sequence s sees its n_kv keys [0, n_kv)
@@ -268,6 +271,7 @@ struct dev_attn_seq {
 	const void *k, *v;
 	size_t n_kv; /* full attention's keys (causal: pos0 + n, this ignored) */
 	size_t hs;   /* causal: elements from KV head g's column 0 to g + 1's (0: head_dim) */
+	bool prompt; /* causal: the rows are a prompt's (prefill), even one */
 };
 
 int dev_attention(struct dev_queue *q, const struct dev_attn *a, const struct dev_attn_seq *seqs,

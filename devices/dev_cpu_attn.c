@@ -8,8 +8,8 @@
  * the parts of a long cache merged after the pool's run
  * (kernels/kn_attn_dec.c). A sequence's parts depend only on its own
  * keys, so its answer is the same in any batch and on any number of
- * threads; a float16 cache of one part gives kn_attention_window_f16's
- * bits.
+ * threads; a prompt's rows (dev_attn_seq's prompt), even one alone, are
+ * prefill rows, so a prompt's answer does not depend on its cuts either.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,7 +45,7 @@ static size_t cc_keys(const struct dev_attn *a, const struct dev_attn_seq *sg)
 /* A decode row's parts (0: prefill rows, by query head). */
 static size_t cc_parts(const struct dev_attn *a, const struct dev_attn_seq *sg)
 {
-	return sg->n == 1 ? kn_dec_parts(cc_keys(a, sg)) : 0;
+	return sg->n == 1 && !sg->prompt ? kn_dec_parts(cc_keys(a, sg)) : 0;
 }
 
 /* A sequence's units: its prefill rows' query heads, or its decode

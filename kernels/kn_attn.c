@@ -247,37 +247,31 @@ static const float *kn_win_stage(const struct kn_win *w, const uint16_t *kv, siz
 	return w->stage;
 }
 
-/* S [rows, span] = scale q[i0 .. i0 + rows) k[lo .. lo + span)^T.
- * float32 keys: a GEMM for any number of rows (kn_gemm_rows, so a row's
- * scores do not depend on how many rows its block has). binary16: one
- * query row reads the keys in place (gemv_f16, then the scale: the bits
- * kn_attention_decode_parts gives a decode step), several a chunk of
- * widened keys at a time through a GEMM. */
+/* S [rows, span] = scale q[i0 .. i0 + rows) k[lo .. lo + span)^T,
+ * through a GEMM for any number of rows (kn_gemm_rows, so a row's scores
+ * do not depend on how many rows its block has: a prompt cut between
+ * forward chunks gets the bits of one uncut; a lone row's dot, summed in
+ * another order, changed greedy answers between batches): float32 keys
+ * in place, binary16 ones widened KN_WIN16_CHUNK at a time. */
 static void kn_win_scores(const struct kn_win *w, size_t off, size_t i0, size_t rows, size_t lo,
 			  size_t span, float *S)
 {
-	const struct kn_ops *ops = kn_ops();
 	const float *q = w->q + i0 * w->ldq + off;
 	if (!w->k16) {
-		/* any number of rows the same way: a prompt cut between forward
-		 * chunks gets the bits of one uncut (a lone row's dot, summed in
-		 * another order, changed greedy answers between batches) */
 		kn_gemm_rows(true, rows, span, w->head_dim, w->scale, q, w->ldq,
 			     w->k + lo * w->ldk + off, w->ldk, 0.0f, S, span);
-	} else if (rows == 1) {
-		ops->gemv_f16(w->k16 + lo * w->ldk + off, w->ldk, q, S, span, w->head_dim);
-		ops->scale_add(S, w->scale, NULL, span);
-	} else {
-		for (size_t c = 0; c < span; c += KN_WIN16_CHUNK) {
-			size_t n = span - c < KN_WIN16_CHUNK ? span - c : KN_WIN16_CHUNK;
-			const float *kc = kn_win_stage(w, w->k16, w->ldk, off, lo + c, n);
-			kn_gemm(true, rows, n, w->head_dim, w->scale, q, w->ldq, kc, w->head_dim,
-				0.0f, S + c, span);
-		}
+		return;
+	}
+	for (size_t c = 0; c < span; c += KN_WIN16_CHUNK) {
+		size_t n = span - c < KN_WIN16_CHUNK ? span - c : KN_WIN16_CHUNK;
+		const float *kc = kn_win_stage(w, w->k16, w->ldk, off, lo + c, n);
+		kn_gemm_rows(true, rows, n, w->head_dim, w->scale, q, w->ldq, kc, w->head_dim,
+			     0.0f, S + c, span);
 	}
 }
 
-/* out[i0 .. i0 + rows) = S v[lo .. lo + span), as kn_win_scores. */
+/* out[i0 .. i0 + rows) = S v[lo .. lo + span), as kn_win_scores (the
+ * binary16 values' products summed chunk by chunk). */
 static void kn_win_values(const struct kn_win *w, size_t off, size_t i0, size_t rows, size_t lo,
 			  size_t span, const float *S)
 {
@@ -285,15 +279,13 @@ static void kn_win_values(const struct kn_win *w, size_t off, size_t i0, size_t 
 	if (!w->v16) {
 		kn_gemm_rows(false, rows, w->head_dim, span, 1.0f, S, span,
 			     w->v + lo * w->ldv + off, w->ldv, 0.0f, out, w->ldo);
-	} else if (rows == 1) {
-		kn_ops()->gemv_t_f16(w->v16 + lo * w->ldv + off, w->ldv, S, out, span, w->head_dim);
-	} else {
-		for (size_t c = 0; c < span; c += KN_WIN16_CHUNK) {
-			size_t n = span - c < KN_WIN16_CHUNK ? span - c : KN_WIN16_CHUNK;
-			const float *vc = kn_win_stage(w, w->v16, w->ldv, off, lo + c, n);
-			kn_gemm(false, rows, w->head_dim, n, 1.0f, S + c, span, vc, w->head_dim,
-				c ? 1.0f : 0.0f, out, w->ldo);
-		}
+		return;
+	}
+	for (size_t c = 0; c < span; c += KN_WIN16_CHUNK) {
+		size_t n = span - c < KN_WIN16_CHUNK ? span - c : KN_WIN16_CHUNK;
+		const float *vc = kn_win_stage(w, w->v16, w->ldv, off, lo + c, n);
+		kn_gemm_rows(false, rows, w->head_dim, n, 1.0f, S + c, span, vc, w->head_dim,
+			     c ? 1.0f : 0.0f, out, w->ldo);
 	}
 }
 

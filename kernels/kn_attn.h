@@ -150,9 +150,8 @@ static inline void kn_dec_part(size_t n, size_t p, size_t *lo, size_t *hi)
  * head's softmax(scale q k^T) v over keys [lo, hi) (hi - lo in 1 ..
  * KN_DEC_PART); lse: NULL, or g floats: each head's log sum exp of its
  * scores (soft-capped), the part's weight in kn_attention_decode_merge.
- * A float16 cache: the numbers kn_attention_window_f16 gives the one row
- * over those keys, bit for bit; float32: kn_attention_window's within
- * float rounding (another order of sums). scratch:
+ * kn_attention_window(_f16)'s numbers for the one row over those keys
+ * within float rounding (another order of sums). scratch:
  * kn_attention_decode_scratch(g) floats. */
 void kn_attention_decode(const struct kn_dec *d, size_t lo, size_t hi, float *out, float *lse,
 			 float *scratch);
@@ -181,10 +180,9 @@ void kn_attention_decode_merge(size_t g, size_t head_dim, size_t n_parts, const 
 /* kn_attention_window_f16 - kn_attention_window over keys and values
  * stored as IEEE binary16 (an LLM's float16 KV cache, llama.cpp's default
  * cache type): q, out and every product and sum float32, the cached values
- * widened exactly (kn_half.h). One query row (a decode step) reads the
- * binary16 rows in place (kn_ops gemv_f16, gemv_t_f16); several widen
- * KN_WIN16_CHUNK keys at a time for GEMMs (the values' products summed
- * chunk by chunk). scratch: n_q * n_kv + KN_WIN16_CHUNK * head_dim floats. */
+ * widened exactly (kn_half.h), KN_WIN16_CHUNK keys at a time for GEMMs
+ * (the values' products summed chunk by chunk); a row's bits do not
+ * depend on how many rows are computed together. scratch: n_q * n_kv + KN_WIN16_CHUNK * head_dim floats. */
 #define KN_WIN16_CHUNK 256
 void kn_attention_window_f16(size_t n_q, size_t n_kv, size_t n_heads, size_t head_dim,
 			     const float *q, size_t ldq, const uint16_t *k, size_t ldk,

@@ -20,11 +20,10 @@
  * threads run at once, each part normalized on its own with its
  * log-sum-exp kept and the parts merged by those weights:
  * flash-decoding's split of the keys (Dao et al. 2023, "Flash-Decoding
- * for long-context inference"), exact up to float rounding. One part of
- * a float16 cache computes what kn_attention_window_f16 computes for its
- * one row, bit for bit; of a float32 one, kn_attention_window's numbers
- * within float rounding (the scores summed in another order, the values'
- * sums without its packing).
+ * for long-context inference"), exact up to float rounding. One part
+ * computes kn_attention_window(_f16)'s numbers for its one row within
+ * float rounding (the scores summed in another order, the values' sums
+ * without the GEMM's packing).
  * A thread with several parts of one KV head in a row takes them together
  * (kn_attention_decode_parts): every part's keys, then every part's
  * values, so that each is one stream from memory instead of a switch

@@ -139,6 +139,7 @@ static size_t egl_batch(struct egl *l)
 				continue;
 			q->kv = eng__gseq_kv(r->seq);
 			q->all_logits = false;
+			q->prompt = !decoding;
 			l->in[n++] = r;
 			budget -= q->n;
 		}

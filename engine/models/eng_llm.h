@@ -99,7 +99,8 @@ void eng_llm_kv_truncate(struct eng_llm_kv *kv, size_t len);
  * cache grows by n) on queue dq, whose device holds kv. logits (host):
  * [n_vocab] for the last token, or, when all_logits, [n][n_vocab] for
  * every token (teacher forcing, tests). Long inputs are processed in
- * chunks internally. Called by dq's work items, or by one other thread
+ * chunks internally; n > 1 tokens are a prompt (eng_llm_seq's prompt),
+ * one a decode step. Called by dq's work items, or by one other thread
  * while dq runs none. Returns 0, -ST_TOOBIG (context full), -ST_INVAL (a
  * token id out of range), -ST_NOMEM, -ST_UNSUPPORTED (a weight type the
  * device lacks), -ST_DEVICE. */
@@ -129,6 +130,10 @@ struct eng_llm_seq {
 				  * (greedy decoding): the logits are then never
 				  * written out, the lm head keeps each tile's
 				  * maximum */
+	bool prompt;             /* the tokens are a prompt's (a prefill chunk, even of
+				  * one token): its attention as prefill rows
+				  * (dev_attn_seq's prompt), the same bits however
+				  * the prompt is cut; false: a decode step */
 };
 
 /* eng_llm_forward_batch - one forward pass over several sequences

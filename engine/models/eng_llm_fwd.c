@@ -438,7 +438,8 @@ int eng_llm_forward_batch(const struct eng_llm *m, struct eng_llm_scratch *b,
 	size_t r = 0;
 	for (size_t s = 0; s < n_seqs; s++) {
 		struct eng_llm_kv *kv = seqs[s].kv;
-		b->seg[s] = (struct dev_attn_seq){ r, seqs[s].n, kv->len, NULL, NULL, 0, 0 };
+		b->seg[s] = (struct dev_attn_seq){ r, seqs[s].n, kv->len, NULL, NULL, 0, 0,
+						   seqs[s].prompt };
 		b->seg_kv[s] = kv;
 		for (size_t j = 0; j < seqs[s].n; j++, r++) {
 			b->pos[r] = (int32_t)(kv->len + j);
@@ -475,6 +476,7 @@ int eng_llm_forward(const struct eng_llm *m, struct eng_llm_kv *kv, struct dev_q
 		bool last = done + c == n;
 		struct eng_llm_seq q = {
 			.kv = kv, .tokens = tokens + done, .n = c, .all_logits = all_logits,
+			.prompt = n > 1,
 			.logits = all_logits ? logits + done * (size_t)hp->n_vocab : last ? logits : NULL,
 		};
 		rc = eng_llm_forward_batch(m, b, &q, 1);

@@ -250,7 +250,7 @@ static void ew_encoder_seqs(size_t d, const float *H, struct eng_whisper_enc *co
 	for (size_t b = 0; b < n; b++) {
 		const float *base = H + r0[b] * 3 * d;
 		seqs[b] = (struct dev_attn_seq){ r0[b], encs[b]->n_ctx, 0, base + d, base + 2 * d,
-						 encs[b]->n_ctx, 0 };
+						 encs[b]->n_ctx, 0, false };
 	}
 }
 
@@ -411,7 +411,7 @@ static void ew_cross_attention(struct ew_pass *ps, int li, const float *q, float
 			const float *kv = e->cross_kv + (size_t)li * Af * 2 * d;
 			k = kv, v = kv + d;
 		}
-		seqs[i] = (struct dev_attn_seq){ r0[i], rows[i], 0, k, v, e->n_ctx, 0 };
+		seqs[i] = (struct dev_attn_seq){ r0[i], rows[i], 0, k, v, e->n_ctx, 0, false };
 	}
 	ew_full_attention(ps, q, d, out, kv16 ? 2 : 0, 2 * d, DEV_ATTN_F32, seqs, n);
 }
@@ -434,7 +434,7 @@ static void ew_self_attention(struct ew_pass *ps, int li, struct eng_whisper_kv 
 	}
 	struct dev_attn a = { H,     H,	   d / H, qkv, 3 * d, out, d, d, d, 0, 0,
 			      1.0f / sqrtf((float)(d / H)), 0.0f, false, DEV_ATTN_F32, true };
-	struct dev_attn_seq seq = { r0, n, pos, K, V, 0, 0 };
+	struct dev_attn_seq seq = { r0, n, pos, K, V, 0, 0, false };
 	EW_DO(ps, dev_attention(ps->q, &a, &seq, 1));
 }
 

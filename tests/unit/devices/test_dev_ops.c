@@ -363,8 +363,8 @@ static void test_attention(void **state)
 	struct pair *p = *state;
 	enum { NH = 4, NKV = 2, HD = 16, CTX = 80, ROWS = 14 };
 	size_t kvw = NKV * HD, qw = NH * HD;
-	struct dev_attn_seq seqs[3] = { { 0, 1, 40, 0, 0, 0, 0 }, { 1, 9, 0, 0, 0, 0, 0 },
-					{ 10, 4, 70, 0, 0, 0, 0 } };
+	struct dev_attn_seq seqs[3] = { { 0, 1, 40, 0, 0, 0, 0, false }, { 1, 9, 0, 0, 0, 0, 0, false },
+					{ 10, 4, 70, 0, 0, 0, 0, false } };
 	float *qh = rnd_vec(ROWS * qw, 1.0f);
 	void *dq = up(p, qh, ROWS * qw * 4);
 	for (int variant = 0; variant < 16; variant++) {
@@ -452,8 +452,8 @@ static void test_attention_full(void **state)
 	float *qh = rnd_vec(ROWS * W, 1.0f), *kh = rnd_vec(KV * W, 1.5f), *vh = rnd_vec(KV * W, 1.0f);
 	float *dq = up(p, qh, ROWS * W * 4), *dk = up(p, kh, KV * W * 4);
 	float *dv = up(p, vh, KV * W * 4);
-	struct dev_attn_seq seqs[2] = { { 0, 7, 99, kh, vh, 7, 0 }, { 7, 3, 0, kh, vh, KV, 0 } };
-	struct dev_attn_seq so[2] = { { 0, 7, 99, dk, dv, 7, 0 }, { 7, 3, 0, dk, dv, KV, 0 } };
+	struct dev_attn_seq seqs[2] = { { 0, 7, 99, kh, vh, 7, 0, false }, { 7, 3, 0, kh, vh, KV, 0, false } };
+	struct dev_attn_seq so[2] = { { 0, 7, 99, dk, dv, 7, 0, false }, { 7, 3, 0, dk, dv, KV, 0, false } };
 	float *f32 = calloc(ROWS * W, 4);
 	for (int prec = DEV_ATTN_F32; prec <= DEV_ATTN_I8; prec++) {
 		struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, W, W, 0, 0,
@@ -510,7 +510,7 @@ static void test_attention_full(void **state)
 	bad[5].full = false, bad[5].prec = DEV_ATTN_I8;
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(dev_attention(p->qc, &bad[i], seqs, 2), -ST_INVAL);
-	struct dev_attn_seq none = { 0, 1, 0, kh, vh, 0, 0 };
+	struct dev_attn_seq none = { 0, 1, 0, kh, vh, 0, 0, false };
 	assert_int_equal(dev_attention(p->qc, &ok, &none, 1), -ST_INVAL);
 	dev_free(p->ocl, dq);
 	dev_free(p->ocl, dk);
@@ -534,10 +534,10 @@ static void test_attention_ct2(void **state)
 	float *vh = rnd_vec(2 * CTX * W, 1.0f);
 	float *dq = up(p, qh, ROWS * W * 4), *dk = up(p, kh, 2 * CTX * W * 4);
 	float *dv = up(p, vh, 2 * CTX * W * 4);
-	struct dev_attn_seq seqs[2] = { { 0, 1, 5, kh, vh, 0, 0 },
-					{ 1, 4, 0, kh + CTX * W, vh + CTX * W, 0, 0 } };
-	struct dev_attn_seq so[2] = { { 0, 1, 5, dk, dv, 0, 0 },
-				      { 1, 4, 0, dk + CTX * W, dv + CTX * W, 0, 0 } };
+	struct dev_attn_seq seqs[2] = { { 0, 1, 5, kh, vh, 0, 0, false },
+					{ 1, 4, 0, kh + CTX * W, vh + CTX * W, 0, 0, false } };
+	struct dev_attn_seq so[2] = { { 0, 1, 5, dk, dv, 0, 0, false },
+				      { 1, 4, 0, dk + CTX * W, dv + CTX * W, 0, 0, false } };
 	struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, W, W, 0, 0, 1.0f / sqrtf((float)HD),
 			      0.0f, false, DEV_ATTN_F32, true };
 	float *out = calloc(ROWS * W, 4), *want = calloc(ROWS * W, 4), *sc = malloc(ROWS * CTX * 4);
@@ -604,8 +604,8 @@ static void test_attention_kv16(void **state)
 	uint16_t *c9 = malloc(len9 * 2);
 	kn_kv16_pack(kv, LD, 9, NH, HD, c9);
 	void *dc9 = up(p, c9, len9 * 2), *dq = up(p, qh, ROWS * W * 4);
-	struct dev_attn_seq seqs[2] = { { 0, 1, 0, c9, NULL, 9, 0 }, { 1, 4, 0, cache, NULL, KV, 0 } };
-	struct dev_attn_seq so[2] = { { 0, 1, 0, dc9, NULL, 9, 0 }, { 1, 4, 0, dc, NULL, KV, 0 } };
+	struct dev_attn_seq seqs[2] = { { 0, 1, 0, c9, NULL, 9, 0, false }, { 1, 4, 0, cache, NULL, KV, 0, false } };
+	struct dev_attn_seq so[2] = { { 0, 1, 0, dc9, NULL, 9, 0, false }, { 1, 4, 0, dc, NULL, KV, 0, false } };
 	struct dev_attn a = { NH, NH, HD, qh, W, NULL, W, 0, 0, 2, 0, 1.0f / sqrtf((float)HD),
 			      0.0f, true, DEV_ATTN_F32, false };
 	float *out = calloc(ROWS * W, 4), *ref = calloc(ROWS * W, 4), *f32 = calloc(ROWS * W, 4);

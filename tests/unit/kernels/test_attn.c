@@ -375,34 +375,54 @@ static double rope_check(const struct rope_case *c)
 	return worst;
 }
 
-/* A prompt cut between forward chunks: kn_attention_window over rows
- * [0, n) in one call, and over [0, cut) then [cut, n) (q_pos0 = cut, the
- * keys of both pieces), give the same bits at every cut, float32 cache,
- * with and without a window, under the AVX2 and AVX-512 tables (our
- * GEMM kernels; a lone row's scores took another summation order
- * before). Not the reference table: its GEMM is OpenBLAS's, whose row
- * tails sum in other orders. */
+/* A prompt cut between forward chunks: kn_attention_window(_f16) over
+ * rows [0, n) in one call, and over [0, cut) then [cut, n) (q_pos0 =
+ * cut, the keys of both pieces), give the same bits at every cut,
+ * float32 and binary16 cache, with and without a window, under the AVX2
+ * and AVX-512 tables (our GEMM kernels; a lone row's scores took another
+ * summation order before). Not the reference table: its GEMM is
+ * OpenBLAS's, whose row tails sum in other orders. */
+static void window_rows(bool f16, size_t n_q, size_t n_kv, const float *q, const float *k,
+			const float *v, const uint16_t *k16, const uint16_t *v16, size_t ld,
+			float *out, size_t q_pos0, size_t win, float *scratch)
+{
+	enum { HD = 64, NH = 2 };
+	if (f16)
+		kn_attention_window_f16(n_q, n_kv, NH, HD, q, ld, k16, ld, v16, ld, out, ld, q_pos0,
+					win, 0.125f, 0.0f, scratch);
+	else
+		kn_attention_window(n_q, n_kv, NH, HD, q, ld, k, ld, v, ld, out, ld, q_pos0, win,
+				    0.125f, 0.0f, scratch);
+}
+
 static void test_attention_window_cut(void **state)
 {
 	(void)state;
 	enum { N = 40, HD = 64, NH = 2 };
-	float *q = rand_new(N * NH * HD, -1.0f, 1.0f), *k = rand_new(N * NH * HD, -1.0f, 1.0f);
-	float *v = rand_new(N * NH * HD, -1.0f, 1.0f), *whole = fill_new(N * NH * HD, 0.0f);
-	float *cut = fill_new(N * NH * HD, 0.0f), *scratch = fill_new(N * N, 0.0f);
+	size_t ld = NH * HD;
+	float *q = rand_new(N * ld, -1.0f, 1.0f), *k = rand_new(N * ld, -1.0f, 1.0f);
+	float *v = rand_new(N * ld, -1.0f, 1.0f), *whole = fill_new(N * ld, 0.0f);
+	float *cut = fill_new(N * ld, 0.0f);
+	float *scratch = fill_new(N * N + KN_WIN16_CHUNK * HD, 0.0f);
+	uint16_t *k16 = malloc(N * ld * sizeof(*k16)), *v16 = malloc(N * ld * sizeof(*v16));
+	assert_true(k16 && v16);
+	for (size_t i = 0; i < N * ld; i++) {
+		k16[i] = kn_f32_to_f16(k[i]);
+		v16[i] = kn_f32_to_f16(v[i]);
+	}
 	static const size_t windows[] = { 0, 7 };
 	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
 		if (isa == KN_ISA_REF || !kn_ops_for((enum kn_isa)isa))
 			continue;
 		kn_init((enum kn_isa)isa);
-		for (size_t wi = 0; wi < 2; wi++) {
-			size_t ld = NH * HD, win = windows[wi];
-			kn_attention_window(N, N, NH, HD, q, ld, k, ld, v, ld, whole, ld, 0, win, 0.125f,
-					    0.0f, scratch);
+		for (int variant = 0; variant < 4; variant++) {
+			bool f16 = variant & 1;
+			size_t win = windows[variant >> 1];
+			window_rows(f16, N, N, q, k, v, k16, v16, ld, whole, 0, win, scratch);
 			for (size_t c = 1; c < N; c++) {
-				kn_attention_window(c, c, NH, HD, q, ld, k, ld, v, ld, cut, ld, 0, win,
-						    0.125f, 0.0f, scratch);
-				kn_attention_window(N - c, N, NH, HD, q + c * ld, ld, k, ld, v, ld,
-						    cut + c * ld, ld, c, win, 0.125f, 0.0f, scratch);
+				window_rows(f16, c, c, q, k, v, k16, v16, ld, cut, 0, win, scratch);
+				window_rows(f16, N - c, N, q + c * ld, k, v, k16, v16, ld, cut + c * ld,
+					    c, win, scratch);
 				assert_memory_equal(cut, whole, N * ld * sizeof(float));
 			}
 		}
@@ -411,6 +431,8 @@ static void test_attention_window_cut(void **state)
 	free(q);
 	free(k);
 	free(v);
+	free(k16);
+	free(v16);
 	free(whole);
 	free(cut);
 	free(scratch);

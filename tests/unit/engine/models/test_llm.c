@@ -506,6 +506,62 @@ static void test_batch_equals_single(void **state)
 	batch_vs_single(path, false);
 }
 
+/* A prompt cut anywhere between two passes (a chunked prefill: the
+ * scheduler's cut falls where the step's token budget ends, which depends
+ * on the other requests) gives the last token's logits of the prompt in
+ * one pass, bit for bit - a lone row in the second pass included, which
+ * eng_llm_seq's prompt keeps on the prefill rows' attention (as a decode
+ * step it summed in another order, and greedy answers changed with the
+ * batch they ran in). Both cache types. */
+static void prompt_cuts(const char *path)
+{
+	struct model md;
+	model_open(&md, path, 64);
+	size_t nv = (size_t)md.n_vocab;
+	enum { N = 48 };
+	static const size_t cuts[] = { 1, 2, 5, 24, 46, 47 };
+	int32_t a[N];
+	for (size_t i = 0; i < N; i++)
+		a[i] = (int32_t)(2 + i * 389 % 9000); /* ids every vocabulary here has */
+	float *whole = malloc(nv * sizeof(float)), *cut = malloc(nv * sizeof(float));
+	assert_true(whole && cut);
+	struct eng_llm_scratch *sc;
+	assert_int_equal(eng_llm_scratch_create(md.m, tq, N, 64, &sc, NULL, 0), 0);
+	struct eng_llm_seq q = { .kv = md.kv, .tokens = a, .n = N, .logits = whole, .prompt = true };
+	assert_int_equal(eng_llm_forward_batch(md.m, sc, &q, 1), 0);
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		size_t c = cuts[i];
+		eng_llm_kv_truncate(md.kv, 0);
+		struct eng_llm_seq first = { .kv = md.kv, .tokens = a, .n = c, .prompt = true };
+		struct eng_llm_seq rest = { .kv = md.kv, .tokens = a + c, .n = N - c, .logits = cut,
+					    .prompt = true };
+		assert_int_equal(eng_llm_forward_batch(md.m, sc, &first, 1), 0);
+		assert_int_equal(eng_llm_forward_batch(md.m, sc, &rest, 1), 0);
+		assert_memory_equal(cut, whole, nv * sizeof(float));
+	}
+	printf("[ llm ] a prompt of 48 cut at 1, 2, 5, 24, 46, 47 == uncut, bit for bit (%s, %s KV cache)\n",
+	       strrchr(path, '/') + 1, kv_f16 ? "float16" : "float32");
+	eng_llm_scratch_destroy(sc);
+	free(whole);
+	free(cut);
+	model_close(&md);
+}
+
+static void test_prompt_cuts(void **state)
+{
+	(void)state;
+	char path[1024];
+	static const char *const files[] = { "gemma-3-270m-q4_k_m.gguf",
+					     "smollm2-135m-instruct-q4_1.gguf" };
+	for (size_t f = 0; f < 2; f++) {
+		snprintf(path, sizeof(path), "%s/%s", getenv("INFERD_MODELS"), files[f]);
+		prompt_cuts(path);
+		kv_f16 = true;
+		prompt_cuts(path);
+		kv_f16 = false;
+	}
+}
+
 /* --- tiny random models ---------------------------------------------------- */
 
 static float *b64_floats(const char *s, size_t *n)
@@ -617,6 +673,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch_equals_single),
+		cmocka_unit_test(test_prompt_cuts),
 		cmocka_unit_test(test_tiny_models),
 		cmocka_unit_test(test_gemma_teacher_forced),
 		cmocka_unit_test(test_gemma_greedy),
