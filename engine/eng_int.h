@@ -68,6 +68,16 @@ int eng__asr_vad_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 		      size_t errlen);
 void eng__asr_vad_fini(struct eng_model *m);
 
+/* eng__chat_default_system - the system message a ChatML chat template
+ * writes when the messages start with none: the text of a string literal
+ * '<|im_start|>system\n...<|im_end|>' in tmpl (its "\n" escapes as
+ * newlines) that holds no expression, where tmpl tests the first
+ * message's role against 'system' (SmolLM2-Instruct's "You are a helpful
+ * AI assistant named SmolLM, trained by Hugging Face", Qwen 2.5's). *out:
+ * that text (mem_alloc'd, the caller frees it) or NULL when tmpl has none.
+ * Returns 0 or -ST_NOMEM. */
+int eng__chat_default_system(const char *tmpl, char **out);
+
 /* eng__llm_model_load - after the GGUF reader opened m->gguf: the model's
  * architecture and weight views, and its tokenizer (eng_generate.c).
  * eng__llm_model_fini undoes it (NULL-safe). */

@@ -10,7 +10,10 @@
  * Beside the text it marks which bytes came from the messages' content:
  * the tokenizer parses control tokens only outside them
  * (eng_tok_encode_marked), so a user cannot write "<end_of_turn>" and
- * forge the model's turn.
+ * forge the model's turn. A ChatML template's default system message
+ * (SmolLM2's, Qwen 2.5's: written when the messages start with no system
+ * one, as their Jinja does and llama.cpp's --jinja rendering with it) is
+ * read from the template text (eng__chat_default_system).
  */
 #include <stdio.h>
 #include <string.h>
@@ -116,8 +119,62 @@ static void ec_gemma(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n
 	ec_puts(o, "<start_of_turn>model\n");
 }
 
-static void ec_chatml(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n)
+/* The text of a Jinja string literal's body [s, e) with its "\n" escapes
+ * as newlines; NULL if it holds anything else a literal cannot (a quote,
+ * a brace, "+", another escape: an expression, not a constant). */
+static char *ec_literal(const char *s, const char *e, int *rc)
 {
+	char *t = mem_alloc((size_t)(e - s) + 1), *d = t;
+	if (!t) {
+		*rc = -ST_NOMEM;
+		return NULL;
+	}
+	for (; s < e; s++) {
+		if (*s == '\\' && s + 1 < e && s[1] == 'n') {
+			*d++ = '\n';
+			s++;
+		} else if (strchr("'\"{}+\\", *s)) {
+			mem_free(t);
+			return NULL;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+	return t;
+}
+
+int eng__chat_default_system(const char *tmpl, char **out)
+{
+	static const char open[] = "<|im_start|>system", close[] = "<|im_end|>";
+	int rc = 0;
+	*out = NULL;
+	if (!tmpl || !(strstr(tmpl, "!= 'system'") || strstr(tmpl, "== 'system'") ||
+		       strstr(tmpl, "!= \"system\"") || strstr(tmpl, "== \"system\"")))
+		return 0;
+	for (const char *p = strstr(tmpl, open); p && !*out && !rc; p = strstr(p + 1, open)) {
+		const char *s = p + sizeof(open) - 1, *e;
+		if (*s == '\n')
+			s++;
+		else if (s[0] == '\\' && s[1] == 'n')
+			s += 2;
+		else
+			continue;
+		if ((e = strstr(s, close)) != NULL)
+			*out = ec_literal(s, e, &rc);
+	}
+	return rc;
+}
+
+/* def: the template's default system message, or NULL */
+static void ec_chatml(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n,
+		      const char *def)
+{
+	if (def && strcmp(msgs[0].role, "system")) {
+		ec_puts(o, "<|im_start|>system\n");
+		ec_puts(o, def);
+		ec_puts(o, "<|im_end|>\n");
+	}
 	for (size_t i = 0; i < n; i++) {
 		ec_puts(o, "<|im_start|>");
 		ec_puts(o, msgs[i].role);
@@ -194,14 +251,18 @@ int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, 
 				       "and a content string",
 				       i);
 	struct ec_out o = { 0 };
+	char *def = NULL;
+	if (f == EC_CHATML)
+		o.rc = eng__chat_default_system(tmpl, &def);
 	if (f == EC_GEMMA)
 		ec_gemma(&o, msgs, n);
 	else if (f == EC_CHATML)
-		ec_chatml(&o, msgs, n);
+		ec_chatml(&o, msgs, n, def);
 	else if (f == EC_LLAMA3)
 		ec_llama3(&o, msgs, n);
 	else
 		ec_inst(&o, msgs, n);
+	mem_free(def);
 	if (o.rc) {
 		mem_free(o.buf);
 		mem_free(o.plain);

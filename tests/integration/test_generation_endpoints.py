@@ -229,7 +229,7 @@ INSTRUCT = "smollm2-135m-instruct"
 
 
 @pytest.mark.parametrize("question,answer", [
-    ("What is the capital of France?", "Paris"),
+    ("What is the capital of Japan?", "Tokyo"),
     ("What is 2+2?", "4"),
     ("How many days are in a week?", "7"),
     ("What is the boiling point of water in Celsius?", "100"),
@@ -237,12 +237,43 @@ INSTRUCT = "smollm2-135m-instruct"
 def test_instruct_model_answers_through_its_template(srv, question, answer):
     """The default config's instruct model (SmolLM2-135M-Instruct, ChatML)
     answers through its chat template: greedy answers that name the fact
-    (hand-checked questions a 135M instruct model gets right)."""
+    (hand-checked questions a 135M instruct model gets right through its
+    whole template, default system message included, as llama-server's
+    greedy answers do too; "the capital of France" it gets wrong there,
+    "L'Etoile, la ...", in both)."""
     r = chat(srv.port, model=INSTRUCT, messages=[{"role": "user", "content": question}],
              max_tokens=24, temperature=0)
     text = r["choices"][0]["message"]["content"]
     assert answer in text, text
     assert "<|im_" not in text and "assistant\n" not in text, text
+
+
+# SmolLM2-Instruct's chat template (its GGUF's tokenizer.chat_template)
+# opens with this system message when the messages start with none.
+SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+def test_instruct_chat_default_system_message(srv):
+    """Messages with no system one get the template's default system
+    message, as its Jinja writes it (and llama.cpp's --jinja rendering):
+    the chat request's prompt is the template rendered by hand, sent to
+    /v1/completions (the same prompt tokens, the same greedy answer), and
+    the same as the chat request that sends that system message itself."""
+    msgs = [{"role": "user", "content": "Hi"}]
+    rendered = ("<|im_start|>system\n" + SMOLLM2_SYSTEM + "<|im_end|>\n"
+                "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    c = chat(srv.port, model=INSTRUCT, messages=msgs, max_tokens=12, temperature=0)
+    r = complete(srv.port, model=INSTRUCT, prompt=rendered, max_tokens=12, temperature=0)
+    e = chat(srv.port, model=INSTRUCT, max_tokens=12, temperature=0,
+             messages=[{"role": "system", "content": SMOLLM2_SYSTEM}] + msgs)
+    assert c["usage"]["prompt_tokens"] == r["usage"]["prompt_tokens"]
+    assert c["usage"]["prompt_tokens"] == e["usage"]["prompt_tokens"]
+    assert c["choices"][0]["message"]["content"] == r["choices"][0]["text"].strip()
+    assert c["choices"][0]["message"]["content"] == e["choices"][0]["message"]["content"]
+    # another system message replaces it
+    t = chat(srv.port, model=INSTRUCT, max_tokens=1, temperature=0,
+             messages=[{"role": "system", "content": "Be brief."}] + msgs)
+    assert t["usage"]["prompt_tokens"] < c["usage"]["prompt_tokens"]
 
 
 def test_instruct_chat_content_chatml_markers_are_text(srv):
