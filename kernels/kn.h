@@ -37,6 +37,14 @@ struct kn_ops {
 	void (*gelu)(float *x, size_t n);
 	/* x = softmax(x) in place over one row (max-subtracted). */
 	void (*softmax)(float *x, size_t n);
+	/* softmax over one row of n >= 1 in place, returning its log-sum-exp
+	 * m + logf(sum) from the same float exps (m the row's maximum, sum
+	 * the exps' float sum): a decode step's part of the keys, its weight
+	 * for kn_attention_decode_merge (kernels/kn_attn_dec.c) in one pass
+	 * of exps. The SIMD variants take every element through the vector
+	 * exp (kn_int.h's approximation), the row's tail masked; within
+	 * 1e-6 relative of the reference's expf, its lse within 1e-5. */
+	float (*softmax_lse)(float *x, size_t n);
 	/* y[i] += x[i] */
 	void (*add)(float *restrict y, const float *restrict x, size_t n);
 	/* y[i] = y[i] * a + b[i]  (b may be NULL: y *= a) */

@@ -61,6 +61,22 @@ static void ref_softmax(float *x, size_t n)
 		x[i] /= sum;
 }
 
+static float ref_softmax_lse(float *x, size_t n)
+{
+	float max = x[0];
+	for (size_t i = 1; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	float sum = 0.0f;
+	for (size_t i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+	float inv = 1.0f / sum;
+	for (size_t i = 0; i < n; i++)
+		x[i] *= inv;
+	return max + logf(sum);
+}
+
 static double ref_logsumexp(const float *x, size_t n)
 {
 	float m = -INFINITY;
@@ -246,6 +262,7 @@ const struct kn_ops kn__ops_ref = {
 	.layer_norm = ref_layer_norm,
 	.gelu = ref_gelu,
 	.softmax = ref_softmax,
+	.softmax_lse = ref_softmax_lse,
 	.add = ref_add,
 	.scale_add = ref_scale_add,
 	.dot = ref_dot,

@@ -206,6 +206,41 @@ static void avx2_softmax(float *x, size_t n)
 		x[i] *= inv;
 }
 
+/* Three passes (max, exps, scale), the tail of each a masked vector. */
+static float avx2_softmax_lse(float *x, size_t n)
+{
+	size_t i = 0, r = n % W;
+	__m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r),
+					  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+	__m256 keep = _mm256_castsi256_ps(tail), ninf = _mm256_set1_ps(-INFINITY);
+	__m256 vmax = ninf, acc = _mm256_setzero_ps();
+	for (; i + W <= n; i += W)
+		vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+	if (r)
+		vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, tail),
+							     keep));
+	float max = hmax8(vmax);
+	__m256 m = _mm256_set1_ps(max);
+	for (i = 0; i + W <= n; i += W) {
+		__m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+		_mm256_storeu_ps(x + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	if (r) {
+		__m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, tail), m));
+		_mm256_maskstore_ps(x + i, tail, e);
+		acc = _mm256_add_ps(acc, _mm256_and_ps(e, keep));
+	}
+	float sum = hsum8(acc);
+	__m256 inv = _mm256_set1_ps(1.0f / sum);
+	for (i = 0; i + W <= n; i += W)
+		_mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+	if (r)
+		_mm256_maskstore_ps(x + i, tail,
+				    _mm256_mul_ps(_mm256_maskload_ps(x + i, tail), inv));
+	return max + logf(sum);
+}
+
 static double avx2_logsumexp(const float *x, size_t n)
 {
 	size_t i;
@@ -547,6 +582,7 @@ const struct kn_ops kn__ops_avx2 = {
 	.layer_norm = avx2_layer_norm,
 	.gelu = avx2_gelu,
 	.softmax = avx2_softmax,
+	.softmax_lse = avx2_softmax_lse,
 	.add = avx2_add,
 	.scale_add = avx2_scale_add,
 	.dot = avx2_dot,

@@ -190,6 +190,38 @@ static void avx512_softmax(float *x, size_t n)
 		x[i] *= inv;
 }
 
+/* Three passes (max, exps, scale), the tail of each a masked vector. */
+static float avx512_softmax_lse(float *x, size_t n)
+{
+	size_t i = 0, r = n % W;
+	__mmask16 tail = (__mmask16)((1u << r) - 1u);
+	__m512 vmax = SET1(-INFINITY), acc = _mm512_setzero_ps();
+	for (; i + W <= n; i += W)
+		vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+	if (r)
+		vmax = _mm512_mask_max_ps(vmax, tail, vmax, _mm512_maskz_loadu_ps(tail, x + i));
+	float max = _mm512_reduce_max_ps(vmax);
+	__m512 m = SET1(max);
+	for (i = 0; i + W <= n; i += W) {
+		__m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+		_mm512_storeu_ps(x + i, e);
+		acc = _mm512_add_ps(acc, e);
+	}
+	if (r) {
+		__m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), m));
+		_mm512_mask_storeu_ps(x + i, tail, e);
+		acc = _mm512_mask_add_ps(acc, tail, acc, e);
+	}
+	float sum = _mm512_reduce_add_ps(acc);
+	__m512 inv = SET1(1.0f / sum);
+	for (i = 0; i + W <= n; i += W)
+		_mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+	if (r)
+		_mm512_mask_storeu_ps(x + i, tail,
+				      _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), inv));
+	return max + logf(sum);
+}
+
 static void avx512_softmax_i8(float *x, size_t n, int8_t *q, size_t n_pad, float *scale)
 {
 	float sum = avx512_exp_sum(x, n, avx512_row_max(x, n));
@@ -561,6 +593,7 @@ const struct kn_ops kn__ops_avx512 = {
 	.layer_norm = avx512_layer_norm,
 	.gelu = avx512_gelu,
 	.softmax = avx512_softmax,
+	.softmax_lse = avx512_softmax_lse,
 	.add = avx512_add,
 	.scale_add = avx512_scale_add,
 	.dot = avx512_dot,

@@ -12,7 +12,8 @@
  *  - kn_attention_decode_parts over runs of parts: the bits of the
  *    part-by-part calls.
  * And the kn_ops kernels of the float32 path, dot_rows_g and gemv_t_g,
- * and the float16 one's dot_rows_g_f16, on every ISA.
+ * the float16 one's dot_rows_g_f16, and both's softmax_lse, on every
+ * ISA.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -298,12 +299,59 @@ static void test_dot_rows_g_f16(void **state)
 	}
 }
 
+/* kn_ops softmax_lse (a decode part's weights and log-sum-exp): the
+ * reference against double sums (weights within 1e-6 relative, the lse
+ * within 1e-5), every ISA within 1e-6 relative of the reference's
+ * weights and 1e-5 of its lse, at lengths around the vector widths and
+ * a part's (1 .. 133), and the float after the row untouched (the masked
+ * tails). */
+static void test_softmax_lse(void **state)
+{
+	(void)state;
+	static const size_t ns[] = { 1, 2, 5, 7, 8, 9, 15, 16, 17, 31, 33, 120, 128, 133 };
+	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
+	for (size_t a = 0; a < sizeof(ns) / sizeof(ns[0]); a++) {
+		size_t n = ns[a];
+		float *x = rnd(n, 8.0f), *want = malloc((n + 1) * sizeof(float));
+		float *got = malloc((n + 1) * sizeof(float));
+		assert_true(want && got);
+		double m = -INFINITY, sum = 0.0;
+		for (size_t i = 0; i < n; i++)
+			m = x[i] > m ? x[i] : m;
+		for (size_t i = 0; i < n; i++)
+			sum += exp((double)x[i] - m);
+		memcpy(want, x, n * sizeof(float));
+		float lse = ref->softmax_lse(want, n);
+		assert_true(fabs(lse - (m + log(sum))) < 1e-5);
+		for (size_t i = 0; i < n; i++) {
+			double e = exp((double)x[i] - m) / sum;
+			assert_true(fabs(want[i] - e) <= 1e-6 * e + 1e-30);
+		}
+		for (int isa = 1; isa < KN_ISA_COUNT; isa++) {
+			const struct kn_ops *ops = kn_ops_for((enum kn_isa)isa);
+			if (!ops)
+				continue;
+			memcpy(got, x, n * sizeof(float));
+			got[n] = -7.0f;
+			float l = ops->softmax_lse(got, n);
+			assert_true(fabsf(l - lse) < 1e-5f);
+			for (size_t i = 0; i < n; i++)
+				assert_true(fabsf(got[i] - want[i]) <= 1e-6f * want[i]);
+			assert_true(got[n] == -7.0f);
+		}
+		free(x);
+		free(want);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	kn_init(KN_ISA_COUNT);
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_decode),
 					    cmocka_unit_test(test_dot_rows_g),
 					    cmocka_unit_test(test_gemv_t_g),
-					    cmocka_unit_test(test_dot_rows_g_f16) };
+					    cmocka_unit_test(test_dot_rows_g_f16),
+					    cmocka_unit_test(test_softmax_lse) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
