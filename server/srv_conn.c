@@ -529,7 +529,8 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 	else if (req->early_status == status)
 		conn->srv->cbs.respond_error(req, status, req->early_code, "%s", req->early_msg);
 	else
-		conn->srv->cbs.respond_error(req, status, NULL, "%s", srv__status_detail(status));
+		conn->srv->cbs.respond_error(req, status, srv__status_code(status), "%s",
+					     srv__status_detail(status));
 }
 
 /* Keep bytes that follow a message until its response is queued. */

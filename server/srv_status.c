@@ -103,3 +103,18 @@ const char *srv__status_detail(int status)
 	default: return srv__status_reason(status);
 	}
 }
+
+const char *srv__status_code(int status)
+{
+	switch (status) {
+	case 400: return "invalid_request";
+	case 413: return "body_too_large";
+	case 415: return "unsupported_content_encoding";
+	case 417: return "unsupported_expect";
+	case 431: return "headers_too_large";
+	case 501: return "unsupported_transfer_encoding";
+	case 503: return "out_of_memory";
+	case 505: return "unsupported_http_version";
+	default: return NULL;
+	}
+}

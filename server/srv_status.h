@@ -66,4 +66,10 @@ const char *srv__status_reason(int status);
  * reason phrase; static. */
 const char *srv__status_detail(int status);
 
+/* srv__status_code - the error code that goes with srv__status_detail's
+ * sentence (OpenAI's "code", Deepgram's "err_code"): "body_too_large"
+ * for 413, "headers_too_large" for 431, ... as the routes name the same
+ * errors; NULL for a status the parser never chooses; static. */
+const char *srv__status_code(int status);
+
 #endif /* SRV_STATUS_H */

@@ -527,6 +527,7 @@ def test_openai_bad_audio(srv):
 def test_openai_body_over_limit_413(srv):
     r = transcribe(srv.port, bytes(BODY_LIMIT + 1))
     assert_openai_error(r, 413)
+    assert r.json()["error"]["code"] == "body_too_large"
     assert_serving(srv.port)
 
 
@@ -752,7 +753,9 @@ def test_deepgram_bad_input(srv):
 
 
 def test_deepgram_body_over_limit_413(srv):
-    assert_deepgram_error(listen(srv.port, bytes(BODY_LIMIT + 1)), 413)
+    r = listen(srv.port, bytes(BODY_LIMIT + 1))
+    assert_deepgram_error(r, 413)
+    assert r.json()["err_code"] == "body_too_large"
     assert_serving(srv.port)
 
 

@@ -76,11 +76,14 @@ def test_errors_within_the_headers_in_the_paths_protocol_shape(daemon):
             r = Reader(s).read_response()
             assert r.status == status, raw[:40]
             body = r.json()
+            code = {400: "invalid_request", 431: "headers_too_large"}[status]
             if raw.startswith(b"POST /v1/listen"):
                 assert set(body) == {"err_code", "err_msg", "request_id"}, body
                 assert body["request_id"], body
+                assert body["err_code"] == code, body
                 msg = body["err_msg"]
             else:
+                assert body["error"]["code"] == code, body
                 msg = body["error"]["message"]
             assert ("malformed HTTP request" in msg if status == 400
                     else "max_header_bytes" in msg), body

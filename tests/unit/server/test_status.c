@@ -94,6 +94,9 @@ static void test_texts(void **state)
 	assert_string_equal(srv__status_detail(431),
 			    "the request line and headers are larger than limits.max_header_bytes");
 	assert_string_equal(srv__status_detail(404), "Not Found");
+	assert_string_equal(srv__status_code(413), "body_too_large");
+	assert_string_equal(srv__status_code(431), "headers_too_large");
+	assert_null(srv__status_code(404));
 }
 
 int main(void)
