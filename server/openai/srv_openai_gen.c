@@ -418,6 +418,11 @@ static void srv_gen_handle(struct srv_req *req, bool chat)
 		if (body)
 			srv__gen_err_set(&e, 400, "invalid_json", NULL,
 					 "the request body must be a JSON object");
+		else if (strstr(je.text, "JSON_ALLOW_NUL")) /* jansson's flag, not ours to name */
+			srv__gen_err_set(&e, 400, "invalid_value", NULL,
+					 "a string in the request holds \\u0000 (NUL), which is not "
+					 "accepted (line %d, column %d)",
+					 je.line, je.column);
 		else if (strstr(je.text, "too big integer"))
 			srv__gen_err_set(&e, 400, "invalid_value", NULL,
 					 "an integer in the request does not fit in 64 bits (line "

@@ -730,6 +730,16 @@ BAD = [
 ]
 
 
+def test_nul_in_a_string_is_named(srv):
+    """A \\u0000 in a string (C strings cannot hold it) is refused in our
+    words, not with the JSON library's flag name."""
+    r = post(srv.port, C, b'{"model": "gemma-3-270m", "prompt": "a\\u0000b"}')
+    assert r.status == 400, r.body
+    err = r.json()["error"]
+    assert err["code"] == "invalid_value", err
+    assert "\\u0000" in err["message"] and "JSON_" not in err["message"], err
+
+
 @pytest.mark.parametrize("path,body,status,code", BAD,
                          ids=[f"{i}-{c}" for i, (_, _, _, c) in enumerate(BAD)])
 def test_bad_input(srv, path, body, status, code):
