@@ -24,6 +24,11 @@
 #include "engine/models/eng_llm.h"
 
 #define EG_DEFAULT_CTX 4096 /* context per sequence unless the model is shorter */
+/* A sequence's KV cache has room for its prompt and up to this many
+ * generated tokens at first, and grows (doubling) past them: the memory of
+ * what it writes, not of its whole context (huge pages hold it: a page
+ * touched is resident whole). */
+#define EG_KV_ROOM 512
 
 int eng__llm_model_load(struct eng_model *m, char *err, size_t errlen)
 {
@@ -330,8 +335,10 @@ int eng__gseq_start(const struct eng_model *m, struct dev *d, const struct eng_g
 		rc = eng_sampler_init(&g->s, &sp, hp->n_vocab, p->seed);
 	if (!rc)
 		rc = eg_prompt(g, err, errlen);
+	size_t room = g->n_hist + (g->max_tokens < EG_KV_ROOM ? g->max_tokens : EG_KV_ROOM);
 	if (!rc)
-		rc = eng_llm_kv_create(m->llm, d, eng_model_context(m), m->kv_cache_f16, &g->kv);
+		rc = eng_llm_kv_create_room(m->llm, d, eng_model_context(m), room,
+					    m->kv_cache_f16, &g->kv);
 	if (rc) {
 		if (err && errlen && !err[0])
 			st_errf(rc, err, errlen, "generation failed (%s)", st_str(rc));

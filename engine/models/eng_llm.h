@@ -89,6 +89,20 @@ const char *eng_llm_arch_name(enum eng_llm_arch a);
  * borrowed: it must outlive the cache). -ST_INVAL (n_ctx 0), -ST_NOMEM. */
 int eng_llm_kv_create(const struct eng_llm *m, struct dev *d, size_t n_ctx, bool f16,
 		      struct eng_llm_kv **out);
+
+/* eng_llm_kv_create_room - eng_llm_kv_create, its arrays with room for
+ * n_room of the n_ctx positions now (1 .. n_ctx; more: n_ctx): a pass
+ * that needs more grows them (eng_llm_kv_reserve), so that a sequence
+ * holds memory for what it writes, not its whole context. */
+int eng_llm_kv_create_room(const struct eng_llm *m, struct dev *d, size_t n_ctx, size_t n_room,
+			   bool f16, struct eng_llm_kv **out);
+
+/* eng_llm_kv_reserve - room for positions [0, n) (n <= n_ctx): arrays of
+ * at least twice the room (at most n_ctx) take the cached positions'
+ * keys and values, the old ones freed. Called by eng_llm_forward_batch
+ * for each sequence before its pass. 0, -ST_TOOBIG (n > n_ctx), or
+ * -ST_NOMEM with the cache as it was. */
+int eng_llm_kv_reserve(struct eng_llm_kv *kv, size_t n);
 void eng_llm_kv_destroy(struct eng_llm_kv *kv);
 size_t eng_llm_kv_len(const struct eng_llm_kv *kv);
 size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);
@@ -140,7 +154,8 @@ struct eng_llm_seq {
  * (continuous batching, llama.cpp's ubatch): their rows go through every
  * matrix product together (one pass over each weight matrix for the whole
  * batch), each sequence's rows attend to its own cache only, and each
- * cache grows by its n. Rows in total <= the scratch's rows; a cache may
+ * cache grows by its n (its arrays first made room for them:
+ * eng_llm_kv_reserve, whose -ST_NOMEM ends the call before the pass). Rows in total <= the scratch's rows; a cache may
  * appear once. Results per sequence equal those of separate passes (the
  * same kernels per row; tests/unit/engine/models/test_llm.c checks it). It
  * runs on the scratch's queue. Returns 0, -ST_INVAL (a token out of range,

@@ -24,35 +24,90 @@
 
 /* --- KV cache ------------------------------------------------------------ */
 
-int eng_llm_kv_create(const struct eng_llm *m, struct dev *d, size_t n_ctx, bool f16,
-		      struct eng_llm_kv **out)
+/* Arrays of cap positions for kv's type into *k, *v (NULL both on failure). */
+static int el_kv_arrays(struct eng_llm_kv *kv, size_t cap, bool f16, void **k, void **v)
+{
+	size_t n = kv->n_layer * cap * kv->row * (f16 ? sizeof(uint16_t) : sizeof(float));
+	*k = dev_alloc(kv->dev, n);
+	*v = dev_alloc(kv->dev, n);
+	if (*k && *v)
+		return 0;
+	dev_free(kv->dev, *k);
+	dev_free(kv->dev, *v);
+	*k = *v = NULL;
+	return -ST_NOMEM;
+}
+
+int eng_llm_kv_create_room(const struct eng_llm *m, struct dev *d, size_t n_ctx, size_t n_room,
+			   bool f16, struct eng_llm_kv **out)
 {
 	const struct eng_llm_hp *hp = &m->hp;
 	struct eng_llm_kv *kv = mem_calloc(1, sizeof(*kv));
 	*out = NULL;
-	if (!kv || n_ctx == 0) {
+	if (!kv || n_ctx == 0 || n_room == 0) {
 		mem_free(kv);
 		return kv ? -ST_INVAL : -ST_NOMEM;
 	}
 	kv->dev = d;
 	kv->n_ctx = n_ctx;
-	kv->row = (size_t)hp->n_head_kv * (size_t)hp->head_dim_k;
-	size_t n = (size_t)hp->n_layer * n_ctx * kv->row;
-	bool ok;
-	if (f16) {
-		kv->k16 = dev_alloc(d, n * sizeof(uint16_t));
-		kv->v16 = dev_alloc(d, n * sizeof(uint16_t));
-		ok = kv->k16 && kv->v16;
-	} else {
-		kv->k = dev_alloc(d, n * sizeof(float));
-		kv->v = dev_alloc(d, n * sizeof(float));
-		ok = kv->k && kv->v;
-	}
-	if (!ok) {
-		eng_llm_kv_destroy(kv);
+	kv->cap = n_room < n_ctx ? n_room : n_ctx;
+	kv->n_layer = (size_t)hp->n_layer;
+	kv->n_head = (size_t)hp->n_head_kv;
+	kv->head_dim = (size_t)hp->head_dim_k;
+	kv->row = kv->n_head * kv->head_dim;
+	void *k, *v;
+	if (el_kv_arrays(kv, kv->cap, f16, &k, &v)) {
+		mem_free(kv);
 		return -ST_NOMEM;
 	}
+	if (f16) {
+		kv->k16 = k;
+		kv->v16 = v;
+	} else {
+		kv->k = k;
+		kv->v = v;
+	}
 	*out = kv;
+	return 0;
+}
+
+int eng_llm_kv_create(const struct eng_llm *m, struct dev *d, size_t n_ctx, bool f16,
+		      struct eng_llm_kv **out)
+{
+	return eng_llm_kv_create_room(m, d, n_ctx, n_ctx, f16, out);
+}
+
+int eng_llm_kv_reserve(struct eng_llm_kv *kv, size_t n)
+{
+	if (n <= kv->cap)
+		return 0;
+	if (n > kv->n_ctx)
+		return -ST_TOOBIG;
+	size_t cap = kv->cap * 2 > n ? kv->cap * 2 : n;
+	cap = cap < kv->n_ctx ? cap : kv->n_ctx;
+	bool f16 = kv->k16 != NULL;
+	size_t el = f16 ? sizeof(uint16_t) : sizeof(float), hd = kv->head_dim;
+	void *k, *v;
+	if (el_kv_arrays(kv, cap, f16, &k, &v))
+		return -ST_NOMEM;
+	char *ok = f16 ? (char *)kv->k16 : (char *)kv->k, *ov = f16 ? (char *)kv->v16 : (char *)kv->v;
+	/* each (layer, KV head) block's cached rows to the same block of the new stride */
+	for (size_t b = 0; b < kv->n_layer * kv->n_head; b++) {
+		dev_copy(kv->dev, (char *)k + b * cap * hd * el, ok + b * kv->cap * hd * el,
+			 kv->len * hd * el);
+		dev_copy(kv->dev, (char *)v + b * cap * hd * el, ov + b * kv->cap * hd * el,
+			 kv->len * hd * el);
+	}
+	dev_free(kv->dev, ok);
+	dev_free(kv->dev, ov);
+	if (f16) {
+		kv->k16 = k;
+		kv->v16 = v;
+	} else {
+		kv->k = k;
+		kv->v = v;
+	}
+	kv->cap = cap;
 	return 0;
 }
 
@@ -228,7 +283,7 @@ static void el_kv_store(struct el_pass *ps, int il, size_t kvd, size_t hd)
 	for (size_t s = 0; s < b->n_seg; s++) {
 		const struct dev_attn_seq *sg = &b->seg[s];
 		struct eng_llm_kv *kv = b->seg_kv[s];
-		size_t off = (size_t)il * kv->n_ctx * kvd + sg->pos0 * hd, hs = kv->n_ctx * hd;
+		size_t off = (size_t)il * kv->cap * kvd + sg->pos0 * hd, hs = kv->cap * hd;
 		bool f16 = kv->k16 != NULL;
 		void *k = f16 ? (void *)(kv->k16 + off) : (void *)(kv->k + off);
 		void *v = f16 ? (void *)(kv->v16 + off) : (void *)(kv->v + off);
@@ -239,19 +294,19 @@ static void el_kv_store(struct el_pass *ps, int il, size_t kvd, size_t hd)
 	}
 }
 
-/* Each sequence's whole cache of layer il, for the attention: n_ctx *
- * kvd elements, KV head g's keys a block of n_ctx rows of hd from g n_ctx
- * hd (a decode step reads each head's keys as one run of memory; rows of
+/* Each sequence's whole cache of layer il, for the attention: cap * kvd
+ * elements, KV head g's keys a block of cap rows of hd from g cap hd (a
+ * decode step reads each head's keys as one run of memory; rows of
  * every head side by side read a third of each cache line's neighbours
  * for SmolLM2's three KV heads, and streamed at a third of the speed). */
 static void el_attn_caches(struct eng_llm_scratch *b, int il, size_t kvd, size_t hd)
 {
 	for (size_t s = 0; s < b->n_seg; s++) {
 		const struct eng_llm_kv *kv = b->seg_kv[s];
-		size_t off = (size_t)il * kv->n_ctx * kvd;
+		size_t off = (size_t)il * kv->cap * kvd;
 		b->seg[s].k = kv->k16 ? (const void *)(kv->k16 + off) : (const void *)(kv->k + off);
 		b->seg[s].v = kv->v16 ? (const void *)(kv->v16 + off) : (const void *)(kv->v + off);
-		b->seg[s].hs = kv->n_ctx * hd;
+		b->seg[s].hs = kv->cap * hd;
 	}
 }
 
@@ -435,6 +490,9 @@ int eng_llm_forward_batch(const struct eng_llm *m, struct eng_llm_scratch *b,
 	int rc = el_check(m, b, seqs, n_seqs, &n);
 	if (rc || n_seqs == 0)
 		return rc;
+	for (size_t s = 0; s < n_seqs; s++) /* the caches' room for this pass's rows */
+		if ((rc = eng_llm_kv_reserve(seqs[s].kv, seqs[s].kv->len + seqs[s].n)) != 0)
+			return rc;
 	size_t r = 0;
 	for (size_t s = 0; s < n_seqs; s++) {
 		struct eng_llm_kv *kv = seqs[s].kv;

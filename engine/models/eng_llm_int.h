@@ -77,9 +77,12 @@ int eng_llm_binds_init(struct eng_llm *m, char *err, size_t errlen);
 
 struct eng_llm_kv {
 	struct dev *dev;                   /* where the cache lives (borrowed) */
-	size_t n_ctx, len;
-	size_t row;                        /* floats per position per layer */
-	float *k, *v;                      /* [n_layer][n_ctx][row] float32 on dev, or NULL */
+	size_t n_ctx, len;                 /* the most positions it may hold; those it holds */
+	size_t cap;                        /* positions its arrays have room for (<= n_ctx) */
+	size_t n_layer, n_head, head_dim;  /* a layer's block: n_head blocks of cap x head_dim */
+	size_t row;                        /* n_head head_dim: floats per position per layer */
+	float *k, *v;                      /* [n_layer][n_head][cap][head_dim] float32 on dev, or
+					    * NULL */
 	uint16_t *k16, *v16;               /* the same in binary16, or NULL */
 };
 

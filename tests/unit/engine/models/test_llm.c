@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mem.h"
 #include "common/st.h"
 #include "devices/dev.h"
 #include "engine/format/eng_gguf.h"
@@ -562,6 +563,69 @@ static void test_prompt_cuts(void **state)
 	}
 }
 
+/* A cache made with room for 3 positions (eng_llm_kv_create_room) grows
+ * as passes need it - a prompt in chunks of 5 and 9 tokens, then decode
+ * steps past 64 - and gives the logits of a cache with room for all of
+ * them, bit for bit (its cached rows copied to the grown arrays' stride);
+ * a growth that fails (no memory) leaves it as it was, and the pass then
+ * goes on; past n_ctx it refuses. Both cache types. */
+static void kv_growth(const char *path)
+{
+	struct model md;
+	model_open(&md, path, 80);
+	size_t nv = (size_t)md.n_vocab;
+	struct eng_llm_kv *small;
+	assert_int_equal(eng_llm_kv_create_room(md.m, tdev, 80, 3, kv_f16, &small), 0);
+	float *want = malloc(nv * sizeof(float)), *got = malloc(nv * sizeof(float));
+	assert_true(want && got);
+	struct eng_llm_scratch *sc;
+	assert_int_equal(eng_llm_scratch_create(md.m, tq, 9, 80, &sc, NULL, 0), 0);
+	int32_t t[80];
+	for (size_t i = 0; i < 80; i++)
+		t[i] = (int32_t)(2 + i * 389 % 9000);
+	for (size_t at = 0; at < 80;) {
+		size_t n = at == 0 ? 5 : at == 5 ? 9 : 1;
+		struct eng_llm_seq a = { .kv = md.kv, .tokens = t + at, .n = n, .logits = want,
+					 .prompt = at < 14 };
+		struct eng_llm_seq b = a;
+		b.kv = small;
+		b.logits = got;
+		assert_int_equal(eng_llm_forward_batch(md.m, sc, &a, 1), 0);
+		if (at == 14) { /* the growth from room for 14 to 28 fails once */
+			mem_fail_after(0);
+			assert_int_equal(eng_llm_forward_batch(md.m, sc, &b, 1), -ST_NOMEM);
+			mem_fail_after(-1);
+			assert_int_equal(eng_llm_kv_len(small), 14);
+		}
+		assert_int_equal(eng_llm_forward_batch(md.m, sc, &b, 1), 0);
+		assert_memory_equal(got, want, nv * sizeof(float));
+		at += n;
+	}
+	assert_int_equal(eng_llm_kv_len(small), 80);
+	struct eng_llm_seq past = { .kv = small, .tokens = t, .n = 1, .logits = got };
+	assert_int_equal(eng_llm_forward_batch(md.m, sc, &past, 1), -ST_TOOBIG);
+	assert_int_equal(eng_llm_kv_reserve(small, 81), -ST_TOOBIG);
+	printf("[ llm ] a cache grown from room for 3 to 80 == one made whole, bit for bit (%s, "
+	       "%s KV cache)\n",
+	       strrchr(path, '/') + 1, kv_f16 ? "float16" : "float32");
+	eng_llm_scratch_destroy(sc);
+	eng_llm_kv_destroy(small);
+	free(want);
+	free(got);
+	model_close(&md);
+}
+
+static void test_kv_growth(void **state)
+{
+	(void)state;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/smollm2-135m-instruct-q4_1.gguf", getenv("INFERD_MODELS"));
+	kv_growth(path);
+	kv_f16 = true;
+	kv_growth(path);
+	kv_f16 = false;
+}
+
 /* --- tiny random models ---------------------------------------------------- */
 
 static float *b64_floats(const char *s, size_t *n)
@@ -674,6 +738,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch_equals_single),
 		cmocka_unit_test(test_prompt_cuts),
+		cmocka_unit_test(test_kv_growth),
 		cmocka_unit_test(test_tiny_models),
 		cmocka_unit_test(test_gemma_teacher_forced),
 		cmocka_unit_test(test_gemma_greedy),
