@@ -38,6 +38,18 @@ static int el_kv_arrays(struct eng_llm_kv *kv, size_t cap, bool f16, void **k, v
 	return -ST_NOMEM;
 }
 
+/* The cache's arrays: k and v, of its type. */
+static void el_kv_set(struct eng_llm_kv *kv, bool f16, void *k, void *v)
+{
+	if (f16) {
+		kv->k16 = k;
+		kv->v16 = v;
+	} else {
+		kv->k = k;
+		kv->v = v;
+	}
+}
+
 int eng_llm_kv_create_room(const struct eng_llm *m, struct dev *d, size_t n_ctx, size_t n_room,
 			   bool f16, struct eng_llm_kv **out)
 {
@@ -60,13 +72,7 @@ int eng_llm_kv_create_room(const struct eng_llm *m, struct dev *d, size_t n_ctx,
 		mem_free(kv);
 		return -ST_NOMEM;
 	}
-	if (f16) {
-		kv->k16 = k;
-		kv->v16 = v;
-	} else {
-		kv->k = k;
-		kv->v = v;
-	}
+	el_kv_set(kv, f16, k, v);
 	*out = kv;
 	return 0;
 }
@@ -100,13 +106,7 @@ int eng_llm_kv_reserve(struct eng_llm_kv *kv, size_t n)
 	}
 	dev_free(kv->dev, ok);
 	dev_free(kv->dev, ov);
-	if (f16) {
-		kv->k16 = k;
-		kv->v16 = v;
-	} else {
-		kv->k = k;
-		kv->v = v;
-	}
+	el_kv_set(kv, f16, k, v);
 	kv->cap = cap;
 	return 0;
 }
