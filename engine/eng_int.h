@@ -22,6 +22,11 @@ struct eng_llm;
 struct eng_tok;
 struct eng_sched;
 
+/* A generation model's chat format, from its tokenizer.chat_template
+ * (eng_chat.c): none (no template), one it does not recognise, or a family. */
+enum eng__chat { ENG__CHAT_NONE, ENG__CHAT_UNKNOWN, ENG__CHAT_GEMMA, ENG__CHAT_CHATML,
+		 ENG__CHAT_LLAMA3, ENG__CHAT_INST };
+
 /* A loaded model (opaque outside engine/). */
 struct eng_model {
 	char *name;             /* unique client-facing name */
@@ -30,6 +35,7 @@ struct eng_model {
 	enum eng_task task;     /* what requests it serves */
 	enum eng_compute_type compute_type; /* as the spec asked (eng.h) */
 	bool kv_cache_f16;      /* generation: binary16 KV caches (eng.h) */
+	size_t max_model_len;   /* generation: tokens per sequence; 0: the default (eng.h) */
 	char *arch;             /* general.architecture or the CT2 spec name */
 	int64_t created;        /* Unix seconds when loading finished */
 	uint64_t size_bytes;    /* tensor / variable data bytes */
@@ -47,6 +53,8 @@ struct eng_model {
 	/* generation models (eng_generate.c) */
 	struct eng_llm *llm;              /* weight views into the GGUF map */
 	struct eng_tok *tok;              /* the GGUF vocabulary's tokenizer */
+	enum eng__chat chat;              /* its chat format (eng__chat_load) */
+	char *chat_system;                /* ChatML's default system message, or NULL */
 };
 
 struct eng {
@@ -77,6 +85,13 @@ void eng__asr_vad_fini(struct eng_model *m);
  * that text (mem_alloc'd, the caller frees it) or NULL when tmpl has none.
  * Returns 0 or -ST_NOMEM. */
 int eng__chat_default_system(const char *tmpl, char **out);
+
+/* eng__chat_load - a loaded GGUF generation model's chat format and
+ * default system message, read once from its template into m->chat and
+ * m->chat_system (eng_chat_format uses them for every request). Returns 0,
+ * or -ST_NOMEM with err set; eng__chat_fini frees them (NULL-safe). */
+int eng__chat_load(struct eng_model *m, char *err, size_t errlen);
+void eng__chat_fini(struct eng_model *m);
 
 /* eng__llm_model_load - after the GGUF reader opened m->gguf: the model's
  * architecture and weight views, and its tokenizer (eng_generate.c).

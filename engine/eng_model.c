@@ -48,7 +48,8 @@ static int load_gguf(struct eng_model *m, char *err, size_t errlen)
 	m->size_bytes = eng_gguf_tensor_bytes(m->gguf);
 	if (!m->arch)
 		return st_errf(-ST_NOMEM, err, errlen, "%s: out of memory", m->path);
-	return eng__llm_model_load(m, err, errlen);
+	rc = eng__llm_model_load(m, err, errlen);
+	return rc ? rc : eng__chat_load(m, err, errlen);
 }
 
 static int load_ct2(struct eng_model *m, char *err, size_t errlen)
@@ -145,6 +146,7 @@ static void model_fini(struct eng_model *m)
 	m->sched = NULL;
 	eng__whisper_model_fini(m);
 	eng__asr_vad_fini(m);
+	eng__chat_fini(m);
 	eng__llm_model_fini(m);
 	eng_gguf_close(m->gguf);
 	eng_ct2_close(m->ct2);

@@ -13,7 +13,8 @@
  * forge the model's turn. A ChatML template's default system message
  * (SmolLM2's, Qwen 2.5's: written when the messages start with no system
  * one, as their Jinja does and llama.cpp's --jinja rendering with it) is
- * read from the template text (eng__chat_default_system).
+ * read from the template text (eng__chat_default_system). The template is
+ * read once, when the model loads (eng__chat_load).
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,21 +25,17 @@
 #include "engine/format/eng_gguf.h"
 #include "engine/eng_int.h"
 
-enum ec_format { EC_GEMMA, EC_CHATML, EC_LLAMA3, EC_INST, EC_NONE };
-
-static enum ec_format ec_detect(const char *tmpl)
+static enum eng__chat ec_detect(const char *tmpl)
 {
-	if (!tmpl)
-		return EC_NONE;
 	if (strstr(tmpl, "<start_of_turn>"))
-		return EC_GEMMA;
+		return ENG__CHAT_GEMMA;
 	if (strstr(tmpl, "<|im_start|>"))
-		return EC_CHATML;
+		return ENG__CHAT_CHATML;
 	if (strstr(tmpl, "<|start_header_id|>"))
-		return EC_LLAMA3;
+		return ENG__CHAT_LLAMA3;
 	if (strstr(tmpl, "[INST]"))
-		return EC_INST;
-	return EC_NONE;
+		return ENG__CHAT_INST;
+	return ENG__CHAT_UNKNOWN;
 }
 
 struct ec_out {
@@ -222,26 +219,38 @@ static void ec_inst(struct ec_out *o, const struct eng_chat_msg *msgs, size_t n)
 	}
 }
 
+int eng__chat_load(struct eng_model *m, char *err, size_t errlen)
+{
+	const char *tmpl = NULL;
+	eng_gguf_get_str(m->gguf, "tokenizer.chat_template", &tmpl, NULL);
+	m->chat = tmpl ? ec_detect(tmpl) : ENG__CHAT_NONE;
+	if (!tmpl && !strcmp(m->arch, "gemma3"))
+		m->chat = ENG__CHAT_GEMMA;
+	else if (!tmpl && (!strcmp(m->arch, "qwen2") || !strcmp(m->arch, "qwen3")))
+		m->chat = ENG__CHAT_CHATML;
+	int rc = m->chat == ENG__CHAT_CHATML ? eng__chat_default_system(tmpl, &m->chat_system) : 0;
+	return rc ? st_errf(rc, err, errlen, "%s: out of memory", m->path) : 0;
+}
+
+void eng__chat_fini(struct eng_model *m)
+{
+	mem_free(m->chat_system);
+	m->chat_system = NULL;
+}
+
 int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, size_t n,
 		    char **out, uint8_t **plain, char *err, size_t errlen)
 {
-	const char *tmpl = NULL;
 	*out = NULL;
 	*plain = NULL;
 	if (!m->gguf || !m->llm)
 		return st_errf(-ST_INVAL, err, errlen, "model '%s' is not a generation model",
 			       m->name);
-	eng_gguf_get_str(m->gguf, "tokenizer.chat_template", &tmpl, NULL);
-	enum ec_format f = ec_detect(tmpl);
-	if (!tmpl && !strcmp(m->arch, "gemma3"))
-		f = EC_GEMMA;
-	else if (!tmpl && (!strcmp(m->arch, "qwen2") || !strcmp(m->arch, "qwen3")))
-		f = EC_CHATML;
-	if (f == EC_NONE)
+	if (m->chat == ENG__CHAT_NONE || m->chat == ENG__CHAT_UNKNOWN)
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
 			       "model '%s' has %s chat template; send a formatted prompt to "
 			       "/v1/completions instead",
-			       m->name, tmpl ? "an unrecognised" : "no");
+			       m->name, m->chat == ENG__CHAT_UNKNOWN ? "an unrecognised" : "no");
 	if (n == 0)
 		return st_errf(-ST_INVAL, err, errlen, "messages: expected at least one message");
 	for (size_t i = 0; i < n; i++)
@@ -251,18 +260,14 @@ int eng_chat_format(const struct eng_model *m, const struct eng_chat_msg *msgs, 
 				       "and a content string",
 				       i);
 	struct ec_out o = { 0 };
-	char *def = NULL;
-	if (f == EC_CHATML)
-		o.rc = eng__chat_default_system(tmpl, &def);
-	if (f == EC_GEMMA)
+	if (m->chat == ENG__CHAT_GEMMA)
 		ec_gemma(&o, msgs, n);
-	else if (f == EC_CHATML)
-		ec_chatml(&o, msgs, n, def);
-	else if (f == EC_LLAMA3)
+	else if (m->chat == ENG__CHAT_CHATML)
+		ec_chatml(&o, msgs, n, m->chat_system);
+	else if (m->chat == ENG__CHAT_LLAMA3)
 		ec_llama3(&o, msgs, n);
 	else
 		ec_inst(&o, msgs, n);
-	mem_free(def);
 	if (o.rc) {
 		mem_free(o.buf);
 		mem_free(o.plain);
