@@ -72,6 +72,17 @@ static int srv_req_fail(struct srv_req *req, int status)
 	return -1;
 }
 
+/* More than SRV_MAX_HEADERS header fields: a 431 whose message names the
+ * count, not limits.max_header_bytes (the parser's usual 431). */
+static int srv_req_fail_too_many_headers(struct srv_req *req)
+{
+	req->early_status = 431;
+	req->early_code = srv__status_code(431);
+	snprintf(req->early_msg, sizeof(req->early_msg),
+		 "more than %d header fields (a fixed limit, not configurable)", SRV_MAX_HEADERS);
+	return srv_req_fail(req, 431);
+}
+
 static int srv_head_append(llhttp_t *p, const char *at, size_t n)
 {
 	struct srv_req *req = &srv_conn_of(p)->req;
@@ -110,12 +121,13 @@ static int srv_on_header_field(llhttp_t *p, const char *at, size_t n)
 	struct srv_req *req = &srv_conn_of(p)->req;
 	if (req->in_trailers)
 		return srv_head_append(p, at, n);
+	/* n_headers counts whole fields, so at the ceiling this is the first
+	 * piece of one more: refused before hdr_off is indexed past its end. */
+	if (req->n_headers >= SRV_MAX_HEADERS)
+		return srv_req_fail_too_many_headers(req);
 	/* The first piece of a new field records where its name starts. */
-	if (req->hdr_off[req->n_headers][0] == 0) {
-		if (req->n_headers >= SRV_MAX_HEADERS - 1)
-			return srv_req_fail(req, 431);
+	if (req->hdr_off[req->n_headers][0] == 0)
 		req->hdr_off[req->n_headers][0] = req->head.len;
-	}
 	return srv_head_append(p, at, n);
 }
 

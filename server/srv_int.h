@@ -25,7 +25,7 @@
 #include "server/srv_buf.h"
 #include "server/srv_metrics.h"
 
-#define SRV_MAX_HEADERS 100      /* more header lines -> 431 */
+#define SRV_MAX_HEADERS 100      /* header fields kept; one more -> 431 (config/README.md) */
 #define SRV_REQUEST_ID_MAX 128   /* longest X-Request-Id echoed */
 #define SRV_READ_BUF_BYTES 65536 /* one read at most */
 #define SRV_LINGER_MS 2000       /* how long LINGER drops input */
@@ -89,7 +89,7 @@ struct srv_req;
 struct srv_req {
 	struct srv_conn *conn;        /* owner */
 	struct srv_buf head;          /* "url\0name\0value\0...", max_header_bytes */
-	size_t n_headers;             /* header lines seen so far */
+	size_t n_headers;             /* header fields seen whole so far, <= SRV_MAX_HEADERS */
 	size_t hdr_off[SRV_MAX_HEADERS][2]; /* name/value offsets into head */
 	struct srv_buf body;          /* decoded request body, max_body_bytes */
 	int method;                   /* llhttp_method_t, -1 until the request line parsed */
@@ -108,7 +108,8 @@ struct srv_req {
 	bool responded;               /* a final response has been queued */
 	bool keep_alive;              /* llhttp says the connection may stay open */
 	int err_status;               /* HTTP status chosen by a parser callback */
-	int early_status;             /* srv__req_route's answer (404/405/401), or 0 */
+	int early_status;             /* srv__req_route's answer (404/405/401), or a
+				       * parser callback's 431 for too many fields, or 0 */
 	const char *early_code;       /* its error code string */
 	char early_msg[256];          /* its message */
 	char request_id[SRV_REQUEST_ID_MAX + 1];

@@ -147,6 +147,34 @@ static void test_limits_over_socketpair(void **state)
 	free(out);
 }
 
+/* A GET with n header fields, the last of them X-Request-Id: last (so the
+ * response shows that the n-th field was kept); returns what came back. */
+static char *exchange_n_headers(int n)
+{
+	char in[2048];
+	int len = snprintf(in, sizeof(in), "GET /v2/health/live HTTP/1.1\r\n");
+	for (int i = 0; i < n - 1; i++)
+		len += snprintf(in + len, sizeof(in) - (size_t)len, "h%d:1\r\n", i);
+	len += snprintf(in + len, sizeof(in) - (size_t)len, "X-Request-Id: last\r\n\r\n");
+	assert_true(len < (int)sizeof(in));
+	return exchange(in, (size_t)len);
+}
+
+static void test_header_count_limit(void **state)
+{
+	(void)state;
+	char *out = exchange_n_headers(SRV_MAX_HEADERS);
+	assert_non_null(strstr(out, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(out, "X-Request-Id: last\r\n"));
+	free(out);
+	out = exchange_n_headers(SRV_MAX_HEADERS + 1);
+	assert_non_null(strstr(out, "HTTP/1.1 431 "));
+	/* the cause named is the count, not limits.max_header_bytes */
+	assert_non_null(strstr(out, "more than 100 header fields"));
+	assert_null(strstr(out, "max_header_bytes"));
+	free(out);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -155,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_render),
 		cmocka_unit_test(test_pipelined_over_socketpair),
 		cmocka_unit_test(test_limits_over_socketpair),
+		cmocka_unit_test(test_header_count_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
