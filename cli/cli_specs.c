@@ -39,6 +39,7 @@ struct eng_model_spec *cli_specs_from_cfg(const struct cfg *cfg)
 			.slow_replica_factor = m->slow_replica_factor > 0 ? m->slow_replica_factor : -1,
 			.compute_type = (enum eng_compute_type)m->compute_type,
 			.kv_cache_f16 = m->kv_cache_f16 != 0,
+			.max_model_len = m->max_model_len, /* 0: the default */
 			.vad_model = m->vad_model, /* NULL: beside the model (optional) */
 			.vad_model_optional = !m->vad_model,
 			.vad_filter = m->vad_filter != 0,

@@ -69,6 +69,8 @@ struct cfg_model {
 				       * default 0 (full 30 s windows), 0..30000 */
 	enum cfg_compute_type compute_type; /* "compute_type"; default "default" */
 	int kv_cache_f16;             /* generation: "kv_cache_f16", bool; default false (float32) */
+	int max_model_len;            /* generation: tokens (prompt + generated) per sequence;
+				       * 16..1048576; 0 (absent): min(4096, the trained context) */
 	int vad_filter;               /* transcription: "vad_filter", bool; requests' default */
 	char *vad_model;              /* transcription: "vad_model", Silero VAD's safetensors;
 				       * NULL when absent: the default beside the model */

@@ -101,6 +101,11 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .doc = "generation: keep the KV cache in float16 (llama.cpp's default cache type): "
 		 "half the memory per sequence and the bytes a decode step reads; "
 		 "false: float32" },
+	{ .path = "max_model_len", .type = &cfg__type_int_opt,
+	  .offset = offsetof(struct cfg_model, max_model_len), .def = 0, .min = 16,
+	  .max = 1048576, .def_str = "4096 or the model's trained context, whichever is smaller",
+	  .doc = "generation: most tokens (prompt + generated) one sequence may hold "
+		 "(vLLM's max_model_len); past the trained context refused at load" },
 	{ .path = "vad_filter", .type = &cfg__type_bool,
 	  .offset = offsetof(struct cfg_model, vad_filter), .def = 0, .min = 0, .max = 1,
 	  .doc = "transcription: requests' default for vad_filter (Silero VAD: only speech "

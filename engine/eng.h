@@ -89,6 +89,11 @@ struct eng_model_spec {
 				  * only its overflow (0: default; < 0: off) */
 	enum eng_compute_type compute_type; /* 0: DEFAULT */
 	bool kv_cache_f16;      /* generation: binary16 KV caches (eng_llm_kv_create) */
+	/* generation: the most tokens (prompt + generated) of one sequence,
+	 * eng_model_context; 0: min(4096, the trained context). Past the
+	 * GGUF's trained context, negative, or set on a CT2 model: eng_create
+	 * fails (-ST_INVAL / -ST_UNSUPPORTED) naming the numbers. */
+	int max_model_len;
 	/* transcription: Silero VAD (engine/vad/eng_vad.h). vad_model is its
 	 * silero_vad_16k.safetensors (NULL: none; NULL with vad_model_optional:
 	 * ENG_VAD_MODEL_BESIDE next to the model, i.e. in the folder holding
@@ -478,7 +483,10 @@ void eng_gen_result_destroy(struct eng_gen_result *r);
  * UTF-8 sequence), for logprobs; returns the full length like snprintf. */
 size_t eng_token_text(const struct eng_model *m, int32_t id, char *out, size_t cap);
 
-/* eng_model_context - the context length generation requests get. */
+/* eng_model_context - the context length, in tokens (prompt + generated),
+ * each generation sequence of m gets: eng_model_spec.max_model_len when
+ * set, else min(4096, the GGUF's trained context); 0 for a transcription
+ * model. Any thread. */
 size_t eng_model_context(const struct eng_model *m);
 
 /* A chat message (OpenAI roles "system", "user", "assistant"). */

@@ -58,6 +58,10 @@ static int load_ct2(struct eng_model *m, char *err, size_t errlen)
 		return st_errf(-ST_UNSUPPORTED, err, errlen,
 			       "%s: kv_cache_f16 applies to GGUF generation models only (a Whisper "
 			       "decoder keeps its cache in its compute type)", m->path);
+	if (m->max_model_len)
+		return st_errf(-ST_UNSUPPORTED, err, errlen,
+			       "%s: max_model_len applies to GGUF generation models only (a Whisper "
+			       "decoder's context is fixed by the model)", m->path);
 	int rc = eng_ct2_open(m->path, &m->ct2, err, errlen);
 	if (rc)
 		return rc;
@@ -119,6 +123,10 @@ static int model_load(struct eng_model *m, const struct eng_model_spec *spec, ch
 			       (int)spec->compute_type);
 	m->compute_type = spec->compute_type;
 	m->kv_cache_f16 = spec->kv_cache_f16;
+	if (spec->max_model_len < 0)
+		return st_errf(-ST_INVAL, err, errlen, "max_model_len: expected 0 (the default) or "
+			       "a number of tokens, not %d", spec->max_model_len);
+	m->max_model_len = (size_t)spec->max_model_len;
 	m->live_window_ms = spec->live_window_ms < 0 ? 0 : spec->live_window_ms;
 	int rc = m->format == ENG_FORMAT_AUTO ? eng__detect_format(m->path, &m->format, err, errlen) : 0;
 	if (rc)

@@ -23,7 +23,8 @@
 #include "engine/tok/eng_tok.h"
 #include "engine/models/eng_llm.h"
 
-#define EG_DEFAULT_CTX 4096 /* context per sequence unless the model is shorter */
+#define EG_DEFAULT_CTX 4096 /* context per sequence unless the model is shorter or
+			     * max_model_len says otherwise */
 /* A sequence's KV cache has room for its prompt and up to this many
  * generated tokens at first, and grows (doubling) past them: the memory of
  * what it writes, not of its whole context (huge pages hold it: a page
@@ -42,6 +43,15 @@ int eng__llm_model_load(struct eng_model *m, char *err, size_t errlen)
 			     "the tokenizer has %zu tokens, but token_embd.weight has %d rows "
 			     "(one per token)",
 			     eng_tok_n_vocab(m->tok), eng_llm_hp(m->llm)->n_vocab);
+	/* a max_model_len past the trained context is refused (as vLLM
+	 * does): positions the model never saw would give worse text, not
+	 * an error */
+	size_t train = m->llm ? (size_t)eng_llm_hp(m->llm)->n_ctx_train : 0;
+	if (!rc && m->max_model_len > train)
+		rc = st_errf(-ST_INVAL, msg, sizeof(msg),
+			     "max_model_len is %zu tokens, but the model was trained for a "
+			     "context of %zu (%s.context_length)",
+			     m->max_model_len, train, m->arch ? m->arch : "<arch>");
 	return rc ? st_errf(rc, err, errlen, "%s: %s", m->path, msg) : 0;
 }
 
@@ -65,6 +75,8 @@ size_t eng_model_context(const struct eng_model *m)
 {
 	if (!m->llm)
 		return 0;
+	if (m->max_model_len) /* at most the trained context (eng__llm_model_load) */
+		return m->max_model_len;
 	size_t train = (size_t)eng_llm_hp(m->llm)->n_ctx_train;
 	return train < EG_DEFAULT_CTX ? train : EG_DEFAULT_CTX;
 }

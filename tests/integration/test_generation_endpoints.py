@@ -8,12 +8,13 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import time
 
 import pytest
 
-from conftest import (MODELS, Daemon, Reader, connect, default_models, make_config, model_stats,
-                      read_to_close, request, wait_submitted)
+from conftest import (BIN, MODELS, Daemon, Reader, connect, default_models, make_config,
+                      model_stats, read_to_close, request, wait_submitted)
 
 MODEL = "gemma-3-270m"
 GGUF = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
@@ -791,6 +792,48 @@ def test_context_error_carries_engine_message(srv):
     r = post(srv.port, C, {"model": MODEL, "prompt": "x", "max_tokens": 100000})
     assert "context is" in r.json()["error"]["message"]
     assert r.json()["error"]["param"] == "prompt"
+
+
+def test_max_model_len_caps_the_context(fresh_daemon):
+    """models[].max_model_len 64: a request whose prompt plus max_tokens
+    passes 64 tokens gets 400 context_length_exceeded naming 64, one under
+    it runs, and a chat without max_tokens is cut to fit the 64."""
+    models = [{"name": MODEL, "path": GGUF, "format": "gguf", "max_model_len": 64}]
+    d = fresh_daemon(gen_config(models=models))
+    r = post(d.port, C, {"model": MODEL, "prompt": "Hello", "max_tokens": 100})
+    assert r.status == 400, r.body
+    err = r.json()["error"]
+    assert err["code"] == "context_length_exceeded"
+    assert "this model's context is 64 tokens" in err["message"], err
+    r = post(d.port, C, {"model": MODEL, "prompt": "word " * 70, "max_tokens": 1})
+    assert r.status == 400 and r.json()["error"]["code"] == "context_length_exceeded", r.body
+    u = complete(d.port, prompt="Hello", max_tokens=8, temperature=0)["usage"]
+    assert u["completion_tokens"] == 8 and u["prompt_tokens"] + 8 <= 64, u
+    r = post(d.port, CH, {"model": MODEL, "messages": U, "temperature": 0})
+    assert r.status == 200, r.body
+    assert r.json()["usage"]["total_tokens"] <= 64, r.body
+    check_clean_exit(d)
+
+
+def test_max_model_len_past_the_trained_context_refused(tmp_path):
+    """A max_model_len past the GGUF's trained context (Gemma 3 270M:
+    32768) stops start-up with one line naming both; on a Whisper model the
+    key is refused as kv_cache_f16 is."""
+    for model, want in (
+            ({"name": MODEL, "path": GGUF, "format": "gguf", "max_model_len": 65536},
+             "max_model_len is 65536 tokens, but the model was trained for a context of "
+             "32768 (gemma3.context_length)"),
+            ({"name": "w", "path": os.path.join(MODELS, "whisper-tiny.en"), "format": "ct2",
+              "max_model_len": 64},
+             "max_model_len applies to GGUF generation models only")):
+        cfg = tmp_path / "c.json"
+        cfg.write_text(json.dumps({"listen": "127.0.0.1:0", "grpc_listen": "", "models": [model],
+                                   "batch": {"store": str(tmp_path / "b.db")}}))
+        r = subprocess.run([BIN, "--config", str(cfg)], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode != 0, r.stderr
+        assert want in r.stderr, r.stderr
+        assert len([ln for ln in r.stderr.splitlines() if "max_model_len" in ln]) == 1, r.stderr
 
 
 def test_still_serving_after_bad_input(srv):

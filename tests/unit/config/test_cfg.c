@@ -549,6 +549,32 @@ static void test_sched_knobs(void **state)
 		     -ST_INVAL, "limits: unknown key \"timeout_ms\"");
 }
 
+/* "max_model_len": absent is 0 (the engine's default), a value in range is
+ * read back, one outside 16..1048576 gets the usual message. */
+static void test_max_model_len(void **state)
+{
+	(void)state;
+	struct cfg *cfg;
+	char err[256];
+	assert_int_equal(load("{" MIN_MODELS "}", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg->models[0].max_model_len, 0);
+	cfg_destroy(cfg);
+	assert_int_equal(load(MODEL_WITH("\"max_model_len\": 64"), &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg->models[0].max_model_len, 64);
+	cfg_destroy(cfg);
+	assert_int_equal(load(MODEL_WITH("\"max_model_len\": 1048576"), &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg->models[0].max_model_len, 1048576);
+	cfg_destroy(cfg);
+	expect_error(MODEL_WITH("\"max_model_len\": 15"), -ST_INVAL,
+		     "models[0].max_model_len: expected an integer in 16..1048576");
+	expect_error(MODEL_WITH("\"max_model_len\": 0"), -ST_INVAL,
+		     "models[0].max_model_len: expected an integer in 16..1048576");
+	expect_error(MODEL_WITH("\"max_model_len\": 1048577"), -ST_INVAL,
+		     "models[0].max_model_len: expected an integer in 16..1048576");
+	expect_error(MODEL_WITH("\"max_model_len\": \"4096\""), -ST_INVAL,
+		     "models[0].max_model_len: expected an integer in 16..1048576");
+}
+
 static void test_name_lengths(void **state)
 {
 	(void)state;
@@ -807,6 +833,8 @@ static void test_help(void **state)
 		"models[].timeout_ms (integer, default 0, 0..86400000)",
 		"models[].live_window_ms (integer, default 0, 0..30000)",
 		"models[].kv_cache_f16 (boolean, default false)",
+		("models[].max_model_len (integer, default 4096 or the model's trained context, "
+		 "whichever is smaller, 16..1048576)"),
 		"models[].compute_type (string, default \"default\")",
 		"models[].vad_filter (boolean, default false)",
 		"models[].vad_model (string, default silero-vad/silero_vad_16k.safetensors beside the "
@@ -824,7 +852,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 44);
+	assert_int_equal(lines, 2 * 45);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");
@@ -845,6 +873,7 @@ int main(void)
 		cmocka_unit_test(test_replicas_errors),
 		cmocka_unit_test(test_replicas_ceiling),
 		cmocka_unit_test(test_sched_knobs),
+		cmocka_unit_test(test_max_model_len),
 		cmocka_unit_test(test_name_lengths),
 		cmocka_unit_test(test_unknown_keys),
 		cmocka_unit_test(test_listen),

@@ -145,6 +145,8 @@ static int64_t model_value(const struct cfg *cfg, const char *key)
 		return m->live_window_ms;
 	if (strcmp(key, "slow_replica_factor") == 0)
 		return m->slow_replica_factor;
+	if (strcmp(key, "max_model_len") == 0)
+		return m->max_model_len;
 	fail_msg("schema has a model integer the test does not know: %s", key);
 	return -1;
 }
@@ -158,7 +160,8 @@ static int try_model(const char *key, int64_t value, struct cfg **out)
 	return load(json, out, NULL, 0);
 }
 
-/* check_schema_model_int - as check_schema_limit for a model's integer. */
+/* check_schema_model_int - as check_schema_limit for a model's integer
+ * (no "default": absent is 0, outside the range, as max_model_len's). */
 static void check_schema_model_int(const char *key, json_t *prop,
 				   const struct cfg *defaults)
 {
@@ -166,8 +169,9 @@ static void check_schema_model_int(const char *key, json_t *prop,
 			    "integer");
 	int64_t min = json_integer_value(json_object_get(prop, "minimum"));
 	int64_t max = json_integer_value(json_object_get(prop, "maximum"));
-	assert_true(json_is_integer(json_object_get(prop, "default")));
-	int64_t def = json_integer_value(json_object_get(prop, "default"));
+	json_t *jdef = json_object_get(prop, "default");
+	assert_true(!jdef || json_is_integer(jdef));
+	int64_t def = jdef ? json_integer_value(jdef) : 0;
 	assert_int_equal(model_value(defaults, key), def);
 	struct cfg *cfg;
 	assert_int_equal(try_model(key, min, &cfg), 0);
@@ -310,7 +314,7 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
 	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
 	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
-	assert_int_equal(json_object_size(mprops), 16);
+	assert_int_equal(json_object_size(mprops), 17);
 	static const char *const mkeys[] = { "name",	     "path",	     "format",
 					     "replicas", "compute_type", "kv_cache_f16",
 					     "vad_filter", "vad_model" };
@@ -332,7 +336,7 @@ static void test_schema_agrees(void **state)
 		check_schema_model_int(key, prop, defaults);
 		n_ints++;
 	}
-	assert_int_equal(n_ints, 8);
+	assert_int_equal(n_ints, 9);
 	cfg_destroy(defaults);
 	json_decref(schema);
 }

@@ -261,6 +261,54 @@ static void test_generate_context(void **state)
 	eng_destroy(eng);
 }
 
+/* max_model_len on the same tiny model (trained context 256): 64 is the
+ * context requests get (a request that fits 256 but not 64 is refused,
+ * one that fits 64 runs); 512, past the trained context, is refused at
+ * load naming both numbers; on a Whisper model the key is refused. */
+static void test_max_model_len(void **state)
+{
+	(void)state;
+	char path[1024], err[512];
+	const char *root = getenv("INFERD_SOURCE_ROOT");
+	snprintf(path, sizeof(path), "%s/tests/reference/llm/tiny/llama_f32.gguf",
+		 root ? root : ".");
+	struct eng *eng;
+	struct eng_model_spec spec = { .name = "tiny", .path = path, .format = ENG_FORMAT_AUTO,
+				       .replica_count = 1, .max_model_len = 64 };
+	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), 0);
+	const struct eng_model *m = eng_model_find(eng, "tiny");
+	assert_int_equal(eng_model_context(m), 64);
+	struct eng_gen_params p;
+	eng_gen_params_init(&p);
+	p.prompt = "abcabc";
+	p.temperature = 0;
+	p.max_tokens = 100; /* fits 256, not 64 */
+	struct eng_gen_result *res = NULL;
+	assert_int_equal(eng_generate(m, &p, &res, err, sizeof(err)), -ST_TOOBIG);
+	assert_non_null(strstr(err, "this model's context is 64 tokens"));
+	p.max_tokens = 8;
+	assert_int_equal(eng_generate(m, &p, &res, err, sizeof(err)), 0);
+	assert_int_equal(res->n_completion_tokens, 8);
+	eng_gen_result_destroy(res);
+	eng_destroy(eng);
+
+	spec.max_model_len = 512;
+	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), -ST_INVAL);
+	assert_null(eng);
+	assert_non_null(strstr(err, "model 'tiny': "));
+	assert_non_null(strstr(err, "max_model_len is 512 tokens, but the model was trained for "
+				    "a context of 256 (llama.context_length)"));
+	spec.max_model_len = 256; /* the whole trained context is allowed */
+	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), 0);
+	assert_int_equal(eng_model_context(eng_model_find(eng, "tiny")), 256);
+	eng_destroy(eng);
+
+	spec = (struct eng_model_spec){ .name = "w", .path = whisper, .format = ENG_FORMAT_AUTO,
+					.replica_count = 1, .max_model_len = 64 };
+	assert_int_equal(eng_create(&spec, 1, &eng, err, sizeof(err)), -ST_UNSUPPORTED);
+	assert_non_null(strstr(err, "max_model_len applies to GGUF generation models only"));
+}
+
 /* Transcription batching computes what each request would alone, bit for
  * bit: eng_whisper_encode_batch over two windows of different (random)
  * log-mel input against eng_whisper_encode of each (output and
@@ -393,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_file),
 		cmocka_unit_test(test_inspect),
 		cmocka_unit_test(test_generate_context),
+		cmocka_unit_test(test_max_model_len),
 		cmocka_unit_test(test_whisper_batched_steps),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
