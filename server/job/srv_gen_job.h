@@ -45,7 +45,7 @@ struct srv_gen_job;
 struct srv_gen_err {
 	int status;
 	const char *code;  /* static */
-	const char *param; /* static, or NULL */
+	const char *param; /* static, NULL, or borrowed until e is answered */
 	char msg[512];
 };
 

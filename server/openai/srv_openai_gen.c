@@ -409,30 +409,108 @@ static struct srv_openai_gen_job *srv_gen_job_new(struct srv_req *req, bool chat
 	return job;
 }
 
+/* --- the body's JSON --------------------------------------------------- */
+
+static bool srv_json_is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static bool srv_json_is_number_char(char c)
+{
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* The offset of the quote that opens the JSON string closed by the quote at
+ * close: the first quote before it that no odd run of backslashes escapes;
+ * close itself when there is none. */
+static size_t srv_json_string_open(const char *text, size_t close)
+{
+	for (size_t open = close; open > 0;) {
+		open--;
+		if (text[open] != '"')
+			continue;
+		size_t n_bs = 0;
+		while (n_bs < open && text[open - 1 - n_bs] == '\\')
+			n_bs++;
+		if (n_bs % 2 == 0)
+			return open;
+	}
+	return close;
+}
+
+bool srv__json_number_key(const char *text, size_t len, size_t pos, char *out, size_t out_size)
+{
+	if (out_size)
+		out[0] = '\0';
+	size_t i = pos < len ? pos : len;
+	while (i > 0 && srv_json_is_number_char(text[i - 1]))
+		i--;
+	while (i > 0 && srv_json_is_space(text[i - 1]))
+		i--;
+	if (i == 0 || text[i - 1] != ':')
+		return false; /* an array element or the whole text: no key */
+	for (i--; i > 0 && srv_json_is_space(text[i - 1]);)
+		i--;
+	if (i == 0 || text[i - 1] != '"')
+		return false;
+	size_t close = i - 1, open = srv_json_string_open(text, close);
+	if (open == close)
+		return false;
+	/* jansson unescapes the key, as it would have had the number fitted. */
+	json_t *key = json_loadb(text + open, close - open + 1, JSON_DECODE_ANY, NULL);
+	const char *k = json_string_value(key);
+	bool fits = k && strlen(k) < out_size;
+	if (fits)
+		memcpy(out, k, strlen(k) + 1);
+	json_decref(key);
+	return fits;
+}
+
+/* Fill e for a body jansson refused with je; key (key_size bytes) receives
+ * the param named, which e then borrows. */
+static void srv_gen_body_error(const struct srv_req *req, const json_error_t *je,
+			       struct srv_gen_err *e, char *key, size_t key_size)
+{
+	if (strstr(je->text, "JSON_ALLOW_NUL")) { /* jansson's flag, not ours to name */
+		srv__gen_err_set(e, 400, "invalid_value", NULL,
+				 "a string in the request holds \\u0000 (NUL), which is not "
+				 "accepted (line %d, column %d)",
+				 je->line, je->column);
+		return;
+	}
+	if (json_error_code(je) != json_error_numeric_overflow) {
+		srv__gen_err_set(e, 400, "invalid_json", NULL,
+				 "the request body is not valid JSON: %s (line %d, column %d)",
+				 je->text, je->line, je->column);
+		return;
+	}
+	/* "too big integer" or "real number overflow": jansson names no key,
+	 * so find the one the number is the value of. */
+	const char *what = strstr(je->text, "integer") ? "an integer that does not fit in 64 bits"
+						       : "a number too large for a double";
+	if (je->position >= 0 && req->body.data &&
+	    srv__json_number_key(req->body.data, req->body.len, (size_t)je->position, key, key_size))
+		srv__gen_err_set(e, 400, "invalid_value", key, "'%s' is %s (line %d, column %d)",
+				 key, what, je->line, je->column);
+	else
+		srv__gen_err_set(e, 400, "invalid_value", NULL,
+				 "the request holds %s (line %d, column %d)", what, je->line,
+				 je->column);
+}
+
 static void srv_gen_handle(struct srv_req *req, bool chat)
 {
 	struct srv_gen_err e = { 0 };
 	json_error_t je;
+	char key[128]; /* the param of a number too large, e borrows it */
 	json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, &je);
 	if (!body || !json_is_object(body)) {
 		if (body)
 			srv__gen_err_set(&e, 400, "invalid_json", NULL,
 					 "the request body must be a JSON object");
-		else if (strstr(je.text, "JSON_ALLOW_NUL")) /* jansson's flag, not ours to name */
-			srv__gen_err_set(&e, 400, "invalid_value", NULL,
-					 "a string in the request holds \\u0000 (NUL), which is not "
-					 "accepted (line %d, column %d)",
-					 je.line, je.column);
-		else if (strstr(je.text, "too big integer"))
-			srv__gen_err_set(&e, 400, "invalid_value", NULL,
-					 "an integer in the request does not fit in 64 bits (line "
-					 "%d, column %d)",
-					 je.line, je.column);
 		else
-			srv__gen_err_set(&e, 400, "invalid_json", NULL,
-					 "the request body is not valid JSON: %s (line %d, column "
-					 "%d)",
-					 je.text, je.line, je.column);
+			srv_gen_body_error(req, &je, &e, key, sizeof(key));
 		json_decref(body);
 		srv__openai_gen_respond_error(req, &e);
 		return;

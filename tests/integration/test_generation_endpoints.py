@@ -741,6 +741,41 @@ def test_nul_in_a_string_is_named(srv):
     assert "\\u0000" in err["message"] and "JSON_" not in err["message"], err
 
 
+# A number too large for jansson (integers past 64 bits, reals past a
+# double) fails the parse itself, whose error names no key: param is the key
+# the number is the value of, found from the error's byte offset (the
+# innermost key when nested; none for an array element).
+BIG_NUMBERS = [
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "max_tokens": 9223372036854775808}',
+     "max_tokens", "64 bits"),
+    (CH, b'{"model": "gemma-3-270m", "messages": [{"role": "user", "content": "x"}],\n'
+         b' "max_completion_tokens" :  99999999999999999999999999999999999999, "n": 1}',
+     "max_completion_tokens", "64 bits"),
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "seed": -9223372036854775809}', "seed",
+     "64 bits"),
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "temperature": 1e400}', "temperature",
+     "double"),
+    (CH, b'{"model": "gemma-3-270m", "messages": [{"role": "user", "content": "x",'
+         b' "name": 18446744073709551616}]}', "name", "64 bits"),
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "stop": [1, 99999999999999999999]}', None,
+     "64 bits"),
+]
+
+
+@pytest.mark.parametrize("path,body,param,words", BIG_NUMBERS,
+                         ids=[str(p) for _, _, p, _ in BIG_NUMBERS])
+def test_number_too_big_names_its_param(srv, path, body, param, words):
+    r = post(srv.port, path, body)
+    assert r.status == 400, r.body
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error", err
+    assert err["code"] == "invalid_value", err
+    assert err["param"] == param, err
+    assert words in err["message"], err
+    if param:
+        assert f"'{param}'" in err["message"], err
+
+
 @pytest.mark.parametrize("path,body,status,code", BAD,
                          ids=[f"{i}-{c}" for i, (_, _, _, c) in enumerate(BAD)])
 def test_bad_input(srv, path, body, status, code):
