@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/kn_quant.h"
+#include "tests/unit/kernels/kn_test_rng.h"
 
 #define KN_TQ_UNUSED __attribute__((unused))
 
@@ -20,10 +21,7 @@ static uint64_t rng_state KN_TQ_UNUSED = 0x9e3779b97f4a7c15ull;
 
 static inline uint64_t rng_u64(void) /* splitmix64: deterministic across runs */
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return kn_test_splitmix64(&rng_state);
 }
 
 static inline float rng_uniform(float lo, float hi)

@@ -25,6 +25,7 @@
 #include "kernels/kn_attn.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_half.h"
+#include "tests/unit/kernels/kn_test_rng.h"
 
 #define SENTINEL 12345.0f
 
@@ -32,10 +33,7 @@ static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
 static float rng_uniform(float lo, float hi)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
+	uint64_t z = kn_test_splitmix64(&rng_state);
 	return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ull << 24));
 }
 
