@@ -25,6 +25,7 @@
 #include "kernels/kn_attn.h"
 #include "kernels/kn_blas.h"
 #include "kernels/kn_half.h"
+#include "tests/unit/kernels/kn_test_half.h"
 #include "tests/unit/kernels/kn_test_rng.h"
 
 #define SENTINEL 12345.0f
@@ -203,12 +204,9 @@ static void win_naive(const struct win_case *c, const float *q, size_t ldq, cons
 /* x rounded to binary16 in place; the bits (n of them) returned. */
 static uint16_t *to_f16(float *x, size_t n)
 {
-	uint16_t *h = malloc((n + 1) * sizeof(*h));
-	assert_non_null(h);
-	for (size_t i = 0; i < n; i++) {
-		h[i] = kn_f32_to_f16(x[i]);
+	uint16_t *h = kn_test_f16_new(x, n);
+	for (size_t i = 0; i < n; i++)
 		x[i] = kn_f16_to_f32(h[i]);
-	}
 	return h;
 }
 
@@ -402,12 +400,7 @@ static void test_attention_window_cut(void **state)
 	float *v = rand_new(N * ld, -1.0f, 1.0f), *whole = fill_new(N * ld, 0.0f);
 	float *cut = fill_new(N * ld, 0.0f);
 	float *scratch = fill_new(N * N + KN_WIN16_CHUNK * HD, 0.0f);
-	uint16_t *k16 = malloc(N * ld * sizeof(*k16)), *v16 = malloc(N * ld * sizeof(*v16));
-	assert_true(k16 && v16);
-	for (size_t i = 0; i < N * ld; i++) {
-		k16[i] = kn_f32_to_f16(k[i]);
-		v16[i] = kn_f32_to_f16(v[i]);
-	}
+	uint16_t *k16 = kn_test_f16_new(k, N * ld), *v16 = kn_test_f16_new(v, N * ld);
 	static const size_t windows[] = { 0, 7 };
 	for (int isa = 0; isa < KN_ISA_COUNT; isa++) {
 		if (isa == KN_ISA_REF || !kn_ops_for((enum kn_isa)isa))

@@ -29,6 +29,7 @@
 #include "kernels/kn.h"
 #include "kernels/kn_attn.h"
 #include "kernels/kn_half.h"
+#include "tests/unit/kernels/kn_test_half.h"
 #include "tests/unit/kernels/kn_test_rng.h"
 
 enum { G = 3, HD = 40, LD = 2 * HD + 5, CTX = 700 };
@@ -42,15 +43,6 @@ static float *rnd(size_t n, float a)
 	for (size_t i = 0; i < n; i++)
 		x[i] = a * kn_test_uniform(&rng);
 	return x;
-}
-
-static uint16_t *halves(const float *x, size_t n)
-{
-	uint16_t *h = malloc(n * sizeof(*h));
-	assert_non_null(h);
-	for (size_t i = 0; i < n; i++)
-		h[i] = kn_f32_to_f16(x[i]);
-	return h;
 }
 
 /* Head h's row of kn_attention_window(_f16) for position p (the cache at
@@ -133,7 +125,7 @@ static void test_decode(void **state)
 {
 	(void)state;
 	float *q = rnd(G * HD, 1.0f), *k = rnd(CTX * LD, 1.0f), *v = rnd(CTX * LD, 1.0f);
-	uint16_t *k16 = halves(k, CTX * LD), *v16 = halves(v, CTX * LD);
+	uint16_t *k16 = kn_test_f16_new(k, CTX * LD), *v16 = kn_test_f16_new(v, CTX * LD);
 	static const size_t pos[] = { 0, 7, 255, 256, 300, 511, 699 };
 	float got[G * HD], want[HD];
 	for (int variant = 0; variant < 8; variant++) {
@@ -277,7 +269,7 @@ static void test_dot_rows_g_f16(void **state)
 				for (size_t g = 1; g <= 7; g++) {
 					size_t n = ns[a], k = ks[b], ldw = k + 3, ldx = k + 1, ldy = n + 2;
 					float *x = rnd(g * ldx, 1.0f), *wf = rnd(n * ldw, 1.0f);
-					uint16_t *w = halves(wf, n * ldw);
+					uint16_t *w = kn_test_f16_new(wf, n * ldw);
 					float *want = malloc(n * sizeof(float));
 					float *got = malloc(g * ldy * sizeof(float));
 					assert_true(want && got);
