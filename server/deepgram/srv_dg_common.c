@@ -142,6 +142,51 @@ static int srv_dg_word(bool punctuate, const char *p, size_t wn, double start, d
 	return rc;
 }
 
+/* Whether engine word w continues the word before it: it starts with
+ * ASCII punctuation, not a space. Whisper's word split starts a word at a
+ * punctuation token, so "fat-mutten" comes as " fat" and "-mutten" (the
+ * segment's text joins them; faster-whisper's words are the same); other
+ * words (CJK ones included, which have no spaces) stay apart. */
+static bool srv_dg_continues(const char *w)
+{
+	return ispunct((unsigned char)w[0]) != 0;
+}
+
+/* The engine's timed words of s into acc, each run of a word and those
+ * continuing it (srv_dg_continues) as one Deepgram word: their texts
+ * joined, from the first one's start to the last one's end, with the
+ * lowest of their probabilities. */
+static int srv_dg_timed_words(bool punctuate, double offset_s, const struct eng_segment *s,
+			      struct srv_dg_acc *acc, json_t *utt_words)
+{
+	size_t total = 1;
+	for (size_t i = 0; i < s->n_words; i++)
+		total += strlen(s->words[i].word);
+	char *buf = mem_alloc(2 * total); /* the joined text, then its plain form */
+	if (!buf)
+		return -ST_NOMEM;
+	int rc = 0;
+	for (size_t i = 0, j; i < s->n_words && !rc; i = j) {
+		const char *p = s->words[i].word + strspn(s->words[i].word, " \t\r\n");
+		size_t n = strlen(p);
+		double conf = (double)s->words[i].probability;
+		memcpy(buf, p, n);
+		for (j = i + 1; j < s->n_words && srv_dg_continues(s->words[j].word); j++) {
+			size_t wn = strlen(s->words[j].word);
+			memcpy(buf + n, s->words[j].word, wn);
+			n += wn;
+			conf = fmin(conf, (double)s->words[j].probability);
+		}
+		while (n && strchr(" \t\r\n", buf[n - 1]))
+			n--;
+		rc = srv_dg_word(punctuate, buf, n, offset_s + s->words[i].start_s,
+				 offset_s + s->words[j - 1].end_s, fmin(1.0, fmax(0.0, conf)), acc,
+				 utt_words, buf + total);
+	}
+	mem_free(buf);
+	return rc;
+}
+
 /* Append a segment's words to acc (and to utt_words when not NULL): the
  * engine's word timestamps, or (a model without alignment heads) the
  * segment's words with equal shares of its span and exp(avg_logprob). */
@@ -149,19 +194,8 @@ int srv__dg_segment_words(bool punctuate, double offset_s, const struct eng_segm
 			  struct srv_dg_acc *acc, json_t *utt_words, char *tmp)
 {
 	int rc = 0;
-	if (s->words) {
-		for (size_t i = 0; i < s->n_words && !rc; i++) {
-			const struct eng_word *w = &s->words[i];
-			const char *p = w->word + strspn(w->word, " \t\r\n");
-			size_t wn = strlen(p);
-			while (wn && strchr(" \t\r\n", p[wn - 1]))
-				wn--;
-			rc = srv_dg_word(punctuate, p, wn, offset_s + w->start_s, offset_s + w->end_s,
-					 fmin(1.0, fmax(0.0, (double)w->probability)), acc, utt_words,
-					 tmp);
-		}
-		return rc;
-	}
+	if (s->words)
+		return srv_dg_timed_words(punctuate, offset_s, s, acc, utt_words);
 	const char *p = s->text;
 	size_t n_words = 0;
 	for (const char *q = p; *(q += strspn(q, " \t\r\n")); q += strcspn(q, " \t\r\n"))

@@ -57,7 +57,9 @@ struct srv_dg_acc {
 /* srv__dg_segment_words - append segment s's words to acc (and to
  * utt_words when not NULL), their times shifted by offset_s seconds:
  * Deepgram's word objects (word, start, end, confidence, and with
- * punctuate the punctuated_word), from the engine's word timestamps, or
+ * punctuate the punctuated_word), from the engine's word timestamps (a
+ * word that starts with punctuation joined to the one before it, as the
+ * segment's text has them: "fat-mutten", not "fat" and "-mutten"), or
  * for a model without alignment heads equal shares of the segment's span
  * and exp(avg_logprob). tmp has room for strlen(s->text) + 1 bytes.
  * 0, -ST_NOMEM or -ST_TOOBIG. Any thread. */

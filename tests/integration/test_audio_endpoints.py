@@ -670,6 +670,30 @@ def test_deepgram_default_model_punctuate_utterances(srv):
     assert " ".join(u["transcript"] for u in utts) == alt["transcript"]
 
 
+@pytest.mark.parametrize("name,words", [("1089-134686-0000.flac", ["flower-fattened"]),
+                                        ("LJ001-0007.mp3", ["42-line"])])
+def test_deepgram_hyphenated_words_stay_whole(srv, name, words):
+    """Whisper's word split gives " flower" and "-fattened" (faster-whisper's words
+    too); Deepgram's words and transcript join them as the segment's text
+    does, so the transcript equals the OpenAI route's text (a fresh user
+    saw "fat -mutten" and "flower -fattened")."""
+    data = clip(name)
+    r = listen(srv.port, data, "punctuate=true", ctype="application/octet-stream")
+    assert r.status == 200, r.body
+    alt = dg_alt(r.json())
+    oa = transcribe(srv.port, data, filename=name)
+    assert oa.status == 200, oa.body
+    assert alt["transcript"] == oa.json()["text"].strip()
+    got = [w for w in alt["words"] if w["punctuated_word"] in words]
+    assert [w["punctuated_word"] for w in got] == words, alt["transcript"]
+    assert [w["word"] for w in got] == words
+    for w in got:
+        assert 0 <= w["start"] < w["end"] and 0 <= w["confidence"] <= 1
+    assert not [w for w in alt["words"] if w["punctuated_word"].startswith("-")]
+    plain = dg_alt(listen(srv.port, data, ctype="application/octet-stream").json())
+    assert all(w in plain["transcript"].split() for w in words)
+
+
 @pytest.mark.parametrize("name,ctype", [("jfk.mp3", "audio/mpeg"), ("jfk.wav", None),
                                         ("jfk.wav", "application/octet-stream"),
                                         ("jfk.wav", "audio/*")])
