@@ -499,6 +499,17 @@ static void srv_ks_generate(struct srv_req *req, bool stream)
 	}
 	json_error_t je;
 	json_t *b = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, &je);
+	if (!b) { /* jansson's reason: a number too large, a syntax error */
+		if (strstr(je.text, "JSON_ALLOW_NUL")) /* jansson's flag, not ours to name */
+			srv__req_respond_error(req, 400, NULL, "a string in the body holds \\u0000 "
+							       "(NUL), which is not accepted (line %d, "
+							       "column %d)", je.line, je.column);
+		else
+			srv__req_respond_error(req, 400, NULL, "the body is not valid JSON: %s (line "
+							       "%d, column %d)", je.text, je.line,
+					       je.column);
+		return;
+	}
 	json_t *text = json_object_get(b, "text_input");
 	json_t *params = json_object_get(b, "parameters");
 	if (!json_is_object(b) || !json_is_string(text) || (params && !json_is_object(params))) {

@@ -290,6 +290,17 @@ def test_infer_errors_on_the_wire(daemon):
     assert r.status == 400 and "infer" in r.json()["error"]
     r = post(p, "/v2/models/gemma-3-270m/generate", {"prompt": "x"})
     assert r.status == 400 and "text_input" in r.json()["error"]
+    # a body jansson refuses gets its reason, not "must have text_input" (it has)
+    for body, reason in ((b'{"text_input": "Hi", "parameters": {"max_tokens": 99999999999999999999}}',
+                          "too big integer"),
+                         (b'{"text_input": "Hi", "parameters": {"temperature": 1e400}}',
+                          "real number overflow"),
+                         (b'{"text_input": "Hi\\u0000"}', "(NUL)"),
+                         (b'{"text_input": "Hi",', "not valid JSON")):
+        r = post(p, "/v2/models/gemma-3-270m/generate", body)
+        err = r.json()["error"]
+        assert r.status == 400 and reason in err and "must be" not in err, (body, err)
+        assert "JSON_ALLOW_NUL" not in err
     r = request(p, "GET", "/v2/models/gemma-3-270m/infer")
     assert r.status == 405
 
