@@ -240,6 +240,11 @@ static int eg_prompt(struct eng__gseq *g, char *err, size_t errlen)
 			       "this model's context is %zu tokens, but the prompt alone has "
 			       "more (at least %zu)",
 			       ctx, n);
+	if (!rc && p->max_tokens_fit && n >= ctx) /* no max_tokens asked: none to name */
+		return st_errf(-ST_TOOBIG, err, errlen,
+			       "this model's context is %zu tokens, and the prompt alone has %zu: "
+			       "no room is left to generate",
+			       ctx, n);
 	if (rc == -ST_TOOBIG || (!rc && n + g->max_tokens > ctx))
 		return st_errf(-ST_TOOBIG, err, errlen,
 			       "this model's context is %zu tokens, but the request needs %zu "

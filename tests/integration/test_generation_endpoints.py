@@ -847,6 +847,19 @@ def test_max_model_len_caps_the_context(fresh_daemon):
     r = post(d.port, CH, {"model": MODEL, "messages": U, "temperature": 0})
     assert r.status == 200, r.body
     assert r.json()["usage"]["total_tokens"] <= 64, r.body
+    # a chat prompt that fills the context, no max_tokens asked: the first
+    # one too long gets an error that names no max_tokens (a prompt of
+    # exactly 64 tokens named the 2048 default before)
+    for k in range(30, 80):
+        r = post(d.port, CH, {"model": MODEL, "max_tokens": None,
+                              "messages": [{"role": "user", "content": "cat " * k}]})
+        if r.status != 200:
+            break
+        assert r.json()["usage"]["total_tokens"] <= 64, r.body
+    assert r.status == 400, r.body
+    err = r.json()["error"]
+    assert err["code"] == "context_length_exceeded", err
+    assert "max_tokens" not in err["message"], err
     check_clean_exit(d)
 
 
