@@ -411,60 +411,88 @@ static struct srv_openai_gen_job *srv_gen_job_new(struct srv_req *req, bool chat
 
 /* --- the body's JSON --------------------------------------------------- */
 
-static bool srv_json_is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+/* One open container of srv__json_error_path's scan: an object (its
+ * current member's key at text [key, key_end], the quotes included; key_end
+ * 0 while it waits for one) or an array (the index of its current element). */
+struct srv_json_level {
+	bool array;
+	size_t key, key_end, index;
+};
 
-static bool srv_json_is_number_char(char c)
-{
-	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
-}
+#define SRV_JSON_PATH_DEPTH 32
 
-/* The offset of the quote that opens the JSON string closed by the quote at
- * close: the first quote before it that no odd run of backslashes escapes;
- * close itself when there is none. */
-static size_t srv_json_string_open(const char *text, size_t close)
+/* The end of the JSON string whose opening quote is at text[i]: the index
+ * of its closing quote, or len when the text ends first. */
+static size_t srv_json_string_end(const char *text, size_t len, size_t i)
 {
-	for (size_t open = close; open > 0;) {
-		open--;
-		if (text[open] != '"')
-			continue;
-		size_t n_bs = 0;
-		while (n_bs < open && text[open - 1 - n_bs] == '\\')
-			n_bs++;
-		if (n_bs % 2 == 0)
-			return open;
+	for (i++; i < len; i++) {
+		if (text[i] == '\\')
+			i++;
+		else if (text[i] == '"')
+			return i;
 	}
-	return close;
+	return len;
 }
 
-bool srv__json_number_key(const char *text, size_t len, size_t pos, char *out, size_t out_size)
+/* Append level l's step of the path to out (at *n; out_size bytes); false
+ * when it does not fit or its key cannot be read. */
+static bool srv_json_path_step(const char *text, const struct srv_json_level *l, bool first,
+			       char *out, size_t out_size, size_t *n)
 {
-	if (out_size)
-		out[0] = '\0';
-	size_t i = pos < len ? pos : len;
-	while (i > 0 && srv_json_is_number_char(text[i - 1]))
-		i--;
-	while (i > 0 && srv_json_is_space(text[i - 1]))
-		i--;
-	if (i == 0 || text[i - 1] != ':')
-		return false; /* an array element or the whole text: no key */
-	for (i--; i > 0 && srv_json_is_space(text[i - 1]);)
-		i--;
-	if (i == 0 || text[i - 1] != '"')
+	int w;
+	if (l->array) {
+		w = snprintf(out + *n, out_size - *n, "[%zu]", l->index);
+	} else {
+		/* jansson unescapes the key, as it would have had the body parsed */
+		json_t *key = json_loadb(text + l->key, l->key_end - l->key + 1, JSON_DECODE_ANY,
+					 NULL);
+		const char *k = json_string_value(key);
+		w = k ? snprintf(out + *n, out_size - *n, "%s%s", first ? "" : ".", k) : -1;
+		json_decref(key);
+	}
+	if (w < 0 || (size_t)w >= out_size - *n)
 		return false;
-	size_t close = i - 1, open = srv_json_string_open(text, close);
-	if (open == close)
+	*n += (size_t)w;
+	return true;
+}
+
+bool srv__json_error_path(const char *text, size_t len, size_t pos, char *out, size_t out_size)
+{
+	struct srv_json_level st[SRV_JSON_PATH_DEPTH];
+	size_t depth = 0, n = 0, end = pos < len ? pos : len;
+	if (!out_size)
 		return false;
-	/* jansson unescapes the key, as it would have had the number fitted. */
-	json_t *key = json_loadb(text + open, close - open + 1, JSON_DECODE_ANY, NULL);
-	const char *k = json_string_value(key);
-	bool fits = k && strlen(k) < out_size;
-	if (fits)
-		memcpy(out, k, strlen(k) + 1);
-	json_decref(key);
-	return fits;
+	out[0] = '\0';
+	for (size_t i = 0; i < end; i++) {
+		char c = text[i];
+		struct srv_json_level *top = depth ? &st[depth - 1] : NULL;
+		if (c == '"') {
+			size_t e = srv_json_string_end(text, len, i);
+			if (top && !top->array && !top->key_end && e < end) { /* a key */
+				top->key = i;
+				top->key_end = e;
+			}
+			i = e;
+		} else if (c == '{' || c == '[') {
+			if (depth == SRV_JSON_PATH_DEPTH)
+				return false; /* too deep to name */
+			st[depth++] = (struct srv_json_level){ .array = c == '[' };
+		} else if ((c == '}' || c == ']') && depth) {
+			depth--;
+		} else if (c == ',' && top) {
+			top->index++;
+			top->key_end = 0;
+		}
+	}
+	for (size_t d = 0; d < depth; d++) {
+		if (!st[d].array && !st[d].key_end)
+			break; /* an object between members: no value of its own yet */
+		if (!srv_json_path_step(text, &st[d], d == 0, out, out_size, &n)) {
+			out[0] = '\0';
+			return false;
+		}
+	}
+	return n > 0;
 }
 
 /* Fill e for a body jansson refused with je; key (key_size bytes) receives
@@ -472,11 +500,20 @@ bool srv__json_number_key(const char *text, size_t len, size_t pos, char *out, s
 static void srv_gen_body_error(const struct srv_req *req, const json_error_t *je,
 			       struct srv_gen_err *e, char *key, size_t key_size)
 {
+	bool named = je->position >= 0 && req->body.data &&
+		     srv__json_error_path(req->body.data, req->body.len, (size_t)je->position, key,
+					  key_size);
 	if (strstr(je->text, "JSON_ALLOW_NUL")) { /* jansson's flag, not ours to name */
-		srv__gen_err_set(e, 400, "invalid_value", NULL,
-				 "a string in the request holds \\u0000 (NUL), which is not "
-				 "accepted (line %d, column %d)",
-				 je->line, je->column);
+		if (named)
+			srv__gen_err_set(e, 400, "invalid_value", key,
+					 "'%s' holds \\u0000 (NUL), which is not accepted (line %d, "
+					 "column %d)",
+					 key, je->line, je->column);
+		else
+			srv__gen_err_set(e, 400, "invalid_value", NULL,
+					 "a string in the request holds \\u0000 (NUL), which is not "
+					 "accepted (line %d, column %d)",
+					 je->line, je->column);
 		return;
 	}
 	if (json_error_code(je) != json_error_numeric_overflow) {
@@ -485,12 +522,11 @@ static void srv_gen_body_error(const struct srv_req *req, const json_error_t *je
 				 je->text, je->line, je->column);
 		return;
 	}
-	/* "too big integer" or "real number overflow": jansson names no key,
-	 * so find the one the number is the value of. */
+	/* "too big integer" or "real number overflow": jansson names no key;
+	 * the path found above is the number's. */
 	const char *what = strstr(je->text, "integer") ? "an integer that does not fit in 64 bits"
 						       : "a number too large for a double";
-	if (je->position >= 0 && req->body.data &&
-	    srv__json_number_key(req->body.data, req->body.len, (size_t)je->position, key, key_size))
+	if (named)
 		srv__gen_err_set(e, 400, "invalid_value", key, "'%s' is %s (line %d, column %d)",
 				 key, what, je->line, je->column);
 	else
@@ -503,7 +539,7 @@ static void srv_gen_handle(struct srv_req *req, bool chat)
 {
 	struct srv_gen_err e = { 0 };
 	json_error_t je;
-	char key[128]; /* the param of a number too large, e borrows it */
+	char key[128]; /* the param of a body jansson refused, e borrows it */
 	json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, &je);
 	if (!body || !json_is_object(body)) {
 		if (body)

@@ -50,16 +50,18 @@ extern const struct srv_gen_render srv__openai_gen_render;
  * (Retry-After on 429 and 503). Loop thread. */
 void srv__openai_gen_respond_error(struct srv_req *req, const struct srv_gen_err *e);
 
-/* srv__json_number_key - the key of the object member whose value is the
- * number ending at byte pos of text (len bytes, need not be NUL-ended),
- * as jansson's json_error_t.position reports a number it refused
- * (json_error_numeric_overflow: "too big integer", "real number
- * overflow"); its error names no key. Scans back over the number to the
- * `"key":` before it and unescapes that key into out (out_size bytes,
- * NUL-ended; nested members give the innermost key). false, out "",
- * when the number is no member's value (an array element, the whole
- * text), the key does not fit or its copy runs out of memory. Any thread. */
-bool srv__json_number_key(const char *text, size_t len, size_t pos, char *out, size_t out_size);
+/* srv__json_error_path - the path of the JSON value being read at byte
+ * pos of text (len bytes, need not be NUL-ended), as jansson's
+ * json_error_t.position reports a value it refused: a number too large
+ * (json_error_numeric_overflow: the byte after the number), a string
+ * holding \u0000 (a byte inside it); its error names no key. Scans text
+ * [0, pos) for the open objects and arrays and writes their members'
+ * keys (unescaped) and elements' indices into out (out_size bytes,
+ * NUL-ended): "max_tokens", "messages[0].content[1].text", "stop[1]",
+ * "logit_bias.50256". false, out "", when there is no path (the whole
+ * text, an object between members), it nests past 32 levels, or it does
+ * not fit. Any thread. */
+bool srv__json_error_path(const char *text, size_t len, size_t pos, char *out, size_t out_size);
 
 /* Route handlers (srv_openai_gen.c). Loop thread. */
 void srv__h_openai_completions(struct srv_req *req);

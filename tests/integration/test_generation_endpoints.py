@@ -756,9 +756,15 @@ BIG_NUMBERS = [
     (C, b'{"model": "gemma-3-270m", "prompt": "x", "temperature": 1e400}', "temperature",
      "double"),
     (CH, b'{"model": "gemma-3-270m", "messages": [{"role": "user", "content": "x",'
-         b' "name": 18446744073709551616}]}', "name", "64 bits"),
-    (C, b'{"model": "gemma-3-270m", "prompt": "x", "stop": [1, 99999999999999999999]}', None,
-     "64 bits"),
+         b' "name": 18446744073709551616}]}', "messages[0].name", "64 bits"),
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "stop": [1, 99999999999999999999]}',
+     "stop[1]", "64 bits"),
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "logit_bias": {"1": 1e400}}',
+     "logit_bias.1", "double"),
+    (C, b'{"model": "gemma-3-270m", "prompt": "x", "stop": "a\\u0000"}', "stop", "(NUL)"),
+    (CH, b'{"model": "gemma-3-270m", "messages": [{"role": "user", "content": "x\\u0000"}]}',
+     "messages[0].content", "(NUL)"),
+    (C, b'99999999999999999999', None, "64 bits"),
 ]
 
 
