@@ -94,8 +94,8 @@ static int srv_head_append(llhttp_t *p, const char *at, size_t n)
 									     : 0;
 	}
 	int rc = srv_buf_append(&req->head, at, n);
-	if (rc == -ST_TOOBIG)
-		return srv_req_fail(req, 431);
+	if (rc == -ST_TOOBIG) /* still in the request target: 414, as nginx answers */
+		return srv_req_fail(req, req->url_done ? 431 : 414);
 	return rc ? srv_req_fail(req, 503) : 0;
 }
 

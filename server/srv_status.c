@@ -73,6 +73,7 @@ const char *srv__status_reason(int status)
 	case 408: return "Request Timeout";
 	case 411: return "Length Required";
 	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
 	case 415: return "Unsupported Media Type";
 	case 417: return "Expectation Failed";
 	case 422: return "Unprocessable Content";
@@ -94,6 +95,7 @@ const char *srv__status_detail(int status)
 	switch (status) {
 	case 400: return "malformed request header";
 	case 413: return "the request body is larger than limits.max_body_bytes";
+	case 414: return "the request target alone is larger than limits.max_header_bytes";
 	case 417: return "unsupported Expect value (only 100-continue is)";
 	case 501: return "unsupported Transfer-Encoding (only chunked is)";
 	case 505: return "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 are)";
@@ -109,6 +111,7 @@ const char *srv__status_code(int status)
 	switch (status) {
 	case 400: return "invalid_request";
 	case 413: return "body_too_large";
+	case 414: return "uri_too_long";
 	case 415: return "unsupported_content_encoding";
 	case 417: return "unsupported_expect";
 	case 431: return "headers_too_large";

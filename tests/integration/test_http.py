@@ -59,6 +59,24 @@ def test_oversized_headers_431(daemon):
         assert rd.is_closed()
 
 
+def test_oversized_request_target_414(daemon):
+    """A request target longer than limits.max_header_bytes gets 414 URI
+    Too Long (nginx's answer), not 431; a header over it still gets 431."""
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live?" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.status == 414, r.body
+        err = r.json()["error"]
+        assert err["code"] == "uri_too_long", err
+        assert "request target" in err["message"] and "max_header_bytes" in err["message"], err
+        assert rd.is_closed()
+    with connect(daemon.port) as s:
+        s.sendall(b"GET /v2/health/live?" + b"a" * 1000 + b" HTTP/1.1\r\nHost: x\r\nX-Big: "
+                  + b"a" * 20000 + b"\r\n\r\n")
+        assert Reader(s).read_response().status == 431
+
+
 def test_errors_within_the_headers_in_the_paths_protocol_shape(daemon):
     """A request stopped within its headers (a malformed Content-Length,
     headers over the limit) is answered in the error shape of the protocol
