@@ -351,6 +351,12 @@ int srv__req_respond(struct srv_req *req, int status, const char *content_type,
 int srv__req_respond_json(struct srv_req *req, int status, json_t *obj);
 int srv__req_respond_error(struct srv_req *req, int status, const char *code,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* srv__req_respond_error_param - srv__req_respond_error naming the request
+ * field at fault (borrowed; NULL: none) in the OpenAI shape's "param";
+ * the KServe and Deepgram shapes have no such member and ignore it. */
+int srv__req_respond_error_param(struct srv_req *req, int status, const char *code,
+				 const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* srv__req_log - the access-log line of a response of bytes body bytes
  * that took secs (srv__req_respond and streamed responses call it). */
 void srv__req_log(const struct srv_req *req, int status, size_t bytes, double secs);

@@ -3,7 +3,8 @@
  * bookkeeping done when a response is queued (access log, metrics).
  *
  * Error shapes (each protocol's own, so existing clients parse them):
- *   OpenAI   {"error":{"message":M,"type":T,"param":null,"code":C}}
+ *   OpenAI   {"error":{"message":M,"type":T,"param":P,"code":C}} (P null
+ *            unless the caller names the request field at fault)
  *   KServe   {"error":M}
  *   Deepgram {"err_code":C,"err_msg":M,"request_id":ID}
  */
@@ -63,8 +64,8 @@ int srv__req_sched_opts(const struct srv_req *req, struct eng_req_opts *o, char 
 	return 0;
 }
 
-static json_t *srv_error_json(const struct srv_req *req, int status,
-			      const char *code, const char *msg)
+static json_t *srv_error_json(const struct srv_req *req, int status, const char *code,
+			      const char *param, const char *msg)
 {
 	switch (req->proto) {
 	case SRV_PROTO_KSERVE:
@@ -74,19 +75,16 @@ static json_t *srv_error_json(const struct srv_req *req, int status,
 				 code ? code : srv__status_reason(status), "err_msg", msg,
 				 "request_id", req->request_id);
 	default:
-		return json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg, "type",
-				 srv__status_openai_type(status), "param", "code", code);
+		return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type",
+				 srv__status_openai_type(status), "param", param, "code", code);
 	}
 }
 
-int srv__req_respond_error(struct srv_req *req, int status, const char *code,
-			   const char *fmt, ...)
+static int srv_req_respond_verror(struct srv_req *req, int status, const char *code,
+				  const char *param, const char *fmt, va_list ap)
 {
 	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (!req->request_id[0])
 		snprintf(req->request_id, sizeof(req->request_id), "%08x%016llx",
 			 (unsigned)req->conn->srv->request_id_salt,
@@ -100,10 +98,30 @@ int srv__req_respond_error(struct srv_req *req, int status, const char *code,
 			line[i] = i < n && (unsigned char)msg[i] < 0x20 ? ' ' : msg[i];
 		srv__req_add_header(req, "dg-error", line);
 	}
-	json_t *obj = srv_error_json(req, status, code, msg);
+	json_t *obj = srv_error_json(req, status, code, param, msg);
 	if (!obj)
 		return srv__req_respond(req, status, "text/plain", msg, strlen(msg));
 	return srv__req_respond_json(req, status, obj);
+}
+
+int srv__req_respond_error(struct srv_req *req, int status, const char *code,
+			   const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = srv_req_respond_verror(req, status, code, NULL, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int srv__req_respond_error_param(struct srv_req *req, int status, const char *code,
+				 const char *param, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = srv_req_respond_verror(req, status, code, param, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 int srv__req_respond_json(struct srv_req *req, int status, json_t *obj)

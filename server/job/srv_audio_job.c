@@ -77,6 +77,24 @@ static void srv_audio_respond(struct srv_req *req, struct srv_audio_job *job)
 	srv__req_respond(req, 200, job->content_type, job->out.data, job->out.len);
 }
 
+/* Answer an engine error (a refused submit or a failed job). The engine
+ * starts the message of a parameter it refuses with the parameter's name
+ * ("language: unknown code 'zz'"); where that is also the request field's
+ * name, the OpenAI shape names it in "param" with code invalid_value. */
+static void srv_audio_engine_fail(struct srv_req *req, int rc, const char *err)
+{
+	static const char *const fields[] = { "language", "prompt", "temperature", "beam_size",
+					      "vad_filter" };
+	const char *param = NULL;
+	for (size_t i = 0; rc == -ST_INVAL && !param && i < sizeof(fields) / sizeof(fields[0]);
+	     i++) {
+		size_t n = strlen(fields[i]);
+		if (!strncmp(err, fields[i], n) && err[n] == ':')
+			param = fields[i];
+	}
+	srv__audio_fail_param(req, rc, param ? "invalid_value" : NULL, param, err);
+}
+
 static void srv_audio_after(struct srv_post *post)
 {
 	struct srv_audio_job *job = (struct srv_audio_job *)post;
@@ -86,7 +104,7 @@ static void srv_audio_after(struct srv_post *post)
 	if (conn->state == SRV_CONN_STATE_HANDLING) {
 		struct srv_req *req = &conn->req;
 		if (job->rc)
-			srv__audio_fail(req, job->rc, job->err);
+			srv_audio_engine_fail(req, job->rc, job->err);
 		else
 			srv_audio_respond(req, job);
 	} else {
@@ -159,7 +177,7 @@ static void srv_audio_decode_done(uv_work_t *w, int status)
 		rc = srv_audio_submit(&conn->req, job, &in, err, sizeof(err));
 	}
 	if (rc) {
-		srv__audio_fail(&conn->req, rc, err);
+		srv_audio_engine_fail(&conn->req, rc, err);
 		goto done;
 	}
 	/* as srv__audio_job_queue: a client that hangs up stops the work */
@@ -191,7 +209,7 @@ void srv__audio_job_queue(struct srv_req *req, struct srv_audio_job *job)
 	}
 	if (rc) {
 		srv__audio_job_free(job);
-		srv__audio_fail(req, rc, err);
+		srv_audio_engine_fail(req, rc, err);
 		return;
 	}
 	conn->n_work++;
@@ -224,11 +242,21 @@ static const char *srv_audio_code(int status)
 
 void srv__audio_fail(struct srv_req *req, int rc, const char *msg)
 {
+	srv__audio_fail_param(req, rc, NULL, NULL, msg);
+}
+
+void srv__audio_fail_param(struct srv_req *req, int rc, const char *code, const char *param,
+			   const char *msg)
+{
 	int status = srv__status_from_st(rc);
 	if (status == 503 || status == 429)
 		srv__req_add_header(req, "Retry-After", "1");
-	const char *code = req->proto == SRV_PROTO_DEEPGRAM ? NULL : srv_audio_code(status);
-	srv__req_respond_error(req, status, code, "%s", msg && *msg ? msg : st_str(rc));
+	if (req->proto == SRV_PROTO_DEEPGRAM)
+		code = NULL; /* the reason phrase, as Deepgram's API */
+	else if (!code)
+		code = srv_audio_code(status);
+	srv__req_respond_error_param(req, status, code, param, "%s",
+				     msg && *msg ? msg : st_str(rc));
 }
 
 const struct eng_model *srv__audio_model(struct srv_req *req, const char *name, size_t n)
@@ -251,11 +279,11 @@ const struct eng_model *srv__audio_model(struct srv_req *req, const char *name, 
 	if (!m) {
 		snprintf(msg, sizeof(msg), "The model '%.*s' does not exist",
 			 (int)(n < 64 ? n : 64), name);
-		srv__audio_fail(req, -ST_NOTFOUND, msg);
+		srv__audio_fail_param(req, -ST_NOTFOUND, NULL, "model", msg);
 	} else if (eng_model_task(m) != ENG_TASK_TRANSCRIPTION) {
 		snprintf(msg, sizeof(msg), "model '%s' is a %s model, not a transcription model",
 			 buf, eng_task_str(eng_model_task(m)));
-		srv__audio_fail(req, -ST_INVAL, msg);
+		srv__audio_fail_param(req, -ST_INVAL, "invalid_value", "model", msg);
 		m = NULL;
 	}
 	return m;

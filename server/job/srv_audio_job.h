@@ -104,6 +104,14 @@ void srv__audio_job_free(struct srv_audio_job *job);
  * protocol shape, with msg. The one place audio errors become responses. */
 void srv__audio_fail(struct srv_req *req, int rc, const char *msg);
 
+/* srv__audio_fail_param - srv__audio_fail naming the request field at
+ * fault, param (borrowed; NULL: none), in the OpenAI shape's "param", with
+ * code (NULL: the status's own, as srv__audio_fail; "invalid_value" for a
+ * value the field cannot take). The Deepgram shape keeps its reason phrase
+ * and, as KServe's, has no param. Loop thread. */
+void srv__audio_fail_param(struct srv_req *req, int rc, const char *code, const char *param,
+			   const char *msg);
+
 /* srv__audio_model - the transcription model named name [n] (n == 0: the
  * first transcription model). Answers req (404 unknown, 400 not a
  * transcription model) and returns NULL when there is none. */

@@ -46,6 +46,11 @@
  *                             on a model without a VAD loaded: 400
  * Other fields are ignored, as OpenAI's SDKs add fields over time (include[],
  * chunking_strategy) that a client may send to any server.
+ * A value a field cannot take answers 400 with OpenAI's error naming the
+ * field, as the generation routes do: "param" the field's name (as the
+ * table below spells it), "code" "invalid_value"; other 400s (a body that
+ * is no form, a missing field, audio that does not decode) keep param null
+ * and code invalid_request.
  *
  * Response shapes and types follow OpenAI's: json {"text","usage"} and
  * verbose_json {"task","language","duration","text","segments","words",
@@ -278,9 +283,11 @@ static const struct {
 	{ "vad_filter", srv_oa_f_vad_filter },
 };
 
-/* Parse the body's parts into f; on error err holds the 400 message. */
+/* Parse the body's parts into f; on error err holds the 400 message and
+ * *param the field whose value is at fault (NULL: none, e.g. a body that is
+ * no form or a missing field). */
 static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
-			    struct srv_oa_form *f, char *err, size_t errlen)
+			    struct srv_oa_form *f, const char **param, char *err, size_t errlen)
 {
 	static const struct srv_mp_limits lim = { SRV_OA_MAX_PARTS, SRV_OA_MAX_PART_HEADER_BYTES,
 						  SRV_OA_MAX_FIELD_BYTES };
@@ -288,6 +295,7 @@ static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
 	struct srv_mp_str boundary;
 	size_t n = 0;
 	*f = (struct srv_oa_form){ .temperature = -1 };
+	*param = NULL;
 	if (!ct)
 		return snprintf(err, errlen, "Content-Type must be multipart/form-data"),
 		       -ST_UNSUPPORTED;
@@ -298,23 +306,27 @@ static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
 		return rc == -ST_UNSUPPORTED ? rc : -ST_INVAL;
 	for (size_t i = 0; i < n && !rc; i++)
 		for (size_t k = 0; k < sizeof(srv_oa_fields) / sizeof(srv_oa_fields[0]) && !rc; k++)
-			if (srv_mp_str_eq(parts[i].name, srv_oa_fields[k].name))
-				rc = srv_oa_fields[k].fn(f, &parts[i], err, errlen);
+			if (srv_mp_str_eq(parts[i].name, srv_oa_fields[k].name) &&
+			    (rc = srv_oa_fields[k].fn(f, &parts[i], err, errlen)))
+				*param = srv_oa_fields[k].name;
 	if (!rc && !f->file)
 		rc = (snprintf(err, errlen, "the 'file' field is required"), -ST_INVAL);
 	if (!rc && !f->model.p)
 		rc = (snprintf(err, errlen, "the 'model' field is required"), -ST_INVAL);
-	if (!rc && (f->gran_word || f->gran_segment) && f->format != SRV_OA_FORMAT_VERBOSE_JSON)
+	if (!rc && (f->gran_word || f->gran_segment) && f->format != SRV_OA_FORMAT_VERBOSE_JSON) {
+		*param = "timestamp_granularities[]";
 		rc = (snprintf(err, errlen,
 			       "'timestamp_granularities[]' needs response_format=verbose_json "
 			       "(the only format with timestamps per word or segment)"),
 		      -ST_INVAL);
+	}
 	return rc;
 }
 
-/* Fill the job from the form; 0 or -ST_INVAL / -ST_NOMEM with err set. */
-static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f, char *err,
-			   size_t errlen)
+/* Fill the job from the form; 0 or -ST_INVAL (*param the field) /
+ * -ST_NOMEM with err set. */
+static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f,
+			   const char **param, char *err, size_t errlen)
 {
 	struct srv_audio_job *job = &oj->base;
 	oj->words = f->gran_word;
@@ -336,6 +348,8 @@ static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f, c
 	int rc = srv__audio_job_set_language(job, f->language.p, f->language.n);
 	if (!rc && f->prompt.p && f->prompt.n)
 		rc = srv__audio_job_set_prompt(job, f->prompt.p, f->prompt.n);
+	if (rc == -ST_INVAL)
+		*param = "language";
 	if (rc)
 		snprintf(err, errlen, rc == -ST_NOMEM ? "out of memory" : "bad 'language'");
 	return rc;
@@ -345,13 +359,14 @@ static int srv_oa_job_fill(struct srv_oa_job *oj, const struct srv_oa_form *f, c
 static void srv_oa_handle(struct srv_req *req, bool translate)
 {
 	char err[256] = "";
+	const char *param = NULL; /* the field at fault, a value it cannot take */
 	struct srv_oa_form f;
 	struct srv_mp_part *parts = mem_calloc(SRV_OA_MAX_PARTS, sizeof(*parts));
 	if (!parts) {
 		srv__audio_fail(req, -ST_NOMEM, "out of memory");
 		return;
 	}
-	int rc = srv_oa_form_read(req, parts, &f, err, sizeof(err));
+	int rc = srv_oa_form_read(req, parts, &f, &param, err, sizeof(err));
 	f.translate = translate;
 	const struct eng_model *m = NULL;
 	if (!rc)
@@ -362,12 +377,12 @@ static void srv_oa_handle(struct srv_req *req, bool translate)
 		rc = (snprintf(err, sizeof(err), "out of memory"), -ST_NOMEM);
 	if (job) {
 		job->model = m;
-		rc = srv_oa_job_fill(oj, &f, err, sizeof(err));
+		rc = srv_oa_job_fill(oj, &f, &param, err, sizeof(err));
 	}
 	mem_free(parts);
 	if (rc) {
 		srv__audio_job_free(job);
-		srv__audio_fail(req, rc, err);
+		srv__audio_fail_param(req, rc, param ? "invalid_value" : NULL, param, err);
 		return;
 	}
 	if (job)

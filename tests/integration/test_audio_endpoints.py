@@ -443,25 +443,69 @@ def test_openai_client_errors(srv):
 # --- OpenAI: bad input --------------------------------------------------
 
 
-@pytest.mark.parametrize("fields,needle", [
-    ({"temperature": "abc"}, "temperature"),
-    ({"temperature": "1.5"}, "temperature"),
-    ({"beam_size": "99"}, "beam_size"),
-    ({"beam_size": "x"}, "beam_size"),
-    ({"response_format": "xml"}, "response_format"),
-    ({"timestamp_granularities[]": "word"}, "verbose_json"),
-    ({"stream": "true"}, "stream"),
-    ({"language": "zz"}, "language"),
-    ({"language": "english"}, "language"),
-    ({"model": ""}, "model"),
+@pytest.mark.parametrize("fields,needle,param", [
+    ({"temperature": "abc"}, "temperature", "temperature"),
+    ({"temperature": "1.5"}, "temperature", "temperature"),
+    ({"temperature": "1e400"}, "temperature", "temperature"),
+    ({"beam_size": "99"}, "beam_size", "beam_size"),
+    ({"beam_size": "x"}, "beam_size", "beam_size"),
+    ({"response_format": "xml"}, "response_format", "response_format"),
+    ({"response_format": "verbose_json", "timestamp_granularities[]": "line"}, "'word' or",
+     "timestamp_granularities[]"),
+    ({"timestamp_granularities[]": "word"}, "verbose_json", "timestamp_granularities[]"),
+    ({"stream": "true"}, "stream", "stream"),
+    ({"batched": "maybe"}, "batched", "batched"),
+    ({"vad_filter": "maybe"}, "vad_filter", "vad_filter"),
+    ({"language": "zz"}, "language", "language"),
+    ({"language": "english"}, "language", "language"),
+    ({"language": "x" * 20}, "language", "language"),
+    ({"model": ""}, "model", "model"),
 ])
-def test_openai_bad_params_400(srv, fields, needle):
-    assert_openai_error(transcribe(srv.port, **fields), 400, needle)
+def test_openai_bad_params_400(srv, fields, needle, param):
+    """A value a field cannot take is named, as the generation routes name
+    theirs: {"param": the field, "code": "invalid_value"}."""
+    r = transcribe(srv.port, **fields)
+    assert_openai_error(r, 400, needle)
+    err = r.json()["error"]
+    assert (err["param"], err["code"], err["type"]) == (
+        param, "invalid_value", "invalid_request_error"), err
+
+
+def test_openai_errors_without_a_field_keep_param_null(srv):
+    """A bad request no one field is at fault for keeps param null and its
+    own code: a missing field, a body that is no form, undecodable audio."""
+    ctype, body = multipart([("model", MODEL)])
+    r = post(srv.port, "/v1/audio/transcriptions", body, {"Content-Type": ctype})
+    cases = [
+        (r, 400, "invalid_request"),
+        (transcribe(srv.port, model=None), 400, "invalid_request"),
+        (post(srv.port, "/v1/audio/transcriptions", b"--abc--\r\n",
+              {"Content-Type": "multipart/form-data; boundary=abc"}), 400, "invalid_request"),
+        (post(srv.port, "/v1/audio/transcriptions", b'{"model": "x"}',
+              {"Content-Type": "application/json"}), 415, "unsupported_media_type"),
+        (transcribe(srv.port, b""), 400, "invalid_request"),
+        (transcribe(srv.port, b"this is plain text, not audio at all " * 20), 415,
+         "unsupported_media_type"),
+    ]
+    for r, status, code in cases:
+        assert_openai_error(r, status)
+        err = r.json()["error"]
+        assert (err["param"], err["code"]) == (None, code), err
+
+
+def test_audio_field_errors_name_the_field_on_translations_too(srv):
+    ctype, body = multipart([("model", MODEL), ("temperature", "1e400")],
+                            [("file", "jfk.wav", clip("jfk.wav"), "audio/wav")])
+    r = post(srv.port, "/v1/audio/translations", body, {"Content-Type": ctype})
+    assert_openai_error(r, 400, "'temperature' must be a number from 0 to 1")
+    err = r.json()["error"]
+    assert (err["param"], err["code"]) == ("temperature", "invalid_value"), err
 
 
 def test_invalid_utf8_prompt_400(srv):
     r = transcribe(srv.port, prompt=b"\xff\xfe\xc3 not text")
     assert_openai_error(r, 400, "UTF-8")
+    assert (r.json()["error"]["param"], r.json()["error"]["code"]) == ("prompt", "invalid_value")
     r = listen(srv.port, clip("jfk.wav"), query="language=zz")
     assert_deepgram_error(r, 400, "language")
     assert_serving(srv.port)
@@ -478,7 +522,11 @@ def test_openai_unknown_model_404_and_generation_model_400(srv):
     r = transcribe(srv.port, model="no-such-model")
     assert_openai_error(r, 404)
     assert r.json()["error"]["code"] == "model_not_found"
-    assert_openai_error(transcribe(srv.port, model="gemma-3-270m"), 400, "generation")
+    assert r.json()["error"]["param"] == "model"
+    r = transcribe(srv.port, model="gemma-3-270m")
+    assert_openai_error(r, 400, "generation")
+    err = r.json()["error"]
+    assert (err["param"], err["code"]) == ("model", "invalid_value"), err
 
 
 @pytest.mark.parametrize("ctype,body,status,needle", [
