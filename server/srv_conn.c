@@ -83,6 +83,24 @@ static int srv_req_fail_too_many_headers(struct srv_req *req)
 	return srv_req_fail(req, 431);
 }
 
+/* The request target passed limits.max_header_bytes (a 414): the protocol
+ * its first bytes name (the ones kept in head, then at [n]), so that the
+ * error comes in that API's shape, as a 431 does with the whole target
+ * (srv__proto_for_path reads a prefix). */
+static int srv_req_target_too_long(struct srv_req *req, const char *at, size_t n)
+{
+	char path[64];
+	size_t k = req->head.len < sizeof(path) - 1 ? req->head.len : sizeof(path) - 1;
+	if (k)
+		memcpy(path, req->head.data, k);
+	size_t m = n < sizeof(path) - 1 - k ? n : sizeof(path) - 1 - k;
+	memcpy(path + k, at, m);
+	path[k + m] = '\0';
+	path[strcspn(path, "?")] = '\0';
+	req->proto = req->conn->srv->cbs.proto_for_path(path);
+	return srv_req_fail(req, 414);
+}
+
 static int srv_head_append(llhttp_t *p, const char *at, size_t n)
 {
 	struct srv_req *req = &srv_conn_of(p)->req;
@@ -94,8 +112,10 @@ static int srv_head_append(llhttp_t *p, const char *at, size_t n)
 									     : 0;
 	}
 	int rc = srv_buf_append(&req->head, at, n);
-	if (rc == -ST_TOOBIG) /* still in the request target: 414, as nginx answers */
-		return srv_req_fail(req, req->url_done ? 431 : 414);
+	if (rc == -ST_TOOBIG && !req->url_done) /* still in the target: 414, as nginx answers */
+		return srv_req_target_too_long(req, at, n);
+	if (rc == -ST_TOOBIG)
+		return srv_req_fail(req, 431);
 	return rc ? srv_req_fail(req, 503) : 0;
 }
 
@@ -532,6 +552,8 @@ static void srv_conn_parse_error(struct srv_conn *conn, llhttp_errno_t e)
 	req->keep_alive = false;
 	if (!req->path && req->url_done)
 		srv_req_take_url(req); /* stopped within the headers: the path's error shape still */
+	else if (!req->path && status == 414)
+		srv_req_set_request_id(req); /* its protocol: srv_req_target_too_long */
 	if (!req->path)
 		req->path = "";
 	if (status == 400 && e != HPE_USER)

@@ -63,7 +63,7 @@ def test_oversized_request_target_414(daemon):
     """A request target longer than limits.max_header_bytes gets 414 URI
     Too Long (nginx's answer), not 431; a header over it still gets 431."""
     with connect(daemon.port) as s:
-        s.sendall(b"GET /v2/health/live?" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(b"GET /v1/models?" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
         rd = Reader(s)
         r = rd.read_response()
         assert r.status == 414, r.body
@@ -71,6 +71,25 @@ def test_oversized_request_target_414(daemon):
         assert err["code"] == "uri_too_long", err
         assert "request target" in err["message"] and "max_header_bytes" in err["message"], err
         assert rd.is_closed()
+    # in the shape of the API the target's first bytes name, as a 431
+    for target, shape in ((b"/v1/listen?x=", "deepgram"), (b"/v2/health/live?", "kserve")):
+        with connect(daemon.port) as s:
+            s.sendall(b"POST " + target + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = Reader(s).read_response()
+            assert r.status == 414, r.body
+            body = r.json()
+            if shape == "deepgram":
+                assert body["err_code"] == "uri_too_long" and body["request_id"], body
+                assert "max_header_bytes" in body["err_msg"], body
+            else:
+                assert isinstance(body["error"], str) and "max_header_bytes" in body["error"], body
+    # the target's first bytes in one read, the rest in another
+    with connect(daemon.port) as s:
+        s.sendall(b"POST /v1/li")
+        time.sleep(0.2)
+        s.sendall(b"sten?x=" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        r = Reader(s).read_response()
+        assert r.status == 414 and r.json()["err_code"] == "uri_too_long", r.body
     with connect(daemon.port) as s:
         s.sendall(b"GET /v2/health/live?" + b"a" * 1000 + b" HTTP/1.1\r\nHost: x\r\nX-Big: "
                   + b"a" * 20000 + b"\r\n\r\n")
