@@ -147,9 +147,14 @@ static int srv_ks_parse(struct srv_req *req, struct srv_ks_req *r)
 	}
 	json_error_t je;
 	r->root = json_loadb(body, json_len, 0, &je);
+	if (!r->root && strstr(je.text, "JSON_ALLOW_NUL")) /* jansson's flag, not ours to name */
+		return srv_ks_bad(r, "a string in the request holds \\u0000 (NUL), which is not "
+				     "accepted (line %d, column %d)", je.line, je.column);
+	if (!r->root)
+		return srv_ks_bad(r, "the request is not valid JSON: %s (line %d, column %d)",
+				  je.text, je.line, je.column);
 	if (!json_is_object(r->root))
-		return srv_ks_bad(r, "the request is not a JSON object%s%s", r->root ? "" : ": ",
-				  r->root ? "" : je.text);
+		return srv_ks_bad(r, "the request is not a JSON object");
 	json_t *inputs = json_object_get(r->root, "inputs");
 	if (!json_is_array(inputs) || !json_array_size(inputs))
 		return srv_ks_bad(r, "'inputs' must be a non-empty array");

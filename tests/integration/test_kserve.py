@@ -301,6 +301,16 @@ def test_infer_errors_on_the_wire(daemon):
         err = r.json()["error"]
         assert r.status == 400 and reason in err and "must be" not in err, (body, err)
         assert "JSON_ALLOW_NUL" not in err
+    # /infer too: jansson's reason, or our words for \u0000, and no "not a JSON object"
+    for body, reason in ((b'{"inputs": [{"name": "TEXT_INPUT", "datatype": "BYTES", "shape": [1], '
+                          b'"data": ["h\\u0000i"]}]}', "(NUL)"),
+                         (b'{"inputs": [], "parameters": {"max_tokens": 99999999999999999999}}',
+                          "too big integer"),
+                         (b"[1, 2]", "not a JSON object")):
+        r = post(p, "/v2/models/gemma-3-270m/infer", body)
+        err = r.json()["error"]
+        assert r.status == 400 and reason in err and "JSON_ALLOW_NUL" not in err, (body, err)
+        assert reason == "not a JSON object" or "not a JSON object" not in err, err
     r = request(p, "GET", "/v2/models/gemma-3-270m/infer")
     assert r.status == 405
 
