@@ -70,6 +70,19 @@ struct srv_ks_req {
 	char err[256];
 };
 
+/* Why jansson refused a request body (je), as the 400's message: its own
+ * reason (a syntax error, a number too large) with the place, or for a
+ * \u0000 in a string our words (its reason names its JSON_ALLOW_NUL flag). */
+static void srv_ks_json_reason(const json_error_t *je, char *out, size_t n)
+{
+	if (strstr(je->text, "JSON_ALLOW_NUL"))
+		snprintf(out, n, "a string in the request holds \\u0000 (NUL), which is not "
+			 "accepted (line %d, column %d)", je->line, je->column);
+	else
+		snprintf(out, n, "the request is not valid JSON: %s (line %d, column %d)",
+			 je->text, je->line, je->column);
+}
+
 static int srv_ks_bad(struct srv_ks_req *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int srv_ks_bad(struct srv_ks_req *r, const char *fmt, ...)
@@ -147,12 +160,11 @@ static int srv_ks_parse(struct srv_req *req, struct srv_ks_req *r)
 	}
 	json_error_t je;
 	r->root = json_loadb(body, json_len, 0, &je);
-	if (!r->root && strstr(je.text, "JSON_ALLOW_NUL")) /* jansson's flag, not ours to name */
-		return srv_ks_bad(r, "a string in the request holds \\u0000 (NUL), which is not "
-				     "accepted (line %d, column %d)", je.line, je.column);
-	if (!r->root)
-		return srv_ks_bad(r, "the request is not valid JSON: %s (line %d, column %d)",
-				  je.text, je.line, je.column);
+	if (!r->root) {
+		char why[256];
+		srv_ks_json_reason(&je, why, sizeof(why));
+		return srv_ks_bad(r, "%s", why);
+	}
 	if (!json_is_object(r->root))
 		return srv_ks_bad(r, "the request is not a JSON object");
 	json_t *inputs = json_object_get(r->root, "inputs");
@@ -504,15 +516,10 @@ static void srv_ks_generate(struct srv_req *req, bool stream)
 	}
 	json_error_t je;
 	json_t *b = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, &je);
-	if (!b) { /* jansson's reason: a number too large, a syntax error */
-		if (strstr(je.text, "JSON_ALLOW_NUL")) /* jansson's flag, not ours to name */
-			srv__req_respond_error(req, 400, NULL, "a string in the body holds \\u0000 "
-							       "(NUL), which is not accepted (line %d, "
-							       "column %d)", je.line, je.column);
-		else
-			srv__req_respond_error(req, 400, NULL, "the body is not valid JSON: %s (line "
-							       "%d, column %d)", je.text, je.line,
-					       je.column);
+	if (!b) {
+		char why[256];
+		srv_ks_json_reason(&je, why, sizeof(why));
+		srv__req_respond_error(req, 400, NULL, "%s", why);
 		return;
 	}
 	json_t *text = json_object_get(b, "text_input");
