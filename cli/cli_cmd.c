@@ -227,10 +227,12 @@ static int tx_parse(int argc, char **argv, struct tx_args *a)
  * NULL name: the config's first model of format `want`. compute_type:
  * enum cfg_compute_type, or -1 for the config entry's (default for a
  * path); kv_f16: true turns the float16 KV cache on (config kv_cache_f16),
- * false keeps the config entry's (off for a path). */
+ * false keeps the config entry's (off for a path); max_model_len: tokens
+ * of context (config max_model_len), 0 for the config entry's (the
+ * engine's default for a path). */
 static int cli_load(const char *config, const char *model, enum cfg_model_format want,
-		    int threads, int compute_type, bool kv_f16, struct eng **eng,
-		    const struct eng_model **m, char *err, size_t errlen)
+		    int threads, int compute_type, bool kv_f16, int max_model_len,
+		    struct eng **eng, const struct eng_model **m, char *err, size_t errlen)
 {
 	struct stat st;
 	struct cfg *cfg = NULL;
@@ -252,6 +254,7 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 				spec.compute_type = (enum eng_compute_type)cm->compute_type;
 				spec.kv_cache_f16 = cm->kv_cache_f16 != 0;
 				spec.vad_filter = cm->vad_filter != 0;
+				spec.max_model_len = cm->max_model_len;
 				if (cm->vad_model) {
 					spec.vad_model = cm->vad_model;
 					spec.vad_model_optional = false;
@@ -266,6 +269,8 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 	if (compute_type >= 0) /* the command line's wins */
 		spec.compute_type = (enum eng_compute_type)compute_type;
 	spec.kv_cache_f16 = spec.kv_cache_f16 || kv_f16;
+	if (max_model_len > 0)
+		spec.max_model_len = max_model_len;
 	if (!rc)
 		rc = eng_create(&spec, 1, eng, err, errlen);
 	if (!rc)
@@ -392,7 +397,7 @@ int cli_transcribe(int argc, char **argv)
 	int prc = tx_parse(argc, argv, &a);
 	if (prc)
 		return prc == CLI_HELP ? 0 : 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, a.compute_type, false,
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_CT2, a.threads, a.compute_type, false, 0,
 			  &eng, &m, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "inferd: %s\n", err);
@@ -417,6 +422,7 @@ struct gen_args {
 	bool chat;
 	bool kv_f16; /* --kv-cache-f16 */
 	int threads;
+	int max_model_len; /* --max-model-len; 0: the config's or the default */
 	struct eng_gen_params params;
 };
 
@@ -425,12 +431,15 @@ static int gen_usage(FILE *to)
 	fprintf(to, "usage: inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
 			"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
 			"                       [--top-k K] [--seed S] [--threads N]\n"
-			"                       [--kv-cache-f16] PROMPT\n"
+			"                       [--kv-cache-f16] [--max-model-len N] PROMPT\n"
 			"Streams a completion of PROMPT to stdout without a server. --model: a\n"
 			"model name from --config (default config/default.json) or a GGUF path;\n"
 			"--chat wraps PROMPT in the model's chat template; --kv-cache-f16 keeps\n"
-			"the KV cache in float16 (config kv_cache_f16); defaults: 128 tokens,\n"
-			"temperature 1, a random seed, every core.\n");
+			"the KV cache in float16 (config kv_cache_f16); --max-model-len: tokens\n"
+			"of context, prompt and completion together (config max_model_len; at\n"
+			"most the model's trained context); defaults: 128 tokens, temperature\n"
+			"1, a random seed, every core, the config's context or min(4096, the\n"
+			"trained one).\n");
 	return to == stdout ? CLI_HELP : 2;
 }
 
@@ -475,6 +484,8 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 			rc = cli_u64(o, v, &a->params.seed);
 		else if (!strcmp(o, "--threads"))
 			rc = cli_int(o, v, 1, 1024, &a->threads);
+		else if (!strcmp(o, "--max-model-len"))
+			rc = cli_int(o, v, 16, 1 << 20, &a->max_model_len);
 		else
 			return cli_bad_option(o, false, gen_usage);
 	}
@@ -508,8 +519,8 @@ int cli_generate(int argc, char **argv)
 	int prc = gen_parse(argc, argv, &a);
 	if (prc)
 		return prc == CLI_HELP ? 0 : 2;
-	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, -1, a.kv_f16, &eng,
-			  &m, err, sizeof(err));
+	int rc = cli_load(a.config, a.model, CFG_MODEL_FORMAT_GGUF, a.threads, -1, a.kv_f16,
+			  a.max_model_len, &eng, &m, err, sizeof(err));
 	if (!rc && a.chat) {
 		struct eng_chat_msg msg = { "user", a.prompt };
 		rc = eng_chat_format(m, &msg, 1, &chat, &plain, err, sizeof(err));

@@ -45,7 +45,7 @@ static void usage(FILE *out)
 		"       inferd generate [--config FILE] [--model NAME|PATH] [--chat]\n"
 		"                       [--max-tokens N] [--temperature T] [--top-p P]\n"
 		"                       [--top-k K] [--seed S] [--threads N]\n"
-		"                       [--kv-cache-f16] PROMPT\n"
+		"                       [--kv-cache-f16] [--max-model-len N] PROMPT\n"
 		"       inferd devices\n"
 		"       (inferd transcribe --help, inferd generate --help: each option)\n"
 		"       inferd --help | --version\n"

@@ -3,6 +3,7 @@ generate`): --help is a success with the usage on stdout; a value that
 is not a number in range, or options that contradict each other, are
 refused with exit status 2 and a message naming the option, before any
 model is loaded - never read as 0 or silently ignored."""
+import json
 import os
 import subprocess
 
@@ -54,6 +55,8 @@ def test_transcribe_bad_values_refused(args, needle):
     (["--seed", "-1"], "--seed: expected an integer from 0 to 18446744073709551615, not '-1'"),
     (["--seed", "18446744073709551616"], "--seed: expected an integer from 0 to"),
     (["--top-p", "0"], "--top-p: expected a number above 0 and at most 1, not '0'"),
+    (["--max-model-len", "15"], "--max-model-len: expected an integer from 16 to 1048576, "
+                                "not '15'"),
     (["--threads", ""], "--threads: expected an integer from 1 to 1024, not ''"),
 ])
 def test_generate_bad_values_refused(args, needle):
@@ -91,6 +94,43 @@ def test_generate_kv_cache_f16_flag(flag, cache):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip(), r.stdout
     assert "generated in" in r.stderr and ("KV cache " + cache) in r.stderr, r.stderr
+
+
+LONG_PROMPT = ("The capital of France is a city that has been home to many people over "
+               "many centuries and")
+
+
+def test_generate_max_model_len_flag():
+    """--max-model-len caps the context (config max_model_len): a prompt
+    longer than it is refused naming the cap, one that fits runs, and a cap
+    past the model's trained context (Gemma 3 270M: 32768) is refused at
+    load naming both numbers."""
+    model = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+    r = run("generate", "--model", model, "--max-model-len", "16", "--temperature", "0",
+            "--max-tokens", "4", LONG_PROMPT)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "this model's context is 16 tokens" in r.stderr, r.stderr
+    r = run("generate", "--model", model, "--max-model-len", "16", "--temperature", "0",
+            "--max-tokens", "4", "The capital of France is")
+    assert r.returncode == 0, r.stderr
+    assert "4 generated in" in r.stderr, r.stderr
+    r = run("generate", "--model", model, "--max-model-len", "65536", "--max-tokens", "4", "Hi")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "max_model_len is 65536 tokens" in r.stderr and "32768" in r.stderr, r.stderr
+
+
+def test_generate_takes_the_configs_max_model_len(tmp_path):
+    """A model named from --config runs with its entry's max_model_len
+    (here 16), as the daemon does, unless --max-model-len says otherwise."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"models": [{
+        "name": "g", "path": os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf"),
+        "max_model_len": 16}]}))
+    r = run("generate", "--config", str(cfg), "--model", "g", "--max-tokens", "4", LONG_PROMPT)
+    assert r.returncode == 1 and "this model's context is 16 tokens" in r.stderr, r.stderr
+    r = run("generate", "--config", str(cfg), "--model", "g", "--max-model-len", "64",
+            "--temperature", "0", "--max-tokens", "4", LONG_PROMPT)
+    assert r.returncode == 0 and "4 generated in" in r.stderr, r.stderr
 
 
 def test_devices_lists_cpu_and_opencl():
