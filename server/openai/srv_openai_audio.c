@@ -120,6 +120,7 @@ struct srv_oa_form {
 	bool batched;
 	enum eng_vad_filter vad_filter; /* DEFAULT: absent */
 	bool gran_word, gran_segment; /* timestamp_granularities[] given */
+	const char *gran_name; /* the field's name as sent, with or without [] */
 	bool translate;     /* /v1/audio/translations */
 	enum srv_oa_format format;
 };
@@ -171,9 +172,12 @@ static int srv_oa_f_language(struct srv_oa_form *f, const struct srv_mp_part *p,
 	return 0;
 }
 
+/* The prompt is text: a NUL byte would end it early, unseen, so it is
+ * refused. */
 static int srv_oa_f_prompt(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
 {
-	(void)err, (void)n;
+	if (p->data.n && memchr(p->data.p, '\0', p->data.n))
+		return snprintf(err, n, "'prompt' must be text (it holds a NUL byte)"), -ST_INVAL;
 	f->prompt = p->data;
 	return 0;
 }
@@ -248,12 +252,14 @@ static int srv_oa_f_format(struct srv_oa_form *f, const struct srv_mp_part *p, c
 static int srv_oa_f_granularity(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
 				size_t n)
 {
+	f->gran_name = srv_mp_str_eq(p->name, "timestamp_granularities")
+			       ? "timestamp_granularities"
+			       : "timestamp_granularities[]";
 	if (srv_mp_str_eq(p->data, "segment"))
 		return f->gran_segment = true, 0;
 	if (srv_mp_str_eq(p->data, "word"))
 		return f->gran_word = true, 0;
-	return snprintf(err, n, "'timestamp_granularities[]' must be 'word' or 'segment'"),
-	       -ST_INVAL;
+	return snprintf(err, n, "'%s' must be 'word' or 'segment'", f->gran_name), -ST_INVAL;
 }
 
 static int srv_oa_f_stream(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
@@ -314,10 +320,11 @@ static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
 	if (!rc && !f->model.p)
 		rc = (snprintf(err, errlen, "the 'model' field is required"), -ST_INVAL);
 	if (!rc && (f->gran_word || f->gran_segment) && f->format != SRV_OA_FORMAT_VERBOSE_JSON) {
-		*param = "timestamp_granularities[]";
+		*param = f->gran_name;
 		rc = (snprintf(err, errlen,
-			       "'timestamp_granularities[]' needs response_format=verbose_json "
-			       "(the only format with timestamps per word or segment)"),
+			       "'%s' needs response_format=verbose_json "
+			       "(the only format with timestamps per word or segment)",
+			       f->gran_name),
 		      -ST_INVAL);
 	}
 	return rc;

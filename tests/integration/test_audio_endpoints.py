@@ -453,6 +453,12 @@ def test_openai_client_errors(srv):
     ({"response_format": "verbose_json", "timestamp_granularities[]": "line"}, "'word' or",
      "timestamp_granularities[]"),
     ({"timestamp_granularities[]": "word"}, "verbose_json", "timestamp_granularities[]"),
+    # the field as sent, without brackets too
+    ({"response_format": "verbose_json", "timestamp_granularities": "line"},
+     "'timestamp_granularities' must be", "timestamp_granularities"),
+    ({"timestamp_granularities": "word"}, "'timestamp_granularities' needs response_format",
+     "timestamp_granularities"),
+    ({"prompt": "Ask not\x00 what"}, "NUL", "prompt"),
     ({"stream": "true"}, "stream", "stream"),
     ({"batched": "maybe"}, "batched", "batched"),
     ({"vad_filter": "maybe"}, "vad_filter", "vad_filter"),
