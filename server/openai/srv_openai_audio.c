@@ -262,10 +262,12 @@ static int srv_oa_f_granularity(struct srv_oa_form *f, const struct srv_mp_part 
 	return snprintf(err, n, "'%s' must be 'word' or 'segment'", f->gran_name), -ST_INVAL;
 }
 
+/* stream: false as any boolean field takes it (False, 0: what Python's
+ * requests sends for a bool), anything else refused. */
 static int srv_oa_f_stream(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
 {
 	(void)f;
-	if (srv_mp_str_eq(p->data, "false"))
+	if (srv_oa_bool(p) == 0)
 		return 0;
 	return snprintf(err, n, "streaming transcription is not available ('stream' must be false)"),
 	       -ST_INVAL;

@@ -477,6 +477,15 @@ def test_openai_bad_params_400(srv, fields, needle, param):
         param, "invalid_value", "invalid_request_error"), err
 
 
+@pytest.mark.parametrize("value", ["false", "False", "0"])
+def test_openai_stream_false_spelled_as_python_sends_it(srv, value):
+    """stream=false is taken as the boolean fields take it: Python's
+    requests sends a False field as 'False'."""
+    r = transcribe(srv.port, response_format="text", stream=value)
+    assert r.status == 200, r.body
+    assert norm(r.body.decode()) == JFK
+
+
 def test_openai_errors_without_a_field_keep_param_null(srv):
     """A bad request no one field is at fault for keeps param null and its
     own code: a missing field, a body that is no form, undecodable audio."""
