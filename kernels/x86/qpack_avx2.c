@@ -44,14 +44,30 @@
 #include "kernels/kn_int.h"
 
 /* Bytes ahead that each block asks the caches for, in the products of
- * several x rows only (a prompt's, as qpack_avx512.c; SmolLM2's 603-token
+ * several x rows (a prompt's, as qpack_avx512.c; SmolLM2's 603-token
  * prompt at AVX2, 5 alternated runs, 812 against 893 tok/s without and
- * with). One x row (a decode step's gemv) streams on the hardware
- * prefetchers alone: asking for each block 4 KiB ahead read slower on Zen
- * 4, most for Q4_K's 2304-byte blocks (two threads from memory: 13.9
- * against 19.2 GB/s; Q5_0 19.8 against 21.0, Q4_1 21.5 against 22.8, Q8_0
- * the same). */
+ * with). Q4_K's one x row streams on the hardware prefetchers alone
+ * (asking 4 KiB ahead: 13.9 against 19.2 GB/s on two Zen 4 threads). */
 #define QA_PF 4096
+
+/* Bytes ahead that a Q8_0 or Q4_1 block of one x row (a decode step's
+ * gemv) asks the L2 for. At AVX2 a block's arithmetic is about twice as
+ * many instructions per byte as at AVX-512, so the out-of-order window
+ * holds fewer of the blocks still coming from memory, and the hardware
+ * prefetchers alone left the loop below the memory's speed. Two Zen 4
+ * threads over weights on huge pages (as the daemon's), medians of 60
+ * passes alternated in one process: Q8_0 262 144 x 640 (Gemma 3's output
+ * projection) 23.7 GB/s without, 26.1 with (plain 256-bit reads 31.0);
+ * Q4_1 1536 columns 20.1 against 41.7, 576 columns 37.7 against 45.0
+ * (plain 37.8 and 45.6). Into L1 instead, or 2 KiB ahead, was slower; 16
+ * KiB as 8. Q5_0, whose fifth bits make its blocks the longest to
+ * compute, gained nothing (42.1 against 40.9) and does without. Whole
+ * decode steps (INFERD_CPU_ISA=avx2, 200 greedy tokens, five sets of
+ * 8-24 alternated runs on a noisy host): Gemma 3 270M 0.97-1.14x (mean
+ * 1.05x), SmolLM2 135M 1.00-1.15x (mean 1.07x). qpack_avx512.c's gemv
+ * does without: the same ask slowed both models there (108.4 against
+ * 99.3 and 274.2 against 252.7 tok/s). */
+#define QA_PF1 8192
 
 #define QA_INLINE static inline __attribute__((always_inline))
 
@@ -226,13 +242,16 @@ QA_INLINE __m256 qa_block(const struct qa_bh *t, const uint8_t *xj, size_t b, si
 }
 
 /* The 16 rows of the group at gw (blocks of bb bytes) against one x
- * partner row: each block unpacked in registers as it is met. */
+ * partner row: each block unpacked in registers as it is met, Q8_0's and
+ * Q4_1's asking the L2 for the bytes QA_PF1 ahead. */
 QA_INLINE void qa_group1(const uint8_t *gw, size_t bb, enum qa_kind kind, const uint8_t *xq,
 			 float *y, size_t nb)
 {
 	__m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
 	for (size_t b = 0; b < nb; b++) {
 		const uint8_t *o = gw + b * bb;
+		for (size_t l = 0; kind != QA_Q5_0 && l < bb; l += 64)
+			_mm_prefetch((const char *)o + QA_PF1 + l, _MM_HINT_T1);
 		for (int h = 0; h < 2; h++) {
 			struct qa_bh t;
 			qa_unpack(o, h, &t, kind);
