@@ -239,8 +239,10 @@ static int cli_load(const char *config, const char *model, enum cfg_model_format
 	/* one replica on every core this process may use, `threads` of them
 	 * computing (0: all) */
 	struct eng_replica_spec rep = { .device = "cpu", .threads = threads > 0 ? threads : 0 };
-	struct eng_model_spec spec = { .name = "cli", .path = model, .replicas = &rep,
-				       .n_replicas = 1, .vad_model_optional = true };
+	/* named by its path in messages until a config entry names it */
+	struct eng_model_spec spec = { .name = model ? model : "", .path = model,
+				       .replicas = &rep, .n_replicas = 1,
+				       .vad_model_optional = true };
 	int rc = 0;
 	if (!model || stat(model, &st) != 0) {
 		if ((rc = cfg_load_file(config, &cfg, err, errlen)) != 0)
@@ -453,8 +455,12 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 	if (cli_wants_help(argc, argv))
 		return gen_usage(stdout);
 	int i = 2, rc = 0;
-	for (; i < argc - 1 && !rc && !strncmp(argv[i], "--", 2); i++) {
-		const char *o = argv[i], *v = argv[i + 1];
+	for (; i < argc && !rc && !strncmp(argv[i], "--", 2); i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(o, "--")) { /* what follows is the prompt, '--' or not */
+			i++;
+			break;
+		}
 		if (!strcmp(o, "--chat")) {
 			a->chat = true;
 			continue;
@@ -463,6 +469,8 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 			a->kv_f16 = true;
 			continue;
 		}
+		if (!v)
+			return cli_bad_option(o, true, gen_usage);
 		i++;
 		if (!strcmp(o, "--config"))
 			a->config = v;
@@ -491,8 +499,13 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 	}
 	if (rc)
 		return rc;
-	if (i != argc - 1)
+	if (i != argc - 1) {
+		fprintf(stderr, "inferd: %s\n",
+			i >= argc ? "PROMPT is missing (after the options; a prompt starting with "
+				    "'--' goes after '--')"
+				  : "one PROMPT after the options (quote it if it has spaces)");
 		return gen_usage(stderr);
+	}
 	a->prompt = argv[i];
 	return 0;
 }

@@ -100,6 +100,36 @@ LONG_PROMPT = ("The capital of France is a city that has been home to many peopl
                "many centuries and")
 
 
+@pytest.mark.parametrize("args,needle", [
+    (["--temperature", "0", "--max-model-len"], "--max-model-len: unknown option, or its value "
+                                                "is missing"),
+    (["--chat"], "PROMPT is missing"),
+    (["--max-model-len", "32", "--chat"], "PROMPT is missing"),
+    (["one", "two"], "one PROMPT after the options"),
+])
+def test_generate_option_is_never_taken_as_the_prompt(args, needle):
+    """An option whose value is missing, or options with no PROMPT after
+    them, are refused (exit status 2) - never generated from as if the
+    option's name were the prompt."""
+    r = run("generate", *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert needle in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+def test_generate_prompt_after_double_dash():
+    """After '--' the prompt may start with '--'; a model given by path is
+    named by its path in messages."""
+    model = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+    r = run("generate", "--model", model, "--temperature", "0", "--max-tokens", "2", "--",
+            "--verbose mode")
+    assert r.returncode == 0 and "2 generated in" in r.stderr, r.stderr
+    whisper = os.path.join(MODELS, "whisper-tiny.en")
+    r = run("generate", "--model", whisper, "Hello")
+    assert r.returncode == 1, r.stderr
+    assert f"model '{whisper}' is not a generation model" in r.stderr, r.stderr
+
+
 def test_generate_max_model_len_flag():
     """--max-model-len caps the context (config max_model_len): a prompt
     longer than it is refused naming the cap, one that fits runs, and a cap
