@@ -331,10 +331,11 @@ static int srv_mp_part_read(struct srv_mp *mp, size_t idx, struct srv_mp_part *p
 			       (int)mp->boundary.n, mp->boundary.p);
 	part->data = (struct srv_mp_str){ mp->p, d > mp->p ? (size_t)(d - mp->p) : 0 };
 	if (!part->filename.p && part->data.n > mp->lim->max_field_bytes)
-		return st_errf(
-			-ST_TOOBIG, mp->err, mp->errlen,
-			"part %zu: a field value over %zu bytes (send files with a filename)", idx,
-			mp->lim->max_field_bytes);
+		return st_errf(-ST_TOOBIG, mp->err, mp->errlen,
+			       "part %zu ('%.*s'): a field value over %zu bytes (send files with "
+			       "a filename)",
+			       idx, (int)(part->name.n < 64 ? part->name.n : 64), part->name.p,
+			       mp->lim->max_field_bytes);
 	return srv_mp_delimiter_end(mp, d + 2, idx + 1, closed);
 }
 

@@ -172,12 +172,9 @@ static int srv_oa_f_language(struct srv_oa_form *f, const struct srv_mp_part *p,
 	return 0;
 }
 
-/* The prompt is text: a NUL byte would end it early, unseen, so it is
- * refused. */
 static int srv_oa_f_prompt(struct srv_oa_form *f, const struct srv_mp_part *p, char *err, size_t n)
 {
-	if (p->data.n && memchr(p->data.p, '\0', p->data.n))
-		return snprintf(err, n, "'prompt' must be text (it holds a NUL byte)"), -ST_INVAL;
+	(void)err, (void)n;
 	f->prompt = p->data;
 	return 0;
 }
@@ -313,10 +310,22 @@ static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
 	if (rc)
 		return rc == -ST_UNSUPPORTED ? rc : -ST_INVAL;
 	for (size_t i = 0; i < n && !rc; i++)
-		for (size_t k = 0; k < sizeof(srv_oa_fields) / sizeof(srv_oa_fields[0]) && !rc; k++)
-			if (srv_mp_str_eq(parts[i].name, srv_oa_fields[k].name) &&
-			    (rc = srv_oa_fields[k].fn(f, &parts[i], err, errlen)))
+		for (size_t k = 0; k < sizeof(srv_oa_fields) / sizeof(srv_oa_fields[0]) && !rc; k++) {
+			const struct srv_mp_part *p = &parts[i];
+			if (!srv_mp_str_eq(p->name, srv_oa_fields[k].name))
+				continue;
+			/* a text field is text: a NUL byte would end it early,
+			 * unseen (a model name, a language, a prompt cut there) */
+			if (srv_oa_fields[k].fn != srv_oa_f_file && p->data.n &&
+			    memchr(p->data.p, '\0', p->data.n))
+				rc = (snprintf(err, errlen, "'%s' must be text (it holds a NUL byte)",
+					       srv_oa_fields[k].name),
+				      -ST_INVAL);
+			else
+				rc = srv_oa_fields[k].fn(f, p, err, errlen);
+			if (rc)
 				*param = srv_oa_fields[k].name;
+		}
 	if (!rc && !f->file)
 		rc = (snprintf(err, errlen, "the 'file' field is required"), -ST_INVAL);
 	if (!rc && !f->model.p)

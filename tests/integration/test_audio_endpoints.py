@@ -459,6 +459,8 @@ def test_openai_client_errors(srv):
     ({"timestamp_granularities": "word"}, "'timestamp_granularities' needs response_format",
      "timestamp_granularities"),
     ({"prompt": "Ask not\x00 what"}, "NUL", "prompt"),
+    ({"language": "e\x00n"}, "'language' must be text (it holds a NUL byte)", "language"),
+    ({"model": MODEL + "\x00"}, "'model' must be text", "model"),
     ({"stream": "true"}, "stream", "stream"),
     ({"batched": "maybe"}, "batched", "batched"),
     ({"vad_filter": "maybe"}, "vad_filter", "vad_filter"),
@@ -566,7 +568,7 @@ def test_openai_malformed_multipart(srv, ctype, body, status, needle):
 
 def test_openai_field_over_64k_400(srv):
     r = transcribe(srv.port, prompt="x" * 70000)
-    assert_openai_error(r, 400, "field value")
+    assert_openai_error(r, 400, "('prompt'): a field value over 65536 bytes")
 
 
 def test_openai_bad_audio(srv):

@@ -94,7 +94,7 @@ static void test_refusals(void **state)
 		{ "--B\r\n Folded: x\r\n\r\nv\r\n--B--", -ST_INVAL, "folded" },
 		{ "--B\r\nNo colon\r\n\r\nv\r\n--B--", -ST_INVAL, "header line" },
 		{ "--B\r\nContent-Disposition: form-data; name=a\r\n\r\n01234567890123456\r\n--B--",
-		  -ST_TOOBIG, "field value" },
+		  -ST_TOOBIG, "part 0 ('a'): a field value over" },
 		{ "--Bx\r\n", -ST_INVAL, "CRLF" },
 	};
 	struct srv_mp_part p[4];
