@@ -461,12 +461,8 @@ static int gen_parse(int argc, char **argv, struct gen_args *a)
 			i++;
 			break;
 		}
-		if (!strcmp(o, "--chat")) {
-			a->chat = true;
-			continue;
-		}
-		if (!strcmp(o, "--kv-cache-f16")) {
-			a->kv_f16 = true;
+		if (!strcmp(o, "--chat") || !strcmp(o, "--kv-cache-f16")) { /* no value */
+			*(o[2] == 'c' ? &a->chat : &a->kv_f16) = true;
 			continue;
 		}
 		if (!v)
