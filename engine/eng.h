@@ -417,7 +417,9 @@ struct eng_gen_params {
 	 * string's possible start), with the tokens whose text begins in it
 	 * that no earlier call carried (toks[n_toks]: logprobs; NULL, 0 when
 	 * logprobs < 0 - and a piece held back over several tokens carries
-	 * them all). Return non-zero to stop (cancel). Called on the
+	 * them all; tokens with no text of their own, special ones, can end
+	 * a completion in a call with len 0). Return non-zero to stop
+	 * (cancel). Called on the
 	 * generating thread. */
 	int (*on_text)(void *ud, const char *text, size_t len, const struct eng_gen_token *toks,
 		       size_t n_toks);
@@ -435,6 +437,8 @@ struct eng_gen_result {
 	enum eng_finish finish;
 	size_t n_prompt_tokens, n_completion_tokens;
 	struct eng_gen_token *tokens;  /* [n_completion_tokens] when logprobs >= 0, else NULL */
+	size_t n_text_tokens;          /* tokens[0, n): those the answer holds (all but the ones
+					* that begin in a stop string), as streamed */
 	double queue_ms;               /* submitted -> admitted into a running batch */
 	double prompt_ms, decode_ms;   /* admitted -> first token -> finished */
 };
@@ -488,6 +492,10 @@ size_t eng_token_text(const struct eng_model *m, int32_t id, char *out, size_t c
  * set, else min(4096, the GGUF's trained context); 0 for a transcription
  * model. Any thread. */
 size_t eng_model_context(const struct eng_model *m);
+
+/* eng_model_vocab_size - the token ids a generation model m knows (logit
+ * biases, logprobs): 0..n-1; 0 for a transcription model. Any thread. */
+size_t eng_model_vocab_size(const struct eng_model *m);
 
 /* A chat message (OpenAI roles "system", "user", "assistant"). */
 struct eng_chat_msg {

@@ -81,6 +81,11 @@ size_t eng_model_context(const struct eng_model *m)
 	return train < EG_DEFAULT_CTX ? train : EG_DEFAULT_CTX;
 }
 
+size_t eng_model_vocab_size(const struct eng_model *m)
+{
+	return m && m->llm ? (size_t)eng_llm_hp(m->llm)->n_vocab : 0;
+}
+
 size_t eng_token_text(const struct eng_model *m, int32_t id, char *out, size_t cap)
 {
 	return m->tok ? eng_tok_piece(m->tok, id, true, out, cap) : 0;
@@ -185,16 +190,22 @@ static size_t eg_final_end(const struct eng_gen_params *p, const struct eg_text 
 }
 
 /* Release text up to end with the recorded tokens (r->tokens, when
- * logprobs are kept) that begin before end and were not released yet. */
+ * logprobs are kept) that begin before tok_end and were not released yet;
+ * tokens alone (no new text: special tokens with none of their own) go
+ * out with an empty piece. */
 static int eg_release(const struct eng_gen_params *p, struct eg_text *t, size_t end,
-		      const struct eng_gen_result *r)
+		      size_t tok_end, const struct eng_gen_result *r)
 {
-	if (end <= t->sent || !p->on_text)
+	if (!p->on_text)
 		return 0;
 	size_t n_toks = 0, first = t->toks_sent;
 	while (r->tokens && first + n_toks < r->n_completion_tokens &&
-	       r->tokens[first + n_toks].text_start < end)
+	       r->tokens[first + n_toks].text_start < tok_end)
 		n_toks++;
+	if (end < t->sent)
+		end = t->sent;
+	if (end == t->sent && !n_toks)
+		return 0;
 	int rc = p->on_text(p->ud, t->buf + t->sent, end - t->sent,
 			    n_toks ? r->tokens + first : NULL, n_toks);
 	t->sent = end;
@@ -304,13 +315,14 @@ static int eg_step(struct eng__gseq *g, int32_t id, bool *done)
 	if (eg_find_stop(p, &g->text, from)) {
 		g->res->finish = ENG_FINISH_STOP;
 		*done = true;
-		return eg_release(p, &g->text, g->text.stop_at, g->res);
+		return eg_release(p, &g->text, g->text.stop_at, g->text.stop_at, g->res);
 	}
 	if (g->res->n_completion_tokens >= g->max_tokens) {
 		g->res->finish = ENG_FINISH_LENGTH;
 		*done = true;
 	}
-	return eg_release(p, &g->text, eg_final_end(p, &g->text), g->res);
+	size_t end = eg_final_end(p, &g->text);
+	return eg_release(p, &g->text, end, end, g->res);
 }
 
 /* --- one sequence (eng_gen_int.h) ---------------------------------------- */
@@ -431,8 +443,16 @@ int eng__gseq_end(struct eng__gseq *g, struct eng_gen_result **out)
 	*out = NULL;
 	/* what is left is final now: a held-back stop prefix that never
 	 * completed, or an unfinished character (kept as is) */
-	size_t end = g->text.stop_at != (size_t)-1 ? g->text.stop_at : g->text.len;
-	int rc = eg_release(g->p, &g->text, end, g->res);
+	bool stopped = g->text.stop_at != (size_t)-1;
+	size_t end = stopped ? g->text.stop_at : g->text.len;
+	/* the tokens the answer holds: all, or those that begin before a
+	 * stop string (its own are not reported, as its text is not) */
+	size_t n = 0;
+	while (g->res->tokens && n < g->res->n_completion_tokens &&
+	       (!stopped || g->res->tokens[n].text_start < end))
+		n++;
+	g->res->n_text_tokens = n;
+	int rc = eg_release(g->p, &g->text, end, stopped ? end : (size_t)-1, g->res);
 	if (rc)
 		return rc;
 	g->res->text = g->text.buf ? g->text.buf : mem_strdup("");

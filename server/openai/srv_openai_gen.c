@@ -87,7 +87,7 @@ static int srv_gen_parse_sampling(struct srv_openai_gen_job *job, json_t *b, str
 
 /* logit_bias: {"<token id>": bias -100..100}, added to the logits before
  * sampling (OpenAI's semantics; ids checked against the vocabulary when the
- * model is known, in srv_gen_parse_model's caller). */
+ * model is known, srv_gen_check_bias). */
 static int srv_gen_parse_bias(struct srv_openai_gen_job *job, json_t *b, struct srv_gen_err *e)
 {
 	json_t *v = srv__gen_json_opt(b, "logit_bias"), *val;
@@ -206,7 +206,12 @@ static int srv_gen_parse_stream(struct srv_openai_gen_job *job, json_t *b, struc
 	if (!job->base.stream)
 		return srv__gen_err_set(e, 400, "invalid_value", "stream_options",
 					"'stream_options' is only allowed when 'stream' is true");
-	return srv__gen_json_bool(so, "include_usage", &job->include_usage, e);
+	json_t *iu = srv__gen_json_opt(so, "include_usage");
+	if (iu && !json_is_boolean(iu))
+		return srv__gen_err_set(e, 400, "invalid_type", "stream_options.include_usage",
+					"'stream_options.include_usage' must be a boolean");
+	job->include_usage = json_is_true(iu);
+	return 0;
 }
 
 static int srv_gen_parse_model(struct srv_openai_gen_job *job, struct srv_req *req, json_t *b,
@@ -362,6 +367,20 @@ static int srv_gen_parse_messages(struct srv_openai_gen_job *job, json_t *b, str
 	return rc;
 }
 
+/* logit_bias's ids against the model's vocabulary, once the model is
+ * known (the engine checks them again at submission). */
+static int srv_gen_check_bias(struct srv_openai_gen_job *job, struct srv_gen_err *e)
+{
+	size_t n_vocab = eng_model_vocab_size(job->base.model);
+	for (int i = 0; n_vocab && i < job->base.params.n_bias; i++)
+		if ((size_t)job->bias[i].id >= n_vocab)
+			return srv__gen_err_set(e, 400, "invalid_value", "logit_bias",
+						"'logit_bias' key %d is not a token of this model "
+						"(its vocabulary has %zu)",
+						(int)job->bias[i].id, n_vocab);
+	return 0;
+}
+
 /* Every field, in the order a client would fix them. */
 static int srv_gen_parse(struct srv_openai_gen_job *job, struct srv_req *req, json_t *b,
 			 struct srv_gen_err *e)
@@ -381,6 +400,8 @@ static int srv_gen_parse(struct srv_openai_gen_job *job, struct srv_req *req, js
 		rc = srv_gen_parse_prompt(job, b, e);
 	if (!rc)
 		rc = srv_gen_parse_model(job, req, b, e);
+	if (!rc)
+		rc = srv_gen_check_bias(job, e);
 	if (!rc && job->chat)
 		rc = srv_gen_parse_messages(job, b, e);
 	char msg[128];

@@ -38,7 +38,8 @@ struct srv_openai_gen_job {
 	struct eng_logit_bias bias[ENG_GEN_MAX_BIAS]; /* logit_bias, params.bias points here */
 	/* streaming state per choice, replica thread */
 	bool role_sent[SRV_GEN_MAX_N];    /* chat: the first delta (the role) went out */
-	size_t offset_chars[SRV_GEN_MAX_N]; /* completions: text_offset of the next token */
+	size_t offset_chars[SRV_GEN_MAX_N]; /* completions: code points sent (prompt's too) */
+	size_t offset_bytes[SRV_GEN_MAX_N]; /* and the completion's bytes sent */
 };
 
 /* srv__openai_gen_render - OpenAI's render table (srv_openai_gen_out.c):

@@ -101,55 +101,86 @@ static json_t *srv_gen_chat_logprobs(const struct srv_openai_gen_job *job,
 	return json_pack("{s:o,s:n}", "content", content, "refusal");
 }
 
-/* One token's row of the four completions arrays; *offset moves past it. */
-static int srv_gen_cmpl_row(const struct srv_openai_gen_job *job, const struct eng_gen_token *t,
-			    json_t *lp, size_t *offset)
+/* The text of the completion from byte text0 on (text [n]), where token
+ * rows' text_offset counts from: chars0 code points before text0 (the
+ * prompt's and the text already sent). A chunk's or the whole answer's. */
+struct srv_gen_span {
+	const char *text;
+	size_t n, text0, chars0;
+};
+
+/* The completions text_offset of a token beginning at byte start of the
+ * completion: code points of the text before it, so tokens with no text
+ * of their own (special ones) do not move it. */
+static json_int_t srv_gen_offset(const struct srv_gen_span *sp, size_t start)
 {
-	char buf[SRV_GEN_PIECE_MAX];
-	size_t n = srv_gen_piece(job, t->id, buf);
+	size_t k = start > sp->text0 ? start - sp->text0 : 0;
+	return (json_int_t)(sp->chars0 + st_utf8_count(sp->text, k < sp->n ? k : sp->n));
+}
+
+/* Legacy completions' top_logprobs of a token: its alternatives and, as
+ * OpenAI's (and vLLM's) always have it, the sampled token itself (up to
+ * logprobs + 1 entries). */
+static json_t *srv_gen_cmpl_top(const struct srv_openai_gen_job *job,
+				const struct eng_gen_token *t, const char *piece, size_t n)
+{
 	json_t *top = json_object();
-	for (int k = 0; top && k < t->n_top; k++) {
+	for (int k = 0; top && k <= t->n_top; k++) {
 		char alt[SRV_GEN_PIECE_MAX];
-		size_t an = srv_gen_piece(job, t->top[k].id, alt);
-		json_t *key = srv__audio_json_str(alt, an);
-		if (!key || json_object_set_new(top, json_string_value(key),
-						srv_gen_real(t->top[k].logprob))) {
+		size_t an = k < t->n_top ? srv_gen_piece(job, t->top[k].id, alt) : n;
+		json_t *key = srv__audio_json_str(k < t->n_top ? alt : piece, an);
+		const char *ks = json_string_value(key);
+		bool have = ks && k == t->n_top && json_object_get(top, ks);
+		if (!key || (!have && json_object_set_new(top, ks,
+							  srv_gen_real(k < t->n_top ? t->top[k].logprob
+										    : t->logprob)))) {
 			json_decref(top);
 			top = NULL;
 		}
 		json_decref(key);
 	}
+	return top;
+}
+
+/* One token's row of the four completions arrays. */
+static int srv_gen_cmpl_row(const struct srv_openai_gen_job *job, const struct eng_gen_token *t,
+			    json_t *lp, const struct srv_gen_span *sp)
+{
+	char buf[SRV_GEN_PIECE_MAX];
+	size_t n = srv_gen_piece(job, t->id, buf);
 	int rc = json_array_append_new(json_object_get(lp, "tokens"), srv__audio_json_str(buf, n));
 	rc |= json_array_append_new(json_object_get(lp, "token_logprobs"), srv_gen_real(t->logprob));
-	rc |= json_array_append_new(json_object_get(lp, "top_logprobs"), top);
+	rc |= json_array_append_new(json_object_get(lp, "top_logprobs"),
+				    srv_gen_cmpl_top(job, t, buf, n));
 	rc |= json_array_append_new(json_object_get(lp, "text_offset"),
-				    json_integer((json_int_t)*offset));
-	*offset += st_utf8_count(buf, n);
+				    json_integer(srv_gen_offset(sp, t->text_start)));
 	return rc ? -ST_NOMEM : 0;
 }
 
 static json_t *srv_gen_cmpl_logprobs(const struct srv_openai_gen_job *job,
-				     const struct eng_gen_token *toks, size_t n, size_t *offset)
+				     const struct eng_gen_token *toks, size_t n,
+				     const struct srv_gen_span *sp)
 {
 	json_t *lp = json_pack("{s:[],s:[],s:[],s:[]}", "tokens", "token_logprobs", "top_logprobs",
 			       "text_offset");
 	for (size_t i = 0; lp && i < n; i++)
-		if (srv_gen_cmpl_row(job, &toks[i], lp, offset)) {
+		if (srv_gen_cmpl_row(job, &toks[i], lp, sp)) {
 			json_decref(lp);
 			lp = NULL;
 		}
 	return lp;
 }
 
-/* The logprobs value of a choice: null unless asked for. */
+/* The logprobs value of a choice or chunk: null unless asked for. */
 static json_t *srv_gen_logprobs(const struct srv_openai_gen_job *job,
-				const struct eng_gen_token *toks, size_t n, size_t *offset)
+				const struct eng_gen_token *toks, size_t n,
+				const struct srv_gen_span *sp)
 {
 	if (!job->want_logprobs)
 		return json_null();
 	if (job->chat)
 		return srv_gen_chat_logprobs(job, toks, n);
-	return srv_gen_cmpl_logprobs(job, toks, n, offset);
+	return srv_gen_cmpl_logprobs(job, toks, n, sp);
 }
 
 /* --- whole responses ------------------------------------------------------ */
@@ -167,9 +198,11 @@ static json_t *srv_gen_usage(const struct srv_openai_gen_job *job)
 static json_t *srv_gen_choice(const struct srv_openai_gen_job *job, int i)
 {
 	const struct eng_gen_result *r = job->base.res[i];
-	size_t offset = job->prompt_chars;
+	struct srv_gen_span sp = { r->text, r->text_len, 0, job->prompt_chars };
 	json_t *text = srv__audio_json_str(r->text, r->text_len);
-	json_t *lp = srv_gen_logprobs(job, r->tokens, r->tokens ? r->n_completion_tokens : 0, &offset);
+	/* not the tokens of a stop string, which the text leaves out: the
+	 * ones the streamed chunks carry */
+	json_t *lp = srv_gen_logprobs(job, r->tokens, r->tokens ? r->n_text_tokens : 0, &sp);
 	if (!job->chat)
 		return json_pack("{s:i,s:o,s:o,s:s}", "index", i, "text", text, "logprobs", lp,
 				 "finish_reason", srv_gen_finish_str(r->finish));
@@ -239,14 +272,16 @@ static int srv_gen_push_piece(struct srv_gen_choice *ch, const char *text, size_
 	struct srv_openai_gen_job *job = (struct srv_openai_gen_job *)ch->job;
 	if (job->chat && !job->role_sent[ch->index] && srv_gen_push_role(ch))
 		return 1;
-	size_t offset = job->offset_chars[ch->index];
-	json_t *lp = srv_gen_logprobs(job, toks, n_toks, &offset);
+	struct srv_gen_span sp = { text, len, job->offset_bytes[ch->index],
+				   job->offset_chars[ch->index] };
+	json_t *lp = srv_gen_logprobs(job, toks, n_toks, &sp);
 	json_t *str = srv__audio_json_str(text, len);
 	json_t *c = job->chat ? json_pack("[{s:i,s:{s:o},s:o,s:n}]", "index", ch->index, "delta",
 					  "content", str, "logprobs", lp, "finish_reason")
 			      : json_pack("[{s:i,s:o,s:o,s:n}]", "index", ch->index, "text", str,
 					  "logprobs", lp, "finish_reason");
 	job->offset_chars[ch->index] += st_utf8_count(text, len);
+	job->offset_bytes[ch->index] += len;
 	return srv__gen_push_json(&job->base, srv_gen_chunk(job, c)) ? 1 : 0;
 }
 

@@ -370,7 +370,7 @@ def test_completion_logprobs_shape(srv):
         == len(lp["text_offset"]) == n
     assert all(isinstance(t, str) for t in lp["tokens"])
     assert all(v <= 0 for v in lp["token_logprobs"])
-    assert all(len(d) <= 3 and all(v <= 0 for v in d.values()) for d in lp["top_logprobs"])
+    assert all(len(d) <= 4 and all(v <= 0 for v in d.values()) for d in lp["top_logprobs"])
     assert "".join(lp["tokens"]) == c["text"]
     assert lp["text_offset"][0] == len(prompt)
     assert lp["text_offset"] == sorted(lp["text_offset"])
@@ -442,8 +442,77 @@ def test_stream_n2_and_logprobs(srv):
     finals = [c["choices"][0] for c in chunks if c["choices"][0]["finish_reason"]]
     assert [f["index"] for f in finals] == [0, 1]
     lp = [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0]["text"]]
+    # logprobs=1: the most likely token, and the sampled one when it is not
     assert lp and all(len(x["tokens"]) >= 1 and len(x["tokens"]) == len(x["top_logprobs"])
-                      and all(len(t) <= 1 for t in x["top_logprobs"]) for x in lp)
+                      and all(len(t) <= 2 for t in x["top_logprobs"]) for x in lp)
+    assert all(tok in top for x in lp for tok, top in zip(x["tokens"], x["top_logprobs"]))
+
+
+def test_completion_top_logprobs_hold_the_sampled_token(srv):
+    # OpenAI's legacy completions: "the API will always return the logprob
+    # of the sampled token, so there may be up to logprobs+1 elements"
+    # (vLLM the same). Sampled at temperature 2, most picks are not the
+    # most likely token; each appears in its own row with its logprob.
+    for stream_it in (False, True):
+        body = dict(model=MODEL, prompt="The", max_tokens=8, temperature=2, seed=3, logprobs=1)
+        if stream_it:
+            lps = [c["choices"][0]["logprobs"] for c in
+                   data_objects(stream(srv.port, "/v1/completions", body))
+                   if c["choices"][0]["logprobs"]]
+        else:
+            lps = [complete(srv.port, **body)["choices"][0]["logprobs"]]
+        rows = [(tok, v, top) for x in lps
+                for tok, v, top in zip(x["tokens"], x["token_logprobs"], x["top_logprobs"])]
+        assert len(rows) == 8
+        for tok, v, top in rows:
+            assert tok in top and top[tok] == pytest.approx(v), (tok, v, top)
+            assert 1 <= len(top) <= 2
+        assert any(len(top) == 2 for _, _, top in rows)
+
+
+def test_logprobs_stop_at_a_stop_string_streamed_or_not(srv):
+    # The tokens of a stop string are not reported, as its text is not: the
+    # answer's logprobs are the streamed ones (they ran past the text,
+    # text_offset beyond its end: a fresh user's finding).
+    prompt = "Count: 1, 2, 3,"
+    body = dict(model=MODEL, prompt=prompt, max_tokens=30, temperature=0, stop=" 9, 10",
+                logprobs=1)
+    r = complete(srv.port, **body)
+    c = r["choices"][0]
+    assert c["finish_reason"] == "stop" and c["text"] == " 4, 5, 6, 7, 8,"
+    lp = c["logprobs"]
+    assert "".join(lp["tokens"]) == c["text"]
+    assert lp["text_offset"][-1] < len(prompt) + len(c["text"])
+    assert r["usage"]["completion_tokens"] > len(lp["tokens"])  # the stop's were generated
+    chunks = data_objects(stream(srv.port, "/v1/completions", body))
+    st = [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0]["logprobs"]]
+    assert [t for x in st for t in x["tokens"]] == lp["tokens"]
+    assert [o for x in st for o in x["text_offset"]] == lp["text_offset"]
+    msgs = [{"role": "user", "content": "Count from 1 to 20, separated by commas."}]
+    cb = dict(model=MODEL, messages=msgs, max_tokens=60, temperature=0, stop="7",
+              logprobs=True)
+    cr = chat(srv.port, **cb)["choices"][0]
+    whole = cr["logprobs"]["content"]
+    assert "".join(e["token"] for e in whole).startswith(cr["message"]["content"])
+    chunks = data_objects(stream(srv.port, CH, dict(cb, stream=True)))
+    streamed = [e for c in chunks if c["choices"][0]["logprobs"]
+                for e in c["choices"][0]["logprobs"]["content"]]
+    assert [e["token"] for e in streamed] == [e["token"] for e in whole]
+
+
+def test_text_offset_of_tokens_without_text(srv):
+    # Special tokens have no text in the answer: their text_offset does not
+    # move (it counted their names, "<pad>", before), and they are reported
+    # streamed as they are whole (they were left out, no text to carry them).
+    body = dict(model=MODEL, prompt="hi", max_tokens=5, logit_bias={"0": 100}, logprobs=1)
+    c = complete(srv.port, **body)["choices"][0]
+    assert c["text"] == ""
+    assert c["logprobs"]["tokens"] == ["<pad>"] * 5
+    assert c["logprobs"]["text_offset"] == [2] * 5
+    chunks = data_objects(stream(srv.port, "/v1/completions", body))
+    st = [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0]["logprobs"]]
+    assert [t for x in st for t in x["tokens"]] == ["<pad>"] * 5
+    assert [o for x in st for o in x["text_offset"]] == [2] * 5
 
 
 def test_stream_logprobs_cover_every_token(srv):
@@ -793,6 +862,22 @@ def test_bad_input(srv, path, body, status, code):
     assert isinstance(err["message"], str) and err["message"]
     assert err["type"] in ("invalid_request_error", "not_found_error")
     assert "param" in err
+
+
+@pytest.mark.parametrize("body,param,words", [
+    ({"model": MODEL, "prompt": "x", "logit_bias": {"999999999": 1}}, "logit_bias",
+     "key 999999999 is not a token of this model (its vocabulary has 262144)"),
+    ({"model": MODEL, "prompt": "x", "stream": True,
+      "stream_options": {"include_usage": "yes"}}, "stream_options.include_usage",
+     "'stream_options.include_usage' must be a boolean"),
+])
+def test_bad_input_names_its_param(srv, body, param, words):
+    # param as OpenAI names it (a fresh user's finding: null for a token id
+    # past the vocabulary, "include_usage" for the nested field)
+    r = post(srv.port, C, body)
+    assert r.status == 400, r.body
+    err = r.json()["error"]
+    assert err["param"] == param and words in err["message"], err
 
 
 def test_accepted_defaults_of_refused_fields(srv):
