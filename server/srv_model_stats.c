@@ -102,6 +102,10 @@ static int srv_prom_scalar(struct srv_buf *out, const struct srv_prom_all *a, co
 
 static double srv_v_depth(const struct eng_stats *s) { return (double)s->queue_depth; }
 static double srv_v_prompt(const struct eng_stats *s) { return (double)s->model.prompt_tokens; }
+static double srv_v_shared(const struct eng_stats *s)
+{
+	return (double)s->model.prompt_tokens_shared;
+}
 static double srv_v_gen(const struct eng_stats *s) { return (double)s->model.generated_tokens; }
 static double srv_v_audio(const struct eng_stats *s) { return s->model.audio_seconds; }
 static double srv_v_compute(const struct eng_stats *s) { return s->model.compute_ms / 1e3; }
@@ -192,6 +196,11 @@ int srv__model_stats_prometheus(const struct eng *eng, struct srv_buf *out)
 	if (!rc)
 		rc = srv_prom_scalar(out, &a, "inferd_model_prompt_tokens_total", "counter",
 				     "Prompt tokens processed (prefill).", srv_v_prompt);
+	if (!rc)
+		rc = srv_prom_scalar(out, &a, "inferd_model_prompt_tokens_shared_total", "counter",
+				     "Of them, copied from a running sequence's KV cache instead of "
+				     "computed (n choices, prompts that begin alike).",
+				     srv_v_shared);
 	if (!rc)
 		rc = srv_prom_scalar(out, &a, "inferd_model_generated_tokens_total", "counter",
 				     "Tokens generated.", srv_v_gen);
@@ -310,13 +319,14 @@ static json_t *srv_json_model(const struct eng_model *m, const struct eng_stats 
 	const struct eng_model_stats *st = &s->model;
 	uint64_t failed = st->failed + st->cancelled + st->timed_out;
 	json_t *inferd = json_pack(
-		"{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:f,"
+		"{s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:I,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:f,"
 		"s:o}",
 		"queue_depth", (json_int_t)s->queue_depth, "requests", "submitted",
 		(json_int_t)st->submitted, "completed", (json_int_t)st->completed, "failed",
 		(json_int_t)st->failed, "cancelled", (json_int_t)st->cancelled, "timed_out",
 		(json_int_t)st->timed_out, "rejected", (json_int_t)st->rejected, "prompt_tokens",
-		(json_int_t)st->prompt_tokens, "generated_tokens", (json_int_t)st->generated_tokens,
+		(json_int_t)st->prompt_tokens, "prompt_tokens_shared",
+		(json_int_t)st->prompt_tokens_shared, "generated_tokens", (json_int_t)st->generated_tokens,
 		"audio_seconds", st->audio_seconds, "batch_parked_steps",
 		(json_int_t)st->batch_parked_steps, "queue_wait_ms", srv_json_hist(&st->queue_wait_ms),
 		"batch_size", srv_json_hist(&st->batch_size), "ttft_ms", srv_json_hist(&st->ttft_ms),

@@ -82,6 +82,25 @@ struct eng_llm_kv *eng__gseq_kv(struct eng__gseq *g);
 size_t eng__gseq_generated(const struct eng__gseq *g);
 size_t eng__gseq_prompt_tokens(const struct eng__gseq *g);
 
+/* eng__gseq_prefix - how many tokens at the start of s's prompt, all but
+ * its last (whose logits s must compute), t's tokens begin with; 0 unless
+ * s has fed none yet, or below ENG_GEN_SHARE_MIN. *ready: t's KV cache
+ * holds them already (eng__gseq_share may copy them now); else t has yet
+ * to feed some of them. */
+#define ENG_GEN_SHARE_MIN 32
+size_t eng__gseq_prefix(const struct eng__gseq *s, const struct eng__gseq *t, bool *ready);
+
+/* eng__gseq_share - s's first n prompt tokens' keys and values copied
+ * from t's cache (n from eng__gseq_prefix, ready): s feeds only the rest,
+ * as for prefix caching, but from a sequence running beside it (n
+ * choices of one prompt prefill it once). 0, or
+ * eng_llm_kv_copy_prefix's errors with s as it was (it then prefills
+ * everything itself). */
+int eng__gseq_share(struct eng__gseq *s, const struct eng__gseq *t, size_t n);
+
+/* eng__gseq_shared_tokens - the prompt tokens s took from another's cache. */
+size_t eng__gseq_shared_tokens(const struct eng__gseq *g);
+
 /* eng__gen_loop - a generation replica's work item (dev_work_fn). */
 struct dev_pool;
 void eng__gen_loop(void *arg, struct dev_pool *pool);

@@ -48,6 +48,7 @@ struct egl {
 	struct eng__gen_req **in;   /* [2 max_num_seqs] who is in it */
 	size_t *due;                /* [2 max_num_seqs] batch slots whose logits are due */
 	int32_t *ids;               /* [2 max_num_seqs] their picks */
+	bool *wait;                 /* [2 max_num_seqs] running ones waiting for another's prompt */
 };
 
 /* End running request i (moved out of the running list). */
@@ -68,6 +69,7 @@ static void egl_end(struct egl *l, size_t i, int rc, const char *err)
 	pthread_mutex_lock(&s->mu);
 	s->st.generated_tokens += gen;
 	s->st.prompt_tokens += prompt;
+	s->st.prompt_tokens_shared += r->seq ? eng__gseq_shared_tokens(r->seq) : 0;
 	eng_stats_ended(&s->st, &l->rp->st, &e);
 	pthread_mutex_unlock(&s->mu);
 	eng__sched_count(s, rc, now - r->base.t_submit);
@@ -111,6 +113,42 @@ static bool egl_admit(struct egl *l)
 	return closing;
 }
 
+/* Whether running request r sits out this step (a batch one while an
+ * interactive one runs: see the top). */
+static bool egl_parked(const struct egl *l, const struct eng__gen_req *r)
+{
+	return r->base.priority == ENG_PRIORITY_BATCH && egl_interactive(l) > 0;
+}
+
+/* Before running request i's first prompt chunk: its prompt's longest
+ * prefix another running sequence has in its KV cache is copied from
+ * there (eng__gseq_share: the n choices of one request, or requests that
+ * begin alike, prefill it once); true when it should wait instead
+ * (may_wait), for an earlier sequence that is computing that prefix and
+ * not parked. */
+static bool egl_share(struct egl *l, size_t i, bool may_wait)
+{
+	struct eng__gseq *s = l->run[i]->seq;
+	const struct eng__gseq *from = NULL;
+	size_t best = 0;
+	bool wait = false;
+	for (size_t j = 0; j < l->n_run; j++) {
+		bool ready;
+		size_t m = eng__gseq_prefix(s, l->run[j]->seq, &ready);
+		if (m && ready && m > best) {
+			best = m;
+			from = l->run[j]->seq;
+		} else if (m && !ready && j < i && may_wait && !egl_parked(l, l->run[j])) {
+			wait = true;
+		}
+	}
+	if (from) {
+		(void)eng__gseq_share(s, from, best); /* on failure it computes them itself */
+		return false;
+	}
+	return wait;
+}
+
 /* Build this step's batch: a token for every decoding sequence first,
  * then prompt chunks. The budget left for prompts is shared among the
  * prefilling sequences (at least 32 tokens each, in admission order), so
@@ -120,9 +158,13 @@ static size_t egl_batch(struct egl *l)
 {
 	size_t budget = (size_t)l->s->max_batch_tokens, n = 0, n_prefill = 0;
 	bool park = egl_interactive(l) > 0; /* the batch class waits */
-	for (size_t i = 0; i < l->n_run; i++)
-		n_prefill += eng__gseq_generated(l->run[i]->seq) == 0 &&
-			     !(park && l->run[i]->base.priority == ENG_PRIORITY_BATCH);
+	for (size_t i = 0; i < l->n_run; i++) {
+		struct eng__gen_req *r = l->run[i];
+		bool prefill = eng__gseq_generated(r->seq) == 0 &&
+			       !(park && r->base.priority == ENG_PRIORITY_BATCH);
+		l->wait[i] = prefill && egl_share(l, i, true);
+		n_prefill += prefill && !l->wait[i];
+	}
 	for (int pass = 0; pass < 2; pass++) {
 		size_t share = n_prefill ? budget / n_prefill : budget;
 		share = share < 32 ? 32 : share;
@@ -131,6 +173,8 @@ static size_t egl_batch(struct egl *l)
 			bool decoding = eng__gseq_generated(r->seq) > 0;
 			if (decoding != (pass == 0) ||
 			    (park && r->base.priority == ENG_PRIORITY_BATCH))
+				continue;
+			if (l->wait[i])
 				continue;
 			size_t want = decoding ? budget : (share < budget ? share : budget);
 			struct eng_llm_seq *q = &l->seqs[n];
@@ -171,6 +215,10 @@ static void egl_sample(struct egl *l, size_t n_batch)
 	for (size_t b = 0; b < n_batch; b++)
 		if (eng__gseq_fed(l->in[b]->seq, l->seqs[b].n))
 			l->due[pk.n++] = b;
+	/* a sequence that waited for another's prompt takes it now: that one
+	 * may end at its first token below, its cache with it */
+	for (size_t i = 0; i < l->n_run; i++)
+		(void)egl_share(l, i, false);
 	if (pk.n > 1)
 		dev_queue_parallel(l->q, egl_pick_part, &pk);
 	else
@@ -250,7 +298,8 @@ static int egl_init(struct egl *l, struct eng__replica *rp)
 	l->in = mem_calloc(seqs, sizeof(*l->in));
 	l->due = mem_calloc(seqs, sizeof(*l->due));
 	l->ids = mem_calloc(seqs, sizeof(*l->ids));
-	if (!l->run || !l->taken || !l->seqs || !l->in || !l->due || !l->ids)
+	l->wait = mem_calloc(seqs, sizeof(*l->wait));
+	if (!l->run || !l->taken || !l->seqs || !l->in || !l->due || !l->ids || !l->wait)
 		return -ST_NOMEM;
 	char err[256];
 	int rc = eng_llm_scratch_create(s->m->llm, rp->q, (size_t)s->max_batch_tokens,
@@ -269,6 +318,7 @@ static void egl_fini(struct egl *l)
 	mem_free(l->in);
 	mem_free(l->due);
 	mem_free(l->ids);
+	mem_free(l->wait);
 }
 
 /* The replica's work item: runs until the scheduler closes. */

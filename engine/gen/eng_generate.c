@@ -228,6 +228,7 @@ struct eng__gseq {
 	struct eng_gen_result *res;
 	size_t max_tokens;    /* p->max_tokens, or less with p->max_tokens_fit */
 	size_t n_fed;         /* hist[0..n_fed) are in the KV cache */
+	size_t n_shared;      /* of them, copied from another sequence's (eng__gseq_share) */
 	bool sampling;        /* the logits of hist[n_hist - 1] are due */
 	bool greedy;          /* the pass gives only their argmax, in greedy_id */
 	int32_t greedy_id;
@@ -415,6 +416,35 @@ size_t eng__gseq_generated(const struct eng__gseq *g)
 size_t eng__gseq_prompt_tokens(const struct eng__gseq *g)
 {
 	return g->res->n_prompt_tokens;
+}
+
+size_t eng__gseq_prefix(const struct eng__gseq *s, const struct eng__gseq *t, bool *ready)
+{
+	*ready = false;
+	if (s == t || s->n_fed || s->res->n_completion_tokens || s->n_hist < 2)
+		return 0;
+	size_t max = s->n_hist - 1 < t->n_hist ? s->n_hist - 1 : t->n_hist, n = 0;
+	while (n < max && s->hist[n] == t->hist[n])
+		n++;
+	if (n < ENG_GEN_SHARE_MIN)
+		return 0;
+	*ready = t->n_fed >= n;
+	return n;
+}
+
+int eng__gseq_share(struct eng__gseq *s, const struct eng__gseq *t, size_t n)
+{
+	if (s->n_fed || n >= s->n_hist || n > t->n_fed)
+		return -ST_INVAL;
+	int rc = eng_llm_kv_copy_prefix(s->kv, t->kv, n);
+	if (!rc)
+		s->n_fed = s->n_shared = n;
+	return rc;
+}
+
+size_t eng__gseq_shared_tokens(const struct eng__gseq *g)
+{
+	return g->n_shared;
 }
 
 int32_t eng__gseq_pick(struct eng__gseq *g)

@@ -103,6 +103,13 @@ int eng_llm_kv_create_room(const struct eng_llm *m, struct dev *d, size_t n_ctx,
  * for each sequence before its pass. 0, -ST_TOOBIG (n > n_ctx), or
  * -ST_NOMEM with the cache as it was. */
 int eng_llm_kv_reserve(struct eng_llm_kv *kv, size_t n);
+/* eng_llm_kv_copy_prefix - the keys and values of src's positions [0, n)
+ * into dst, which is empty, of the same model, type and device (another
+ * sequence whose tokens begin as src's did: its prompt prefix need not
+ * be computed again); dst's length becomes n. -ST_INVAL (a cache that
+ * does not match, dst not empty, n past src's length), or
+ * eng_llm_kv_reserve's errors with dst as it was. */
+int eng_llm_kv_copy_prefix(struct eng_llm_kv *dst, const struct eng_llm_kv *src, size_t n);
 void eng_llm_kv_destroy(struct eng_llm_kv *kv);
 size_t eng_llm_kv_len(const struct eng_llm_kv *kv);
 size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);

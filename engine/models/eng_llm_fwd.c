@@ -111,6 +111,31 @@ int eng_llm_kv_reserve(struct eng_llm_kv *kv, size_t n)
 	return 0;
 }
 
+int eng_llm_kv_copy_prefix(struct eng_llm_kv *dst, const struct eng_llm_kv *src, size_t n)
+{
+	bool f16 = dst->k16 != NULL;
+	if (dst == src || dst->dev != src->dev || f16 != (src->k16 != NULL) ||
+	    dst->n_layer != src->n_layer || dst->row != src->row || dst->head_dim != src->head_dim ||
+	    dst->len != 0 || n > src->len)
+		return -ST_INVAL;
+	int rc = eng_llm_kv_reserve(dst, n);
+	if (rc)
+		return rc;
+	size_t el = f16 ? sizeof(uint16_t) : sizeof(float), hd = dst->head_dim;
+	char *dk = f16 ? (char *)dst->k16 : (char *)dst->k, *dv = f16 ? (char *)dst->v16 : (char *)dst->v;
+	const char *sk = f16 ? (const char *)src->k16 : (const char *)src->k;
+	const char *sv = f16 ? (const char *)src->v16 : (const char *)src->v;
+	/* each (layer, KV head) block's first n rows, at each cache's own stride */
+	for (size_t b = 0; b < dst->n_layer * dst->n_head; b++) {
+		dev_copy(dst->dev, dk + b * dst->cap * hd * el, sk + b * src->cap * hd * el,
+			 n * hd * el);
+		dev_copy(dst->dev, dv + b * dst->cap * hd * el, sv + b * src->cap * hd * el,
+			 n * hd * el);
+	}
+	dst->len = n;
+	return 0;
+}
+
 void eng_llm_kv_destroy(struct eng_llm_kv *kv)
 {
 	if (!kv)

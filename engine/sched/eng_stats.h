@@ -74,6 +74,8 @@ struct eng_model_stats {
 	uint64_t timed_out;    /* deadline passed */
 	uint64_t rejected;     /* refused at submit: queue full (-ST_BUSY) */
 	uint64_t prompt_tokens, generated_tokens;
+	uint64_t prompt_tokens_shared; /* of prompt_tokens, keys and values copied from
+					* another running sequence's cache, not computed */
 	double audio_seconds;  /* transcribed */
 	uint64_t encoder_windows, encoder_positions; /* Whisper encoder windows computed and
 					* their positions (1500 a full 30 s window; fewer

@@ -360,6 +360,38 @@ def test_n_choices(srv):
     assert [x["index"] for x in c["choices"]] == [0, 1]
 
 
+def test_n_choices_prefill_their_prompt_once(srv):
+    # The n choices of one request share its prompt: the first computes it,
+    # the others copy its KV cache (all but the last prompt token, whose
+    # logits each computes itself) - what the daemon records says so, and
+    # greedy choices equal the one-choice answer (a fresh user's finding:
+    # n=8 ran eight whole prefills, 60 s and more for a 4k-token prompt).
+    body = dict(messages=[{"role": "user", "content": "Say hello. " * 60}], max_tokens=6,
+                temperature=0, logprobs=True)
+    one = chat(srv.port, **body)
+    p = one["usage"]["prompt_tokens"]
+    assert p > 100
+    before = model_stats(srv.port, MODEL)
+    r = chat(srv.port, n=3, **body)
+    after = model_stats(srv.port, MODEL)
+    assert after["prompt_tokens"] - before["prompt_tokens"] == 3 * p
+    assert after["prompt_tokens_shared"] - before["prompt_tokens_shared"] == 2 * (p - 1)
+    assert [c["message"]["content"] for c in r["choices"]] == \
+        [one["choices"][0]["message"]["content"]] * 3
+    lps = lambda c: [e["logprob"] for e in c["logprobs"]["content"]]  # noqa: E731
+    for c in r["choices"]:  # the copied keys and values are the computed ones
+        assert lps(c) == pytest.approx(lps(one["choices"][0]), abs=1e-5)
+    # sampled choices stay each its own seed's: choice i is seed + i
+    body = dict(body, temperature=1, seed=11, logprobs=False)
+    many = chat(srv.port, n=2, **body)
+    alone = chat(srv.port, **dict(body, seed=12))
+    assert many["choices"][1]["message"]["content"] == alone["choices"][0]["message"]["content"]
+    # a prompt shorter than 32 tokens is not worth a copy
+    before = model_stats(srv.port, MODEL)["prompt_tokens_shared"]
+    chat(srv.port, n=2, messages=[{"role": "user", "content": "Hi"}], max_tokens=2)
+    assert model_stats(srv.port, MODEL)["prompt_tokens_shared"] == before
+
+
 def test_completion_logprobs_shape(srv):
     prompt = "The sky is"
     r = complete(srv.port, prompt=prompt, max_tokens=5, temperature=0, logprobs=3)
