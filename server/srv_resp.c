@@ -18,6 +18,7 @@
 
 #include "common/mem.h"
 #include "common/st.h"
+#include "common/utf8.h"
 #include "server/srv_int.h"
 #include "server/srv_status.h"
 
@@ -80,11 +81,32 @@ static json_t *srv_error_json(const struct srv_req *req, int status, const char 
 	}
 }
 
+/* in (NUL-terminated) into out [cap] with every byte that is not part of
+ * a valid UTF-8 character as U+FFFD: a message that echoes what a client
+ * sent (a model name, a language) stays text JSON can carry. */
+static void srv_msg_utf8(const char *in, char *out, size_t cap)
+{
+	size_t n = strlen(in), o = 0;
+	uint32_t cp;
+	for (size_t i = 0; i < n;) {
+		size_t k = st_utf8_decode(in + i, n - i, &cp);
+		const char *src = k ? in + i : "\xef\xbf\xbd";
+		size_t len = k ? k : 3;
+		if (o + len >= cap)
+			break;
+		memcpy(out + o, src, len);
+		o += len;
+		i += k ? k : 1;
+	}
+	out[o] = '\0';
+}
+
 static int srv_req_respond_verror(struct srv_req *req, int status, const char *code,
 				  const char *param, const char *fmt, va_list ap)
 {
-	char msg[512];
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	char raw[512], msg[3 * sizeof(raw)];
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	srv_msg_utf8(raw, msg, sizeof(msg));
 	if (!req->request_id[0])
 		snprintf(req->request_id, sizeof(req->request_id), "%08x%016llx",
 			 (unsigned)req->conn->srv->request_id_salt,

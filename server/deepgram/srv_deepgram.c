@@ -70,7 +70,8 @@
 struct srv_dg_opts {
 	char model[SRV_DG_VALUE_MAX];
 	char language[16];
-	bool punctuate, utterances, batched, multichannel;
+	bool punctuate, smart_format, utterances, batched, multichannel; /* a repeated key:
+									  * its last value */
 	bool detect_language, has_language;
 	bool has_encoding, has_rate;
 	enum eng_vad_filter vad_filter; /* DEFAULT: not in the query */
@@ -103,9 +104,10 @@ static int srv_dg_param(struct srv_dg_opts *o, const char *k, const char *v, cha
 		o->has_language = true;
 	} else if (!strcmp(k, "detect_language")) {
 		rc = srv__dg_bool(v, &o->detect_language);
-	} else if (!strcmp(k, "punctuate") || !strcmp(k, "smart_format")) {
-		rc = srv__dg_bool(v, &b);
-		o->punctuate |= !rc && b;
+	} else if (!strcmp(k, "punctuate")) {
+		rc = srv__dg_bool(v, &o->punctuate);
+	} else if (!strcmp(k, "smart_format")) {
+		rc = srv__dg_bool(v, &o->smart_format);
 	} else if (!strcmp(k, "utterances"))
 		rc = srv__dg_bool(v, &o->utterances);
 	else if (!strcmp(k, "batched"))
@@ -232,7 +234,7 @@ void srv__h_deepgram_listen(struct srv_req *req)
 	job->base.params.word_timestamps = true;
 	job->base.params.vad_filter = o.vad_filter;
 	srv__audio_job_set_language(&job->base, o.language, strlen(o.language));
-	job->punctuate = o.punctuate;
+	job->punctuate = o.punctuate || o.smart_format; /* smart_format implies punctuate */
 	job->utterances = o.utterances;
 	job->detect_language = o.detect_language;
 	srv__dg_created(job->created);

@@ -14,6 +14,7 @@
 /* What the keys set besides the options, for the checks at the end. */
 struct srv_dg_live_seen {
 	bool encoding, rate, multichannel, language;
+	bool punctuate, smart_format; /* their last values: either one punctuates */
 };
 
 /* encoding: the headerless ones, flac and ogg-opus (containers that
@@ -66,7 +67,6 @@ static int srv_dg_live_param(struct srv_dg_live_opts *o, struct srv_dg_live_seen
 			     const char *k, const char *v, char *err, size_t n)
 {
 	int rc = 0;
-	bool b = false;
 	if (!strcmp(k, "model"))
 		snprintf(o->model, sizeof(o->model), "%s", v);
 	else if (!strcmp(k, "language"))
@@ -84,10 +84,11 @@ static int srv_dg_live_param(struct srv_dg_live_opts *o, struct srv_dg_live_seen
 		rc = srv__dg_bool(v, &o->interim_results);
 	else if (!strcmp(k, "vad_events"))
 		rc = srv__dg_bool(v, &o->vad_events);
-	else if (!strcmp(k, "punctuate") || !strcmp(k, "smart_format")) {
-		rc = srv__dg_bool(v, &b);
-		o->punctuate |= !rc && b;
-	} else if (!strcmp(k, "endpointing"))
+	else if (!strcmp(k, "punctuate"))
+		rc = srv__dg_bool(v, &seen->punctuate);
+	else if (!strcmp(k, "smart_format"))
+		rc = srv__dg_bool(v, &seen->smart_format);
+	else if (!strcmp(k, "endpointing"))
 		rc = srv_dg_live_endpointing(o, v);
 	else if (!strcmp(k, "utterance_end_ms"))
 		rc = srv__dg_int(v, SRV_DG_LIVE_MIN_UTTERANCE_END_MS,
@@ -145,6 +146,7 @@ int srv__dg_live_query_parse(const char *q, struct srv_dg_live_opts *o, char *er
 	if (!p.seen.language)
 		snprintf(o->language, sizeof(o->language), "en");
 	rc = srv_dg_live_check(o, &p.seen, err, errlen);
+	o->punctuate = p.seen.punctuate || p.seen.smart_format;
 	o->container = !rc && !p.seen.encoding;
 	o->n_channels = !rc && p.seen.multichannel ? o->raw.channels : 1;
 	return rc;

@@ -120,7 +120,8 @@ struct srv_oa_form {
 	bool batched;
 	enum eng_vad_filter vad_filter; /* DEFAULT: absent */
 	bool gran_word, gran_segment; /* timestamp_granularities[] given */
-	const char *gran_name; /* the field's name as sent, with or without [] */
+	const char *gran_name; /* the field's name as sent: gran_buf */
+	char gran_buf[48];     /* timestamp_granularities, ...[] or ...[N] */
 	bool translate;     /* /v1/audio/translations */
 	enum srv_oa_format format;
 };
@@ -249,9 +250,6 @@ static int srv_oa_f_format(struct srv_oa_form *f, const struct srv_mp_part *p, c
 static int srv_oa_f_granularity(struct srv_oa_form *f, const struct srv_mp_part *p, char *err,
 				size_t n)
 {
-	f->gran_name = srv_mp_str_eq(p->name, "timestamp_granularities")
-			       ? "timestamp_granularities"
-			       : "timestamp_granularities[]";
 	if (srv_mp_str_eq(p->data, "segment"))
 		return f->gran_segment = true, 0;
 	if (srv_mp_str_eq(p->data, "word"))
@@ -266,8 +264,26 @@ static int srv_oa_f_stream(struct srv_oa_form *f, const struct srv_mp_part *p, c
 	(void)f;
 	if (srv_oa_bool(p) == 0)
 		return 0;
-	return snprintf(err, n, "streaming transcription is not available ('stream' must be false)"),
+	return snprintf(err, n, "streamed responses are not available ('stream' must be false)"),
 	       -ST_INVAL;
+}
+
+/* Whether a part named name is field field: its name, or for
+ * timestamp_granularities[] also an indexed one, [0], [1], ... (what PHP's
+ * http_build_query and qs-style "indices" form encoders send). */
+static bool srv_oa_name_is(struct srv_mp_str name, const char *field)
+{
+	static const char gran[] = "timestamp_granularities[";
+	size_t g = sizeof(gran) - 1;
+	if (srv_mp_str_eq(name, field))
+		return true;
+	if (strcmp(field, "timestamp_granularities[]") || name.n < g + 2 ||
+	    memcmp(name.p, gran, g) || name.p[name.n - 1] != ']' || name.n - g - 1 > 3)
+		return false;
+	for (size_t i = g; i < name.n - 1; i++)
+		if (name.p[i] < '0' || name.p[i] > '9')
+			return false;
+	return true;
 }
 
 static const struct {
@@ -312,19 +328,25 @@ static int srv_oa_form_read(struct srv_req *req, struct srv_mp_part *parts,
 	for (size_t i = 0; i < n && !rc; i++)
 		for (size_t k = 0; k < sizeof(srv_oa_fields) / sizeof(srv_oa_fields[0]) && !rc; k++) {
 			const struct srv_mp_part *p = &parts[i];
-			if (!srv_mp_str_eq(p->name, srv_oa_fields[k].name))
+			const char *name = srv_oa_fields[k].name;
+			if (!srv_oa_name_is(p->name, name))
 				continue;
+			if (srv_oa_fields[k].fn == srv_oa_f_granularity) { /* named as sent */
+				snprintf(f->gran_buf, sizeof(f->gran_buf), "%.*s", (int)p->name.n,
+					 p->name.p);
+				name = f->gran_name = f->gran_buf;
+			}
 			/* a text field is text: a NUL byte would end it early,
 			 * unseen (a model name, a language, a prompt cut there) */
 			if (srv_oa_fields[k].fn != srv_oa_f_file && p->data.n &&
 			    memchr(p->data.p, '\0', p->data.n))
 				rc = (snprintf(err, errlen, "'%s' must be text (it holds a NUL byte)",
-					       srv_oa_fields[k].name),
+					       name),
 				      -ST_INVAL);
 			else
 				rc = srv_oa_fields[k].fn(f, p, err, errlen);
 			if (rc)
-				*param = srv_oa_fields[k].name;
+				*param = name;
 		}
 	if (!rc && !f->file)
 		rc = (snprintf(err, errlen, "the 'file' field is required"), -ST_INVAL);

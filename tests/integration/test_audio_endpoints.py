@@ -479,6 +479,52 @@ def test_openai_bad_params_400(srv, fields, needle, param):
         param, "invalid_value", "invalid_request_error"), err
 
 
+def test_openai_indexed_timestamp_granularities(srv):
+    """timestamp_granularities[0], [1], ... (PHP's http_build_query and
+    qs-style "indices" encoders) are the [] field; they were ignored as
+    unknown fields, bad values too."""
+    r = transcribe(srv.port, response_format="verbose_json",
+                   **{"timestamp_granularities[0]": "word",
+                      "timestamp_granularities[1]": "segment"})
+    assert r.status == 200, r.body
+    body = r.json()
+    assert body["words"] and body["segments"]
+    r = transcribe(srv.port, response_format="verbose_json",
+                   **{"timestamp_granularities[0]": "bogus"})
+    assert_openai_error(r, 400, "'timestamp_granularities[0]' must be 'word' or 'segment'")
+    assert r.json()["error"]["param"] == "timestamp_granularities[0]"
+
+
+def test_errors_echoing_bad_utf8_stay_json(srv):
+    """A message that echoes a value holding bytes that are not UTF-8 (a
+    model name, a language) is still JSON in the protocol's shape, the
+    bytes as U+FFFD: jansson refused the string, and the error went out as
+    text/plain (a fresh user's finding)."""
+    r = transcribe(srv.port, language=b"\xff\xfe")
+    assert_openai_error(r, 400, "'\ufffd\ufffd' is not a language code")
+    r = transcribe(srv.port, model=b"whisper\xff")
+    assert_openai_error(r, 404, "The model 'whisper\ufffd' does not exist")
+    r = listen(srv.port, clip("jfk.wav"), "language=%FF%FE")
+    assert r.status == 400 and r.header("content-type") == "application/json", r.body
+    assert "'\ufffd\ufffd' is not a language code" in r.json()["err_msg"]
+
+
+@pytest.mark.parametrize("query,punctuated", [
+    ("punctuate=true&punctuate=false", False),
+    ("punctuate=false&punctuate=true", True),
+    ("smart_format=true&smart_format=false", False),
+    ("punctuate=false&smart_format=true", True),
+])
+def test_deepgram_repeated_key_last_value_wins(srv, query, punctuated):
+    """A repeated query key's last value wins (README), punctuate and
+    smart_format too (any true made them true); either one punctuates."""
+    r = listen(srv.port, clip("jfk.wav"), query)
+    assert r.status == 200, r.body
+    t = dg_alt(r.json())["transcript"]
+    assert t.lower().startswith("and so my fellow americans"), t
+    assert (t[0] == "A") == punctuated, t  # punctuated: the model's capitals kept
+
+
 @pytest.mark.parametrize("value", ["false", "False", "0"])
 def test_openai_stream_false_spelled_as_python_sends_it(srv, value):
     """stream=false is taken as the boolean fields take it: Python's

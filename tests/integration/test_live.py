@@ -624,6 +624,24 @@ def test_text_and_control_frames_are_handled(srv):
     assert got == rest_words(srv)
 
 
+@pytest.mark.parametrize("query,punctuated", [
+    ("punctuate=true&punctuate=false", False),
+    ("smart_format=false&smart_format=true", True),
+])
+def test_repeated_punctuate_key_last_value_wins(srv, query, punctuated):
+    # as on the REST route: any true made punctuate true
+    s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000&" + query)
+    s.sendall(frame(2, jfk_pcm()) + frame(1, b'{"type":"CloseStream"}'))
+    frames = read_frames(s, rd, timeout=120)
+    s.close()
+    texts = [json.loads(p) for op, p in frames if op == 1]
+    t = " ".join(m["channel"]["alternatives"][0]["transcript"] for m in texts
+                 if m["type"] == "Results" and m["is_final"])
+    t = t.strip()
+    assert t.lower().startswith("and so my fellow americans"), t
+    assert (t[0] == "A") == punctuated, t  # punctuated: the model's capitals kept
+
+
 def test_unmasked_frame_is_a_protocol_error(srv):
     s, rd, r = ws_open(srv.port, "encoding=linear16&sample_rate=16000")
     s.sendall(frame(2, b"\0" * 640, mask=False))
