@@ -30,8 +30,8 @@
  *   top_logprobs 0..20), stream, stream_options.include_usage, user
  *   (ignored); extensions top_k >= 0, min_p 0..1, repetition_penalty (0, 10]
  * Refused with 400 unsupported_parameter rather than ignored: echo, suffix,
- * best_of other than n, tools / tool_choice / functions / function_call,
- * response_format other than {"type": "text"}, audio / modalities other
+ * best_of other than n, tools / tool_choice / functions / function_call
+ * (but for the values that ask for none: [] and "none"), response_format other than {"type": "text"}, audio / modalities other
  * than text. A null value counts as absent; other unknown fields are
  * ignored (SDKs add fields over time). Errors: 400 invalid_json /
  * invalid_type / invalid_value / missing_required_parameter /
@@ -122,17 +122,29 @@ static int srv_gen_parse_bias(struct srv_openai_gen_job *job, json_t *b, struct 
 	return 0;
 }
 
+/* The values of the tool fields that ask for no tools, which clients send
+ * by default: an empty tools / functions list, tool_choice or
+ * function_call "none". */
+static bool srv_gen_no_tools(const char *k, json_t *v)
+{
+	if (!strcmp(k, "tools") || !strcmp(k, "functions"))
+		return json_is_array(v) && json_array_size(v) == 0;
+	if (!strcmp(k, "tool_choice") || !strcmp(k, "function_call"))
+		return json_is_string(v) && !strcmp(json_string_value(v), "none");
+	return false;
+}
+
 /* Fields whose meaning we do not implement: refused, never ignored. */
 static int srv_gen_parse_unsupported(struct srv_openai_gen_job *job, json_t *b,
 				     struct srv_gen_err *e)
 {
 	static const char *const never[] = { "tools", "tool_choice", "functions", "function_call",
 					     "audio", "prediction" };
+	json_t *v;
 	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
-		if (srv__gen_json_opt(b, never[i]))
+		if ((v = srv__gen_json_opt(b, never[i])) && !srv_gen_no_tools(never[i], v))
 			return srv__gen_err_set(e, 400, "unsupported_parameter", never[i],
 						"'%s' is not supported by this server", never[i]);
-	json_t *v;
 	if ((v = srv__gen_json_opt(b, "echo")) && !json_is_false(v))
 		return srv__gen_err_set(e, 400, "unsupported_parameter", "echo",
 					"'echo' is not supported by this server");

@@ -917,6 +917,15 @@ def test_accepted_defaults_of_refused_fields(srv):
     r = complete(srv.port, prompt="Hi", max_tokens=2, echo=False, suffix="", best_of=1,
                  response_format={"type": "text"})
     assert r["usage"]["completion_tokens"] == 2
+    # no tools: an empty list, tool_choice / function_call "none"
+    r = chat(srv.port, messages=[{"role": "user", "content": "Hi"}], max_tokens=2, tools=[],
+             tool_choice="none", functions=[], function_call="none")
+    assert r["usage"]["completion_tokens"] <= 2
+    for k, v in (("tools", [{"type": "function"}]), ("tool_choice", "auto"),
+                 ("function_call", "auto")):
+        r = post(srv.port, CH, {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}],
+                                k: v})
+        assert r.status == 400 and r.json()["error"]["param"] == k, r.body
 
 
 def test_no_seed_gives_varied_samples(srv):
