@@ -171,7 +171,8 @@ static void srv_dg_live_on_close(void *ud)
 		fprintf(stderr, "access remote=%s method=GET path=\"/v1/listen\" live_end=1 "
 			"audio_s=%.3f finals=%u close=%u duration_ms=%.3f request_id=%s\n",
 			l->conn->remote, (double)(l->audio_base + (int64_t)l->audio_n) / SRV_DG_LIVE_RATE,
-			finals, l->close_sent, (double)(uv_hrtime() - l->start_ns) / 1e6,
+			finals, l->close_sent ? l->close_sent : srv__ws_close_sent(l->ws),
+			(double)(uv_hrtime() - l->start_ns) / 1e6,
 			l->request_id);
 	srv__ws_destroy(l->ws);
 	srv_dg_live_detach(l);

@@ -244,6 +244,11 @@ bool srv__ws_is_closing(const struct srv_ws *ws)
 	       wslay_event_get_close_received(ws->ctx);
 }
 
+uint16_t srv__ws_close_sent(const struct srv_ws *ws)
+{
+	return wslay_event_get_close_sent(ws->ctx) ? wslay_event_get_status_code_sent(ws->ctx) : 0;
+}
+
 /* --- life ------------------------------------------------------------------ */
 
 int srv__ws_create(struct srv_conn *conn, size_t max_msg_bytes, const struct srv_ws_cbs *cbs,

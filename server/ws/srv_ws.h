@@ -89,6 +89,11 @@ void srv__ws_close(struct srv_ws *ws, uint16_t code, const char *reason);
 /* srv__ws_is_closing - a close frame was queued or received. */
 bool srv__ws_is_closing(const struct srv_ws *ws);
 
+/* srv__ws_close_sent - the status code of the close frame sent, ours or the
+ * one wslay sent for a protocol error (1002, 1007, 1009, ...); 1005 when it
+ * had none, 0 when no close frame went out. */
+uint16_t srv__ws_close_sent(const struct srv_ws *ws);
+
 /* srv__ws_destroy - free; NULL is a no-op. Inside one of its own
  * callbacks the memory goes once srv__ws_feed returns. */
 void srv__ws_destroy(struct srv_ws *ws);

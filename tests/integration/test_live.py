@@ -603,6 +603,14 @@ def test_oversized_message_closes_1009(srv):
     assert close_of(read_frames(s, rd))[0] == 1009
     s.close()
     assert_still_serves(srv)
+    # the access log's end line has the code the WebSocket layer sent (it
+    # said close=0 for the closes of protocol errors: a fresh user's finding)
+    rid = r.header("dg-request-id")
+    def end_line():
+        return next((ln for ln in srv.stderr_text().splitlines()
+                     if "live_end=1" in ln and ln.endswith("request_id=" + rid)), None)
+    wait_until(end_line, "the stream's end line", 30)
+    assert " close=1009 " in end_line(), end_line()
 
 
 def test_text_and_control_frames_are_handled(srv):
