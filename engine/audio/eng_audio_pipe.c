@@ -81,6 +81,12 @@ static void *audio_pipe_main(void *arg)
 	if (rc && rc != -ST_NOMEM && p->eof && !p->any && !p->d.n_out)
 		rc = 0; /* ended before any audio (a header, a few bytes): an empty stream,
 			 * as a headerless one that got no whole frame */
+	else if (!rc && !p->eof && !p->abort && p->d.fmt && strstr(p->d.fmt->iformat->name, "mp4"))
+		/* its index (moov) after the audio: libavformat seeks there first.
+		 * Short: a Deepgram close reason keeps 100 bytes */
+		rc = st_errf(-ST_INVAL, err, sizeof(err),
+			     "an MP4 whose moov box follows its audio cannot be streamed "
+			     "(remux: ffmpeg -movflags +faststart)");
 	else if (!rc && !p->eof && !p->abort)
 		rc = st_errf(-ST_INVAL, err, sizeof(err), "the %s audio stops being readable",
 			     p->d.fmt ? p->d.fmt->iformat->name : "container");

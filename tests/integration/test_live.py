@@ -18,6 +18,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 import wave
@@ -869,6 +870,30 @@ def test_containers_same_words(srv, name, query, args, chunk):
     # 11.088 s for MP3: a stream cannot trim the encoder's padding at the
     # end (the whole-file decode reads it from the LAME header's end)
     assert meta["type"] == "Metadata" and meta["duration"] == pytest.approx(11.0, abs=0.1)
+
+
+def test_mp4_with_its_index_last_is_refused_saying_how_to_fix_it(srv):
+    """An MP4 whose moov box follows the audio (ffmpeg's default) cannot be
+    demuxed as it arrives: libavformat seeks to the index first. The close
+    reason says so and how to remux it (it said the audio "stops being
+    readable": a fresh user's finding); a faststart one streams."""
+    path = os.path.join(AUDIO, "containers", "jfk.m4a")  # make-containers.sh's
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data.find(b"moov") > data.find(b"mdat")
+    frames = stream_raw(srv, "", [data])
+    code, reason = close_of(frames)
+    assert code == 1002 and "moov box follows its audio" in reason, reason
+    assert "-movflags +faststart" in reason, reason
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "fast.m4a")
+        subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-c", "copy", "-movflags",
+                        "+faststart", out], check=True)
+        with open(out, "rb") as f:
+            fast = f.read()
+    assert fast.find(b"moov") < fast.find(b"mdat")
+    frames = stream_raw(srv, "", [fast[o:o + 4000] for o in range(0, len(fast), 4000)])
+    assert close_of(frames)[0] == 1000 and frames_final_words(frames)
 
 
 def test_wav_header_is_no_click(srv):
