@@ -192,11 +192,19 @@ static int srv_mp_hdr_disposition(struct srv_mp *mp, size_t idx, struct srv_mp_p
 		return st_errf(-ST_INVAL, mp->err, mp->errlen,
 			       "part %zu: Content-Disposition must be form-data", idx);
 	int r;
+	struct srv_mp_str ext = { 0 };
 	while ((r = srv_mp_param_next(&p, end, &key, &val)) == 1) {
 		for (size_t i = 0; i < sizeof(srv_mp_disp_params) / sizeof(srv_mp_disp_params[0]); i++)
 			if (srv_mp_str_ieq(key, srv_mp_disp_params[i].name))
 				*(struct srv_mp_str *)((char *)part + srv_mp_disp_params[i].offset) = val;
+		if (srv_mp_str_ieq(key, "filename*"))
+			ext = val;
 	}
+	/* RFC 7578 4.2 forbids RFC 5987's filename* in forms, but some clients
+	 * send only it: the part is a file all the same (its value, still
+	 * encoded, as the name) */
+	if (!part->filename.p && ext.p)
+		part->filename = ext;
 	if (r < 0)
 		return st_errf(-ST_INVAL, mp->err, mp->errlen,
 			       "part %zu: malformed Content-Disposition parameters", idx);

@@ -35,7 +35,8 @@ struct srv_mp_str {
 /* One part; every field borrowed from the body. */
 struct srv_mp_part {
 	struct srv_mp_str name;         /* Content-Disposition name (required) */
-	struct srv_mp_str filename;     /* filename=, p == NULL when absent */
+	struct srv_mp_str filename;     /* filename= (else filename*=, as sent), p == NULL
+					 * when absent */
 	struct srv_mp_str content_type; /* Content-Type value, p == NULL when absent */
 	struct srv_mp_str data;         /* the part's body bytes */
 };

@@ -75,6 +75,27 @@ static void test_parts(void **state)
 	assert_int_equal(p[2].data.n, 0);
 }
 
+/* RFC 5987's filename* alone (RFC 7578 4.2 forbids it, some clients send
+ * it) still makes the part a file: it was a field, refused over the field
+ * limit as one; with filename= too, filename= is the name. */
+static void test_filename_star(void **state)
+{
+	(void)state;
+	struct srv_mp_part p[4];
+	size_t n;
+	char err[256];
+	const char *body = "--B\r\nContent-Disposition: form-data; name=file; "
+			   "filename*=UTF-8''j%C3%A9fk.wav\r\n\r\nRIFF\r\n"
+			   "--B\r\nContent-Disposition: form-data; name=f2; filename*=UTF-8''x; "
+			   "filename=\"b.wav\"\r\n\r\nRIFF\r\n"
+			   "--B\r\nContent-Disposition: form-data; name=model\r\n\r\ntiny\r\n--B--";
+	assert_int_equal(parse("multipart/form-data; boundary=B", body, p, &n, err), 0);
+	assert_int_equal(n, 3);
+	assert_true(srv_mp_str_eq(p[0].filename, "UTF-8''j%C3%A9fk.wav"));
+	assert_true(srv_mp_str_eq(p[1].filename, "b.wav"));
+	assert_null(p[2].filename.p);
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -155,6 +176,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_boundary_forms),
 		cmocka_unit_test(test_parts),
+		cmocka_unit_test(test_filename_star),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_sha256),
