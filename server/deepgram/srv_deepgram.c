@@ -42,6 +42,10 @@
  *                VAD finds is transcribed, word times stay the file's;
  *                absent: the model's config default. true on a model
  *                without a VAD loaded: 400
+ * Any other key is ignored, as Deepgram's clients add keys over time; among
+ * them features this server does not have: diarize (no speaker labels),
+ * paragraphs, callback (the answer comes in the response, not by a later
+ * POST), keywords / keyterm, redact, numerals and the other formatters.
  *
  * Words carry the engine's word timestamps (eng_transcribe_params.
  * word_timestamps, always on here: the cross-attention alignment that
