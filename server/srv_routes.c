@@ -232,6 +232,26 @@ static int srv_req_early(struct srv_req *req, int status, const char *code, cons
 	return status;
 }
 
+/* A KServe path naming a model version other than 1, the only one
+ * (/v2/models/NAME/versions/V[/ready|/infer]): 404 saying so, as
+ * Triton's "version V is not found" (it said "no route"); true then. */
+static bool srv_route_version(struct srv_req *req)
+{
+	static const char pre[] = "/v2/models/";
+	const char *p = req->path, *v;
+	if (strncmp(p, pre, sizeof(pre) - 1) || !(v = strstr(p + sizeof(pre) - 1, "/versions/")))
+		return false;
+	const char *name = p + sizeof(pre) - 1, *ver = v + strlen("/versions/");
+	size_t vn = strcspn(ver, "/");
+	const char *rest = ver + vn;
+	if (v == name || !vn || strchr(name, '/') != v ||
+	    (*rest && strcmp(rest, "/ready") && strcmp(rest, "/infer")))
+		return false;
+	srv_req_early(req, 404, "not_found", "model '%.*s' has no version '%.*s' (its only version is 1)",
+		      (int)(v - name), name, (int)vn, ver);
+	return true;
+}
+
 int srv__req_route(struct srv_req *req)
 {
 	const struct srv_route *path_hit = NULL;
@@ -247,6 +267,8 @@ int srv__req_route(struct srv_req *req)
 			req->route_index = i;
 		}
 	}
+	if (!path_hit && srv_route_version(req))
+		return req->early_status;
 	if (!path_hit)
 		return srv_req_early(req, 404, "not_found", "no route for %s %s", method, req->path);
 	if (!req->route) {

@@ -48,6 +48,13 @@ def test_kserve_model_metadata_from_real_files(daemon):
     assert [o["name"] for o in m["outputs"]] == ["TRANSCRIPT", "SEGMENTS"]
     assert request(daemon.port, "GET", "/v2/models/whisper-tiny.en/versions/1").json() == m
     assert request(daemon.port, "GET", "/v2/models/whisper-tiny.en/versions/2").status == 404
+    # a version other than 1 is named as not found (it was "no route"), as Triton does
+    for method, path in (("GET", "/v2/models/whisper-tiny.en/versions/2"),
+                         ("GET", "/v2/models/whisper-tiny.en/versions/7/ready"),
+                         ("POST", "/v2/models/gemma-3-270m/versions/7/infer")):
+        r = request(daemon.port, method, path, body=b"{}" if method == "POST" else b"")
+        assert r.status == 404, r.body
+        assert "has no version" in r.json()["error"] and "only version is 1" in r.json()["error"]
 
 
 def test_kserve_model_ready(daemon):
