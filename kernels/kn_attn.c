@@ -230,6 +230,8 @@ void kn_softcap(float *x, size_t n, float cap)
  * least this many so that small windows still make GEMM-sized calls. */
 #define KN_WIN_MIN_ROWS 32
 
+static_assert(KN_WIN16_CHUNK == KN__SGEMM_KC, "kn_win_block aligns spans to both");
+
 /* First key position visible from query position p. */
 static size_t kn_win_lo(size_t p, size_t window)
 {
@@ -296,7 +298,16 @@ static void kn_win_values(const struct kn_win *w, size_t off, size_t i0, size_t 
 static void kn_win_block(const struct kn_win *w, size_t off, size_t i0, size_t i1, float *S)
 {
 	const struct kn_ops *ops = kn_ops();
+	/* the span starts on a multiple of the GEMM's K block (and of the
+	 * binary16 chunk, the same 256), the keys before the window masked:
+	 * S v's sums then meet the keys in the same blocks wherever the block
+	 * of rows starts, so a prompt cut between forward chunks gets the bits
+	 * of one uncut also past a window wider than KN_WIN_MIN_ROWS (Gemma
+	 * 3's 512: a cut inside the window's reach moved the sums' blocks, a
+	 * logit by 1e-6 or so, enough to flip a near tie and every token
+	 * after it) */
 	size_t rows = i1 - i0, lo = kn_win_lo(w->q_pos0 + i0, w->window);
+	lo -= lo % KN__SGEMM_KC;
 	size_t span = w->q_pos0 + i1 - lo;
 	kn_win_scores(w, off, i0, rows, lo, span, S);
 	for (size_t r = 0; r < rows; r++) {

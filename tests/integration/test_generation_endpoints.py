@@ -392,6 +392,34 @@ def test_n_choices_prefill_their_prompt_once(srv):
     assert model_stats(srv.port, MODEL)["prompt_tokens_shared"] == before
 
 
+def test_long_prompt_answer_does_not_depend_on_its_chunks():
+    """A prompt longer than Gemma 3's 512-token sliding window gets the same
+    bits however it is cut into forward chunks (max_batch_tokens 64, 300 or
+    2048; running beside other requests cuts it too): a cut inside the
+    window's reach moved the attention sums' blocks, and a near tie in the
+    first token flipped the whole answer (a fresh user's finding: the same
+    request answered differently when another ran beside it)."""
+    gguf = {"path": GGUF, "format": "gguf"}
+    models = [dict(gguf, name="g%d" % b, max_batch_tokens=b) for b in (64, 300, 2048)]
+    for kv16 in (False, True):
+        d = Daemon(gen_config(models=[dict(m, kv_cache_f16=kv16) for m in models]))
+        try:
+            facts = "".join("Fact %d: the number %d squared is %d. " % (i, i, i * i)
+                            for i in range(45))
+            got = []
+            for m in models:
+                r = post(d.port, "/v1/completions", {"model": m["name"], "prompt": facts[:1264],
+                                                     "max_tokens": 6, "temperature": 0,
+                                                     "logprobs": 1})
+                assert r.status == 200, r.body
+                body = r.json()
+                assert body["usage"]["prompt_tokens"] > 512
+                got.append(body["choices"][0]["logprobs"])
+            assert got[1] == got[0] and got[2] == got[0], got
+        finally:
+            check_clean_exit(d)
+
+
 def test_completion_logprobs_shape(srv):
     prompt = "The sky is"
     r = complete(srv.port, prompt=prompt, max_tokens=5, temperature=0, logprobs=3)
