@@ -247,8 +247,9 @@ static bool srv_route_version(struct srv_req *req)
 	if (v == name || !vn || strchr(name, '/') != v ||
 	    (*rest && strcmp(rest, "/ready") && strcmp(rest, "/infer")))
 		return false;
-	srv_req_early(req, 404, "not_found", "model '%.*s' has no version '%.*s' (its only version is 1)",
-		      (int)(v - name), name, (int)vn, ver);
+	srv_req_early(req, 404, "not_found",
+		      "model '%.*s' has no version '%.*s' (its only version is 1)", (int)(v - name),
+		      name, (int)vn, ver);
 	return true;
 }
 

@@ -122,7 +122,8 @@ int eng_llm_kv_copy_prefix(struct eng_llm_kv *dst, const struct eng_llm_kv *src,
 	if (rc)
 		return rc;
 	size_t el = f16 ? sizeof(uint16_t) : sizeof(float), hd = dst->head_dim;
-	char *dk = f16 ? (char *)dst->k16 : (char *)dst->k, *dv = f16 ? (char *)dst->v16 : (char *)dst->v;
+	char *dk = f16 ? (char *)dst->k16 : (char *)dst->k;
+	char *dv = f16 ? (char *)dst->v16 : (char *)dst->v;
 	const char *sk = f16 ? (const char *)src->k16 : (const char *)src->k;
 	const char *sv = f16 ? (const char *)src->v16 : (const char *)src->v;
 	/* each (layer, KV head) block's first n rows, at each cache's own stride */

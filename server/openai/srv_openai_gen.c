@@ -31,8 +31,9 @@
  *   (ignored); extensions top_k >= 0, min_p 0..1, repetition_penalty (0, 10]
  * Refused with 400 unsupported_parameter rather than ignored: echo, suffix,
  * best_of other than n, tools / tool_choice / functions / function_call
- * (but for the values that ask for none: [] and "none"), response_format other than {"type": "text"}, audio / modalities other
- * than text. A null value counts as absent; other unknown fields are
+ * (but for the values that ask for none: [] and "none"), response_format
+ * other than {"type": "text"}, audio / modalities other than text. A null
+ * value counts as absent; other unknown fields are
  * ignored (SDKs add fields over time). Errors: 400 invalid_json /
  * invalid_type / invalid_value / missing_required_parameter /
  * unsupported_parameter / context_length_exceeded /

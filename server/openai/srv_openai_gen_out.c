@@ -127,13 +127,13 @@ static json_t *srv_gen_cmpl_top(const struct srv_openai_gen_job *job,
 	json_t *top = json_object();
 	for (int k = 0; top && k <= t->n_top; k++) {
 		char alt[SRV_GEN_PIECE_MAX];
-		size_t an = k < t->n_top ? srv_gen_piece(job, t->top[k].id, alt) : n;
-		json_t *key = srv__audio_json_str(k < t->n_top ? alt : piece, an);
+		bool alt_k = k < t->n_top; /* else the sampled token, unless among them */
+		size_t an = alt_k ? srv_gen_piece(job, t->top[k].id, alt) : n;
+		json_t *key = srv__audio_json_str(alt_k ? alt : piece, an);
 		const char *ks = json_string_value(key);
-		bool have = ks && k == t->n_top && json_object_get(top, ks);
-		if (!key || (!have && json_object_set_new(top, ks,
-							  srv_gen_real(k < t->n_top ? t->top[k].logprob
-										    : t->logprob)))) {
+		float lp = alt_k ? t->top[k].logprob : t->logprob;
+		bool have = ks && !alt_k && json_object_get(top, ks);
+		if (!key || (!have && json_object_set_new(top, ks, srv_gen_real(lp)))) {
 			json_decref(top);
 			top = NULL;
 		}
