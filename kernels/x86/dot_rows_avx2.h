@@ -1,7 +1,9 @@
 /* kernels/x86/dot_rows_avx2.h - kn_ops dot_rows, dot_rows_g and gemv_t_g
  * (kn.h): one row x against n rows of B, 8 rows at a time (ymm); up to
  * DR_G rows of x against B's rows 4 at a time (ymm); up to DR_G rows of
- * weights times B's rows whole, in order (zmm with AVX-512, ymm without).
+ * weights times B's rows in order (zmm with AVX-512, ymm without), or a
+ * row of weights at a time over blocks of B's rows where a row of B fits
+ * the registers whole and the DR_G rows' sums would not.
  * Not a public header: included once by x86/ops_avx2.c and once by
  * x86/ops_avx512.c (the same code, each compiled with its library's
  * flags; ymm is what head_dim 64 fills).
@@ -20,6 +22,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 static inline __m256 dr_sum8(const __m256 a[8])
 {
@@ -245,9 +248,149 @@ DR_INLINE void dr_gemv_t_gk(const float *p, size_t ldp, int G, const float *B, s
 			     ldy);
 }
 
+/* gemv_t_g's form for rows wider than DR_GV_COLS that fit DR_GV_ROW
+ * columns (65 .. 256 in zmm; 33 .. 64 in ymm): a head at a time over
+ * blocks of DR_GV_RB rows of B, the head's whole row of sums in NV
+ * registers (the last masked to k where not full), kept in y between
+ * blocks; the block comes from memory for the first head and from L1
+ * for the others. The G-heads form above reads such rows in pieces of
+ * DR_GV_COLS, a pass over all the rows for each piece: strided streams
+ * from memory, which ran at half the speed of one (one thread, the
+ * values from memory: SmolLM2's 3 heads of 64 over 300 rows in ymm 7.0
+ * against 4.0 us; Gemma 3's 4 of 256 over 600 rows in zmm 66 against 46
+ * us; Gemma's 256 columns in ymm ran no faster in this form, 4 pieces
+ * of 64 a row, so they keep the other). Each element's FMA
+ * chain still runs over the rows in order from 0 (y starts at 0), so the
+ * bits are the other form's. */
+#define DR_GV_RB 32
+#ifdef __AVX512F__
+#define DR_GV_ROW 256
+DR_INLINE void dr_gemv_t_rows(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
+			      size_t n, size_t k, float *y, size_t ldy, const int NV)
+{
+	size_t c = k - 16 * (size_t)(NV - 1);
+	const __mmask16 last = (__mmask16)(c >= 16 ? 0xffff : (1u << c) - 1);
+	for (size_t h = 0; h < g; h++)
+		memset(y + h * ldy, 0, k * sizeof(float));
+	for (size_t i0 = 0; i0 < n; i0 += DR_GV_RB) {
+		size_t i1 = n - i0 < DR_GV_RB ? n : i0 + DR_GV_RB;
+		for (size_t h = 0; h < g; h++) {
+			float *yh = y + h * ldy;
+			__m512 acc[16];
+#pragma GCC unroll 16
+			for (int v = 0; v < NV; v++)
+				acc[v] = _mm512_maskz_loadu_ps(v < NV - 1 ? 0xffff : last, yh + 16 * v);
+			const float *b = B + i0 * ldb;
+			for (size_t i = i0; i < i1; i++, b += ldb) {
+				__m512 pv = _mm512_set1_ps(p[h * ldp + i]);
+#pragma GCC unroll 16
+				for (int v = 0; v < NV; v++)
+					acc[v] = _mm512_fmadd_ps(
+						pv,
+						_mm512_maskz_loadu_ps(v < NV - 1 ? 0xffff : last,
+								      b + 16 * v),
+						acc[v]);
+			}
+#pragma GCC unroll 16
+			for (int v = 0; v < NV; v++)
+				_mm512_mask_storeu_ps(yh + 16 * v, v < NV - 1 ? 0xffff : last, acc[v]);
+		}
+	}
+}
+
+/* dr_gemv_t_rows for k in (DR_GV_COLS, DR_GV_ROW]: NV = k / 16 rounded up. */
+static void dr_gemv_t_row(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
+			  size_t n, size_t k, float *y, size_t ldy)
+{
+	switch ((k + 15) / 16) {
+#define DR_ROW_NV(nv)                                                    \
+	case nv:                                                         \
+		dr_gemv_t_rows(p, ldp, g, B, ldb, n, k, y, ldy, nv); \
+		break;
+		DR_ROW_NV(5)
+		DR_ROW_NV(6)
+		DR_ROW_NV(7)
+		DR_ROW_NV(8)
+		DR_ROW_NV(9)
+		DR_ROW_NV(10)
+		DR_ROW_NV(11)
+		DR_ROW_NV(12)
+		DR_ROW_NV(13)
+		DR_ROW_NV(14)
+		DR_ROW_NV(15)
+		default:
+		DR_ROW_NV(16)
+#undef DR_ROW_NV
+	}
+}
+#else
+#define DR_GV_ROW 64
+DR_INLINE void dr_gemv_t_rows(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
+			      size_t n, size_t k, float *y, size_t ldy, const int NV,
+			      const bool full)
+{
+	const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k - 8 * (NV - 1)),
+						_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+	for (size_t h = 0; h < g; h++)
+		memset(y + h * ldy, 0, k * sizeof(float));
+	for (size_t i0 = 0; i0 < n; i0 += DR_GV_RB) {
+		size_t i1 = n - i0 < DR_GV_RB ? n : i0 + DR_GV_RB;
+		for (size_t h = 0; h < g; h++) {
+			float *yh = y + h * ldy;
+			__m256 acc[8];
+#pragma GCC unroll 8
+			for (int v = 0; v < NV; v++)
+				acc[v] = dr_ld8(yh + 8 * v, full || v < NV - 1, last);
+			const float *b = B + i0 * ldb;
+			for (size_t i = i0; i < i1; i++, b += ldb) {
+				__m256 pv = _mm256_broadcast_ss(p + h * ldp + i);
+#pragma GCC unroll 8
+				for (int v = 0; v < NV; v++)
+					acc[v] = _mm256_fmadd_ps(
+						pv, dr_ld8(b + 8 * v, full || v < NV - 1, last),
+						acc[v]);
+			}
+#pragma GCC unroll 8
+			for (int v = 0; v < NV; v++) {
+				if (full || v < NV - 1)
+					_mm256_storeu_ps(yh + 8 * v, acc[v]);
+				else
+					_mm256_maskstore_ps(yh + 8 * v, last, acc[v]);
+			}
+		}
+	}
+}
+
+/* dr_gemv_t_rows for k in (DR_GV_COLS, DR_GV_ROW]: NV = k / 8 rounded up. */
+static void dr_gemv_t_row(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
+			  size_t n, size_t k, float *y, size_t ldy)
+{
+	bool full = k % 8 == 0;
+	switch ((k + 7) / 8) {
+#define DR_ROW_NV(nv)                                                                  \
+	case nv:                                                                       \
+		if (full)                                                              \
+			dr_gemv_t_rows(p, ldp, g, B, ldb, n, k, y, ldy, nv, true);  \
+		else                                                                   \
+			dr_gemv_t_rows(p, ldp, g, B, ldb, n, k, y, ldy, nv, false); \
+		break;
+		DR_ROW_NV(5)
+		DR_ROW_NV(6)
+		DR_ROW_NV(7)
+		default:
+		DR_ROW_NV(8)
+#undef DR_ROW_NV
+	}
+}
+#endif
+
 static void dr_gemv_t_g(const float *p, size_t ldp, size_t g, const float *B, size_t ldb,
 			size_t n, size_t k, float *y, size_t ldy)
 {
+	if (k > DR_GV_COLS && k <= DR_GV_ROW) {
+		dr_gemv_t_row(p, ldp, g, B, ldb, n, k, y, ldy);
+		return;
+	}
 	for (size_t h = 0; h < g; h += DR_G) {
 		const float *ph = p + h * ldp;
 		float *yh = y + h * ldy;

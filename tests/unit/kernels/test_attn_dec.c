@@ -207,14 +207,16 @@ static void test_dot_rows_g(void **state)
 }
 
 /* kn_ops gemv_t_g of every ISA: g = 1 .. 7 rows of weights over n rows
- * of B of k columns (chunk edges and masked tails: 9, 40, 64, 70, 256),
- * odd strides; the reference's bits (each element's FMA chain over the
- * rows in order), the reference within float rounding of double sums,
- * and y's gaps untouched. */
+ * of B of k columns (chunk edges and masked tails of both forms: 9, 33,
+ * 40, 64, 70, 100, 128, 256; blocks of 32 rows whole and not), odd
+ * strides; the reference's bits (each element's FMA chain over the rows
+ * in order), the reference within float rounding of double sums, and
+ * y's gaps untouched. */
 static void test_gemv_t_g(void **state)
 {
 	(void)state;
-	static const size_t ns[] = { 1, 3, 37, 128 }, ks[] = { 9, 40, 64, 70, 256 };
+	static const size_t ns[] = { 1, 3, 37, 128 },
+			    ks[] = { 9, 33, 40, 64, 70, 100, 128, 256 };
 	const struct kn_ops *ref = kn_ops_for(KN_ISA_REF);
 	for (size_t a = 0; a < sizeof(ns) / sizeof(ns[0]); a++)
 		for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
