@@ -97,8 +97,16 @@ DR_INLINE __m128 dr_sum4(const __m256 a[4])
 	return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
 }
 
-/* dot_rows_g for G (1 .. DR_G) rows of x: B's rows 4 at a time, each of
- * their 8-float pieces loaded once for the G rows (4 G accumulators). */
+/* Rows of x per pass of dot_rows_g where B's rows are read one after the
+ * other (k >= DR_SEQ_K): a row's sum of each takes one register there,
+ * so the G rows of Gemma 3's 4 query heads (or Qwen2's 7) share one read
+ * of their keys; AVX2's DR_G of 3 read Gemma's keys twice, the second
+ * time from memory past about 1000 keys of 256 floats. */
+#define DR_GS 8
+
+/* dot_rows_g for G (1 .. DR_G; to DR_GS where k >= DR_SEQ_K) rows of x:
+ * B's rows 4 at a time, each of their 8-float pieces loaded once for the
+ * G rows (4 G accumulators, or G and 4 G sums). */
 DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B, size_t ldb,
 			      size_t n, size_t k, float alpha, float *y, size_t ldy)
 {
@@ -108,7 +116,7 @@ DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B,
 	const __m128 va = _mm_set1_ps(alpha);
 	for (; i + 4 <= n; i += 4) {
 		const float *b = B + i * ldb;
-		__m256 acc[DR_G][4];
+		__m256 acc[DR_GS][4];
 		for (int h = 0; h < G; h++)
 			for (int r = 0; r < 4; r++)
 				acc[h][r] = _mm256_setzero_ps();
@@ -119,7 +127,7 @@ DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B,
 				 * load in every FMA's chain (Gemma 3's keys, one
 				 * thread: 128 from L2 15 -> 6 us, 650 from memory
 				 * 78 -> 36 us) */
-				__m256 a[DR_G];
+				__m256 a[DR_GS];
 				for (int h = 0; h < G; h++)
 					a[h] = _mm256_setzero_ps();
 				for (size_t d = 0; d < k; d += 8) {
@@ -136,7 +144,7 @@ DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B,
 		} else { /* a piece of each row in turn, x loaded once for the 4 */
 			for (size_t d = 0; d < k; d += 8) {
 				bool whole = k - d >= 8; /* else the masked tail */
-				__m256 xv[DR_G];
+				__m256 xv[DR_GS];
 				for (int h = 0; h < G; h++)
 					xv[h] = dr_ld8(x + (size_t)h * ldx + d, whole, mask);
 				for (int r = 0; r < 4; r++) {
@@ -157,17 +165,26 @@ DR_INLINE void dr_dot_rows_gn(const float *x, size_t ldx, int G, const float *B,
 static void dr_dot_rows_g(const float *x, size_t ldx, size_t g, const float *B, size_t ldb,
 			  size_t n, size_t k, float alpha, float *y, size_t ldy)
 {
-	for (size_t h = 0; h < g; h += DR_G) {
+	size_t pass = k >= DR_SEQ_K ? DR_GS : DR_G;
+	for (size_t h = 0; h < g; h += pass) {
 		const float *xh = x + h * ldx;
 		float *yh = y + h * ldy;
-		if (g - h >= 4 && DR_G >= 4)
-			dr_dot_rows_gn(xh, ldx, 4, B, ldb, n, k, alpha, yh, ldy);
-		else if (g - h >= 3)
-			dr_dot_rows_gn(xh, ldx, 3, B, ldb, n, k, alpha, yh, ldy);
-		else if (g - h == 2)
-			dr_dot_rows_gn(xh, ldx, 2, B, ldb, n, k, alpha, yh, ldy);
-		else
-			dr_dot_rows_gn(xh, ldx, 1, B, ldb, n, k, alpha, yh, ldy);
+		switch (g - h < pass ? g - h : pass) {
+#define DR_ROWS_G(G)                                                          \
+	case G:                                                               \
+		dr_dot_rows_gn(xh, ldx, G, B, ldb, n, k, alpha, yh, ldy); \
+		break;
+			DR_ROWS_G(1)
+			DR_ROWS_G(2)
+			DR_ROWS_G(3)
+			DR_ROWS_G(4)
+			DR_ROWS_G(5)
+			DR_ROWS_G(6)
+			DR_ROWS_G(7)
+			default:
+			DR_ROWS_G(8)
+#undef DR_ROWS_G
+		}
 	}
 }
 
