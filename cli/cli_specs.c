@@ -35,6 +35,7 @@ struct eng_model_spec *cli_specs_from_cfg(const struct cfg *cfg)
 			.max_queue_size = m->max_queue_size,
 			.max_num_seqs = m->max_num_seqs,
 			.max_batch_tokens = m->max_batch_tokens,
+			.prefix_cache_mb = m->prefix_cache_mb > 0 ? m->prefix_cache_mb : -1,
 			.timeout_ms = m->timeout_ms,
 			.slow_replica_factor = m->slow_replica_factor > 0 ? m->slow_replica_factor : -1,
 			.compute_type = (enum eng_compute_type)m->compute_type,

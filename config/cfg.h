@@ -62,6 +62,8 @@ struct cfg_model {
 	int max_queue_size;           /* requests waiting to start before 429; default 64, 1..1000000 */
 	int max_num_seqs;             /* generation: sequences in the running batch; default 16, 1..256 */
 	int max_batch_tokens;         /* generation: tokens per forward pass; default 512, 16..65536 */
+	int prefix_cache_mb;          /* generation: MiB of finished prompts' KV caches kept per
+				       * replica; default 128, 0 (off)..1048576 */
 	int timeout_ms;               /* request deadline (504 past it); default 0 = none, 0..86400000 */
 	int slow_replica_factor;      /* a replica this many times slower than another takes only
 				       * what that one cannot end sooner; default 4, 0 (off)..1000 */

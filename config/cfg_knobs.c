@@ -86,6 +86,12 @@ static const struct cfg_knob cfg_model_knobs[] = {
 	  .def = ST_SCHED_DEF_MAX_BATCH_TOKENS,
 	  .min = 16, .max = 65536,
 	  .doc = "generation: most tokens in one forward pass" },
+	{ .path = "prefix_cache_mb", .type = &cfg__type_int,
+	  .offset = offsetof(struct cfg_model, prefix_cache_mb),
+	  .def = ST_SCHED_DEF_PREFIX_CACHE_MB, .min = 0, .max = 1048576,
+	  .doc = "generation: MiB of finished requests' prompt KV caches a replica keeps, "
+		 "least recently used out first; a later prompt that begins alike copies "
+		 "them instead of computing them (prefix caching); 0: off" },
 	{ .path = "timeout_ms", .type = &cfg__type_int,
 	  .offset = offsetof(struct cfg_model, timeout_ms), .def = ST_SCHED_DEF_TIMEOUT_MS, .min = 0,
 	  .max = CFG_DAY_MS,

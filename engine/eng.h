@@ -84,6 +84,8 @@ struct eng_model_spec {
 	int max_queue_size;     /* requests waiting before -ST_BUSY */
 	int max_num_seqs;       /* generation: sequences in the running batch */
 	int max_batch_tokens;   /* generation: tokens per forward pass */
+	int prefix_cache_mb;    /* generation: MiB of finished prompts' KV caches kept per
+				 * replica (0: default; < 0: off) */
 	int timeout_ms;         /* request deadline, ms (0 / default: none) */
 	int slow_replica_factor; /* a replica this many times slower than another takes
 				  * only its overflow (0: default; < 0: off) */

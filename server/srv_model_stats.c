@@ -198,8 +198,9 @@ int srv__model_stats_prometheus(const struct eng *eng, struct srv_buf *out)
 				     "Prompt tokens processed (prefill).", srv_v_prompt);
 	if (!rc)
 		rc = srv_prom_scalar(out, &a, "inferd_model_prompt_tokens_shared_total", "counter",
-				     "Of them, copied from a running sequence's KV cache instead of "
-				     "computed (n choices, prompts that begin alike).",
+				     "Of them, copied from a running sequence's KV cache or a kept "
+				     "prompt's instead of computed (n choices, prompts that begin "
+				     "alike, prefix caching).",
 				     srv_v_shared);
 	if (!rc)
 		rc = srv_prom_scalar(out, &a, "inferd_model_generated_tokens_total", "counter",

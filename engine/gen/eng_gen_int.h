@@ -82,12 +82,15 @@ struct eng_llm_kv *eng__gseq_kv(struct eng__gseq *g);
 size_t eng__gseq_generated(const struct eng__gseq *g);
 size_t eng__gseq_prompt_tokens(const struct eng__gseq *g);
 
-/* eng__gseq_prefix - how many tokens at the start of s's prompt, all but
- * its last (whose logits s must compute), t's tokens begin with; 0 unless
- * s has fed none yet, or below ENG_GEN_SHARE_MIN. *ready: t's KV cache
- * holds them already (eng__gseq_share may copy them now); else t has yet
- * to feed some of them. */
+/* eng__gseq_prefix_of - how many tokens at the start of s's prompt, all
+ * but its last (whose logits s must compute), toks [n_toks] begin with; 0
+ * unless s has fed none yet, or below ENG_GEN_SHARE_MIN. */
 #define ENG_GEN_SHARE_MIN 32
+size_t eng__gseq_prefix_of(const struct eng__gseq *s, const int32_t *toks, size_t n_toks);
+
+/* eng__gseq_prefix - eng__gseq_prefix_of another sequence t's tokens (0
+ * when t is s). *ready: t's KV cache holds them already (eng__gseq_share
+ * may copy them now); else t has yet to feed some of them. */
 size_t eng__gseq_prefix(const struct eng__gseq *s, const struct eng__gseq *t, bool *ready);
 
 /* eng__gseq_share - s's first n prompt tokens' keys and values copied
@@ -97,6 +100,26 @@ size_t eng__gseq_prefix(const struct eng__gseq *s, const struct eng__gseq *t, bo
  * eng_llm_kv_copy_prefix's errors with s as it was (it then prefills
  * everything itself). */
 int eng__gseq_share(struct eng__gseq *s, const struct eng__gseq *t, size_t n);
+
+/* eng__gseq_share_kv - eng__gseq_share from a cache kv holding at least n
+ * positions of the tokens s begins with (the replica's prefix cache:
+ * eng__gseq_keep). Same returns. */
+int eng__gseq_share_kv(struct eng__gseq *s, const struct eng_llm_kv *kv, size_t n);
+
+/* eng__gseq_prompt_fed - how many of g's prompt tokens its KV cache holds,
+ * and where its tokens are (*toks, g's: valid while g is). */
+size_t eng__gseq_prompt_fed(const struct eng__gseq *g, const int32_t **toks);
+
+/* eng__gseq_keep - for the replica's prefix cache, copies of g's prompt
+ * positions in its KV cache (a cache with room for exactly those:
+ * eng_llm_kv_clone_prefix) and of their tokens: *kv and *toks, new, the
+ * caller's; *n of them. Only prompt positions: a prompt's keys and values
+ * are the same bits in forward chunks of any size, so a later sequence
+ * that copies them answers as if it had computed them; a generated
+ * token's were computed in decode steps. *n = 0 (nothing made) below
+ * ENG_GEN_SHARE_MIN. 0 or -ST_NOMEM. */
+int eng__gseq_keep(const struct eng__gseq *g, struct eng_llm_kv **kv, int32_t **toks,
+		   size_t *n);
 
 /* eng__gseq_shared_tokens - the prompt tokens s took from another's cache. */
 size_t eng__gseq_shared_tokens(const struct eng__gseq *g);

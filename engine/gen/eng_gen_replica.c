@@ -21,6 +21,14 @@
  * keep their KV caches and slots but join no batch - so an interactive
  * request waits at most for the step in progress when it came, and its
  * steps are its own.
+ *
+ * Prefix caching: a sequence whose prompt begins with 32 or more tokens
+ * another has in its KV cache copies their keys and values instead of
+ * computing them - from a running sequence (the n choices of a request,
+ * requests that begin alike), or from a finished one's prompt that the
+ * replica kept (prefix_cache_mb of them, least recently used out first:
+ * vLLM's automatic prefix caching, llama-server's cache_prompt), so a
+ * chat's next turn prefills only what is new.
  */
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +57,86 @@ struct egl {
 	size_t *due;                /* [2 max_num_seqs] batch slots whose logits are due */
 	int32_t *ids;               /* [2 max_num_seqs] their picks */
 	bool *wait;                 /* [2 max_num_seqs] running ones waiting for another's prompt */
+	struct egl_kept *kept;      /* [n_kept] finished sequences' prompts (prefix cache) */
+	size_t n_kept, cap_kept;
+	size_t kept_bytes;          /* their KV caches' bytes, <= s->prefix_cache_bytes */
+	uint64_t clock;             /* ticks at each keep and copy: kept[].used */
 };
+
+/* A finished sequence's prompt positions: tokens and their KV cache. */
+struct egl_kept {
+	int32_t *toks;
+	size_t n;
+	struct eng_llm_kv *kv;
+	size_t bytes;
+	uint64_t used; /* the clock when kept or last copied from */
+};
+
+/* How many tokens a [na] and b [nb] begin with alike. */
+static size_t egl_common(const int32_t *a, size_t na, const int32_t *b, size_t nb)
+{
+	size_t n = 0, max = na < nb ? na : nb;
+	while (n < max && a[n] == b[n])
+		n++;
+	return n;
+}
+
+/* Drop kept entry i. */
+static void egl_drop(struct egl *l, size_t i)
+{
+	struct egl_kept *e = &l->kept[i];
+	l->kept_bytes -= e->bytes;
+	eng_llm_kv_destroy(e->kv);
+	mem_free(e->toks);
+	l->kept[i] = l->kept[--l->n_kept];
+}
+
+/* Keep g's prompt positions for later sequences (see the top): not when
+ * an entry holds them all already (it is marked used), nor past the
+ * budget alone; entries the new one holds all of go, then the least
+ * recently used while the budget is exceeded. Out of memory keeps
+ * nothing. */
+static void egl_keep(struct egl *l, const struct eng__gseq *g)
+{
+	const int32_t *toks;
+	size_t n = eng__gseq_prompt_fed(g, &toks), budget = l->s->prefix_cache_bytes;
+	if (!budget || n < ENG_GEN_SHARE_MIN)
+		return;
+	l->clock++;
+	for (size_t i = 0; i < l->n_kept; i++)
+		if (egl_common(l->kept[i].toks, l->kept[i].n, toks, n) == n) {
+			l->kept[i].used = l->clock;
+			return;
+		}
+	struct egl_kept e = { .used = l->clock };
+	if (l->n_kept == l->cap_kept) {
+		size_t cap = l->cap_kept ? 2 * l->cap_kept : 8;
+		struct egl_kept *grown = mem_realloc(l->kept, cap * sizeof(*grown));
+		if (!grown)
+			return;
+		l->kept = grown;
+		l->cap_kept = cap;
+	}
+	if (eng__gseq_keep(g, &e.kv, &e.toks, &e.n) || !e.n)
+		return;
+	e.bytes = eng_llm_kv_bytes(e.kv);
+	if (e.bytes > budget) {
+		eng_llm_kv_destroy(e.kv);
+		mem_free(e.toks);
+		return;
+	}
+	for (size_t i = l->n_kept; i-- > 0;)
+		if (egl_common(l->kept[i].toks, l->kept[i].n, e.toks, e.n) == l->kept[i].n)
+			egl_drop(l, i);
+	while (l->kept_bytes + e.bytes > budget) {
+		size_t lru = 0;
+		for (size_t i = 1; i < l->n_kept; i++)
+			lru = l->kept[i].used < l->kept[lru].used ? i : lru;
+		egl_drop(l, lru);
+	}
+	l->kept[l->n_kept++] = e;
+	l->kept_bytes += e.bytes;
+}
 
 /* End running request i (moved out of the running list). */
 static void egl_end(struct egl *l, size_t i, int rc, const char *err)
@@ -57,6 +144,8 @@ static void egl_end(struct egl *l, size_t i, int rc, const char *err)
 	struct eng__gen_req *r = l->run[i];
 	memmove(l->run + i, l->run + i + 1, (l->n_run - i - 1) * sizeof(*l->run));
 	l->n_run--;
+	if (r->seq && rc != -ST_NOMEM && rc != -ST_CLOSED)
+		egl_keep(l, r->seq);
 	struct eng_sched *s = l->s;
 	size_t gen = r->seq ? eng__gseq_generated(r->seq) : 0;
 	size_t prompt = r->seq ? eng__gseq_prompt_tokens(r->seq) : 0;
@@ -121,17 +210,17 @@ static bool egl_parked(const struct egl *l, const struct eng__gen_req *r)
 }
 
 /* Before running request i's first prompt chunk: its prompt's longest
- * prefix another running sequence has in its KV cache is copied from
- * there (eng__gseq_share: the n choices of one request, or requests that
- * begin alike, prefill it once); true when it should wait instead
- * (may_wait), for an earlier sequence that is computing that prefix and
- * not parked. */
+ * prefix another running sequence or a kept prompt has in its KV cache is
+ * copied from there (eng__gseq_share: the n choices of one request, or
+ * requests that begin alike, prefill it once); true when it should wait
+ * instead (may_wait), for an earlier sequence, not parked, that is
+ * computing a longer prefix than any there is. */
 static bool egl_share(struct egl *l, size_t i, bool may_wait)
 {
 	struct eng__gseq *s = l->run[i]->seq;
 	const struct eng__gseq *from = NULL;
-	size_t best = 0;
-	bool wait = false;
+	struct egl_kept *kept = NULL;
+	size_t best = 0, pending = 0;
 	for (size_t j = 0; j < l->n_run; j++) {
 		bool ready;
 		size_t m = eng__gseq_prefix(s, l->run[j]->seq, &ready);
@@ -139,14 +228,25 @@ static bool egl_share(struct egl *l, size_t i, bool may_wait)
 			best = m;
 			from = l->run[j]->seq;
 		} else if (m && !ready && j < i && may_wait && !egl_parked(l, l->run[j])) {
-			wait = true;
+			pending = m > pending ? m : pending;
 		}
 	}
-	if (from) {
-		(void)eng__gseq_share(s, from, best); /* on failure it computes them itself */
-		return false;
+	for (size_t k = 0; k < l->n_kept; k++) {
+		size_t m = eng__gseq_prefix_of(s, l->kept[k].toks, l->kept[k].n);
+		if (m > best) {
+			best = m;
+			from = NULL;
+			kept = &l->kept[k];
+		}
 	}
-	return wait;
+	if (pending > best)
+		return true;
+	/* on failure it computes them itself */
+	if (from)
+		(void)eng__gseq_share(s, from, best);
+	if (kept && !eng__gseq_share_kv(s, kept->kv, best))
+		kept->used = ++l->clock;
+	return false;
 }
 
 /* Build this step's batch: a token for every decoding sequence first,
@@ -311,6 +411,9 @@ static int egl_init(struct egl *l, struct eng__replica *rp)
 
 static void egl_fini(struct egl *l)
 {
+	while (l->n_kept)
+		egl_drop(l, l->n_kept - 1);
+	mem_free(l->kept);
 	eng_llm_scratch_destroy(l->scratch);
 	mem_free(l->run);
 	mem_free(l->taken);

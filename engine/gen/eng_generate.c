@@ -418,28 +418,66 @@ size_t eng__gseq_prompt_tokens(const struct eng__gseq *g)
 	return g->res->n_prompt_tokens;
 }
 
+size_t eng__gseq_prefix_of(const struct eng__gseq *s, const int32_t *toks, size_t n_toks)
+{
+	if (s->n_fed || s->res->n_completion_tokens || s->n_hist < 2)
+		return 0;
+	size_t max = s->n_hist - 1 < n_toks ? s->n_hist - 1 : n_toks, n = 0;
+	while (n < max && s->hist[n] == toks[n])
+		n++;
+	return n < ENG_GEN_SHARE_MIN ? 0 : n;
+}
+
 size_t eng__gseq_prefix(const struct eng__gseq *s, const struct eng__gseq *t, bool *ready)
 {
-	*ready = false;
-	if (s == t || s->n_fed || s->res->n_completion_tokens || s->n_hist < 2)
-		return 0;
-	size_t max = s->n_hist - 1 < t->n_hist ? s->n_hist - 1 : t->n_hist, n = 0;
-	while (n < max && s->hist[n] == t->hist[n])
-		n++;
-	if (n < ENG_GEN_SHARE_MIN)
-		return 0;
-	*ready = t->n_fed >= n;
+	size_t n = s == t ? 0 : eng__gseq_prefix_of(s, t->hist, t->n_hist);
+	*ready = n && t->n_fed >= n;
 	return n;
+}
+
+int eng__gseq_share_kv(struct eng__gseq *s, const struct eng_llm_kv *kv, size_t n)
+{
+	if (s->n_fed || n >= s->n_hist || n > eng_llm_kv_len(kv))
+		return -ST_INVAL;
+	int rc = eng_llm_kv_copy_prefix(s->kv, kv, n);
+	if (!rc)
+		s->n_fed = s->n_shared = n;
+	return rc;
 }
 
 int eng__gseq_share(struct eng__gseq *s, const struct eng__gseq *t, size_t n)
 {
-	if (s->n_fed || n >= s->n_hist || n > t->n_fed)
-		return -ST_INVAL;
-	int rc = eng_llm_kv_copy_prefix(s->kv, t->kv, n);
-	if (!rc)
-		s->n_fed = s->n_shared = n;
-	return rc;
+	return n > t->n_fed ? -ST_INVAL : eng__gseq_share_kv(s, t->kv, n);
+}
+
+size_t eng__gseq_prompt_fed(const struct eng__gseq *g, const int32_t **toks)
+{
+	*toks = g->hist;
+	return g->n_fed < g->res->n_prompt_tokens ? g->n_fed : g->res->n_prompt_tokens;
+}
+
+int eng__gseq_keep(const struct eng__gseq *g, struct eng_llm_kv **kv, int32_t **toks,
+		   size_t *n)
+{
+	const int32_t *hist;
+	size_t len = eng__gseq_prompt_fed(g, &hist);
+	*kv = NULL;
+	*toks = NULL;
+	*n = 0;
+	if (len < ENG_GEN_SHARE_MIN)
+		return 0;
+	*toks = mem_alloc(len * sizeof(**toks));
+	if (!*toks)
+		return -ST_NOMEM;
+	memcpy(*toks, hist, len * sizeof(**toks));
+	int rc = eng_llm_kv_clone_prefix(g->kv, len, kv);
+	if (rc) {
+		mem_free(*toks);
+		*toks = NULL;
+		return rc;
+	}
+	*n = len;
+	return 0;
 }
 
 size_t eng__gseq_shared_tokens(const struct eng__gseq *g)

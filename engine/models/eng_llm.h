@@ -110,6 +110,14 @@ int eng_llm_kv_reserve(struct eng_llm_kv *kv, size_t n);
  * does not match, dst not empty, n past src's length), or
  * eng_llm_kv_reserve's errors with dst as it was. */
 int eng_llm_kv_copy_prefix(struct eng_llm_kv *dst, const struct eng_llm_kv *src, size_t n);
+/* eng_llm_kv_clone_prefix - a new cache of src's model, type, device and
+ * context holding src's positions [0, n) (0 < n <= src's length) with
+ * room for exactly those (a finished sequence's prompt kept for prefix
+ * caching: its own cache has room for what it generated too). *out is
+ * the caller's (eng_llm_kv_destroy). -ST_INVAL, -ST_NOMEM. */
+int eng_llm_kv_clone_prefix(const struct eng_llm_kv *src, size_t n, struct eng_llm_kv **out);
+/* eng_llm_kv_bytes - the bytes kv's arrays hold (its room, not its length). */
+size_t eng_llm_kv_bytes(const struct eng_llm_kv *kv);
 void eng_llm_kv_destroy(struct eng_llm_kv *kv);
 size_t eng_llm_kv_len(const struct eng_llm_kv *kv);
 size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);

@@ -137,6 +137,39 @@ int eng_llm_kv_copy_prefix(struct eng_llm_kv *dst, const struct eng_llm_kv *src,
 	return 0;
 }
 
+int eng_llm_kv_clone_prefix(const struct eng_llm_kv *src, size_t n, struct eng_llm_kv **out)
+{
+	*out = NULL;
+	if (n == 0 || n > src->len)
+		return -ST_INVAL;
+	struct eng_llm_kv *kv = mem_calloc(1, sizeof(*kv));
+	if (!kv)
+		return -ST_NOMEM;
+	*kv = (struct eng_llm_kv){ .dev = src->dev, .n_ctx = src->n_ctx, .cap = n,
+				   .n_layer = src->n_layer, .n_head = src->n_head,
+				   .head_dim = src->head_dim, .row = src->row };
+	bool f16 = src->k16 != NULL;
+	void *k, *v;
+	if (el_kv_arrays(kv, n, f16, &k, &v)) {
+		mem_free(kv);
+		return -ST_NOMEM;
+	}
+	el_kv_set(kv, f16, k, v);
+	int rc = eng_llm_kv_copy_prefix(kv, src, n);
+	if (rc) {
+		eng_llm_kv_destroy(kv);
+		return rc;
+	}
+	*out = kv;
+	return 0;
+}
+
+size_t eng_llm_kv_bytes(const struct eng_llm_kv *kv)
+{
+	size_t el = kv->k16 ? sizeof(uint16_t) : sizeof(float);
+	return 2 * kv->n_layer * kv->cap * kv->row * el;
+}
+
 void eng_llm_kv_destroy(struct eng_llm_kv *kv)
 {
 	if (!kv)

@@ -125,6 +125,10 @@ int eng__sched_create(struct eng_model *m, const struct eng_model_spec *spec,
 	s->max_queue_size = es_def(spec->max_queue_size, ST_SCHED_DEF_MAX_QUEUE_SIZE);
 	s->max_num_seqs = es_def(spec->max_num_seqs, ST_SCHED_DEF_MAX_NUM_SEQS);
 	s->max_batch_tokens = es_def(spec->max_batch_tokens, ST_SCHED_DEF_MAX_BATCH_TOKENS);
+	s->prefix_cache_bytes = (size_t)(spec->prefix_cache_mb > 0   ? spec->prefix_cache_mb
+					 : spec->prefix_cache_mb < 0 ? 0
+								     : ST_SCHED_DEF_PREFIX_CACHE_MB)
+				<< 20;
 	s->timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms : ST_SCHED_DEF_TIMEOUT_MS;
 	s->slow_factor = spec->slow_replica_factor > 0	 ? spec->slow_replica_factor
 			 : spec->slow_replica_factor < 0 ? 0

@@ -109,6 +109,7 @@ struct eng_sched {
 	/* settings, resolved from the spec */
 	int max_batch_size, max_queue_delay_ms, max_queue_size;
 	int max_num_seqs, max_batch_tokens, timeout_ms;
+	size_t prefix_cache_bytes;  /* prefix_cache_mb in bytes; 0: off */
 	int slow_factor;            /* slow_replica_factor; 0: off */
 	struct eng_model_stats st;  /* under mu */
 	const struct eng__family *fam;

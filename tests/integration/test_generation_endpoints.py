@@ -368,18 +368,23 @@ def test_n_choices_prefill_their_prompt_once(srv):
     # n=8 ran eight whole prefills, 60 s and more for a 4k-token prompt).
     body = dict(messages=[{"role": "user", "content": "Say hello. " * 60}], max_tokens=6,
                 temperature=0, logprobs=True)
-    one = chat(srv.port, **body)
-    p = one["usage"]["prompt_tokens"]
-    assert p > 100
     before = model_stats(srv.port, MODEL)
     r = chat(srv.port, n=3, **body)
     after = model_stats(srv.port, MODEL)
+    p = r["usage"]["prompt_tokens"]  # the prompt once, as OpenAI counts it
+    assert p > 100
     assert after["prompt_tokens"] - before["prompt_tokens"] == 3 * p
     assert after["prompt_tokens_shared"] - before["prompt_tokens_shared"] == 2 * (p - 1)
+    # the one-choice answer, its prompt now copied from the one the replica
+    # kept (prefix caching), and the greedy choices' copied keys and values
+    # gave the computed ones' answer
+    one = chat(srv.port, **body)
+    assert model_stats(srv.port, MODEL)["prompt_tokens_shared"] - \
+        after["prompt_tokens_shared"] == p - 1
     assert [c["message"]["content"] for c in r["choices"]] == \
         [one["choices"][0]["message"]["content"]] * 3
     lps = lambda c: [e["logprob"] for e in c["logprobs"]["content"]]  # noqa: E731
-    for c in r["choices"]:  # the copied keys and values are the computed ones
+    for c in r["choices"]:
         assert lps(c) == pytest.approx(lps(one["choices"][0]), abs=1e-5)
     # sampled choices stay each its own seed's: choice i is seed + i
     body = dict(body, temperature=1, seed=11, logprobs=False)
@@ -390,6 +395,61 @@ def test_n_choices_prefill_their_prompt_once(srv):
     before = model_stats(srv.port, MODEL)["prompt_tokens_shared"]
     chat(srv.port, n=2, messages=[{"role": "user", "content": "Hi"}], max_tokens=2)
     assert model_stats(srv.port, MODEL)["prompt_tokens_shared"] == before
+
+
+def test_prefix_cache_keeps_finished_prompts():
+    """A finished request's prompt positions stay in the replica's prefix
+    cache (prefix_cache_mb): the same prompt again, or a chat's next turn,
+    copies them instead of computing them - the daemon's counter says how
+    many - and answers with the bits of a model without the cache (its
+    logprobs equal). The least recently used entry goes first, and an
+    entry larger than the whole budget is not kept."""
+    gguf = {"path": GGUF, "format": "gguf"}
+    # Gemma 3 270M: 18 layers x 1 KV head x 256 x 2 x 4 bytes = 36 KiB a
+    # token: 3 MiB hold two prompts of about 40 tokens, not three
+    d = Daemon(gen_config(models=[dict(gguf, name="warm"),
+                                  dict(gguf, name="cold", prefix_cache_mb=0),
+                                  dict(gguf, name="small", prefix_cache_mb=3)]))
+    try:
+        shared = lambda m: model_stats(d.port, m)["prompt_tokens_shared"]  # noqa: E731
+        lps = lambda r: [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]]  # noqa: E731
+        turn1 = [{"role": "system", "content": "You answer in one short sentence. " * 8},
+                 {"role": "user", "content": "Name a colour of the sky."}]
+        body = dict(max_tokens=8, temperature=0, logprobs=True)
+        cold1 = chat(d.port, model="cold", messages=turn1, **body)
+        a = chat(d.port, model="warm", messages=turn1, **body)
+        p = a["usage"]["prompt_tokens"]
+        assert p > 64 and shared("warm") == 0
+        b = chat(d.port, model="warm", messages=turn1, **body)
+        assert shared("warm") == p - 1  # all but the last token, whose logits it computes
+        assert lps(b) == lps(a) == lps(cold1)
+        assert b["choices"][0]["message"] == a["choices"][0]["message"] == \
+            cold1["choices"][0]["message"]
+        # the next turn begins with the whole first prompt
+        turn2 = turn1 + [a["choices"][0]["message"], {"role": "user", "content": "At night?"}]
+        c = chat(d.port, model="warm", messages=turn2, **body)
+        assert shared("warm") == p - 1 + p
+        cold2 = chat(d.port, model="cold", messages=turn2, **body)
+        assert lps(c) == lps(cold2)
+        assert c["choices"][0]["message"] == cold2["choices"][0]["message"]
+        assert shared("cold") == 0
+        # least recently used out first
+        prompts = ["Note %d. %s" % (k, "the cat sat on the mat and " * 4) for k in range(3)]
+        lens = [complete(d.port, model="small", prompt=q, max_tokens=1)["usage"]["prompt_tokens"]
+                for q in prompts]
+        assert all(33 <= n <= 42 for n in lens), lens
+        assert shared("small") == 0
+        complete(d.port, model="small", prompt=prompts[2], max_tokens=1)
+        assert shared("small") == lens[2] - 1
+        complete(d.port, model="small", prompt=prompts[0], max_tokens=1)  # it went
+        assert shared("small") == lens[2] - 1
+        # larger than the whole budget: not kept
+        long = "Long %s" % ("the dog ran in the park and " * 16)
+        complete(d.port, model="small", prompt=long, max_tokens=1)
+        complete(d.port, model="small", prompt=long, max_tokens=1)
+        assert shared("small") == lens[2] - 1
+    finally:
+        check_clean_exit(d)
 
 
 def test_long_prompt_answer_does_not_depend_on_its_chunks():

@@ -830,6 +830,7 @@ static void test_help(void **state)
 		"models[].slow_replica_factor (integer, default 4, 0..1000)",
 		"models[].max_num_seqs (integer, default 16, 1..256)",
 		"models[].max_batch_tokens (integer, default 512, 16..65536)",
+		"models[].prefix_cache_mb (integer, default 128, 0..1048576)",
 		"models[].timeout_ms (integer, default 0, 0..86400000)",
 		"models[].live_window_ms (integer, default 0, 0..30000)",
 		"models[].kv_cache_f16 (boolean, default false)",
@@ -852,7 +853,7 @@ static void test_help(void **state)
 	size_t lines = 0;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 2 * 45);
+	assert_int_equal(lines, 2 * 46);
 	free(text);
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_AUTO), "auto");
 	assert_string_equal(cfg_model_format_str(CFG_MODEL_FORMAT_GGUF), "gguf");

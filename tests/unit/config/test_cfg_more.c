@@ -139,6 +139,8 @@ static int64_t model_value(const struct cfg *cfg, const char *key)
 		return m->max_num_seqs;
 	if (strcmp(key, "max_batch_tokens") == 0)
 		return m->max_batch_tokens;
+	if (strcmp(key, "prefix_cache_mb") == 0)
+		return m->prefix_cache_mb;
 	if (strcmp(key, "timeout_ms") == 0)
 		return m->timeout_ms;
 	if (strcmp(key, "live_window_ms") == 0)
@@ -314,7 +316,7 @@ static void test_schema_agrees(void **state)
 	assert_int_equal(json_integer_value(json_object_get(models, "minItems")), 1);
 	assert_int_equal(json_integer_value(json_object_get(models, "maxItems")), 256);
 	json_t *mprops = json_object_get(json_object_get(models, "items"), "properties");
-	assert_int_equal(json_object_size(mprops), 17);
+	assert_int_equal(json_object_size(mprops), 18);
 	static const char *const mkeys[] = { "name",	     "path",	     "format",
 					     "replicas", "compute_type", "kv_cache_f16",
 					     "vad_filter", "vad_model" };
@@ -336,7 +338,7 @@ static void test_schema_agrees(void **state)
 		check_schema_model_int(key, prop, defaults);
 		n_ints++;
 	}
-	assert_int_equal(n_ints, 9);
+	assert_int_equal(n_ints, 10);
 	cfg_destroy(defaults);
 	json_decref(schema);
 }

@@ -46,6 +46,7 @@ static void test_config_defaults_are_the_engines(void **state)
 	assert_int_equal(cm->max_batch_tokens, s->max_batch_tokens);
 	assert_int_equal(cm->timeout_ms, s->timeout_ms);
 	assert_int_equal(cm->slow_replica_factor, s->slow_factor);
+	assert_true((size_t)cm->prefix_cache_mb << 20 == s->prefix_cache_bytes);
 
 	/* and both are the shared header's */
 	assert_int_equal(s->n_reps, ST_SCHED_DEF_REPLICAS);
@@ -56,6 +57,7 @@ static void test_config_defaults_are_the_engines(void **state)
 	assert_int_equal(s->max_batch_tokens, ST_SCHED_DEF_MAX_BATCH_TOKENS);
 	assert_int_equal(s->timeout_ms, ST_SCHED_DEF_TIMEOUT_MS);
 	assert_int_equal(s->slow_factor, ST_SCHED_DEF_SLOW_REPLICA_FACTOR);
+	assert_true(s->prefix_cache_bytes == (size_t)ST_SCHED_DEF_PREFIX_CACHE_MB << 20);
 
 	eng_destroy(eng);
 	cfg_destroy(cfg);
