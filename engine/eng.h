@@ -438,6 +438,8 @@ struct eng_gen_result {
 	size_t text_len;
 	enum eng_finish finish;
 	size_t n_prompt_tokens, n_completion_tokens;
+	size_t n_cached_tokens;        /* of the prompt's, copied from another sequence's KV cache
+					* or a kept prompt's (prefix caching) instead of computed */
 	struct eng_gen_token *tokens;  /* [n_completion_tokens] when logprobs >= 0, else NULL */
 	size_t n_text_tokens;          /* tokens[0, n): those the answer holds (all but the ones
 					* that begin in a stop string), as streamed */

@@ -91,16 +91,19 @@ static void egl_drop(struct egl *l, size_t i)
 	l->kept[i] = l->kept[--l->n_kept];
 }
 
-/* Keep g's prompt positions for later sequences (see the top): not when
- * an entry holds them all already (it is marked used), nor past the
- * budget alone; entries the new one holds all of go, then the least
- * recently used while the budget is exceeded. Out of memory keeps
- * nothing. */
-static void egl_keep(struct egl *l, const struct eng__gseq *g)
+/* Keep g's prompt positions for later sequences (see the top), those of
+ * its first ones that fit the whole budget (a long prompt's system prompt
+ * and first turns are what a later one shares): not when an entry holds
+ * them all already (it is marked used); entries the new one holds all of
+ * go, then the least recently used while the budget is exceeded. Out of
+ * memory keeps nothing. */
+static void egl_keep(struct egl *l, struct eng__gseq *g)
 {
 	const int32_t *toks;
 	size_t n = eng__gseq_prompt_fed(g, &toks), budget = l->s->prefix_cache_bytes;
-	if (!budget || n < ENG_GEN_SHARE_MIN)
+	size_t fit = budget / eng_llm_kv_position_bytes(eng__gseq_kv(g));
+	n = n < fit ? n : fit;
+	if (n < ENG_GEN_SHARE_MIN)
 		return;
 	l->clock++;
 	for (size_t i = 0; i < l->n_kept; i++)
@@ -117,14 +120,9 @@ static void egl_keep(struct egl *l, const struct eng__gseq *g)
 		l->kept = grown;
 		l->cap_kept = cap;
 	}
-	if (eng__gseq_keep(g, &e.kv, &e.toks, &e.n) || !e.n)
+	if (eng__gseq_keep(g, budget, &e.kv, &e.toks, &e.n) || !e.n)
 		return;
 	e.bytes = eng_llm_kv_bytes(e.kv);
-	if (e.bytes > budget) {
-		eng_llm_kv_destroy(e.kv);
-		mem_free(e.toks);
-		return;
-	}
 	for (size_t i = l->n_kept; i-- > 0;)
 		if (egl_common(l->kept[i].toks, l->kept[i].n, e.toks, e.n) == l->kept[i].n)
 			egl_drop(l, i);

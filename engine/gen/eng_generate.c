@@ -441,7 +441,7 @@ int eng__gseq_share_kv(struct eng__gseq *s, const struct eng_llm_kv *kv, size_t 
 		return -ST_INVAL;
 	int rc = eng_llm_kv_copy_prefix(s->kv, kv, n);
 	if (!rc)
-		s->n_fed = s->n_shared = n;
+		s->n_fed = s->n_shared = s->res->n_cached_tokens = n;
 	return rc;
 }
 
@@ -456,11 +456,13 @@ size_t eng__gseq_prompt_fed(const struct eng__gseq *g, const int32_t **toks)
 	return g->n_fed < g->res->n_prompt_tokens ? g->n_fed : g->res->n_prompt_tokens;
 }
 
-int eng__gseq_keep(const struct eng__gseq *g, struct eng_llm_kv **kv, int32_t **toks,
-		   size_t *n)
+int eng__gseq_keep(const struct eng__gseq *g, size_t max_bytes, struct eng_llm_kv **kv,
+		   int32_t **toks, size_t *n)
 {
 	const int32_t *hist;
 	size_t len = eng__gseq_prompt_fed(g, &hist);
+	size_t fit = max_bytes / eng_llm_kv_position_bytes(g->kv);
+	len = len < fit ? len : fit;
 	*kv = NULL;
 	*toks = NULL;
 	*n = 0;

@@ -118,6 +118,9 @@ int eng_llm_kv_copy_prefix(struct eng_llm_kv *dst, const struct eng_llm_kv *src,
 int eng_llm_kv_clone_prefix(const struct eng_llm_kv *src, size_t n, struct eng_llm_kv **out);
 /* eng_llm_kv_bytes - the bytes kv's arrays hold (its room, not its length). */
 size_t eng_llm_kv_bytes(const struct eng_llm_kv *kv);
+/* eng_llm_kv_position_bytes - the bytes of one position's keys and values
+ * over all layers. */
+size_t eng_llm_kv_position_bytes(const struct eng_llm_kv *kv);
 void eng_llm_kv_destroy(struct eng_llm_kv *kv);
 size_t eng_llm_kv_len(const struct eng_llm_kv *kv);
 size_t eng_llm_kv_ctx(const struct eng_llm_kv *kv);

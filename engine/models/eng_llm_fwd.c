@@ -164,10 +164,14 @@ int eng_llm_kv_clone_prefix(const struct eng_llm_kv *src, size_t n, struct eng_l
 	return 0;
 }
 
+size_t eng_llm_kv_position_bytes(const struct eng_llm_kv *kv)
+{
+	return 2 * kv->n_layer * kv->row * (kv->k16 ? sizeof(uint16_t) : sizeof(float));
+}
+
 size_t eng_llm_kv_bytes(const struct eng_llm_kv *kv)
 {
-	size_t el = kv->k16 ? sizeof(uint16_t) : sizeof(float);
-	return 2 * kv->n_layer * kv->cap * kv->row * el;
+	return kv->cap * eng_llm_kv_position_bytes(kv);
 }
 
 void eng_llm_kv_destroy(struct eng_llm_kv *kv)

@@ -185,14 +185,19 @@ static json_t *srv_gen_logprobs(const struct srv_openai_gen_job *job,
 
 /* --- whole responses ------------------------------------------------------ */
 
+/* OpenAI's usage: the prompt counted once for the n choices, as its
+ * cached_tokens (prompt_tokens_details: those the first choice copied
+ * instead of computing, prefix caching), the choices' completions. */
 static json_t *srv_gen_usage(const struct srv_openai_gen_job *job)
 {
-	json_int_t prompt = job->base.res[0] ? (json_int_t)job->base.res[0]->n_prompt_tokens : 0,
-		   done = 0;
+	const struct eng_gen_result *r0 = job->base.res[0];
+	json_int_t prompt = r0 ? (json_int_t)r0->n_prompt_tokens : 0, done = 0;
+	json_int_t cached = r0 ? (json_int_t)r0->n_cached_tokens : 0;
 	for (int i = 0; i < job->base.n; i++)
 		done += job->base.res[i] ? (json_int_t)job->base.res[i]->n_completion_tokens : 0;
-	return json_pack("{s:I,s:I,s:I}", "prompt_tokens", prompt, "completion_tokens", done,
-			 "total_tokens", prompt + done);
+	return json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens", prompt, "completion_tokens",
+			 done, "total_tokens", prompt + done, "prompt_tokens_details",
+			 "cached_tokens", cached);
 }
 
 static json_t *srv_gen_choice(const struct srv_openai_gen_job *job, int i)

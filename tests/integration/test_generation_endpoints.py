@@ -401,9 +401,11 @@ def test_prefix_cache_keeps_finished_prompts():
     """A finished request's prompt positions stay in the replica's prefix
     cache (prefix_cache_mb): the same prompt again, or a chat's next turn,
     copies them instead of computing them - the daemon's counter says how
-    many - and answers with the bits of a model without the cache (its
-    logprobs equal). The least recently used entry goes first, and an
-    entry larger than the whole budget is not kept."""
+    many, and so does the answer's usage (OpenAI's
+    prompt_tokens_details.cached_tokens) - and answers with the bits of a
+    model without the cache (its logprobs equal). The least recently used
+    entry goes first, and of a prompt larger than the whole budget the
+    first tokens that fit are kept."""
     gguf = {"path": GGUF, "format": "gguf"}
     # Gemma 3 270M: 18 layers x 1 KV head x 256 x 2 x 4 bytes = 36 KiB a
     # token: 3 MiB hold two prompts of about 40 tokens, not three
@@ -422,6 +424,8 @@ def test_prefix_cache_keeps_finished_prompts():
         assert p > 64 and shared("warm") == 0
         b = chat(d.port, model="warm", messages=turn1, **body)
         assert shared("warm") == p - 1  # all but the last token, whose logits it computes
+        assert a["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
+        assert b["usage"]["prompt_tokens_details"] == {"cached_tokens": p - 1}
         assert lps(b) == lps(a) == lps(cold1)
         assert b["choices"][0]["message"] == a["choices"][0]["message"] == \
             cold1["choices"][0]["message"]
@@ -429,6 +433,7 @@ def test_prefix_cache_keeps_finished_prompts():
         turn2 = turn1 + [a["choices"][0]["message"], {"role": "user", "content": "At night?"}]
         c = chat(d.port, model="warm", messages=turn2, **body)
         assert shared("warm") == p - 1 + p
+        assert c["usage"]["prompt_tokens_details"] == {"cached_tokens": p}
         cold2 = chat(d.port, model="cold", messages=turn2, **body)
         assert lps(c) == lps(cold2)
         assert c["choices"][0]["message"] == cold2["choices"][0]["message"]
@@ -443,11 +448,16 @@ def test_prefix_cache_keeps_finished_prompts():
         assert shared("small") == lens[2] - 1
         complete(d.port, model="small", prompt=prompts[0], max_tokens=1)  # it went
         assert shared("small") == lens[2] - 1
-        # larger than the whole budget: not kept
+        # larger than the whole budget: its first 85 tokens are kept (3 MiB
+        # over 36 KiB), the others going to make room
         long = "Long %s" % ("the dog ran in the park and " * 16)
-        complete(d.port, model="small", prompt=long, max_tokens=1)
-        complete(d.port, model="small", prompt=long, max_tokens=1)
-        assert shared("small") == lens[2] - 1
+        r = complete(d.port, model="small", prompt=long, max_tokens=1)
+        assert r["usage"]["prompt_tokens"] > 100
+        r = complete(d.port, model="small", prompt=long, max_tokens=1)
+        assert r["usage"]["prompt_tokens_details"] == {"cached_tokens": 85}
+        assert shared("small") == lens[2] - 1 + 85
+        complete(d.port, model="small", prompt=prompts[2], max_tokens=1)
+        assert shared("small") == lens[2] - 1 + 85
     finally:
         check_clean_exit(d)
 
