@@ -23,8 +23,8 @@
 #define ST_SCHED_DEF_TIMEOUT_MS 0           /* request deadline, ms; 0: none */
 #define ST_SCHED_DEF_SLOW_REPLICA_FACTOR 4  /* a replica this many times slower than
 					     * another takes only its overflow; 0: off */
-#define ST_SCHED_DEF_PREFIX_CACHE_MB 128  /* generation: MiB of finished prompts' KV caches
-					     * a replica keeps for later requests; 0: off */
+#define ST_SCHED_DEF_PREFIX_CACHE_MB 128    /* generation: MiB of finished prompts' KV
+					     * caches a replica keeps; 0: off */
 #define ST_SCHED_DEF_LIVE_WINDOW_MS 0       /* transcription: a live stream's shortest
 					     * encoder window, ms; 0: Whisper's full 30 s */
 

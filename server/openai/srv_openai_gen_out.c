@@ -185,9 +185,10 @@ static json_t *srv_gen_logprobs(const struct srv_openai_gen_job *job,
 
 /* --- whole responses ------------------------------------------------------ */
 
-/* OpenAI's usage: the prompt counted once for the n choices, as its
- * cached_tokens (prompt_tokens_details: those the first choice copied
- * instead of computing, prefix caching), the choices' completions. */
+/* OpenAI's usage: the prompt counted once for the n choices, and so its
+ * cached_tokens (prompt_tokens_details: the prompt tokens the first
+ * choice copied instead of computing them, prefix caching); the choices'
+ * completions summed. */
 static json_t *srv_gen_usage(const struct srv_openai_gen_job *job)
 {
 	const struct eng_gen_result *r0 = job->base.res[0];
