@@ -110,17 +110,15 @@ int eng__gseq_share_kv(struct eng__gseq *s, const struct eng_llm_kv *kv, size_t 
  * and where its tokens are (*toks, g's: valid while g is). */
 size_t eng__gseq_prompt_fed(const struct eng__gseq *g, const int32_t **toks);
 
-/* eng__gseq_keep - for the replica's prefix cache, copies of g's prompt
- * positions in its KV cache, the first of them whose keys and values fit
- * max_bytes (a cache with room for exactly those:
+/* eng__gseq_keep - for the replica's prefix cache, copies of g's first n
+ * prompt positions in its KV cache (a cache with room for exactly those:
  * eng_llm_kv_clone_prefix) and of their tokens: *kv and *toks, new, the
- * caller's; *n of them. Only prompt positions: a prompt's keys and values
- * are the same bits in forward chunks of any size, so a later sequence
- * that copies them answers as if it had computed them; a generated
- * token's were computed in decode steps. *n = 0 (nothing made) below
- * ENG_GEN_SHARE_MIN. 0 or -ST_NOMEM. */
-int eng__gseq_keep(const struct eng__gseq *g, size_t max_bytes, struct eng_llm_kv **kv,
-		   int32_t **toks, size_t *n);
+ * caller's. Only prompt positions (n at most eng__gseq_prompt_fed): a
+ * prompt's keys and values are the same bits in forward chunks of any
+ * size, so a later sequence that copies them answers as if it had
+ * computed them; a generated token's were computed in decode steps. 0,
+ * -ST_INVAL (n 0 or past them), -ST_NOMEM. */
+int eng__gseq_keep(const struct eng__gseq *g, size_t n, struct eng_llm_kv **kv, int32_t **toks);
 
 /* eng__gseq_shared_tokens - the prompt tokens s took from another's cache. */
 size_t eng__gseq_shared_tokens(const struct eng__gseq *g);

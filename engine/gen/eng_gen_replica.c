@@ -111,7 +111,7 @@ static void egl_keep(struct egl *l, struct eng__gseq *g)
 			l->kept[i].used = l->clock;
 			return;
 		}
-	struct egl_kept e = { .used = l->clock };
+	struct egl_kept e = { .n = n, .used = l->clock };
 	if (l->n_kept == l->cap_kept) {
 		size_t cap = l->cap_kept ? 2 * l->cap_kept : 8;
 		struct egl_kept *grown = mem_realloc(l->kept, cap * sizeof(*grown));
@@ -120,7 +120,7 @@ static void egl_keep(struct egl *l, struct eng__gseq *g)
 		l->kept = grown;
 		l->cap_kept = cap;
 	}
-	if (eng__gseq_keep(g, budget, &e.kv, &e.toks, &e.n) || !e.n)
+	if (eng__gseq_keep(g, n, &e.kv, &e.toks))
 		return;
 	e.bytes = eng_llm_kv_bytes(e.kv);
 	for (size_t i = l->n_kept; i-- > 0;)

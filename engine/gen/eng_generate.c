@@ -456,30 +456,23 @@ size_t eng__gseq_prompt_fed(const struct eng__gseq *g, const int32_t **toks)
 	return g->n_fed < g->res->n_prompt_tokens ? g->n_fed : g->res->n_prompt_tokens;
 }
 
-int eng__gseq_keep(const struct eng__gseq *g, size_t max_bytes, struct eng_llm_kv **kv,
-		   int32_t **toks, size_t *n)
+int eng__gseq_keep(const struct eng__gseq *g, size_t n, struct eng_llm_kv **kv, int32_t **toks)
 {
 	const int32_t *hist;
-	size_t len = eng__gseq_prompt_fed(g, &hist);
-	size_t fit = max_bytes / eng_llm_kv_position_bytes(g->kv);
-	len = len < fit ? len : fit;
 	*kv = NULL;
 	*toks = NULL;
-	*n = 0;
-	if (len < ENG_GEN_SHARE_MIN)
-		return 0;
-	*toks = mem_alloc(len * sizeof(**toks));
+	if (n == 0 || n > eng__gseq_prompt_fed(g, &hist))
+		return -ST_INVAL;
+	*toks = mem_alloc(n * sizeof(**toks));
 	if (!*toks)
 		return -ST_NOMEM;
-	memcpy(*toks, hist, len * sizeof(**toks));
-	int rc = eng_llm_kv_clone_prefix(g->kv, len, kv);
+	memcpy(*toks, hist, n * sizeof(**toks));
+	int rc = eng_llm_kv_clone_prefix(g->kv, n, kv);
 	if (rc) {
 		mem_free(*toks);
 		*toks = NULL;
-		return rc;
 	}
-	*n = len;
-	return 0;
+	return rc;
 }
 
 size_t eng__gseq_shared_tokens(const struct eng__gseq *g)
